@@ -1,0 +1,176 @@
+"""The Python API, in the scikit-learn style: ``CRF(spec).fit(X, y)``.
+
+``X`` is a list of sequences, each a list of token rows holding the spec's
+input columns in order (strings; numbers and vectors as text or floats);
+``y`` is the list of label sequences.  ``fit_files``/``predict_file`` read
+CoNLL column files directly.  Quiet by default; ``verbose=True`` prints one
+line per training iteration.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from . import ast
+from .checks import validate
+from .compiler import CompiledModel, compile_model, train_settings
+from .evaluate import Report, evaluate
+from .io import Sentence, read_conll
+from .learner import TrainingLog, train_lbfgs
+from .model_io import load_model, save_model
+from .parser import parse_spec, read_spec
+
+Rows = Sequence[Sequence[object]]
+
+
+def _as_sentences(X: Sequence[Rows], y: Sequence[Sequence[str]] | None, what: str) -> list[Sentence]:
+    if y is not None and len(X) != len(y):
+        raise ValueError(f"{what}: X has {len(X)} sequences but y has {len(y)}")
+    out = []
+    for i, rows in enumerate(X):
+        if y is not None and len(rows) != len(y[i]):
+            raise ValueError(f"{what}: sequence {i} has {len(rows)} tokens but {len(y[i])} labels")
+        fields = [[_text(v) for v in row] + ([y[i][j]] if y is not None else [])
+                  for j, row in enumerate(rows)]
+        out.append(Sentence(fields, list(range(1, len(rows) + 1)), 0, f"<{what} sequence {i}>"))
+    return out
+
+
+def _text(v: object) -> str:
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return ",".join(repr(float(x)) for x in v)
+    return str(v)
+
+
+class CRF:
+    """A CRF defined by an fgl spec.
+
+    Parameters
+    ----------
+    spec:
+        Path to a ``.fgl`` file, the spec text itself, or a parsed ``Spec``.
+    sigma, max_iter, tol:
+        Override the spec's ``train`` settings (Gaussian prior sigma, L-BFGS
+        iteration limit, relative-improvement stopping tolerance).
+    jobs:
+        Threads for per-sequence work; 0 means every core.
+    verbose:
+        Print one line per training iteration.
+    """
+
+    def __init__(self, spec: str | Path | ast.Spec, *, sigma: float | None = None,
+                 max_iter: int | None = None, tol: float | None = None, jobs: int = 0,
+                 verbose: bool = False):
+        if isinstance(spec, ast.Spec):
+            self.spec = spec
+        elif isinstance(spec, Path) or (isinstance(spec, str) and "\n" not in spec
+                                        and spec.endswith(".fgl")):
+            self.spec = read_spec(spec)
+        else:
+            self.spec = validate(parse_spec(str(spec), "<spec>"))
+        self.overrides = {k: v for k, v in
+                          (("sigma", sigma), ("max_iter", max_iter), ("tol", tol)) if v is not None}
+        self.jobs, self.verbose = jobs, verbose
+        self.model: CompiledModel | None = None
+        self.weights: np.ndarray | None = None
+        self.training_log: TrainingLog | None = None
+
+    # ------------------------------------------------------------ training
+
+    def fit(self, X: Sequence[Rows], y: Sequence[Sequence[str]]) -> "CRF":
+        """Train on sequences ``X`` with label sequences ``y``."""
+        return self.fit_sentences(_as_sentences(X, y, "train"))
+
+    def fit_file(self, path: str | Path, encoding: str = "utf-8") -> "CRF":
+        """Train on a CoNLL column file holding the spec's columns."""
+        return self.fit_sentences(read_conll(path, encoding=encoding))
+
+    def fit_sentences(self, sentences: list[Sentence]) -> "CRF":
+        base = Path(self.spec.file).parent if not self.spec.file.startswith("<") else Path(".")
+        t0 = time.perf_counter()
+        model, data = compile_model(self.spec, sentences, base, self.overrides)
+        settings = {**train_settings(self.spec), **self.overrides}
+        if self.verbose:
+            print(f"compiled in {time.perf_counter() - t0:.1f}s: {len(model.labels)} labels, "
+                  f"{len(model.program.structure.patterns)} patterns, "
+                  f"{model.program.n_features} features, {data.n_sequences} sequences",
+                  file=sys.stderr)
+        progress = _print_progress if self.verbose else None
+        self.weights, self.training_log = train_lbfgs(
+            model.program, data, model.feat_sigma,
+            max_iter=int(settings.get("max_iter", 200)), tol=float(settings.get("tol", 1e-5)),
+            jobs=self.jobs, progress=progress)
+        self.model = model
+        return self
+
+    # ------------------------------------------------------------ inference
+
+    def _fitted(self) -> CompiledModel:
+        if self.model is None or self.weights is None:
+            raise RuntimeError("this CRF is not trained yet; call fit() or CRF.load()")
+        return self.model
+
+    def predict_sentences(self, sentences: list[Sentence]) -> list[list[str]]:
+        model = self._fitted()
+        data = model.encode(sentences)
+        flat = model.program.decode(self.weights, data, self.jobs)
+        labels = model.labels
+        return [[labels[i] for i in flat[data.seq_ptr[k]:data.seq_ptr[k + 1]]]
+                for k in range(data.n_sequences)]
+
+    def predict(self, X: Sequence[Rows]) -> list[list[str]]:
+        """The most likely label sequence of each input sequence."""
+        return self.predict_sentences(_as_sentences(X, None, "predict"))
+
+    def predict_file(self, path: str | Path, encoding: str = "utf-8") -> tuple[list[Sentence], list[list[str]]]:
+        sentences = read_conll(path, encoding=encoding)
+        return sentences, self.predict_sentences(sentences)
+
+    def predict_marginals(self, X: Sequence[Rows]) -> list[list[dict[str, float]]]:
+        """P(y_t = label | x) for every token, as one dict per token."""
+        model = self._fitted()
+        data = model.encode(_as_sentences(X, None, "predict"))
+        out = []
+        for marg in model.program.label_marginals(self.weights, data):
+            out.append([dict(zip(model.labels, map(float, row))) for row in marg])
+        return out
+
+    def score(self, X: Sequence[Rows], y: Sequence[Sequence[str]]) -> float:
+        """Token accuracy (0-1) of the predictions against ``y``."""
+        pred = self.predict(X)
+        total = sum(len(s) for s in y)
+        return sum(a == b for p, g in zip(pred, y) for a, b in zip(p, g)) / max(total, 1)
+
+    def evaluate(self, X: Sequence[Rows], y: Sequence[Sequence[str]]) -> Report:
+        """conlleval-style report: accuracy, per-chunk-type and per-label P/R/F1."""
+        return evaluate([list(s) for s in y], self.predict(X))
+
+    # ------------------------------------------------------------ files
+
+    def save(self, path: str | Path) -> None:
+        """Write a model file (spec, vocabularies and weights; no pickle)."""
+        model = self._fitted()
+        meta = {}
+        if self.training_log is not None:
+            meta = {"iterations": len(self.training_log.iterations),
+                    "objective": self.training_log.objective,
+                    "seconds": self.training_log.seconds}
+        save_model(path, model, self.weights, meta)
+
+    @classmethod
+    def load(cls, path: str | Path, jobs: int = 0) -> "CRF":
+        """Read a model file written by ``save``."""
+        model, weights, _ = load_model(path)
+        crf = cls(model.spec, jobs=jobs)
+        crf.model, crf.weights = model, weights
+        return crf
+
+
+def _print_progress(row: dict) -> None:
+    print(f"iter {row['iteration']:4d}  objective {row['objective']:.6g}  "
+          f"|grad| {row['gradient_norm']:.4g}  evals {row['evaluations']}  "
+          f"{row['seconds']:.1f}s", file=sys.stderr)

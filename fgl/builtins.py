@@ -1,0 +1,87 @@
+"""The built-in observation functions: their signatures and string transforms.
+
+Each built-in maps the value of a token column to zero or more observation
+items.  ``BUILTINS`` is the table the checker validates calls against and the
+observation evaluator dispatches on; ``stdlib/BUILTINS.md`` is its reference.
+
+Regex classes follow McCallum 2003 (seed 001 §4.1): character-level classes
+over capitalisation and digits, where ``A`` = [A-Z], ``a`` = [a-z], ``D`` =
+[0-9].
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """Signature of a built-in.
+
+    ``takes``: the kind of the argument expression (``"text"``, ``"number"``
+    for number/vector columns, or ``None`` for zero-argument built-ins).
+    ``params``: the types of the literal parameters after the argument.
+    ``gives``: ``"text"`` (string items, indicator features), ``"test"``
+    (a yes/no item) or ``"number"`` (real-valued items).
+    ``doc``: one line for ``--help`` and the reference.
+    """
+    takes: str | None
+    params: tuple[type, ...]
+    gives: str
+    doc: str
+
+
+BUILTINS: dict[str, Builtin] = {
+    "lower": Builtin("text", (), "text", "lowercase form of the token"),
+    "prefix": Builtin("text", (int,), "text", "first n characters: prefix(word[t], 3)"),
+    "suffix": Builtin("text", (int,), "text", "last n characters: suffix(word[t], 3)"),
+    "shape": Builtin("text", (), "text", "word shape: A for upper, a for lower, D for digit, runs collapsed (Peter -> Aa, 1999 -> D)"),
+    "longshape": Builtin("text", (), "text", "word shape without collapsing runs (Peter -> Aaaaa)"),
+    "class": Builtin("text", (), "text", "every regex class of seed 001 §4.1 the token matches (A, A+, Aa+, D+, ...)"),
+    "regex": Builtin("text", (str,), "test", 'true when the token matches: regex(word[t], "^[A-Z]")'),
+    "lexicon": Builtin("text", (str,), "test", 'true when the token is a line of the file: lexicon(word[t], "cities.txt")'),
+    "value": Builtin("number", (), "number", "the real value(s) of a number or vector column"),
+    "bias": Builtin(None, (), "test", "always true: a per-label (or per-pattern) bias"),
+    "bos": Builtin(None, (), "test", "true at the first token of a sequence"),
+    "eos": Builtin(None, (), "test", "true at the last token of a sequence"),
+}
+
+
+def shape(word: str, collapse: bool = True) -> str:
+    """Map upper-case letters to A, lower-case to a, digits to D; keep other
+    characters.  With ``collapse`` runs of one class become one symbol."""
+    out: list[str] = []
+    for ch in word:
+        c = "A" if ch.isupper() else "a" if ch.islower() else "D" if ch.isdigit() else ch
+        if not (collapse and out and out[-1] == c):
+            out.append(c)
+    return "".join(out)
+
+
+# seed 001 §4.1: character-level regular expressions, mostly capitalisation and
+# digit patterns; A = [A-Z], a = [a-z], D = [0-9].
+REGEX_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(rx)) for name, rx in (
+        ("A", r"[A-Z]"),
+        ("A+", r"[A-Z]+"),
+        ("Aa+", r"[A-Z][a-z]+"),
+        ("Aa+Aa*", r"[A-Z][a-z]+[A-Z][a-z]*"),
+        ("A.", r"[A-Z]\."),
+        ("A.A.", r"([A-Z]\.)+"),
+        ("a+", r"[a-z]+"),
+        ("D", r"[0-9]"),
+        ("D+", r"[0-9]+"),
+        ("DD", r"[0-9][0-9]"),
+        ("DDDD", r"[0-9][0-9][0-9][0-9]"),
+        (".*D.*", r".*[0-9].*"),
+        ("D+[.,]D+", r"[0-9]+[.,][0-9]+"),
+        ("A+-A+", r"[A-Za-z]+-[A-Za-z]+"),
+        ("P", r"[^A-Za-z0-9]+"),
+        (".*A.*", r".*[A-Z].*"),
+    )
+)
+
+
+def regex_classes(word: str) -> list[str]:
+    """Names of every seed-001 regex class that matches the whole token."""
+    return [name for name, rx in REGEX_CLASSES if rx.fullmatch(word)]

@@ -1,0 +1,185 @@
+"""The ``fgl`` command: train, tag, eval, check and explain model specs.
+
+Every user mistake ends in a one-line ``file:line[:col]: message`` on stderr
+and a non-zero exit status, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .errors import FglError
+
+EPILOG = """\
+examples:
+  fgl check stdlib/linear_chain.fgl
+  fgl explain stdlib/high_order.fgl --train train.txt
+  fgl train stdlib/linear_chain.fgl --train train.txt --dev dev.txt -o chunker.fglm
+  fgl tag chunker.fglm test.txt > tagged.txt
+  fgl eval chunker.fglm test.txt
+
+A spec names the data columns (`columns word, pos, chunk`), the label column
+(`output chunk`), observation functions (`obs w = word[t-2..t+2]`) and clique
+templates (`template trans: y[t-1..t]`); see stdlib/ and README.md.
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fgl", description="fgl: conditional random fields written as text files.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def data_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--encoding", default="utf-8",
+                        help="text encoding of data files (default utf-8; e.g. latin-1)")
+        sp.add_argument("--jobs", type=int, default=0,
+                        help="threads for per-sequence work (default 0 = every core)")
+
+    t = sub.add_parser("train", help="train a spec on a CoNLL column file",
+                       description="Compile SPEC against the training data and fit its weights "
+                                   "by L-BFGS; write the model file.")
+    t.add_argument("spec", help="the model spec (.fgl)")
+    t.add_argument("--train", required=True, metavar="FILE", help="training data (CoNLL columns)")
+    t.add_argument("--dev", metavar="FILE", help="development data, evaluated after training")
+    t.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
+    t.add_argument("--sigma", type=float, help="override the spec's Gaussian prior sigma")
+    t.add_argument("--max-iter", type=int, help="override the spec's L-BFGS iteration limit")
+    t.add_argument("--tol", type=float, help="override the spec's stopping tolerance")
+    t.add_argument("-q", "--quiet", action="store_true", help="no per-iteration progress")
+    data_args(t)
+
+    g = sub.add_parser("tag", help="label a data file with a trained model",
+                       description="Write FILE back with one predicted label column appended "
+                                   "(input columns only, or with gold labels: both work).")
+    g.add_argument("model", help="a model file written by `fgl train`")
+    g.add_argument("file", help="data to label (CoNLL columns)")
+    g.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    data_args(g)
+
+    e = sub.add_parser("eval", help="evaluate a model on labelled data",
+                       description="Token accuracy, conlleval-style per-chunk-type P/R/F1 "
+                                   "(BIO/IOB tags) and per-label P/R/F1.")
+    e.add_argument("model")
+    e.add_argument("file", help="labelled data (CoNLL columns, gold label last)")
+    data_args(e)
+
+    c = sub.add_parser("check", help="validate a spec", description="Parse and check a spec; "
+                       "report every error as file:line:col.")
+    c.add_argument("spec")
+
+    x = sub.add_parser("explain", help="show the compiled program",
+                       description="Show the engine chosen for SPEC and why, the labels, "
+                                   "patterns, forward/backward states, features and the cost "
+                                   "of one pass.  Sizes depend on the training data.")
+    x.add_argument("spec")
+    x.add_argument("--train", metavar="FILE", help="training data to compile against")
+    x.add_argument("--encoding", default="utf-8")
+    return p
+
+
+def _cmd_train(a: argparse.Namespace) -> None:
+    from .api import CRF
+    from .io import read_conll
+
+    crf = CRF(Path(a.spec), sigma=a.sigma, max_iter=a.max_iter, tol=a.tol, jobs=a.jobs,
+              verbose=not a.quiet)
+    train = read_conll(a.train, encoding=a.encoding)
+    t0 = time.perf_counter()
+    crf.fit_sentences(train)
+    log = crf.training_log
+    print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
+          f"{log.evaluations} evaluations, objective {log.objective:.6g} ({log.message})",
+          file=sys.stderr)
+    crf.save(a.output)
+    print(f"wrote {a.output}", file=sys.stderr)
+    if a.dev:
+        _report(crf, a.dev, a.encoding)
+
+
+def _report(crf, path: str, encoding: str) -> None:
+    from .evaluate import evaluate
+
+    sentences, pred = crf.predict_file(path, encoding=encoding)
+    gold = [s.column(-1) for s in sentences]
+    print(evaluate(gold, pred).format())
+
+
+def _cmd_tag(a: argparse.Namespace) -> None:
+    from .api import CRF
+    from .io import write_conll
+
+    crf = CRF.load(a.model, jobs=a.jobs)
+    sentences, pred = crf.predict_file(a.file, encoding=a.encoding)
+    extra = [[[y] for y in labels] for labels in pred]
+    if a.output:
+        with open(a.output, "w", encoding="utf-8") as fh:
+            write_conll(fh, sentences, extra)
+    else:
+        write_conll(sys.stdout, sentences, extra)
+
+
+def _cmd_eval(a: argparse.Namespace) -> None:
+    from .api import CRF
+
+    _report(CRF.load(a.model, jobs=a.jobs), a.file, a.encoding)
+
+
+def _cmd_check(a: argparse.Namespace) -> int:
+    from .checks import check_spec
+    from .parser import parse_spec
+
+    path = Path(a.spec)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise FglError(f"{path}: cannot read spec: {e}") from None
+    errors = check_spec(parse_spec(text, str(path)), path.parent)
+    for err in errors:
+        print(err, file=sys.stderr)
+    if errors:
+        return 1
+    print(f"{path}: ok")
+    return 0
+
+
+def _cmd_explain(a: argparse.Namespace) -> None:
+    from .compiler import compile_model
+    from .io import read_conll
+    from .parser import read_spec
+
+    spec = read_spec(a.spec)
+    print(f"spec {a.spec}: {len(spec.observations)} observation functions, "
+          f"{len(spec.templates)} templates")
+    if not a.train:
+        for tpl in spec.templates:
+            ref = tpl.labels[0]
+            kind = tpl.patterns.kind if tpl.patterns else "default"
+            print(f"  {tpl.name}: {ref.var}[t{ref.lo:+d}..t] patterns {kind}, "
+                  f"{len(tpl.observations)} observations")
+        print("labels, patterns and state counts depend on the data: add --train FILE")
+        return
+    model, data = compile_model(spec, read_conll(a.train, encoding=a.encoding),
+                                Path(a.spec).parent)
+    print(f"training data: {data.n_sequences} sequences, {data.n_tokens} tokens")
+    print(model.explain())
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    command = {"train": _cmd_train, "tag": _cmd_tag, "eval": _cmd_eval, "check": _cmd_check,
+               "explain": _cmd_explain}[args.command]
+    try:
+        return command(args) or 0
+    except FglError as e:
+        print(f"fgl: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("fgl: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,460 @@
+"""Exact pattern-sparse chain engine (seed 000 §3; seed 002 §2 with L = 1).
+
+A model's label patterns Z (every single label among them) define
+
+* forward states P: the empty sequence, every label, every proper prefix of a
+  pattern (seed 000 §3.1.1) — prefix-closed, so the longest suffix of
+  ``y_{1:t}`` in P is determined by the previous state and the new label
+  (Proposition 1);
+* transitions S = P x Y: ``s = p·y``, each with ``next[s]`` (the longest
+  suffix of ``p·y`` in P), its pattern id when ``p·y`` is itself a pattern,
+  and ``parent[s]``, the longest proper suffix of ``p·y`` in S.  Every
+  pattern lies in S, so the potential of a transition,
+  ``Ψ(t, s) = Σ_{z ∈ Z, z suffix of s} pot[t, z]``, is the pattern's own
+  potential plus its parent's Ψ: O(|S|) per position (the conditional
+  backward variables of seed 002 §2.3.2 use the same S).
+
+Forward, backward, transition marginals and Viterbi then cost O(|P|·n) per
+position, O(T·n·|P|) per sequence — never O(T·n^k).  Pattern marginals
+P(y_{t-|z|+1..t} = z | x) are transition marginals accumulated up the parent
+tree (seed 002 §2.3.2).
+
+Sum-product and max-product are one kernel, ``_forward``, parameterised by the
+semiring (``use_max``) and run in log space.  The training path
+(``sequence_expectations``) is the same recursion on scaled vectors: each
+forward/backward vector is normalised and its log scale kept (seed 004
+§1.4.6), which needs one ``exp`` per transition instead of three; when a
+scale underflows it falls back to the log-space kernel.
+
+All tables are integer arrays built once per model by ``ChainStructure``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from numba import njit
+
+NEG_INF = -np.inf
+
+
+@dataclass
+class ChainStructure:
+    """The compiled state machine of a pattern set (built once per model)."""
+
+    n_labels: int
+    patterns: list[tuple[int, ...]]
+    forward_states: list[tuple[int, ...]]
+    s_prev: np.ndarray      # [S] forward state p of s = p·y
+    s_label: np.ndarray     # [S] label y of s = p·y
+    s_next: np.ndarray      # [S] longest suffix of p·y in P
+    s_pattern: np.ndarray   # [S] pattern id of p·y, or -1
+    s_parent: np.ndarray    # [S] longest proper suffix of p·y in S, or -1
+    s_order: np.ndarray     # [S] transitions by increasing length
+    pattern_s: np.ndarray   # [Z] the transition equal to each pattern
+
+    @property
+    def n_forward(self) -> int:
+        """|P|, the number of forward states (the empty state included)."""
+        return len(self.forward_states)
+
+    @property
+    def n_backward(self) -> int:
+        """|S| = |P|·n, the number of transitions (backward states, seed 002)."""
+        return len(self.s_prev)
+
+    @classmethod
+    def build(cls, n_labels: int, patterns: Sequence[tuple[int, ...]]) -> "ChainStructure":
+        """Build P, S and the longest-suffix tables for ``patterns``
+        (label-id tuples, oldest label first; every single label included)."""
+        patterns = [tuple(int(v) for v in z) for z in patterns]
+        if len(set(patterns)) != len(patterns):
+            raise ValueError("patterns must be distinct")
+        for z in patterns:
+            if not z or min(z) < 0 or max(z) >= n_labels:
+                raise ValueError(f"pattern {z} is empty or uses a label outside 0..{n_labels - 1}")
+        missing = [y for y in range(n_labels) if (y,) not in set(patterns)]
+        if missing:
+            raise ValueError(f"every single label must be a pattern; missing {missing}")
+        prefixes = {z[:k] for z in patterns for k in range(1, len(z))}
+        forward = [()] + sorted(prefixes | {(y,) for y in range(n_labels)}, key=lambda p: (len(p), p))
+        p_index = {p: i for i, p in enumerate(forward)}
+        z_index = {z: i for i, z in enumerate(patterns)}
+        n_s = len(forward) * n_labels
+        s_seq = [forward[i] + (y,) for i in range(len(forward)) for y in range(n_labels)]
+        s_index = {s: i for i, s in enumerate(s_seq)}
+
+        def longest_suffix(seq: tuple[int, ...], table: dict, proper: bool) -> int:
+            for k in range(1 if proper else 0, len(seq)):
+                hit = table.get(seq[k:])
+                if hit is not None:
+                    return hit
+            return -1
+
+        s_prev = np.repeat(np.arange(len(forward)), n_labels).astype(np.int64)
+        s_label = np.tile(np.arange(n_labels), len(forward)).astype(np.int64)
+        s_next = np.array([longest_suffix(s, p_index, False) for s in s_seq], dtype=np.int64)
+        s_pattern = np.array([z_index.get(s, -1) for s in s_seq], dtype=np.int64)
+        s_parent = np.array([longest_suffix(s, s_index, True) for s in s_seq], dtype=np.int64)
+        s_order = np.array(sorted(range(n_s), key=lambda i: len(s_seq[i])), dtype=np.int64)
+        pattern_s = np.array([s_index[z] for z in patterns], dtype=np.int64)
+        return cls(n_labels, patterns, forward, s_prev, s_label, s_next, s_pattern,
+                   s_parent, s_order, pattern_s)
+
+    def tables(self) -> tuple:
+        """The integer tables the kernels take, in their argument order."""
+        return (self.s_prev, self.s_label, self.s_next, self.s_pattern,
+                self.s_parent, self.s_order, self.n_forward)
+
+
+# --------------------------------------------------------------------------
+# kernels
+
+
+@njit(cache=True, nogil=True)
+def _transition_scores(pot, s_pattern, s_parent, s_order, psi):
+    """Ψ(t, s): the summed potential of every pattern that is a suffix of s."""
+    for t in range(pot.shape[0]):
+        for i in range(s_order.shape[0]):
+            s = s_order[i]
+            v = 0.0
+            if s_pattern[s] >= 0:
+                v = pot[t, s_pattern[s]]
+            if s_parent[s] >= 0:
+                v += psi[t, s_parent[s]]
+            psi[t, s] = v
+
+
+@njit(cache=True, nogil=True)
+def _forward(psi, s_prev, s_next, n_forward, use_max, alpha, back, tmp, acc):
+    """Log-space forward pass in the log-sum-exp (use_max False) or max
+    semiring; ``back[t, q]`` records the arg-max transition (seed 000 §3.1.3)."""
+    T, S = psi.shape
+    alpha[0, :] = -np.inf
+    alpha[0, 0] = 0.0
+    for t in range(T):
+        row = alpha[t + 1]
+        row[:] = -np.inf
+        for s in range(S):
+            v = alpha[t, s_prev[s]] + psi[t, s]
+            tmp[s] = v
+            q = s_next[s]
+            if v > row[q]:
+                row[q] = v
+                back[t, q] = s
+        if not use_max:
+            acc[:] = 0.0
+            for s in range(S):
+                q = s_next[s]
+                if row[q] > -np.inf:
+                    acc[q] += np.exp(tmp[s] - row[q])
+            for q in range(n_forward):
+                if acc[q] > 0.0:
+                    row[q] += np.log(acc[q])
+
+
+@njit(cache=True, nogil=True)
+def _backward(psi, s_next, n_labels, n_forward, beta):
+    """Log-space backward pass: beta[t, p] sums every continuation of state p."""
+    T = psi.shape[0]
+    beta[T, :] = 0.0
+    for t in range(T - 1, -1, -1):
+        for p in range(n_forward):
+            m = -np.inf
+            for y in range(n_labels):
+                s = p * n_labels + y
+                v = psi[t, s] + beta[t + 1, s_next[s]]
+                if v > m:
+                    m = v
+            if m == -np.inf:
+                beta[t, p] = m
+                continue
+            a = 0.0
+            for y in range(n_labels):
+                s = p * n_labels + y
+                a += np.exp(psi[t, s] + beta[t + 1, s_next[s]] - m)
+            beta[t, p] = m + np.log(a)
+
+
+@njit(cache=True, nogil=True)
+def _log_marginals(psi, alpha, beta, log_z, s_prev, s_next, s_parent, s_order, marg):
+    """Transition marginals, accumulated up the parent tree so that
+    ``marg[t, s]`` = P(s is a suffix of y_{1:t})."""
+    T, S = psi.shape
+    for t in range(T):
+        for s in range(S):
+            marg[t, s] = np.exp(alpha[t, s_prev[s]] + psi[t, s] + beta[t + 1, s_next[s]] - log_z)
+        for i in range(S - 1, -1, -1):
+            s = s_order[i]
+            if s_parent[s] >= 0:
+                marg[t, s_parent[s]] += marg[t, s]
+
+
+@njit(cache=True, nogil=True)
+def _scaled_forward_backward(epsi, s_prev, s_next, n_labels, n_forward, alpha, beta, scale):
+    """Forward and backward on scaled vectors (seed 004 §1.4.6).
+
+    ``epsi[t, s] = exp(Ψ(t, s) - shift[t])``.  Returns the log of the product of
+    forward scales, or NaN when a scale underflowed (caller falls back)."""
+    T, S = epsi.shape
+    alpha[0, :] = 0.0
+    alpha[0, 0] = 1.0
+    log_scale = 0.0
+    for t in range(T):
+        row = alpha[t + 1]
+        row[:] = 0.0
+        for s in range(S):
+            row[s_next[s]] += alpha[t, s_prev[s]] * epsi[t, s]
+        c = 0.0
+        for q in range(n_forward):
+            c += row[q]
+        if not (c > 1e-280) or not np.isfinite(c):
+            return np.nan
+        for q in range(n_forward):
+            row[q] /= c
+        scale[t] = c
+        log_scale += np.log(c)
+    beta[T, :] = 1.0
+    for t in range(T - 1, -1, -1):
+        for p in range(n_forward):
+            a = 0.0
+            for y in range(n_labels):
+                s = p * n_labels + y
+                a += epsi[t, s] * beta[t + 1, s_next[s]]
+            beta[t, p] = a / scale[t]
+    return log_scale
+
+
+@njit(cache=True, nogil=True)
+def _scaled_marginals(epsi, alpha, beta, scale, s_prev, s_next, s_parent, s_order, marg):
+    T, S = epsi.shape
+    for t in range(T):
+        inv = 1.0 / scale[t]
+        for s in range(S):
+            marg[t, s] = alpha[t, s_prev[s]] * epsi[t, s] * beta[t + 1, s_next[s]] * inv
+        for i in range(S - 1, -1, -1):
+            s = s_order[i]
+            if s_parent[s] >= 0:
+                marg[t, s_parent[s]] += marg[t, s]
+
+
+@njit(cache=True, nogil=True)
+def _sequence_marginals(pot, s_prev, s_next, s_pattern, s_parent, s_order, n_forward,
+                        n_labels, psi, epsi, alpha, beta, tmp, acc, back, scale, marg):
+    """log Z and accumulated transition marginals of one sequence: the scaled
+    path first, the log-space path when a scale underflows."""
+    T, S = psi.shape
+    _transition_scores(pot, s_pattern, s_parent, s_order, psi)
+    shift = 0.0
+    for t in range(T):
+        m = -np.inf
+        for s in range(S):
+            if psi[t, s] > m:
+                m = psi[t, s]
+        shift += m
+        for s in range(S):
+            epsi[t, s] = np.exp(psi[t, s] - m)
+    log_scale = _scaled_forward_backward(epsi, s_prev, s_next, n_labels, n_forward,
+                                         alpha, beta, scale)
+    if np.isfinite(log_scale):
+        _scaled_marginals(epsi, alpha, beta, scale, s_prev, s_next, s_parent, s_order, marg)
+        return log_scale + shift
+    _forward(psi, s_prev, s_next, n_forward, False, alpha, back, tmp, acc)
+    _backward(psi, s_next, n_labels, n_forward, beta)
+    log_z = _logsumexp_row(alpha[T])
+    _log_marginals(psi, alpha, beta, log_z, s_prev, s_next, s_parent, s_order, marg)
+    return log_z
+
+
+@njit(cache=True, nogil=True)
+def _logsumexp_row(row):
+    m = -np.inf
+    for v in row:
+        if v > m:
+            m = v
+    if m == -np.inf:
+        return m
+    a = 0.0
+    for v in row:
+        a += np.exp(v - m)
+    return m + np.log(a)
+
+
+@njit(cache=True, nogil=True)
+def _viterbi(pot, s_prev, s_label, s_next, s_pattern, s_parent, s_order, n_forward,
+             psi, alpha, back, tmp, acc, out):
+    """Max-product forward (the same kernel, max semiring) and trace-back."""
+    T = pot.shape[0]
+    _transition_scores(pot, s_pattern, s_parent, s_order, psi)
+    _forward(psi, s_prev, s_next, n_forward, True, alpha, back, tmp, acc)
+    q = 0
+    best = -np.inf
+    for p in range(n_forward):
+        if alpha[T, p] > best:
+            best = alpha[T, p]
+            q = p
+    for t in range(T - 1, -1, -1):
+        s = back[t, q]
+        out[t] = s_label[s]
+        q = s_prev[s]
+    return best
+
+
+# --------------------------------------------------------------------------
+# potential-table API (one sequence)
+
+
+class _Workspace:
+    """Per-sequence scratch arrays sized for T positions."""
+
+    def __init__(self, st: ChainStructure, T: int):
+        S, P = st.n_backward, st.n_forward
+        self.psi = np.empty((T, S))
+        self.alpha = np.empty((T + 1, P))
+        self.beta = np.empty((T + 1, P))
+        self.tmp = np.empty(S)
+        self.acc = np.empty(P)
+        self.back = np.zeros((T, P), dtype=np.int64)
+        self.scale = np.empty(T)
+        self.epsi = np.empty((T, S))
+        self.marg = np.empty((T, S))
+
+
+def log_partition(st: ChainStructure, pot: np.ndarray) -> float:
+    """log Z of one sequence with potentials ``pot[t, z]``."""
+    return pattern_marginals(st, pot)[0]
+
+
+def pattern_marginals(st: ChainStructure, pot: np.ndarray) -> tuple[float, np.ndarray]:
+    """log Z and P(y_{t-|z|+1..t} = z | x) for every position t and pattern z."""
+    pot = np.ascontiguousarray(pot, dtype=np.float64)
+    ws = _Workspace(st, pot.shape[0])
+    log_z = _sequence_marginals(pot, st.s_prev, st.s_next, st.s_pattern, st.s_parent,
+                                st.s_order, st.n_forward, st.n_labels, ws.psi, ws.epsi,
+                                ws.alpha, ws.beta, ws.tmp, ws.acc, ws.back, ws.scale, ws.marg)
+    return float(log_z), ws.marg[:, st.pattern_s].copy()
+
+
+def viterbi(st: ChainStructure, pot: np.ndarray) -> tuple[np.ndarray, float]:
+    """The highest-scoring labelling and its score."""
+    pot = np.ascontiguousarray(pot, dtype=np.float64)
+    T = pot.shape[0]
+    ws = _Workspace(st, T)
+    out = np.empty(T, dtype=np.int64)
+    best = _viterbi(pot, *st.tables(), ws.psi, ws.alpha, ws.back, ws.tmp, ws.acc, out)
+    return out, float(best)
+
+
+# --------------------------------------------------------------------------
+# batch kernels over encoded features (the training and tagging path)
+
+
+@njit(cache=True, nogil=True)
+def _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, pot):
+    """pot[t, z] = Σ over active attributes r at t of value · Σ_{k in row r,
+    pattern k = z} w[k]: the feature scoring of one sequence."""
+    for t in range(T):
+        for z in range(pot.shape[1]):
+            pot[t, z] = 0.0
+        for j in range(tok_ptr[a + t], tok_ptr[a + t + 1]):
+            r = tok_row[j]
+            v = tok_val[j]
+            for k in range(row_ptr[r], row_ptr[r + 1]):
+                pot[t, feat_pattern[k]] += v * w[k]
+
+
+@njit(cache=True, nogil=True)
+def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern,
+                        feat_s, w, s_prev, s_next, s_pattern, s_parent, s_order, n_forward,
+                        n_labels, n_patterns, grad):
+    """Σ log Z over sequences i0..i1 and, into ``grad``, the expected feature
+    counts E[f_k] = Σ_t value · P(pattern of k ends at t | x)."""
+    max_t = 1
+    for i in range(i0, i1):
+        max_t = max(max_t, seq_ptr[i + 1] - seq_ptr[i])
+    S = s_prev.shape[0]
+    pot = np.empty((max_t, n_patterns))
+    psi = np.empty((max_t, S))
+    epsi = np.empty((max_t, S))
+    marg = np.empty((max_t, S))
+    alpha = np.empty((max_t + 1, n_forward))
+    beta = np.empty((max_t + 1, n_forward))
+    back = np.zeros((max_t, n_forward), dtype=np.int64)
+    scale = np.empty(max_t)
+    tmp = np.empty(S)
+    acc = np.empty(n_forward)
+    total = 0.0
+    for i in range(i0, i1):
+        a = seq_ptr[i]
+        T = seq_ptr[i + 1] - a
+        if T == 0:
+            continue
+        _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, pot)
+        total += _sequence_marginals(pot[:T], s_prev, s_next, s_pattern, s_parent, s_order,
+                                     n_forward, n_labels, psi[:T], epsi[:T], alpha[:T + 1],
+                                     beta[:T + 1], tmp, acc, back[:T], scale[:T], marg[:T])
+        for t in range(T):
+            for j in range(tok_ptr[a + t], tok_ptr[a + t + 1]):
+                r = tok_row[j]
+                v = tok_val[j]
+                for k in range(row_ptr[r], row_ptr[r + 1]):
+                    grad[k] += v * marg[t, feat_s[k]]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _chunk_viterbi(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w,
+                   s_prev, s_label, s_next, s_pattern, s_parent, s_order, n_forward,
+                   n_patterns, out):
+    """MAP labelling of sequences i0..i1 into ``out`` (flat over tokens)."""
+    max_t = 1
+    for i in range(i0, i1):
+        max_t = max(max_t, seq_ptr[i + 1] - seq_ptr[i])
+    S = s_prev.shape[0]
+    pot = np.empty((max_t, n_patterns))
+    psi = np.empty((max_t, S))
+    alpha = np.empty((max_t + 1, n_forward))
+    back = np.zeros((max_t, n_forward), dtype=np.int64)
+    tmp = np.empty(S)
+    acc = np.empty(n_forward)
+    for i in range(i0, i1):
+        a = seq_ptr[i]
+        T = seq_ptr[i + 1] - a
+        if T == 0:
+            continue
+        _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, pot)
+        _viterbi(pot[:T], s_prev, s_label, s_next, s_pattern, s_parent, s_order, n_forward,
+                 psi[:T], alpha[:T + 1], back[:T], tmp, acc, out[a:a + T])
+
+
+@njit(cache=True, nogil=True)
+def _gold_transitions(seq_ptr, gold, s_next, n_labels, out):
+    """The transition s_t = p_{t-1}·y_t the gold labelling takes at each token."""
+    for i in range(seq_ptr.shape[0] - 1):
+        q = 0
+        for t in range(seq_ptr[i], seq_ptr[i + 1]):
+            s = q * n_labels + gold[t]
+            out[t] = s
+            q = s_next[s]
+
+
+@njit(cache=True, nogil=True)
+def _empirical_counts(gold_s, tok_ptr, tok_row, tok_val, row_ptr, feat_s, s_parent, counts):
+    """Feature counts of the gold labelling: feature k fires at t when its
+    pattern is a suffix of the gold transition, i.e. an ancestor of s_t."""
+    on = np.zeros(s_parent.shape[0], dtype=np.bool_)
+    for t in range(gold_s.shape[0]):
+        s = gold_s[t]
+        while s >= 0:
+            on[s] = True
+            s = s_parent[s]
+        for j in range(tok_ptr[t], tok_ptr[t + 1]):
+            r = tok_row[j]
+            for k in range(row_ptr[r], row_ptr[r + 1]):
+                if on[feat_s[k]]:
+                    counts[k] += tok_val[j]
+        s = gold_s[t]
+        while s >= 0:
+            on[s] = False
+            s = s_parent[s]

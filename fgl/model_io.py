@@ -1,0 +1,112 @@
+"""Model files: safe, versioned, portable — never pickle.
+
+A model file is a zip archive (numpy ``.npz``, loaded with
+``allow_pickle=False``) holding a JSON header — format name, version, the
+spec text, labels, templates, patterns, attribute vocabularies and lexicons —
+and the numeric arrays: feature table and weights.  A SHA-256 digest over
+header and arrays is checked on load, so a truncated or edited file is
+refused with a clear message rather than giving silent nonsense.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from .compiler import CompiledModel, TemplatePlan
+from .errors import FglError, ModelFileError
+
+FORMAT = "fgl-model"
+VERSION = 1
+_ARRAYS = ("row_ptr", "feat_pattern", "weights")
+
+
+def _digest(header: bytes, arrays: dict[str, np.ndarray]) -> str:
+    h = hashlib.sha256(header)
+    for name in _ARRAYS:
+        h.update(np.ascontiguousarray(arrays[name]).tobytes())
+    return h.hexdigest()
+
+
+def save_model(path: str | Path, model: CompiledModel, weights: np.ndarray,
+               meta: dict | None = None) -> None:
+    """Write ``model`` and its ``weights`` to ``path``."""
+    vocab_keys = []
+    for vocab in model.vocabs:
+        keys = sorted(vocab, key=vocab.__getitem__)
+        vocab_keys.append({"keys": keys, "rows": [vocab[k] for k in keys]})
+    header = {
+        "format": FORMAT, "version": VERSION,
+        "spec_file": model.spec.file, "spec_text": model.spec.text,
+        "labels": model.labels,
+        "templates": [{"name": t.name, "width": t.width, "patterns": t.patterns,
+                       "sigma": t.sigma, "support": t.support,
+                       "has_observations": t.has_observations} for t in model.templates],
+        "patterns": [list(z) for z in model.program.structure.patterns],
+        "vocabs": vocab_keys,
+        "lexicons": {k: sorted(v) for k, v in model.attributes.lexicons.items()},
+        "meta": meta or {},
+    }
+    raw = json.dumps(header, ensure_ascii=False).encode("utf-8")
+    arrays = {"row_ptr": model.program.row_ptr, "feat_pattern": model.program.feat_pattern,
+              "weights": np.asarray(weights, dtype=np.float64)}
+    digest = _digest(raw, arrays)
+    with open(path, "wb") as fh:
+        np.savez_compressed(fh, header=np.frombuffer(raw, dtype=np.uint8),
+                            digest=np.frombuffer(digest.encode("ascii"), dtype=np.uint8), **arrays)
+
+
+def load_model(path: str | Path) -> tuple[CompiledModel, np.ndarray, dict]:
+    """Read a model file; returns the compiled model, its weights and the
+    training metadata.  Raises ModelFileError for anything but a valid,
+    intact fgl model of a supported version."""
+    from .parser import parse_spec
+    from .checks import validate
+
+    path = Path(path)
+    name = str(path)
+    if not path.exists():
+        raise ModelFileError("no such model file", name)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
+        raise ModelFileError(f"not an fgl model file, or it is corrupt ({type(e).__name__})",
+                             name) from None
+    missing = [k for k in ("header", "digest", *_ARRAYS) if k not in arrays]
+    if missing:
+        raise ModelFileError(f"not an fgl model file (missing {', '.join(missing)})", name)
+    raw = arrays["header"].tobytes()
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ModelFileError("corrupt model file: the header is not valid JSON", name) from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ModelFileError("not an fgl model file (wrong format tag)", name)
+    if header.get("version") != VERSION:
+        raise ModelFileError(f"model file version {header.get('version')} is not supported "
+                             f"(this fgl reads version {VERSION}); retrain the model", name)
+    if _digest(raw, arrays).encode("ascii") != arrays["digest"].tobytes():
+        raise ModelFileError("corrupt model file: checksum mismatch", name)
+    try:
+        spec = validate(parse_spec(header["spec_text"], header["spec_file"]))
+        plans = [TemplatePlan(t["name"], t["width"], [tuple(z) for z in t["patterns"]],
+                              t["sigma"], t["support"], t["has_observations"])
+                 for t in header["templates"]]
+        vocabs = [dict(zip(v["keys"], v["rows"])) for v in header["vocabs"]]
+        lexicons = {k: frozenset(v) for k, v in header["lexicons"].items()}
+        model = CompiledModel.assemble(
+            spec, Path(header["spec_file"]).parent, header["labels"], plans,
+            [tuple(z) for z in header["patterns"]], vocabs, arrays["row_ptr"],
+            arrays["feat_pattern"], lexicons)
+    except FglError as e:
+        raise ModelFileError(f"the model's embedded spec does not load: {e}", name) from None
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        raise ModelFileError(f"corrupt model file: {type(e).__name__}: {e}", name) from None
+    weights = arrays["weights"]
+    if weights.shape != (model.program.n_features,):
+        raise ModelFileError("corrupt model file: weights do not match the feature table", name)
+    return model, weights, header.get("meta", {})

@@ -1,0 +1,213 @@
+"""Observation functions: spec expressions evaluated on one sequence.
+
+An expression evaluates, at every position t, to a list of *items*
+``(name, text, value)``: ``word[t-1]`` at t gives ``("word[t-1]", "the",
+1.0)``; ``lower(...)`` rewrites the text; a test (``regex``, ``lexicon``,
+``bos``) gives an item only where it holds; ``value(x[t])`` gives a real
+value.  A template's *attributes* at t are the items of its observations,
+keyed ``name=text`` (or ``name`` for tests and real values); a feature is an
+attribute conjoined with a label pattern (seed 004 eq. 1.54).
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import Callable
+
+from . import ast
+from .builtins import BUILTINS, regex_classes, shape
+from .errors import DataError, SpecError
+
+Item = tuple[str, str | None, float]
+Evaluator = Callable[[dict[str, list], int], list[list[Item]]]
+
+
+def _offset(off: int) -> str:
+    return "t" if off == 0 else f"t{off:+d}"
+
+
+class ObservationCompiler:
+    """Turns a checked spec's observation expressions into evaluators."""
+
+    def __init__(self, spec: ast.Spec, base_dir: Path | None = None,
+                 lexicons: dict[str, frozenset[str]] | None = None):
+        self.spec = spec
+        self.base_dir = base_dir or Path(".")
+        self.kinds = {c.name: c.kind for c in spec.columns}
+        self.named = {o.name: o for o in spec.observations}
+        self._cache: dict[str, Evaluator] = {}
+        self.lexicons: dict[str, frozenset[str]] = dict(lexicons or {})
+
+    def compile(self, expr: ast.ObsExpr) -> Evaluator:
+        """An evaluator ``f(columns, T) -> items per position``."""
+        if isinstance(expr, ast.ColumnRef):
+            return self._column(expr)
+        if isinstance(expr, ast.NameRef):
+            if expr.name in self.named:
+                if expr.name not in self._cache:
+                    self._cache[expr.name] = self.compile(self.named[expr.name].expr)
+                return self._cache[expr.name]
+            return self._zero_arg(expr.name)
+        if isinstance(expr, ast.Call):
+            return self._call(expr)
+        if isinstance(expr, ast.Conj):
+            parts = [self.compile(p) for p in expr.parts]
+            return lambda cols, T: _conjoin([p(cols, T) for p in parts], T)
+        if isinstance(expr, ast.Disj):
+            parts = [self.compile(p) for p in expr.parts]
+            return lambda cols, T: [sum(rows, []) for rows in zip(*(p(cols, T) for p in parts))]
+        raise TypeError(f"not an observation expression: {expr!r}")
+
+    def _column(self, ref: ast.ColumnRef) -> Evaluator:
+        name, kind = ref.column, self.kinds[ref.column]
+        offsets = [(off, f"{name}[{_offset(off)}]") for off in range(ref.lo, ref.hi + 1)]
+
+        def evaluate(cols: dict[str, list], T: int) -> list[list[Item]]:
+            values = cols[name]
+            out: list[list[Item]] = [[] for _ in range(T)]
+            for off, label in offsets:
+                for t in range(max(0, -off), min(T, T - off)):
+                    v = values[t + off]
+                    if kind == "text":
+                        out[t].append((label, v, 1.0))
+                    elif kind == "number":
+                        out[t].append((label, None, v))
+                    else:
+                        out[t].extend((f"{label}[{j}]", None, x) for j, x in enumerate(v))
+            return out
+        return evaluate
+
+    @staticmethod
+    def _zero_arg(name: str) -> Evaluator:
+        def evaluate(cols: dict[str, list], T: int) -> list[list[Item]]:
+            out: list[list[Item]] = [[] for _ in range(T)]
+            for t in range(T):
+                if name == "bias" or (name == "bos" and t == 0) or (name == "eos" and t == T - 1):
+                    out[t].append((name, None, 1.0))
+            return out
+        return evaluate
+
+    def _call(self, call: ast.Call) -> Evaluator:
+        inner = self.compile(call.arg)
+        func = call.func
+        tag = f"{func}({','.join(['{}'] + [repr(p) if isinstance(p, str) else str(p) for p in call.params])})"
+        if func == "value":
+            return inner
+        if func in ("lower", "prefix", "suffix", "shape", "longshape"):
+            n = call.params[0] if call.params else 0
+            fn: Callable[[str], str] = {
+                "lower": str.lower,
+                "prefix": lambda s: s[:n],
+                "suffix": lambda s: s[-n:],
+                "shape": shape,
+                "longshape": lambda s: shape(s, collapse=False),
+            }[func]
+            return _map_items(inner, lambda nm, tx, v: [(tag.format(nm), fn(tx), v)])
+        if func == "class":
+            return _map_items(inner, lambda nm, tx, v: [(tag.format(nm), c, v) for c in regex_classes(tx)])
+        if func == "regex":
+            rx = re.compile(call.params[0])
+            return _map_items(inner, lambda nm, tx, v: [(tag.format(nm), None, v)] if rx.search(tx) else [])
+        if func == "lexicon":
+            words = self._lexicon(call)
+            return _map_items(inner, lambda nm, tx, v: [(tag.format(nm), None, v)] if tx in words else [])
+        raise SpecError(f"unknown function '{func}'", call.loc.file, call.loc.line, call.loc.col)
+
+    def _lexicon(self, call: ast.Call) -> frozenset[str]:
+        """The lexicon named in the spec, read once (relative to the spec's
+        directory) or taken from a saved model."""
+        key = call.params[0]
+        if key not in self.lexicons:
+            path = Path(key) if Path(key).is_absolute() else self.base_dir / key
+            try:
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError) as e:
+                raise SpecError(f"cannot read lexicon '{path}': {e}", call.loc.file,
+                                call.loc.line, call.loc.col) from None
+            self.lexicons[key] = frozenset(w.strip() for w in lines if w.strip())
+        return self.lexicons[key]
+
+
+def _map_items(inner: Evaluator, fn: Callable[[str, str, float], list[Item]]) -> Evaluator:
+    def evaluate(cols: dict[str, list], T: int) -> list[list[Item]]:
+        return [[out for nm, tx, v in row for out in fn(nm, tx or "", v)] for row in inner(cols, T)]
+    return evaluate
+
+
+def _conjoin(parts: list[list[list[Item]]], T: int) -> list[list[Item]]:
+    out: list[list[Item]] = []
+    for t in range(T):
+        row: list[Item] = []
+        for combo in itertools.product(*(p[t] for p in parts)):
+            value = 1.0
+            for _, _, v in combo:
+                value *= v
+            texts = [tx for _, tx, _ in combo]
+            text = "|".join(tx if tx is not None else "" for tx in texts) if any(
+                tx is not None for tx in texts) else None
+            row.append(("&".join(nm for nm, _, _ in combo), text, value))
+        out.append(row)
+    return out
+
+
+def attribute_key(item: Item) -> str:
+    name, text, _ = item
+    return name if text is None else f"{name}={text}"
+
+
+class TemplateAttributes:
+    """Per template, the attribute keys and values active at each position."""
+
+    def __init__(self, spec: ast.Spec, base_dir: Path | None = None,
+                 lexicons: dict[str, frozenset[str]] | None = None):
+        oc = ObservationCompiler(spec, base_dir, lexicons)
+        self.lexicons = oc.lexicons
+        self._evaluators = [[oc.compile(e) for e in tpl.observations] for tpl in spec.templates]
+
+    def __call__(self, cols: dict[str, list], T: int) -> list[list[list[tuple[str, float]]]]:
+        """``out[template][t]`` = list of ``(attribute key, value)``."""
+        out = []
+        for evaluators in self._evaluators:
+            if not evaluators:
+                out.append([[("bias", 1.0)] for _ in range(T)])
+                continue
+            rows: list[list[tuple[str, float]]] = [[] for _ in range(T)]
+            for ev in evaluators:
+                for t, items in enumerate(ev(cols, T)):
+                    rows[t].extend((attribute_key(it), it[2]) for it in items)
+            out.append(rows)
+        return out
+
+
+def sentence_columns(spec: ast.Spec, rows: list[list[str]], lines: list[int], file: str,
+                     ) -> tuple[dict[str, list], list[str] | None]:
+    """Split a sentence's rows into typed input columns and the gold labels
+    (None when the file has no label column).  Bad numbers are data errors."""
+    names = [c.name for c in spec.columns]
+    n_all, n_in = len(names), len(names) - len(spec.outputs)
+    width = len(rows[0])
+    has_gold = width == n_all
+    if width not in (n_all, n_in) or (not has_gold and any(
+            names.index(o) < n_in for o in spec.outputs)):
+        raise DataError(f"expected {n_all} columns ({' '.join(names)}), found {width}", file, lines[0])
+    cols: dict[str, list] = {}
+    kept = names if has_gold else [n for n in names if n not in spec.outputs]
+    for j, col in enumerate(spec.columns):
+        if col.name not in kept:
+            continue
+        j = kept.index(col.name)
+        if col.kind == "text":
+            cols[col.name] = [r[j] for r in rows]
+            continue
+        values = []
+        for r, line in zip(rows, lines):
+            try:
+                values.append(float(r[j]) if col.kind == "number"
+                              else [float(x) for x in r[j].split(",")])
+            except ValueError:
+                raise DataError(f"column '{col.name}' expects a {col.kind}, found '{r[j]}'",
+                                file, line) from None
+        cols[col.name] = values
+    gold = cols.get(spec.outputs[0]) if has_gold else None
+    return cols, gold

@@ -1,0 +1,346 @@
+"""Parse a model spec into the AST of ``fgl.ast``.
+
+The syntax lives in ``grammar/fgl.lark``; this module only turns lark's parse
+tree into AST nodes (one Transformer method per grammar rule) and lark's
+exceptions into ``SpecError`` messages a spec author can act on.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+from lark.lexer import PatternStr
+
+from .ast import (Call, Column, ColumnRef, Conj, Disj, LabelRef, Loc, NameRef, ObsDef, PatternSpec,
+                  Setting, Spec, Template)
+from .errors import FglError, SpecError
+
+GRAMMAR_PATH = Path(__file__).parent / "grammar" / "fgl.lark"
+
+_LARK = Lark(GRAMMAR_PATH.read_text(encoding="utf-8"), parser="lalr", lexer="contextual",
+             propagate_positions=True, maybe_placeholders=False)
+
+
+class Located(str):
+    """A string that remembers where it was written (``.loc``).
+
+    Used for names and labels, whose AST slots are plain ``str`` with no Loc
+    of their own, so the checker can point at the offending token.  It equals,
+    hashes and pickles exactly like the plain string.
+    """
+    loc: Loc
+
+    def __new__(cls, value: str, loc: Loc) -> "Located":
+        self = super().__new__(cls, value)
+        self.loc = loc
+        return self
+
+    def __reduce__(self):
+        return (str, (str(self),))
+
+
+class LocatedTuple(tuple):
+    """A pattern tuple that remembers where it was written (``.loc``)."""
+    loc: Loc
+
+    def __new__(cls, items, loc: Loc) -> "LocatedTuple":
+        self = super().__new__(cls, items)
+        self.loc = loc
+        return self
+
+    def __reduce__(self):
+        return (tuple, (tuple(self),))
+
+
+def _unquote(s: str) -> str:
+    """Decode a double-quoted string: \\" \\\\ \\n \\t are escapes; any other
+    backslash is kept, so regexes such as "\\d+" read naturally."""
+    out, body, i = [], s[1:-1], 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            out.append({'"': '"', "\\": "\\", "n": "\n", "t": "\t"}.get(nxt, "\\" + nxt))
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    """Parse tree -> AST.  Statements come back as ``(kind, loc, payload)``;
+    ``start`` assembles the Spec."""
+
+    def __init__(self, file: str, text: str):
+        super().__init__()
+        self.file, self.text = file, text
+
+    def _loc(self, x) -> Loc:
+        return Loc(self.file, x.line, x.column)
+
+    def _name(self, tok: Token) -> Located:
+        return Located(str(tok), self._loc(tok))
+
+    # ------------------------------------------------------------ statements
+    def model(self, meta, ch):
+        tok = ch[0]
+        return ("model", self._loc(meta), _unquote(tok) if tok.type == "STRING" else str(tok))
+
+    def columns(self, meta, ch):
+        return ("columns", self._loc(meta), ch)
+
+    def column(self, meta, ch):
+        kind = self._name(ch[1]) if len(ch) > 1 else "text"
+        return Column(str(ch[0]), kind, self._loc(meta))
+
+    def output(self, meta, ch):
+        return ("output", self._loc(meta), [self._name(t) for t in ch])
+
+    def labels(self, meta, ch):
+        return ("labels", self._loc(meta), (self._name(ch[0]), ch[1]))
+
+    def label_list(self, meta, ch):
+        return LocatedTuple(ch, self._loc(meta))
+
+    def label(self, meta, ch):
+        tok = ch[0]
+        return Located(_unquote(tok) if tok.type == "STRING" else str(tok), self._loc(tok))
+
+    def obs(self, meta, ch):
+        return ("obs", self._loc(meta), ObsDef(self._name(ch[0]), ch[1], self._loc(meta)))
+
+    def template(self, meta, ch):
+        name, rest = self._name(ch[0]), ch[1:]
+        labels = [x for x in rest if isinstance(x, LabelRef)]
+        patterns = next((x for x in rest if isinstance(x, PatternSpec)), None)
+        observations = next((x[1] for x in rest if isinstance(x, tuple) and x[0] == "~"), [])
+        options = next((x[1] for x in rest if isinstance(x, tuple) and x[0] == "options"), [])
+        return ("template", self._loc(meta),
+                Template(name, labels, patterns, observations, options, self._loc(meta)))
+
+    def train(self, meta, ch):
+        return ("train", self._loc(meta), ch)
+
+    def infer(self, meta, ch):
+        return ("infer", self._loc(meta), (self._name(ch[0]), ch[1:]))
+
+    # ------------------------------------------------------------ observations
+    def disj(self, meta, ch):
+        return Disj(ch, self._loc(meta))
+
+    def conj(self, meta, ch):
+        return Conj(ch, self._loc(meta))
+
+    def column_ref(self, meta, ch):
+        lo, hi = ch[1]
+        return ColumnRef(str(ch[0]), lo, hi, self._loc(meta))
+
+    def call(self, meta, ch):
+        return Call(str(ch[0]), ch[1], ch[2:], self._loc(meta))
+
+    def name_ref(self, meta, ch):
+        return NameRef(str(ch[0]), self._loc(meta))
+
+    def param(self, meta, ch):
+        return self._literal(ch[0])
+
+    def range(self, meta, ch):
+        return (ch[0], ch[-1])
+
+    def at_t(self, meta, ch):
+        return 0
+
+    def t_plus(self, meta, ch):
+        return int(ch[0])
+
+    def t_minus(self, meta, ch):
+        return -int(ch[0])
+
+    # ------------------------------------------------------------ templates
+    def label_ref(self, meta, ch):
+        lo, hi = ch[1]
+        return LabelRef(str(ch[0]), lo, hi, self._loc(meta))
+
+    def pat_all(self, meta, ch):
+        return PatternSpec("all", [], self._loc(meta))
+
+    def pat_observed(self, meta, ch):
+        return PatternSpec("observed", [], self._loc(meta))
+
+    def pat_upto(self, meta, ch):
+        return PatternSpec("observed_upto", [], self._loc(meta))
+
+    def pat_list(self, meta, ch):
+        return PatternSpec("list", ch, self._loc(meta))
+
+    def observations(self, meta, ch):
+        return ("~", ch)
+
+    def options(self, meta, ch):
+        return ("options", ch[1:])          # ch[0] is the OPTS_OPEN token
+
+    # ------------------------------------------------------------ settings
+    def setting(self, meta, ch):
+        return Setting(str(ch[0]), ch[1], self._loc(meta))
+
+    def value(self, meta, ch):
+        return self._literal(ch[0])
+
+    def _literal(self, tok: Token):
+        if tok.type == "SIGNED_INT":
+            return int(tok)
+        if tok.type == "SIGNED_FLOAT":
+            return float(tok)
+        if tok.type == "STRING":
+            return Located(_unquote(tok), self._loc(tok))
+        return Located(str(tok), self._loc(tok))
+
+    # ------------------------------------------------------------ the whole spec
+    def start(self, meta, statements):
+        spec = Spec(self.file, self.text, None, [], [], [])
+        seen: dict[str, Loc] = {}
+        for kind, loc, payload in statements:
+            if kind in ("model", "columns", "train", "infer"):
+                if kind in seen:
+                    first = seen[kind]
+                    raise SpecError(f"a second `{kind}` statement; only one is allowed "
+                                    f"(the first is at {first.line}:{first.col})",
+                                    self.file, loc.line, loc.col)
+                seen[kind] = loc
+            if kind == "model":
+                spec.name = payload
+            elif kind == "columns":
+                spec.columns = payload
+            elif kind == "output":
+                spec.outputs += payload
+                spec.output_locs += [n.loc for n in payload]
+            elif kind == "labels":
+                name, labels = payload
+                if name in spec.label_sets:
+                    first = spec.label_sets[name][1]
+                    raise SpecError(f"a second `labels {name}` statement; labels for '{name}' "
+                                    f"are already declared at {first.line}:{first.col}",
+                                    self.file, loc.line, loc.col)
+                spec.label_sets[name] = (list(labels), loc)
+            elif kind == "obs":
+                spec.observations.append(payload)
+            elif kind == "template":
+                spec.templates.append(payload)
+            elif kind == "train":
+                spec.train = payload
+            elif kind == "infer":
+                spec.infer_method = (payload[0], loc)
+                spec.infer = payload[1]
+        return spec
+
+
+# ---------------------------------------------------------------- error messages
+
+_WORDS = {
+    "NAME": "a name",
+    "STRING": 'a "string"',
+    "INT": "a whole number",
+    "SIGNED_INT": "a number",
+    "SIGNED_FLOAT": "a number",
+    "LABEL": "a label",
+    "OPTS_OPEN": "'(' opening options",
+    "$END": "end of file",
+}
+
+
+def _describe(terminal: str) -> str:
+    """A lark terminal name in words: NAME -> 'a name', LSQB -> "'['"."""
+    if terminal in _WORDS:
+        return _WORDS[terminal]
+    try:
+        pattern = _LARK.get_terminal(terminal).pattern
+    except KeyError:
+        return terminal
+    return f"'{pattern.value}'" if isinstance(pattern, PatternStr) else terminal.lower()
+
+
+_STATEMENT_KEYWORDS = {"MODEL", "COLUMNS", "OUTPUT", "LABELS", "OBS", "TEMPLATE", "TRAIN", "INFER"}
+
+
+def _expected(names) -> str:
+    names = set(names or ())
+    words = []
+    if _STATEMENT_KEYWORDS <= names:     # many keywords: say what they mean instead
+        names -= _STATEMENT_KEYWORDS | {"$END"}
+        words.append("a new statement (model, columns, output, labels, obs, template, train, infer)")
+    words = sorted({_describe(n) for n in names}, key=lambda w: (not w.startswith("'"), w)) + words
+    if not words:
+        return ""
+    if len(words) == 1:
+        return f"; expected {words[0]}"
+    return f"; expected {', '.join(words[:-1])} or {words[-1]}"
+
+
+def _accepted(e: UnexpectedToken):
+    """The terminals the parser could really take here (lark's ``expected``
+    is the LALR state's merged look-ahead set, which can be too wide)."""
+    try:
+        return e.accepts or e.expected
+    except Exception:  # pragma: no cover - accepts needs the interactive parser
+        return e.expected
+
+
+def _syntax_error(e: UnexpectedInput, text: str, file: str) -> SpecError:
+    if isinstance(e, UnexpectedToken):
+        tok = e.token
+        if tok.type == "$END":
+            line = getattr(tok, "end_line", None) or e.line or 1
+            col = getattr(tok, "end_column", None) or e.column or 1
+            if not text.strip():
+                line, col = 1, 1
+            return SpecError(f"unexpected end of file{_expected(_accepted(e))}", file, line, col)
+        found = "'\"' starting a string that is not closed on its line" if tok.value == '"' else f"'{tok.value}'"
+        return SpecError(f"unexpected {found}{_expected(_accepted(e))}", file, tok.line, tok.column)
+    if isinstance(e, UnexpectedCharacters):
+        char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
+        found = "'\"' starting a string that is not closed on its line" if char == '"' else f"'{char}'"
+        return SpecError(f"unexpected {found}{_expected(e.allowed)}", file, e.line, e.column)
+    return SpecError(f"syntax error: {e}", file, getattr(e, "line", 0) or 0, getattr(e, "column", 0) or 0)
+
+
+# ---------------------------------------------------------------- API
+
+def parse_spec(text: str, file: str = "<spec>") -> Spec:
+    """Parse spec ``text`` (named ``file`` in messages) into a ``Spec``.
+
+    Raises ``SpecError`` (``file:line:col: message``) on a syntax error or a
+    repeated single statement (`model`, `columns`, `train`, `infer`)."""
+    try:
+        tree = _LARK.parse(text)
+    except UnexpectedInput as e:
+        raise _syntax_error(e, text, file) from None
+    except LarkError as e:  # pragma: no cover - defensive: never leak lark errors
+        raise SpecError(f"syntax error: {e}", file, 1, 1) from None
+    try:
+        return _ToAst(file, text).transform(tree)
+    except VisitError as e:
+        if isinstance(e.orig_exc, SpecError):
+            raise e.orig_exc from None
+        raise
+
+
+def read_spec(path) -> Spec:
+    """Read, parse and validate the spec file at ``path`` (UTF-8).  Relative
+    file names in the spec (lexicons) are resolved against its directory."""
+    from .checks import validate
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FglError(f"{path}: spec file not found") from None
+    except IsADirectoryError:
+        raise FglError(f"{path}: is a directory, not a spec file") from None
+    except UnicodeDecodeError as e:
+        raise FglError(f"{path}: not valid UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise FglError(f"{path}: cannot read spec file ({e.strerror or e})") from None
+    return validate(parse_spec(text, str(path)), base_dir=path.parent)

@@ -1,0 +1,145 @@
+"""The seam between compiler, engines and learner.
+
+A compiled *program* answers three questions about encoded instances —
+Σ log Z with expected feature counts, empirical (gold) counts, and the MAP
+labelling — so the learner (``fgl.learner``) is one piece of code for every
+engine.  ``EncodedData`` is the integer-indexed form of a data set that the
+engines' numba kernels read: per token, the active attribute rows and their
+values (CSR), built once per data set.
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from .engines import chain
+
+
+@dataclass
+class EncodedData:
+    """Sequences as flat integer arrays (CSR over tokens)."""
+
+    seq_ptr: np.ndarray   # [N+1] token offset of each sequence
+    tok_ptr: np.ndarray   # [tokens+1] offset of each token's attributes
+    tok_row: np.ndarray   # [nnz] attribute row (template, attribute) ids
+    tok_val: np.ndarray   # [nnz] attribute values
+    gold: np.ndarray | None  # [tokens] gold label ids, or None
+
+    @property
+    def n_sequences(self) -> int:
+        return len(self.seq_ptr) - 1
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.seq_ptr[-1])
+
+    def chunks(self, jobs: int) -> list[tuple[int, int]]:
+        """Split the sequences into ``jobs`` contiguous runs of about equal
+        token counts (the unit of parallel work)."""
+        n = self.n_sequences
+        jobs = max(1, min(jobs, n))
+        bounds = np.searchsorted(self.seq_ptr, np.linspace(0, self.n_tokens, jobs + 1)[1:-1])
+        cuts = [0, *sorted(set(int(b) for b in bounds)), n]
+        return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def resolve_jobs(jobs: int | None) -> int:
+    """``None`` or 0 means every core."""
+    return jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+
+
+class Program(Protocol):
+    """What every compiled program offers the learner."""
+
+    n_features: int
+
+    def expectations(self, w: np.ndarray, data: EncodedData, jobs: int) -> tuple[float, np.ndarray]:
+        """Σ_i log Z(x_i) and the expected feature counts under the model."""
+
+    def empirical_counts(self, data: EncodedData) -> np.ndarray:
+        """The feature counts of the gold labellings."""
+
+    def decode(self, w: np.ndarray, data: EncodedData, jobs: int) -> np.ndarray:
+        """The MAP labels of every token (flat, in data order)."""
+
+    def label_marginals(self, w: np.ndarray, data: EncodedData) -> list[np.ndarray]:
+        """Per sequence, P(y_t = y | x) as a [T, n_labels] array."""
+
+
+@dataclass
+class ChainProgram:
+    """An exact pattern-sparse chain program (seed 000 §3): the state
+    machine of the model's patterns plus its feature table.
+
+    Feature k belongs to attribute row r when ``row_ptr[r] <= k <
+    row_ptr[r+1]`` and has label pattern ``feat_pattern[k]``.
+    """
+
+    structure: chain.ChainStructure
+    row_ptr: np.ndarray
+    feat_pattern: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.feat_s = self.structure.pattern_s[self.feat_pattern]
+
+    @property
+    def n_features(self) -> int:
+        return len(self.feat_pattern)
+
+    def _run(self, jobs: int, data: EncodedData, fn) -> list:
+        parts = data.chunks(resolve_jobs(jobs))
+        if len(parts) == 1:
+            return [fn(*parts[0])]
+        with ThreadPoolExecutor(len(parts)) as pool:
+            return list(pool.map(lambda p: fn(*p), parts))
+
+    def expectations(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> tuple[float, np.ndarray]:
+        st = self.structure
+
+        def work(i0: int, i1: int) -> tuple[float, np.ndarray]:
+            grad = np.zeros(self.n_features)
+            total = chain._chunk_expectations(
+                i0, i1, data.seq_ptr, data.tok_ptr, data.tok_row, data.tok_val, self.row_ptr,
+                self.feat_pattern, self.feat_s, w, st.s_prev, st.s_next, st.s_pattern,
+                st.s_parent, st.s_order, st.n_forward, st.n_labels, len(st.patterns), grad)
+            return total, grad
+
+        results = self._run(jobs, data, work)
+        return sum(r[0] for r in results), np.sum([r[1] for r in results], axis=0)
+
+    def empirical_counts(self, data: EncodedData) -> np.ndarray:
+        st = self.structure
+        gold_s = np.empty(data.n_tokens, dtype=np.int64)
+        chain._gold_transitions(data.seq_ptr, data.gold, st.s_next, st.n_labels, gold_s)
+        counts = np.zeros(self.n_features)
+        chain._empirical_counts(gold_s, data.tok_ptr, data.tok_row, data.tok_val, self.row_ptr,
+                                self.feat_s, st.s_parent, counts)
+        return counts
+
+    def decode(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> np.ndarray:
+        st = self.structure
+        out = np.zeros(data.n_tokens, dtype=np.int64)
+
+        def work(i0: int, i1: int) -> None:
+            chain._chunk_viterbi(i0, i1, data.seq_ptr, data.tok_ptr, data.tok_row, data.tok_val,
+                                 self.row_ptr, self.feat_pattern, w, *st.tables(),
+                                 len(st.patterns), out)
+
+        self._run(jobs, data, work)
+        return out
+
+    def label_marginals(self, w: np.ndarray, data: EncodedData) -> list[np.ndarray]:
+        st = self.structure
+        out = []
+        for i in range(data.n_sequences):
+            a, T = int(data.seq_ptr[i]), int(data.seq_ptr[i + 1] - data.seq_ptr[i])
+            pot = np.empty((T, len(st.patterns)))
+            chain._potentials(a, T, data.tok_ptr, data.tok_row, data.tok_val, self.row_ptr,
+                              self.feat_pattern, w, pot)
+            marg = chain.pattern_marginals(st, pot)[1]
+            out.append(marg[:, :st.n_labels])
+        return out
