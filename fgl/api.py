@@ -23,6 +23,7 @@ from .io import Sentence, read_conll
 from .learner import TrainingLog, train_lbfgs
 from .model_io import load_model, save_model
 from .parser import parse_spec, read_spec
+from .program import EncodedData
 
 Rows = Sequence[Sequence[object]]
 
@@ -89,10 +90,21 @@ class CRF:
         """Train on a CoNLL column file holding the spec's columns."""
         return self.fit_sentences(read_conll(path, encoding=encoding))
 
-    def fit_sentences(self, sentences: list[Sentence]) -> "CRF":
+    def compile(self, X: Sequence[Rows], y: Sequence[Sequence[str]]) -> "CRF":
+        """Compile the spec against labelled data without training: labels,
+        patterns and features are fixed and every weight is zero."""
+        self.model, _ = self._compile(_as_sentences(X, y, "train"))
+        self.weights = np.zeros(self.model.program.n_features)
+        return self
+
+    def _compile(self, sentences: list[Sentence]):
         base = Path(self.spec.file).parent if not self.spec.file.startswith("<") else Path(".")
+        return compile_model(self.spec, sentences, base, self.overrides)
+
+    def fit_sentences(self, sentences: list[Sentence]) -> "CRF":
+        """Train on already-read sentences (rows hold inputs and the label)."""
         t0 = time.perf_counter()
-        model, data = compile_model(self.spec, sentences, base, self.overrides)
+        model, data = self._compile(sentences)
         settings = {**train_settings(self.spec), **self.overrides}
         if self.verbose:
             print(f"compiled in {time.perf_counter() - t0:.1f}s: {len(model.labels)} labels, "
@@ -139,6 +151,13 @@ class CRF:
             out.append([dict(zip(model.labels, map(float, row))) for row in marg])
         return out
 
+    def log_partition(self, X: Sequence[Rows]) -> list[float]:
+        """log Z(x) of each input sequence under the current weights."""
+        model = self._fitted()
+        data = model.encode(_as_sentences(X, None, "predict"))
+        return [model.program.expectations(self.weights, _one(data, i), 1)[0]
+                for i in range(data.n_sequences)]
+
     def score(self, X: Sequence[Rows], y: Sequence[Sequence[str]]) -> float:
         """Token accuracy (0-1) of the predictions against ``y``."""
         pred = self.predict(X)
@@ -168,6 +187,14 @@ class CRF:
         crf = cls(model.spec, jobs=jobs)
         crf.model, crf.weights = model, weights
         return crf
+
+
+def _one(data: EncodedData, i: int) -> EncodedData:
+    """Sequence ``i`` of ``data`` on its own."""
+    a, b = int(data.seq_ptr[i]), int(data.seq_ptr[i + 1])
+    lo, hi = int(data.tok_ptr[a]), int(data.tok_ptr[b])
+    return EncodedData(np.array([0, b - a]), data.tok_ptr[a:b + 1] - lo, data.tok_row[lo:hi],
+                       data.tok_val[lo:hi], None)
 
 
 def _print_progress(row: dict) -> None:

@@ -425,7 +425,7 @@ class _Checker:
                 continue
             problem = allowed[s.key](s.value)
             if problem:
-                self.error(_loc(s.value, s.loc), f"{where}: {s.key} must be {problem}; found {_show(s.value)}")
+                self.error(s.loc, f"{where}: {s.key} must be {problem}; found {_show(s.value)}")
 
     def check_infer(self) -> None:
         if self.spec.infer_method is None:

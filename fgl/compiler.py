@@ -148,8 +148,9 @@ def train_settings(spec: ast.Spec) -> dict[str, object]:
 
 
 def _window(tpl: ast.Template) -> int:
-    ref = tpl.labels[0]
-    return ref.hi - ref.lo + 1
+    """Labels in the template's window y[t-k..t] (written as a range or as
+    a tuple of positions; the checker ensures it is contiguous)."""
+    return 1 - min(ref.lo for ref in tpl.labels)
 
 
 def _resolve_patterns(tpl: ast.Template, labels: list[str], gold: list[list[int]]
@@ -196,10 +197,6 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
     the encoded training data (with gold labels)."""
     if not sentences:
         raise DataError("the training data has no sequences", "<train>", 0)
-    for tpl in spec.templates:
-        if len(tpl.labels) != 1:
-            raise _loc_error(f"template '{tpl.name}' is not a contiguous label window; "
-                             "only chain windows y[t-k..t] can be compiled", tpl.loc)
     base_dir = base_dir or Path(".")
     settings = {**train_settings(spec), **(overrides or {})}
     attributes = TemplateAttributes(spec, base_dir)

@@ -334,7 +334,7 @@ def read_spec(path) -> Spec:
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise FglError(f"{path}: spec file not found") from None
     except IsADirectoryError:

@@ -37,6 +37,12 @@ import numpy as np
 from numba import njit
 
 NEG_INF = -np.inf
+# The scaled path is trusted only while every non-zero product stays inside
+# [_TINY, _HUGE] and every transition's exp(Ψ - max Ψ) above exp(_MIN_EXPONENT);
+# otherwise the log-space kernel recomputes the sequence.
+_TINY = 1e-290
+_HUGE = 1e290
+_MIN_EXPONENT = -600.0
 
 
 @dataclass
@@ -196,7 +202,9 @@ def _scaled_forward_backward(epsi, s_prev, s_next, n_labels, n_forward, alpha, b
     """Forward and backward on scaled vectors (seed 004 §1.4.6).
 
     ``epsi[t, s] = exp(Ψ(t, s) - shift[t])``.  Returns the log of the product of
-    forward scales, or NaN when a scale underflowed (caller falls back)."""
+    forward scales, or NaN when any product of non-zero terms came near the
+    floating-point range's ends — mass that could be lost — so the caller
+    falls back to log space."""
     T, S = epsi.shape
     alpha[0, :] = 0.0
     alpha[0, 0] = 1.0
@@ -205,12 +213,15 @@ def _scaled_forward_backward(epsi, s_prev, s_next, n_labels, n_forward, alpha, b
         row = alpha[t + 1]
         row[:] = 0.0
         for s in range(S):
-            row[s_next[s]] += alpha[t, s_prev[s]] * epsi[t, s]
+            a = alpha[t, s_prev[s]]
+            if a > 0.0:
+                v = a * epsi[t, s]
+                if v < _TINY:
+                    return np.nan
+                row[s_next[s]] += v
         c = 0.0
         for q in range(n_forward):
             c += row[q]
-        if not (c > 1e-280) or not np.isfinite(c):
-            return np.nan
         for q in range(n_forward):
             row[q] /= c
         scale[t] = c
@@ -222,7 +233,10 @@ def _scaled_forward_backward(epsi, s_prev, s_next, n_labels, n_forward, alpha, b
             for y in range(n_labels):
                 s = p * n_labels + y
                 a += epsi[t, s] * beta[t + 1, s_next[s]]
-            beta[t, p] = a / scale[t]
+            a /= scale[t]
+            if not (a < _HUGE):
+                return np.nan
+            beta[t, p] = a
     return log_scale
 
 
@@ -247,6 +261,7 @@ def _sequence_marginals(pot, s_prev, s_next, s_pattern, s_parent, s_order, n_for
     T, S = psi.shape
     _transition_scores(pot, s_pattern, s_parent, s_order, psi)
     shift = 0.0
+    safe = True
     for t in range(T):
         m = -np.inf
         for s in range(S):
@@ -254,9 +269,14 @@ def _sequence_marginals(pot, s_prev, s_next, s_pattern, s_parent, s_order, n_for
                 m = psi[t, s]
         shift += m
         for s in range(S):
-            epsi[t, s] = np.exp(psi[t, s] - m)
-    log_scale = _scaled_forward_backward(epsi, s_prev, s_next, n_labels, n_forward,
-                                         alpha, beta, scale)
+            d = psi[t, s] - m
+            if d < _MIN_EXPONENT:
+                safe = False
+            epsi[t, s] = np.exp(d)
+    log_scale = np.nan
+    if safe:
+        log_scale = _scaled_forward_backward(epsi, s_prev, s_next, n_labels, n_forward,
+                                             alpha, beta, scale)
     if np.isfinite(log_scale):
         _scaled_marginals(epsi, alpha, beta, scale, s_prev, s_next, s_parent, s_order, marg)
         return log_scale + shift
