@@ -150,12 +150,9 @@ def test_round_trip(tmp_path):
     assert [s.doc for s in second] == [s.doc for s in first] == [0, 1]
 
 
-def test_large_file_reasonably_fast(tmp_path):
-    import time
+def test_large_file(tmp_path):
     block = "".join(f"w{j} NN B-NP\n" for j in range(19)) + "\n"
     p = write(tmp_path, (block * 13000).encode())
-    t = time.perf_counter()
     s = read_conll(p)
-    took = time.perf_counter() - t
     assert len(s) == 13000 and sum(map(len, s)) == 247000
-    assert took < 3.0  # generous bound for loaded machines; ~0.1-0.3 s typically
+    assert s[-1].lines[-1] == 13000 * 20 - 1
