@@ -88,7 +88,7 @@ class CRF:
 
     def fit_file(self, path: str | Path, encoding: str = "utf-8") -> "CRF":
         """Train on a CoNLL column file holding the spec's columns."""
-        return self.fit_sentences(read_conll(path, encoding=encoding))
+        return self.fit_sentences(read_conll(path, encoding=encoding), source=str(path))
 
     def compile(self, X: Sequence[Rows], y: Sequence[Sequence[str]]) -> "CRF":
         """Compile the spec against labelled data without training: labels,
@@ -97,14 +97,15 @@ class CRF:
         self.weights = np.zeros(self.model.program.n_features)
         return self
 
-    def _compile(self, sentences: list[Sentence]):
+    def _compile(self, sentences: list[Sentence], source: str = "<train>"):
         base = Path(self.spec.file).parent if not self.spec.file.startswith("<") else Path(".")
-        return compile_model(self.spec, sentences, base, self.overrides)
+        return compile_model(self.spec, sentences, base, self.overrides, source)
 
-    def fit_sentences(self, sentences: list[Sentence]) -> "CRF":
-        """Train on already-read sentences (rows hold inputs and the label)."""
+    def fit_sentences(self, sentences: list[Sentence], source: str = "<train>") -> "CRF":
+        """Train on already-read sentences (rows hold inputs and the label);
+        ``source`` names them in error messages."""
         t0 = time.perf_counter()
-        model, data = self._compile(sentences)
+        model, data = self._compile(sentences, source)
         settings = {**train_settings(self.spec), **self.overrides}
         if self.verbose:
             print(f"compiled in {time.perf_counter() - t0:.1f}s: {len(model.labels)} labels, "

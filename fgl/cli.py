@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import FglError
+from .errors import FglError, SpecError
 
 EPILOG = """\
 examples:
@@ -88,7 +88,7 @@ def _cmd_train(a: argparse.Namespace) -> None:
               verbose=not a.quiet)
     train = read_conll(a.train, encoding=a.encoding)
     t0 = time.perf_counter()
-    crf.fit_sentences(train)
+    crf.fit_sentences(train, source=a.train)
     log = crf.training_log
     print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
           f"{log.evaluations} evaluations, objective {log.objective:.6g} ({log.message})",
@@ -136,7 +136,10 @@ def _cmd_check(a: argparse.Namespace) -> int:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise FglError(f"{path}: cannot read spec: {e}") from None
-    errors = check_spec(parse_spec(text, str(path)), path.parent)
+    try:
+        errors = check_spec(parse_spec(text, str(path)), path.parent)
+    except SpecError as e:  # a syntax error: reported like every other spec error
+        errors = [e]
     for err in errors:
         print(err, file=sys.stderr)
     if errors:
@@ -155,9 +158,10 @@ def _cmd_explain(a: argparse.Namespace) -> None:
           f"{len(spec.templates)} templates")
     if not a.train:
         for tpl in spec.templates:
-            ref = tpl.labels[0]
-            kind = tpl.patterns.kind if tpl.patterns else "default"
-            print(f"  {tpl.name}: {ref.var}[t{ref.lo:+d}..t] patterns {kind}, "
+            ref, lo = tpl.labels[0], min(r.lo for r in tpl.labels)
+            window = f"{ref.var}[t]" if lo == 0 else f"{ref.var}[t{lo}..t]"
+            kind = tpl.patterns.kind.replace("_", " ") if tpl.patterns else "default"
+            print(f"  {tpl.name}: {window} patterns {kind}, "
                   f"{len(tpl.observations)} observations")
         print("labels, patterns and state counts depend on the data: add --train FILE")
         return

@@ -67,8 +67,9 @@ class CompiledModel:
         for plan, vocab in zip(templates, vocabs):
             row_sigma[list(vocab.values())] = plan.sigma
         feat_sigma = np.repeat(row_sigma, np.diff(row_ptr))
+        const_rows = np.array([v["bias"] for v in vocabs if "bias" in v], dtype=np.int64)
         return cls(spec, base_dir, labels, templates, vocabs,
-                   ChainProgram(structure, row_ptr, feat_pattern), feat_sigma,
+                   ChainProgram(structure, row_ptr, feat_pattern, const_rows), feat_sigma,
                    TemplateAttributes(spec, base_dir, lexicons))
 
     @property
@@ -79,6 +80,7 @@ class CompiledModel:
         """Encode sentences for the engines; attributes never seen in
         training have no weights and are skipped."""
         lab = self.label_index
+        const = self.program.row_is_const
         seq_ptr, tok_ptr, rows, vals, gold = [0], [0], [], [], []
         for sent in sentences:
             cols, labels = sentence_columns(self.spec, sent.rows, sent.lines, sent.file)
@@ -88,7 +90,7 @@ class CompiledModel:
                 for vocab, tpl_rows in zip(self.vocabs, per_template):
                     for key, v in tpl_rows[t]:
                         r = vocab.get(key)
-                        if r is not None:
+                        if r is not None and not const[r]:
                             rows.append(r)
                             vals.append(v)
                 tok_ptr.append(len(rows))
@@ -164,8 +166,10 @@ def _resolve_patterns(tpl: ast.Template, labels: list[str], gold: list[list[int]
         for pat in spec.patterns:
             for y in pat:
                 if y not in index:
+                    # the parser attaches a location to each label and pattern
+                    loc = getattr(y, "loc", getattr(pat, "loc", spec.loc))
                     raise _loc_error(f"unknown label '{y}' in pattern of template '{tpl.name}';"
-                                     f" expected one of: {', '.join(labels)}", spec.loc)
+                                     f" the training data has: {', '.join(labels)}", loc)
             out.append(tuple(index[y] for y in pat))
         return list(dict.fromkeys(out))
     if kind == "all":
@@ -192,11 +196,12 @@ def _labels(spec: ast.Spec, gold_names: list[list[str]]) -> list[str]:
 
 
 def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | None = None,
-                  overrides: dict[str, object] | None = None) -> tuple[CompiledModel, EncodedData]:
-    """Compile a checked spec against training data; returns the model and
-    the encoded training data (with gold labels)."""
+                  overrides: dict[str, object] | None = None, source: str = "<train>",
+                  ) -> tuple[CompiledModel, EncodedData]:
+    """Compile a checked spec against training data (read from ``source``);
+    returns the model and the encoded training data (with gold labels)."""
     if not sentences:
-        raise DataError("the training data has no sequences", "<train>", 0)
+        raise DataError("the training data has no sequences", source, 0)
     base_dir = base_dir or Path(".")
     settings = {**train_settings(spec), **(overrides or {})}
     attributes = TemplateAttributes(spec, base_dir)
@@ -279,11 +284,13 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
     seq_ptr = np.zeros(len(gold) + 1, dtype=np.int64)
     seq_ptr[1:] = np.cumsum([len(s) for s in gold])
     tok_ptr, rows, vals = [0], [], []
+    const = model.program.row_is_const
     for seq_rows in token_rows:
         for items in seq_rows:
             for r, v in items:
-                rows.append(r)
-                vals.append(v)
+                if not const[r]:
+                    rows.append(r)
+                    vals.append(v)
             tok_ptr.append(len(rows))
     data = EncodedData(seq_ptr, np.array(tok_ptr, dtype=np.int64), np.array(rows, dtype=np.int64),
                        np.array(vals, dtype=np.float64),

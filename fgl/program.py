@@ -82,9 +82,16 @@ class ChainProgram:
     structure: chain.ChainStructure
     row_ptr: np.ndarray
     feat_pattern: np.ndarray
+    const_rows: np.ndarray  # rows active with value 1 at every token (bias rows)
 
     def __post_init__(self) -> None:
         self.feat_s = self.structure.pattern_s[self.feat_pattern]
+        self.row_is_const = np.zeros(len(self.row_ptr) - 1, dtype=np.bool_)
+        self.row_is_const[self.const_rows] = True
+        feat_const = np.repeat(self.row_is_const, np.diff(self.row_ptr))
+        self.const_feats = np.flatnonzero(feat_const).astype(np.int64)
+        self.dynamic = np.zeros(len(self.structure.patterns), dtype=np.bool_)
+        self.dynamic[self.feat_pattern[~feat_const]] = True
 
     @property
     def n_features(self) -> int:
@@ -104,8 +111,9 @@ class ChainProgram:
             grad = np.zeros(self.n_features)
             total = chain._chunk_expectations(
                 i0, i1, data.seq_ptr, data.tok_ptr, data.tok_row, data.tok_val, self.row_ptr,
-                self.feat_pattern, self.feat_s, w, st.s_prev, st.s_next, st.s_pattern,
-                st.s_parent, st.s_order, st.n_forward, st.n_labels, len(st.patterns), grad)
+                self.feat_pattern, self.feat_s, self.const_feats, self.dynamic, w, st.s_prev,
+                st.s_next, st.s_pattern, st.s_parent, st.s_order, st.n_forward, st.n_labels,
+                grad)
             return total, grad
 
         results = self._run(jobs, data, work)
@@ -117,7 +125,7 @@ class ChainProgram:
         chain._gold_transitions(data.seq_ptr, data.gold, st.s_next, st.n_labels, gold_s)
         counts = np.zeros(self.n_features)
         chain._empirical_counts(gold_s, data.tok_ptr, data.tok_row, data.tok_val, self.row_ptr,
-                                self.feat_s, st.s_parent, counts)
+                                self.feat_s, self.const_feats, st.s_parent, counts)
         return counts
 
     def decode(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> np.ndarray:
@@ -126,20 +134,24 @@ class ChainProgram:
 
         def work(i0: int, i1: int) -> None:
             chain._chunk_viterbi(i0, i1, data.seq_ptr, data.tok_ptr, data.tok_row, data.tok_val,
-                                 self.row_ptr, self.feat_pattern, w, *st.tables(),
-                                 len(st.patterns), out)
+                                 self.row_ptr, self.feat_pattern, self.const_feats, w,
+                                 *st.tables(), len(st.patterns), out)
 
         self._run(jobs, data, work)
         return out
 
+    def potentials(self, w: np.ndarray, data: EncodedData, i: int) -> np.ndarray:
+        """pot[t, z] of sequence ``i``: the summed weight · value of every
+        feature with pattern z active at t."""
+        a, T = int(data.seq_ptr[i]), int(data.seq_ptr[i + 1] - data.seq_ptr[i])
+        static = chain._static_potentials(self.const_feats, self.feat_pattern, w,
+                                          len(self.structure.patterns))
+        pot = np.empty((T, len(self.structure.patterns)))
+        chain._potentials(a, T, data.tok_ptr, data.tok_row, data.tok_val, self.row_ptr,
+                          self.feat_pattern, w, static, pot)
+        return pot
+
     def label_marginals(self, w: np.ndarray, data: EncodedData) -> list[np.ndarray]:
         st = self.structure
-        out = []
-        for i in range(data.n_sequences):
-            a, T = int(data.seq_ptr[i]), int(data.seq_ptr[i + 1] - data.seq_ptr[i])
-            pot = np.empty((T, len(st.patterns)))
-            chain._potentials(a, T, data.tok_ptr, data.tok_row, data.tok_val, self.row_ptr,
-                              self.feat_pattern, w, pot)
-            marg = chain.pattern_marginals(st, pot)[1]
-            out.append(marg[:, :st.n_labels])
-        return out
+        return [chain.pattern_marginals(st, self.potentials(w, data, i))[1][:, :st.n_labels]
+                for i in range(data.n_sequences)]

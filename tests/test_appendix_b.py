@@ -57,9 +57,7 @@ def test_lol_pattern_marginals_are_table_14(crf):
     model = crf.model
     data = model.encode(crf_sentences())
     st = model.program.structure
-    pot = np.zeros((len(WORDS), len(st.patterns)))
-    chain._potentials(0, len(WORDS), data.tok_ptr, data.tok_row, data.tok_val,
-                      model.program.row_ptr, model.program.feat_pattern, crf.weights, pot)
+    pot = model.program.potentials(crf.weights, data, 0)
     log_z, marg = chain.pattern_marginals(st, pot)
     lol = st.patterns.index((2, 1, 2))
     np.testing.assert_allclose(marg[:, lol], TABLE_14[3], atol=0.0051)

@@ -38,8 +38,9 @@ from numba import njit
 
 NEG_INF = -np.inf
 # The scaled path is trusted only while every non-zero product stays inside
-# [_TINY, _HUGE] and every transition's exp(Ψ - max Ψ) above exp(_MIN_EXPONENT);
-# otherwise the log-space kernel recomputes the sequence.
+# [_TINY, _HUGE] and every transition's exp(Ψ - shift) inside
+# [exp(_MIN_EXPONENT), exp(-_MIN_EXPONENT)]; otherwise the log-space kernel
+# recomputes the sequence.
 _TINY = 1e-290
 _HUGE = 1e290
 _MIN_EXPONENT = -600.0
@@ -254,32 +255,58 @@ def _scaled_marginals(epsi, alpha, beta, scale, s_prev, s_next, s_parent, s_orde
 
 
 @njit(cache=True, nogil=True)
-def _sequence_marginals(pot, s_prev, s_next, s_pattern, s_parent, s_order, n_forward,
-                        n_labels, psi, epsi, alpha, beta, tmp, acc, back, scale, marg):
-    """log Z and accumulated transition marginals of one sequence: the scaled
-    path first, the log-space path when a scale underflows."""
-    T, S = psi.shape
-    _transition_scores(pot, s_pattern, s_parent, s_order, psi)
+def _exp_transition_scores(pot, s_pattern, s_parent, s_order, n_labels, dynamic, static_exp,
+                           epsi):
+    """``epsi[t, s] = exp(Ψ(t, s) - shift_t)`` as a product along the parent
+    chain: one ``exp`` per label and per pattern whose potential varies with
+    t; patterns with position-independent potentials (``dynamic`` False, e.g.
+    plain transition weights) reuse ``static_exp``.  ``shift_t`` is the
+    largest label potential at t.  Returns Σ_t shift_t, or NaN when some
+    value left [exp(_MIN_EXPONENT), exp(-_MIN_EXPONENT)], where the scaled
+    path could lose mass."""
+    T = pot.shape[0]
+    lo = np.exp(_MIN_EXPONENT)
+    hi = np.exp(-_MIN_EXPONENT)
     shift = 0.0
-    safe = True
     for t in range(T):
         m = -np.inf
-        for s in range(S):
-            if psi[t, s] > m:
-                m = psi[t, s]
+        for y in range(n_labels):  # transition y = ε·y carries the label's pattern
+            if pot[t, s_pattern[y]] > m:
+                m = pot[t, s_pattern[y]]
         shift += m
-        for s in range(S):
-            d = psi[t, s] - m
-            if d < _MIN_EXPONENT:
-                safe = False
-            epsi[t, s] = np.exp(d)
+        for i in range(s_order.shape[0]):
+            s = s_order[i]
+            z = s_pattern[s]
+            par = s_parent[s]
+            if par < 0:
+                e = np.exp(pot[t, z] - m)
+            else:
+                e = epsi[t, par]
+                if z >= 0:
+                    e *= np.exp(pot[t, z]) if dynamic[z] else static_exp[z]
+            if not (lo <= e <= hi):
+                return np.nan
+            epsi[t, s] = e
+    return shift
+
+
+@njit(cache=True, nogil=True)
+def _sequence_marginals(pot, s_prev, s_next, s_pattern, s_parent, s_order, n_forward,
+                        n_labels, dynamic, static_exp, psi, epsi, alpha, beta, tmp, acc, back,
+                        scale, marg):
+    """log Z and accumulated transition marginals of one sequence: the scaled
+    path first, the log-space path when it would not be exact."""
+    T = psi.shape[0]
+    shift = _exp_transition_scores(pot, s_pattern, s_parent, s_order, n_labels, dynamic,
+                                   static_exp, epsi)
     log_scale = np.nan
-    if safe:
+    if np.isfinite(shift):
         log_scale = _scaled_forward_backward(epsi, s_prev, s_next, n_labels, n_forward,
                                              alpha, beta, scale)
     if np.isfinite(log_scale):
         _scaled_marginals(epsi, alpha, beta, scale, s_prev, s_next, s_parent, s_order, marg)
         return log_scale + shift
+    _transition_scores(pot, s_pattern, s_parent, s_order, psi)
     _forward(psi, s_prev, s_next, n_forward, False, alpha, back, tmp, acc)
     _backward(psi, s_next, n_labels, n_forward, beta)
     log_z = _logsumexp_row(alpha[T])
@@ -350,9 +377,11 @@ def pattern_marginals(st: ChainStructure, pot: np.ndarray) -> tuple[float, np.nd
     """log Z and P(y_{t-|z|+1..t} = z | x) for every position t and pattern z."""
     pot = np.ascontiguousarray(pot, dtype=np.float64)
     ws = _Workspace(st, pot.shape[0])
+    n_z = len(st.patterns)
     log_z = _sequence_marginals(pot, st.s_prev, st.s_next, st.s_pattern, st.s_parent,
-                                st.s_order, st.n_forward, st.n_labels, ws.psi, ws.epsi,
-                                ws.alpha, ws.beta, ws.tmp, ws.acc, ws.back, ws.scale, ws.marg)
+                                st.s_order, st.n_forward, st.n_labels, np.ones(n_z, np.bool_),
+                                np.ones(n_z), ws.psi, ws.epsi, ws.alpha, ws.beta, ws.tmp,
+                                ws.acc, ws.back, ws.scale, ws.marg)
     return float(log_z), ws.marg[:, st.pattern_s].copy()
 
 
@@ -368,15 +397,30 @@ def viterbi(st: ChainStructure, pot: np.ndarray) -> tuple[np.ndarray, float]:
 
 # --------------------------------------------------------------------------
 # batch kernels over encoded features (the training and tagging path)
+#
+# Attribute rows are either per-token (listed in the encoded data) or
+# constant — the ``bias`` row of a template, active with value 1 at every
+# token.  Constant rows' features (``const_feats``) are scored once per
+# call, their expected counts are Σ_t of the marginals, and a pattern fed
+# only by them has a position-independent potential whose exp is computed
+# once (``dynamic`` False) — CRFsuite's trick for transition weights.
 
 
 @njit(cache=True, nogil=True)
-def _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, pot):
-    """pot[t, z] = Σ over active attributes r at t of value · Σ_{k in row r,
-    pattern k = z} w[k]: the feature scoring of one sequence."""
+def _static_potentials(const_feats, feat_pattern, w, n_patterns):
+    out = np.zeros(n_patterns)
+    for k in const_feats:
+        out[feat_pattern[k]] += w[k]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static, pot):
+    """pot[t, z] = static[z] + Σ over per-token attributes r at t of value ·
+    Σ_{k in row r, pattern k = z} w[k]: the feature scoring of one sequence."""
     for t in range(T):
-        for z in range(pot.shape[1]):
-            pot[t, z] = 0.0
+        for z in range(static.shape[0]):
+            pot[t, z] = static[z]
         for j in range(tok_ptr[a + t], tok_ptr[a + t + 1]):
             r = tok_row[j]
             v = tok_val[j]
@@ -386,14 +430,17 @@ def _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, pot):
 
 @njit(cache=True, nogil=True)
 def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern,
-                        feat_s, w, s_prev, s_next, s_pattern, s_parent, s_order, n_forward,
-                        n_labels, n_patterns, grad):
+                        feat_s, const_feats, dynamic, w, s_prev, s_next, s_pattern, s_parent,
+                        s_order, n_forward, n_labels, grad):
     """Σ log Z over sequences i0..i1 and, into ``grad``, the expected feature
     counts E[f_k] = Σ_t value · P(pattern of k ends at t | x)."""
     max_t = 1
     for i in range(i0, i1):
         max_t = max(max_t, seq_ptr[i + 1] - seq_ptr[i])
     S = s_prev.shape[0]
+    n_patterns = dynamic.shape[0]
+    static = _static_potentials(const_feats, feat_pattern, w, n_patterns)
+    static_exp = np.exp(static)
     pot = np.empty((max_t, n_patterns))
     psi = np.empty((max_t, S))
     epsi = np.empty((max_t, S))
@@ -404,34 +451,41 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
     scale = np.empty(max_t)
     tmp = np.empty(S)
     acc = np.empty(n_forward)
+    marg_sum = np.zeros(S)
     total = 0.0
     for i in range(i0, i1):
         a = seq_ptr[i]
         T = seq_ptr[i + 1] - a
         if T == 0:
             continue
-        _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, pot)
+        _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static, pot)
         total += _sequence_marginals(pot[:T], s_prev, s_next, s_pattern, s_parent, s_order,
-                                     n_forward, n_labels, psi[:T], epsi[:T], alpha[:T + 1],
-                                     beta[:T + 1], tmp, acc, back[:T], scale[:T], marg[:T])
+                                     n_forward, n_labels, dynamic, static_exp, psi[:T],
+                                     epsi[:T], alpha[:T + 1], beta[:T + 1], tmp, acc, back[:T],
+                                     scale[:T], marg[:T])
         for t in range(T):
+            for s in range(S):
+                marg_sum[s] += marg[t, s]
             for j in range(tok_ptr[a + t], tok_ptr[a + t + 1]):
                 r = tok_row[j]
                 v = tok_val[j]
                 for k in range(row_ptr[r], row_ptr[r + 1]):
                     grad[k] += v * marg[t, feat_s[k]]
+    for k in const_feats:
+        grad[k] += marg_sum[feat_s[k]]
     return total
 
 
 @njit(cache=True, nogil=True)
-def _chunk_viterbi(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w,
-                   s_prev, s_label, s_next, s_pattern, s_parent, s_order, n_forward,
-                   n_patterns, out):
+def _chunk_viterbi(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern,
+                   const_feats, w, s_prev, s_label, s_next, s_pattern, s_parent, s_order,
+                   n_forward, n_patterns, out):
     """MAP labelling of sequences i0..i1 into ``out`` (flat over tokens)."""
     max_t = 1
     for i in range(i0, i1):
         max_t = max(max_t, seq_ptr[i + 1] - seq_ptr[i])
     S = s_prev.shape[0]
+    static = _static_potentials(const_feats, feat_pattern, w, n_patterns)
     pot = np.empty((max_t, n_patterns))
     psi = np.empty((max_t, S))
     alpha = np.empty((max_t + 1, n_forward))
@@ -443,7 +497,7 @@ def _chunk_viterbi(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, feat_pat
         T = seq_ptr[i + 1] - a
         if T == 0:
             continue
-        _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, pot)
+        _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static, pot)
         _viterbi(pot[:T], s_prev, s_label, s_next, s_pattern, s_parent, s_order, n_forward,
                  psi[:T], alpha[:T + 1], back[:T], tmp, acc, out[a:a + T])
 
@@ -460,7 +514,8 @@ def _gold_transitions(seq_ptr, gold, s_next, n_labels, out):
 
 
 @njit(cache=True, nogil=True)
-def _empirical_counts(gold_s, tok_ptr, tok_row, tok_val, row_ptr, feat_s, s_parent, counts):
+def _empirical_counts(gold_s, tok_ptr, tok_row, tok_val, row_ptr, feat_s, const_feats,
+                      s_parent, counts):
     """Feature counts of the gold labelling: feature k fires at t when its
     pattern is a suffix of the gold transition, i.e. an ancestor of s_t."""
     on = np.zeros(s_parent.shape[0], dtype=np.bool_)
@@ -474,6 +529,9 @@ def _empirical_counts(gold_s, tok_ptr, tok_row, tok_val, row_ptr, feat_s, s_pare
             for k in range(row_ptr[r], row_ptr[r + 1]):
                 if on[feat_s[k]]:
                     counts[k] += tok_val[j]
+        for k in const_feats:
+            if on[feat_s[k]]:
+                counts[k] += 1.0
         s = gold_s[t]
         while s >= 0:
             on[s] = False

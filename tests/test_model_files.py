@@ -1,0 +1,266 @@
+"""Model files: a save/load round trip is exact, the file holds no pickle,
+lexicons travel inside it, and anything that is not an intact fgl model of
+this version is refused with a ModelFileError (and `fgl tag` exits 2 with
+that message, no traceback)."""
+from __future__ import annotations
+
+import io
+import json
+import random
+import struct
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fgl.api import CRF
+from fgl.errors import ModelFileError
+from fgl.model_io import load_model
+
+from test_cli import HMM, REPO, run, segment_data, write_data
+
+SPEC = REPO / "stdlib" / "linear_chain_obs_transitions.fgl"
+
+
+def xy(sentences):
+    return [[[r[0]] for r in s.rows] for s in sentences], [s.column(-1) for s in sentences]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A trained model, its file, and test inputs."""
+    d = tmp_path_factory.mktemp("model")
+    train, test = segment_data(seed=4)
+    crf = CRF(SPEC, max_iter=25).fit(*xy(train))
+    path = d / "m.fglm"
+    crf.save(path)
+    return crf, path, xy(test)[0], write_data(d / "test.txt", test)
+
+
+# ---------------------------------------------------------------- round trip
+
+def test_round_trip_is_exact(trained):
+    crf, path, X, _ = trained
+    back = CRF.load(path)
+    assert back.model.labels == crf.model.labels
+    assert np.array_equal(back.weights, crf.weights)
+    assert back.weights.dtype == np.float64
+    assert np.array_equal(back.model.program.row_ptr, crf.model.program.row_ptr)
+    assert np.array_equal(back.model.program.feat_pattern, crf.model.program.feat_pattern)
+    assert back.model.program.structure.patterns == crf.model.program.structure.patterns
+    assert back.predict(X) == crf.predict(X)
+    m1, m2 = crf.predict_marginals(X), back.predict_marginals(X)
+    for a, b in zip(m1, m2):
+        for pa, pb in zip(a, b):
+            assert pa.keys() == pb.keys()
+            assert np.allclose(list(pa.values()), list(pb.values()), rtol=0, atol=1e-12)
+    assert np.allclose(back.log_partition(X[:3]), crf.log_partition(X[:3]), rtol=1e-12)
+
+
+def test_model_keeps_training_metadata(trained):
+    crf, path, _, _ = trained
+    _, _, meta = load_model(path)
+    assert meta["iterations"] == len(crf.training_log.iterations)
+    assert 1 <= meta["iterations"] <= 25
+    assert meta["objective"] == pytest.approx(crf.training_log.objective)
+
+
+def test_model_file_holds_no_pickle(trained):
+    _, path, _, _ = trained
+    with np.load(path, allow_pickle=False) as z:
+        names = set(z.files)
+        assert {"header", "digest", "row_ptr", "feat_pattern", "weights"} <= names
+        for name in z.files:
+            assert z[name].dtype != object
+    with zipfile.ZipFile(path) as zf:
+        for info in zf.infolist():
+            assert info.filename.endswith(".npy")
+
+
+def test_saving_an_untrained_model_is_refused(tmp_path):
+    with pytest.raises(RuntimeError, match="not trained"):
+        CRF(HMM).save(tmp_path / "x.fglm")
+
+
+def test_lexicon_is_embedded(tmp_path, capsys):
+    """A model whose spec reads a lexicon still tags the same once the lexicon
+    file is gone."""
+    train, test = segment_data(seed=5)
+    # the words of entity type T0 form the lexicon
+    lex_words = sorted({r[0] for s in train for r in s.rows if r[1].endswith("T0")})
+    (tmp_path / "lex.txt").write_text("\n".join(lex_words) + "\n", encoding="utf-8")
+    spec = tmp_path / "lex.fgl"
+    spec.write_text('columns word, label\noutput label\n'
+                    'obs inlex = lexicon(word[t], "lex.txt")\n'
+                    'template state: y[t] ~ bias, inlex\n'
+                    'template trans: y[t-1..t]\n', encoding="utf-8")
+    crf = CRF(spec, max_iter=30).fit(*xy(train))
+    assert any(k.startswith("lexicon(") for k in crf.model.vocabs[0])   # the test fired
+    model = tmp_path / "lex.fglm"
+    crf.save(model)
+    X = xy(test)[0]
+    before = crf.predict(X)
+    test_file = write_data(tmp_path / "test.txt", test)
+    _, tagged_before, _ = run(capsys, "tag", model, test_file)
+
+    (tmp_path / "lex.txt").unlink()
+    back = CRF.load(model)
+    assert back.model.attributes.lexicons["lex.txt"] == frozenset(lex_words)
+    assert back.predict(X) == before
+    code, tagged_after, err = run(capsys, "tag", model, test_file)
+    assert code == 0, err
+    assert tagged_after == tagged_before
+    # without the lexicon feature the model could not tell T0 words apart:
+    # it predicts some T0 labels
+    assert any(y.endswith("T0") for s in before for y in s)
+
+
+# ---------------------------------------------------------------- corrupt and foreign files
+
+def _arrays(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k].copy() for k in z.files}
+
+
+def _npz(arrays: dict[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    return buf.getvalue()
+
+
+def _with_header(path: Path, edit) -> bytes:
+    """The model rebuilt with numpy after ``edit(header_dict)``; digest kept."""
+    arrays = _arrays(path)
+    header = json.loads(arrays["header"].tobytes().decode("utf-8"))
+    edit(header)
+    arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+    return _npz(arrays)
+
+
+def _flip_header_middle(path: Path) -> bytes:
+    arrays = _arrays(path)
+    raw = bytearray(arrays["header"].tobytes())
+    mid = len(raw) // 2
+    while not chr(raw[mid]).isalnum():         # keep the JSON valid: flip a letter's case
+        mid += 1
+    raw[mid] ^= 0x20
+    arrays["header"] = np.frombuffer(bytes(raw), dtype=np.uint8)
+    return _npz(arrays)
+
+
+def _flip_weights_middle(path: Path) -> bytes:
+    arrays = _arrays(path)
+    raw = bytearray(arrays["weights"].tobytes())
+    raw[len(raw) // 2] ^= 0x01
+    arrays["weights"] = np.frombuffer(bytes(raw), dtype=np.float64)
+    return _npz(arrays)
+
+
+def _drop_weights(path: Path) -> bytes:
+    arrays = _arrays(path)
+    del arrays["weights"]
+    return _npz(arrays)
+
+
+def _foreign_npz(path: Path) -> bytes:
+    return _npz({"x": np.arange(10), "y": np.ones((2, 2))})
+
+
+CORRUPTIONS = {
+    "truncated": (lambda p: p.read_bytes()[: len(p.read_bytes()) // 2], "corrupt"),
+    "truncated_tail": (lambda p: p.read_bytes()[:-20], "corrupt"),
+    "random_bytes": (lambda p: bytes(random.Random(7).randrange(256) for _ in range(3000)),
+                     "not an fgl model file"),
+    "empty": (lambda p: b"", "not an fgl model file"),
+    "text": (lambda p: b"columns word, label\noutput label\n", "not an fgl model file"),
+    "foreign_npz": (_foreign_npz, "not an fgl model file (missing header, digest"),
+    "missing_array": (_drop_weights, "missing weights"),
+    "version_999": (lambda p: _with_header(p, lambda h: h.update(version=999)),
+                    "version 999 is not supported"),
+    "wrong_format_tag": (lambda p: _with_header(p, lambda h: h.update(format="other")),
+                         "wrong format tag"),
+    "header_byte_flipped": (_flip_header_middle, "checksum mismatch"),
+    "weights_byte_flipped": (_flip_weights_middle, "checksum mismatch"),
+}
+
+
+@pytest.mark.parametrize("kind", list(CORRUPTIONS))
+def test_bad_model_file_is_refused(trained, tmp_path, capsys, kind):
+    _, good, _, test_file = trained
+    make, words = CORRUPTIONS[kind]
+    bad = tmp_path / f"{kind}.fglm"
+    bad.write_bytes(make(good))
+    with pytest.raises(ModelFileError) as info:
+        CRF.load(bad)
+    msg = str(info.value)
+    assert msg.startswith(f"{bad}: "), msg
+    assert words in msg, msg
+
+    code, out, err = run(capsys, "tag", bad, test_file)
+    assert code == 2
+    assert out == ""
+    assert err == f"fgl: {msg}\n"
+
+
+def test_model_file_that_is_a_directory(tmp_path, capsys):
+    d = tmp_path / "dir.fglm"
+    d.mkdir()
+    with pytest.raises(ModelFileError):
+        CRF.load(d)
+
+
+def _zip_member(path_bytes: bytes, name: str) -> tuple[int, int]:
+    """(offset, size) of the compressed data of member ``name``."""
+    zf = zipfile.ZipFile(io.BytesIO(path_bytes))
+    info = zf.getinfo(name)
+    off = info.header_offset
+    n_name, n_extra = struct.unpack("<HH", path_bytes[off + 26:off + 30])
+    return off + 30 + n_name + n_extra, info.compress_size
+
+
+def test_damaged_deflate_stream_is_refused(trained, tmp_path):
+    _, good, _, _ = trained
+    data = bytearray(good.read_bytes())
+    start, size = _zip_member(bytes(data), "header.npy")
+    assert size > 10
+    data[start] = 0xFF                     # deflate block type 11: reserved, invalid
+    bad = tmp_path / "deflate.fglm"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ModelFileError):
+        CRF.load(bad)
+
+
+def test_unknown_compression_method_is_refused(trained, tmp_path):
+    _, good, _, _ = trained
+    data = bytearray(good.read_bytes())
+    cd = data.find(b"PK\x01\x02")          # first central-directory entry
+    assert cd > 0
+    data[cd + 10:cd + 12] = struct.pack("<H", 99)
+    bad = tmp_path / "method.fglm"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ModelFileError):
+        CRF.load(bad)
+
+
+def test_any_flipped_byte_is_refused_or_harmless(trained, tmp_path):
+    """Flipping any one byte either is refused with ModelFileError or touches
+    only zip bookkeeping (e.g. a timestamp) and loads the very same model."""
+    crf, good, _, _ = trained
+    data = good.read_bytes()
+    bad = tmp_path / "flip.fglm"
+    leaked = []
+    for pos in range(0, len(data), 3):
+        b = bytearray(data)
+        b[pos] ^= 0xFF
+        bad.write_bytes(bytes(b))
+        try:
+            model, weights, _ = load_model(bad)
+        except ModelFileError:
+            continue
+        except Exception as e:             # noqa: BLE001 - that is the point
+            leaked.append((pos, type(e).__name__))
+            continue
+        assert np.array_equal(weights, crf.weights), pos
+        assert model.labels == crf.model.labels, pos
+    assert not leaked, leaked[:10]
