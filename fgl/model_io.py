@@ -82,14 +82,16 @@ def load_model(path: str | Path) -> tuple[CompiledModel, np.ndarray, dict]:
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ModelFileError("corrupt model file: the header is not valid JSON", name) from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        header = None
+    if isinstance(header, dict) and header.get("format") != FORMAT:
         raise ModelFileError("not an fgl model file (wrong format tag)", name)
-    if header.get("version") != VERSION:
+    if isinstance(header, dict) and header.get("version") != VERSION:
         raise ModelFileError(f"model file version {header.get('version')} is not supported "
                              f"(this fgl reads version {VERSION}); retrain the model", name)
     if _digest(raw, arrays).encode("ascii") != arrays["digest"].tobytes():
         raise ModelFileError("corrupt model file: checksum mismatch", name)
+    if not isinstance(header, dict):
+        raise ModelFileError("corrupt model file: the header is not a JSON object", name)
     try:
         spec = validate(parse_spec(header["spec_text"], header["spec_file"]))
         plans = [TemplatePlan(t["name"], t["width"], [tuple(z) for z in t["patterns"]],
