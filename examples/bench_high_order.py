@@ -144,9 +144,10 @@ def table2(args, models: dict, labels: list[int], orders: list[int]) -> None:
           f"work, at most {args.dense_seqs}), best of {args.repeats}; dense skipped when "
           f"n^(k+1) > {args.max_dense:.0e}")
     print("  predicted = |P|n dense / |P|n sparse; measured = dense s / sparse s through "
-          "pattern_marginals; kernel = the same ratio with workspace allocated once")
+          "pattern_marginals; kernel = the same ratio with workspace allocated once;\n"
+          "  ns sp / ns de = kernel seconds / (|P|n·tokens) for sparse / dense")
     hdr = (f"{'n':>3} {'order':>5} {'|P|n sparse':>11} {'|P|n dense':>11} {'predicted':>9} "
-           f"{'seqs':>4} {'sparse s':>9} {'dense s':>9} {'measured':>8} {'kernel':>8} {'build s':>7} "
+           f"{'seqs':>4} {'sparse s':>9} {'dense s':>9} {'measured':>8} {'kernel':>8} {'ns sp':>6} {'ns de':>6} {'build s':>7} "
            f"{'max|dlogZ|':>10}")
     print(hdr)
     print("-" * len(hdr))
@@ -177,10 +178,13 @@ def table2(args, models: dict, labels: list[int], orders: list[int]) -> None:
                 out[:, cols] = pot
                 return out
 
-            # size the sequence set from one dense call
+            # size the sequence set from one dense call (after a warm-up call)
+            pot0 = dense_pot(0)
+            chain.pattern_marginals(dst, pot0)
             t0 = time.perf_counter()
-            chain.pattern_marginals(dst, dense_pot(0))
+            chain.pattern_marginals(dst, pot0)
             one = time.perf_counter() - t0
+            del pot0
             n_seq = int(max(1, min(args.dense_seqs, data.n_sequences, args.dense_budget / one)))
             sparse_pots = [prog.potentials(w, data, i) for i in range(n_seq)]
             dense_pots = [dense_pot(i) for i in range(n_seq)]
@@ -192,9 +196,12 @@ def table2(args, models: dict, labels: list[int], orders: list[int]) -> None:
             t_dense = best_time(lambda: run(dst, dense_pots), reps)
             k_sparse = best_time(kernel_runner(st, sparse_pots), args.repeats)
             k_dense = best_time(kernel_runner(dst, dense_pots), reps)
+            tokens = sum(p.shape[0] for p in sparse_pots)
+            ns_s = k_sparse / (st.n_backward * tokens) * 1e9
+            ns_d = k_dense / (dst.n_backward * tokens) * 1e9
             print(f"{prefix} {n_seq:4d} {t_sparse:9.4f} {t_dense:9.4f} "
-                  f"{t_dense / t_sparse:8.1f} {k_dense / k_sparse:8.1f} {build_s:7.1f} "
-                  f"{diff:10.1e}", flush=True)
+                  f"{t_dense / t_sparse:8.1f} {k_dense / k_sparse:8.1f} {ns_s:6.2f} {ns_d:6.2f} "
+                  f"{build_s:7.1f} {diff:10.1e}", flush=True)
             del dst, dense_pots
     print()
 

@@ -36,11 +36,20 @@ class Column:
 
 @dataclass
 class ColumnRef:
-    """``word[t-2..t+2]``: a column read at positions ``t+lo .. t+hi``."""
+    """``word[t-2..t+2]``: a column read at positions ``t+lo .. t+hi``.
+
+    In a segment model positions are relative to the segment's first token
+    ``u`` or last token ``v``: ``word[u]`` (first), ``word[v]`` (last),
+    ``word[u-1]`` (just before), ``word[v+1]`` (just after), ``word[u..v]``
+    (every token inside).  ``lo_base``/``hi_base`` name the variable each end
+    is relative to ("t", "u" or "v").
+    """
     column: str
     lo: int
     hi: int
     loc: Loc
+    lo_base: str = "t"
+    hi_base: str = "t"
 
 
 @dataclass
@@ -94,10 +103,26 @@ class ObsDef:
 @dataclass
 class LabelRef:
     """``y[t-2..t]`` or ``y[t]``: label variables of output ``var`` at
-    positions ``t+lo .. t+hi``.  ``var`` is ``"y"`` or an output column name."""
+    positions ``t+lo .. t+hi``.  ``var`` is ``"y"`` or an output column name.
+    In a segment model, ``s[j-2..j]`` are the labels of the current segment
+    j and the two before it (``var`` "s", ``index`` "j")."""
     var: str
     lo: int
     hi: int
+    loc: Loc
+    index: str = "t"
+
+
+@dataclass
+class Segments:
+    """``segments max L [NP = 6, VP = 4] from bio|change``: a semi-Markov
+    model with segments of at most L tokens (per-label limits optional);
+    ``boundary`` says how token labels in data make segments: ``"bio"`` (a
+    B- prefix or a type change starts a segment; each O token is a segment)
+    or ``"change"`` (a label change starts a segment)."""
+    max_length: int
+    per_label: dict[str, int]
+    boundary: str
     loc: Loc
 
 
@@ -158,3 +183,4 @@ class Spec:
     train: list[Setting] = field(default_factory=list)
     infer: list[Setting] = field(default_factory=list)
     infer_method: tuple[str, Loc] | None = None
+    segments: Segments | None = None

@@ -44,6 +44,7 @@ BUILTINS: dict[str, Builtin] = {
     "bias": Builtin(None, (), "test", "always true: a per-label (or per-pattern) bias"),
     "bos": Builtin(None, (), "test", "true at the first token of a sequence"),
     "eos": Builtin(None, (), "test", "true at the last token of a sequence"),
+    "length": Builtin(None, (), "text", "segment models: the segment's length in tokens (length=3)"),
 }
 
 

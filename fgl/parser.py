@@ -13,7 +13,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 from lark.lexer import PatternStr
 
 from .ast import (Call, Column, ColumnRef, Conj, Disj, LabelRef, Loc, NameRef, ObsDef, PatternSpec,
-                  Setting, Spec, Template)
+                  Segments, Setting, Spec, Template)
 from .errors import FglError, SpecError
 
 GRAMMAR_PATH = Path(__file__).parent / "grammar" / "fgl.lark"
@@ -38,6 +38,33 @@ class Located(str):
 
     def __reduce__(self):
         return (str, (str(self),))
+
+
+class LocatedInt(int):
+    """A whole number that remembers where it was written (``.loc``); used
+    for the numbers of a `segments` statement.  Equal to the plain int."""
+    loc: Loc
+
+    def __new__(cls, value: int, loc: Loc) -> "LocatedInt":
+        self = super().__new__(cls, value)
+        self.loc = loc
+        return self
+
+    def __reduce__(self):
+        return (int, (int(self),))
+
+
+class LocatedFloat(float):
+    """A float that remembers where it was written (``.loc``)."""
+    loc: Loc
+
+    def __new__(cls, value: float, loc: Loc) -> "LocatedFloat":
+        self = super().__new__(cls, value)
+        self.loc = loc
+        return self
+
+    def __reduce__(self):
+        return (float, (float(self),))
 
 
 class LocatedTuple(tuple):
@@ -109,6 +136,36 @@ class _ToAst(Transformer):
         tok = ch[0]
         return Located(_unquote(tok) if tok.type == "STRING" else str(tok), self._loc(tok))
 
+    def segments(self, meta, ch):
+        loc = self._loc(meta)
+        limits = next((x[1] for x in ch[1:] if isinstance(x, tuple) and x[0] == "limits"), [])
+        boundary = next((x[1] for x in ch[1:] if isinstance(x, tuple) and x[0] == "from"), "bio")
+        per_label: dict[str, int] = {}
+        for label, value in limits:
+            if label in per_label:
+                first = next(k for k in per_label if k == label).loc
+                raise SpecError(f"label '{label}' is given twice in `segments max ...` "
+                                f"(first at {first.line}:{first.col})",
+                                self.file, label.loc.line, label.loc.col)
+            per_label[label] = value
+        return ("segments", loc, Segments(self._number(ch[0]), per_label, boundary, loc))
+
+    def seg_limits(self, meta, ch):
+        return ("limits", ch)
+
+    def seg_limit(self, meta, ch):
+        tok = ch[0]
+        label = Located(_unquote(tok) if tok.type == "STRING" else str(tok), self._loc(tok))
+        return (label, self._number(ch[1]))
+
+    def seg_from(self, meta, ch):
+        return ("from", self._name(ch[0]))
+
+    def _number(self, tok: Token):
+        if tok.type == "SIGNED_INT":
+            return LocatedInt(int(tok), self._loc(tok))
+        return LocatedFloat(float(tok), self._loc(tok))
+
     def obs(self, meta, ch):
         return ("obs", self._loc(meta), ObsDef(self._name(ch[0]), ch[1], self._loc(meta)))
 
@@ -135,8 +192,8 @@ class _ToAst(Transformer):
         return Conj(ch, self._loc(meta))
 
     def column_ref(self, meta, ch):
-        lo, hi = ch[1]
-        return ColumnRef(str(ch[0]), lo, hi, self._loc(meta))
+        (lo_base, lo), (hi_base, hi) = ch[1]
+        return ColumnRef(str(ch[0]), lo, hi, self._loc(meta), lo_base, hi_base)
 
     def call(self, meta, ch):
         return Call(str(ch[0]), ch[1], ch[2:], self._loc(meta))
@@ -147,22 +204,40 @@ class _ToAst(Transformer):
     def param(self, meta, ch):
         return self._literal(ch[0])
 
-    def range(self, meta, ch):
+    def col_range(self, meta, ch):
         return (ch[0], ch[-1])
 
-    def at_t(self, meta, ch):
-        return 0
+    def col_base(self, meta, ch):
+        return str(ch[0])
 
-    def t_plus(self, meta, ch):
-        return int(ch[0])
+    def col_at(self, meta, ch):
+        return (ch[0], 0)
 
-    def t_minus(self, meta, ch):
-        return -int(ch[0])
+    def col_plus(self, meta, ch):
+        return (ch[0], int(ch[1]))
+
+    def col_minus(self, meta, ch):
+        return (ch[0], -int(ch[1]))
 
     # ------------------------------------------------------------ templates
     def label_ref(self, meta, ch):
-        lo, hi = ch[1]
-        return LabelRef(str(ch[0]), lo, hi, self._loc(meta))
+        index, lo, hi = ch[1]
+        return LabelRef(str(ch[0]), lo, hi, self._loc(meta), index)
+
+    def t_range(self, meta, ch):
+        return ("t", ch[0], ch[-1])
+
+    def j_range(self, meta, ch):
+        return ("j", ch[0], ch[-1])
+
+    def at(self, meta, ch):
+        return 0
+
+    def plus(self, meta, ch):
+        return int(ch[0])
+
+    def minus(self, meta, ch):
+        return -int(ch[0])
 
     def pat_all(self, meta, ch):
         return PatternSpec("all", [], self._loc(meta))
@@ -203,7 +278,7 @@ class _ToAst(Transformer):
         spec = Spec(self.file, self.text, None, [], [], [])
         seen: dict[str, Loc] = {}
         for kind, loc, payload in statements:
-            if kind in ("model", "columns", "train", "infer"):
+            if kind in ("model", "columns", "segments", "train", "infer"):
                 if kind in seen:
                     first = seen[kind]
                     raise SpecError(f"a second `{kind}` statement; only one is allowed "
@@ -225,6 +300,8 @@ class _ToAst(Transformer):
                                     f"are already declared at {first.line}:{first.col}",
                                     self.file, loc.line, loc.col)
                 spec.label_sets[name] = (list(labels), loc)
+            elif kind == "segments":
+                spec.segments = payload
             elif kind == "obs":
                 spec.observations.append(payload)
             elif kind == "template":
@@ -246,6 +323,7 @@ _WORDS = {
     "SIGNED_INT": "a number",
     "SIGNED_FLOAT": "a number",
     "LABEL": "a label",
+    "SEG_LABEL": "a label",
     "OPTS_OPEN": "'(' opening options",
     "$END": "end of file",
 }
@@ -262,7 +340,7 @@ def _describe(terminal: str) -> str:
     return f"'{pattern.value}'" if isinstance(pattern, PatternStr) else terminal.lower()
 
 
-_STATEMENT_KEYWORDS = {"MODEL", "COLUMNS", "OUTPUT", "LABELS", "OBS", "TEMPLATE", "TRAIN", "INFER"}
+_STATEMENT_KEYWORDS = {"MODEL", "COLUMNS", "OUTPUT", "LABELS", "SEGMENTS", "OBS", "TEMPLATE", "TRAIN", "INFER"}
 
 
 def _expected(names) -> str:
@@ -270,7 +348,7 @@ def _expected(names) -> str:
     words = []
     if _STATEMENT_KEYWORDS <= names:     # many keywords: say what they mean instead
         names -= _STATEMENT_KEYWORDS | {"$END"}
-        words.append("a new statement (model, columns, output, labels, obs, template, train, infer)")
+        words.append("a new statement (model, columns, output, labels, segments, obs, template, train, infer)")
     words = sorted({_describe(n) for n in names}, key=lambda w: (not w.startswith("'"), w)) + words
     if not words:
         return ""
@@ -312,7 +390,8 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
     """Parse spec ``text`` (named ``file`` in messages) into a ``Spec``.
 
     Raises ``SpecError`` (``file:line:col: message``) on a syntax error or a
-    repeated single statement (`model`, `columns`, `train`, `infer`)."""
+    repeated single statement (`model`, `columns`, `segments`, `train`,
+    `infer`) or a label given twice in `segments max L [...]`."""
     try:
         tree = _LARK.parse(text)
     except UnexpectedInput as e:
