@@ -130,10 +130,12 @@ class CRF:
     def predict_sentences(self, sentences: list[Sentence]) -> list[list[str]]:
         model = self._fitted()
         data = model.encode(sentences)
-        flat = model.program.decode(self.weights, data, self.jobs)
-        labels = model.labels
-        return [[labels[i] for i in flat[data.seq_ptr[k]:data.seq_ptr[k + 1]]]
-                for k in range(data.n_sequences)]
+        labels, starts = model.program.decode(self.weights, data, self.jobs)
+        out = []
+        for k in range(data.n_sequences):
+            a, b = data.seq_ptr[k], data.seq_ptr[k + 1]
+            out.append(model.tags(labels[a:b], None if starts is None else starts[a:b]))
+        return out
 
     def predict(self, X: Sequence[Rows]) -> list[list[str]]:
         """The most likely label sequence of each input sequence."""
@@ -193,9 +195,10 @@ class CRF:
 def _one(data: EncodedData, i: int) -> EncodedData:
     """Sequence ``i`` of ``data`` on its own."""
     a, b = int(data.seq_ptr[i]), int(data.seq_ptr[i + 1])
-    lo, hi = int(data.tok_ptr[a]), int(data.tok_ptr[b])
-    return EncodedData(np.array([0, b - a]), data.tok_ptr[a:b + 1] - lo, data.tok_row[lo:hi],
-                       data.tok_val[lo:hi], None)
+    m = data.units_per_token
+    lo, hi = int(data.tok_ptr[a * m]), int(data.tok_ptr[b * m])
+    return EncodedData(np.array([0, b - a]), data.tok_ptr[a * m:b * m + 1] - lo,
+                       data.tok_row[lo:hi], data.tok_val[lo:hi], None, None, m)
 
 
 def _print_progress(row: dict) -> None:

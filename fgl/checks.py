@@ -23,6 +23,11 @@ INFER_METHODS = ("exact", "loopy", "trp")
 
 NONCONTIGUOUS_WINDOW = ("template labels {labels} are not a contiguous window y[t-k..t]; "
                         "only chain windows are supported by the exact chain engine")
+NONCONTIGUOUS_SEGMENT_WINDOW = ("template labels {labels} are not a contiguous window s[j-k..j]; "
+                                "only windows of consecutive segments are supported by the exact "
+                                "semi-Markov engine")
+SEGMENT_BOUNDARIES = ("bio", "change")
+NEED_SEGMENTS = "declare `segments max L` for a semi-Markov (segment) model"
 
 ZERO_ARG = sorted(n for n, b in BUILTINS.items() if b.takes is None)
 FUNCTIONS = sorted(n for n, b in BUILTINS.items() if b.takes is not None)
@@ -83,14 +88,23 @@ def _did_you_mean(name: str, candidates) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def _offsets(lo: int, hi: int) -> str:
-    def one(k: int) -> str:
-        return "t" if k == 0 else f"t{k:+d}"
-    return one(lo) if lo == hi else f"{one(lo)}..{one(hi)}"
+def _offsets(lo: int, hi: int, lo_base: str = "t", hi_base: str | None = None) -> str:
+    """``t-2..t+2``, ``u-1``, ``u..v``: an offset range as written."""
+    hi_base = lo_base if hi_base is None else hi_base
+
+    def one(base: str, k: int) -> str:
+        return base if k == 0 else f"{base}{k:+d}"
+    if (lo_base, lo) == (hi_base, hi):
+        return one(lo_base, lo)
+    return f"{one(lo_base, lo)}..{one(hi_base, hi)}"
+
+
+def _column_ref(e: ColumnRef) -> str:
+    return f"{e.column}[{_offsets(e.lo, e.hi, e.lo_base, e.hi_base)}]"
 
 
 def _label_ref(r: LabelRef) -> str:
-    return f"{r.var}[{_offsets(r.lo, r.hi)}]"
+    return f"{r.var}[{_offsets(r.lo, r.hi, r.index)}]"
 
 
 def _labels_text(refs: list[LabelRef]) -> str:
@@ -132,6 +146,7 @@ class _Checker:
         self.check_columns()
         self.check_outputs()
         self.check_label_sets()
+        self.check_segments()
         self.check_observations()
         self.check_templates()
         self.check_settings(self.spec.train, TRAIN_SETTINGS, "train")
@@ -186,6 +201,54 @@ class _Checker:
                 if label in seen:
                     self.error(_loc(label, loc), f"duplicate label '{label}' in the labels of '{name}'")
                 seen.add(label)
+
+    # ------------------------------------------------------------ segments
+    def check_segments(self) -> None:
+        seg = self.spec.segments
+        if seg is None:
+            return
+        problem = _int_at_least(1)(seg.max_length)
+        if problem:
+            self.error(_loc(seg.max_length, seg.loc),
+                       f"segments: max must be {problem}, the longest segment in tokens; "
+                       f"found {_show(seg.max_length)}")
+        for label, n in seg.per_label.items():
+            problem = _int_at_least(1)(n)
+            if problem:
+                self.error(_loc(n, _loc(label, seg.loc)),
+                           f"segments: the maximum length of '{label}' must be {problem}; found {_show(n)}")
+        if seg.boundary not in SEGMENT_BOUNDARIES:
+            self.error(_loc(seg.boundary, seg.loc),
+                       f"unknown segment boundary '{seg.boundary}'; expected `from bio` (B- starts a "
+                       f"segment) or `from change` (a label change starts one)"
+                       f"{_did_you_mean(seg.boundary, SEGMENT_BOUNDARIES)}")
+        names = self.segment_labels()
+        if names is not None:
+            for label in seg.per_label:
+                if label not in names:
+                    self.error(_loc(label, seg.loc),
+                               f"unknown label '{label}' in `segments max`; expected one of the segment "
+                               f"labels{self.segment_labels_origin()}: {', '.join(names)}"
+                               f"{_did_you_mean(label, names)}")
+
+    def segment_labels(self) -> list[str] | None:
+        """The segment labels the declared labels of the (single) output
+        make, or None when they are unknown: with `from bio` the labels with
+        any B-/I- prefix removed, with `from change` the labels themselves."""
+        seg = self.spec.segments
+        if seg is None or len(self.outputs) != 1 or seg.boundary not in SEGMENT_BOUNDARIES:
+            return None
+        declared = self.spec.label_sets.get(self.outputs[0], (None,))[0]
+        if declared is None:
+            return None
+        if seg.boundary == "bio":
+            declared = [x[2:] if x[:2] in ("B-", "I-") and len(x) > 2 else x for x in declared]
+        return list(dict.fromkeys(str(x) for x in declared))
+
+    def segment_labels_origin(self) -> str:
+        out = self.outputs[0]
+        return (f" (the labels of '{out}' without B-/I-)" if self.spec.segments.boundary == "bio"
+                else f" (the labels of '{out}')")
 
     # ------------------------------------------------------------ observations
     def check_observations(self) -> None:
@@ -262,8 +325,28 @@ class _Checker:
         raise TypeError(f"not an observation expression: {e!r}")
 
     def column_ref(self, e: ColumnRef) -> str | None:
-        if e.lo > e.hi:
-            self.error(e.loc, f"bad offset range {_offsets(e.lo, e.hi)}: the start must not come after the end")
+        bases = {e.lo_base, e.hi_base}
+        if self.spec.segments is None and bases & {"u", "v"}:
+            self.error(e.loc, f"{_column_ref(e)} reads relative to a segment (u is its first token, v its "
+                              f"last) but this is not a segment model; {NEED_SEGMENTS}, or read relative to "
+                              f"the token t, as in {e.column}[t]")
+        elif self.spec.segments is not None and "t" in bases:
+            c = e.column
+            self.error(e.loc, f"in a segment model, read columns relative to the segment: {c}[u] (first "
+                              f"token), {c}[v] (last), {c}[u-1] (before), {c}[v+1] (after), {c}[u..v] "
+                              f"(inside); found {_column_ref(e)}")
+        elif e.lo_base == e.hi_base:
+            if e.lo > e.hi:
+                self.error(e.loc, f"bad offset range {_offsets(e.lo, e.hi, e.lo_base)}: "
+                                  f"the start must not come after the end")
+        elif (e.lo_base, e.hi_base) == ("v", "u"):     # u <= v
+            if e.lo >= e.hi:
+                self.error(e.loc, f"bad offset range {_offsets(e.lo, e.hi, 'v', 'u')}: the start must not "
+                                  f"come after the end (u, the first token, is never after v, the last)")
+            else:
+                self.error(e.loc, f"bad offset range {_offsets(e.lo, e.hi, 'v', 'u')}: its order depends on "
+                                  f"the segment's length; ranges between u and v must run from a u-based "
+                                  f"to a v-based end or keep one base, as in {e.column}[u-1..v+1]")
         col = self.columns.get(e.column)
         if col is None:
             self.error(e.loc, f"unknown column '{e.column}'; expected one of: {', '.join(self.inputs) or '(none)'}"
@@ -279,6 +362,10 @@ class _Checker:
             return self.obs_kind(e.name)
         b = BUILTINS.get(e.name)
         if b is not None:
+            if e.name == "length" and self.spec.segments is None:
+                self.error(e.loc, f"'length' is the length of a segment but this is not a segment model; "
+                                  f"{NEED_SEGMENTS}")
+                return None
             if b.takes is None:
                 return b.gives
             self.error(e.loc, f"'{e.name}' is a function and needs an argument, as in {e.name}(word[t])")
@@ -356,41 +443,79 @@ class _Checker:
         if r.var in self.outputs:
             return r.var
         what = "an input column" if r.var in self.columns else "not an output"
+        hint = (f"; segment labels are s[j-k..j] and need a segment model: {NEED_SEGMENTS}"
+                if r.var == "s" and r.var not in self.columns and self.spec.segments is None else "")
         self.error(r.loc, f"'{r.var}' is {what}; template labels must be y or an output: "
-                          f"{', '.join(self.outputs) or '(none)'}{_did_you_mean(r.var, ['y'] + self.outputs)}")
+                          f"{', '.join(self.outputs) or '(none)'}{_did_you_mean(r.var, ['y'] + self.outputs)}"
+                          f"{hint}")
         return None
 
     def template(self, tpl: Template) -> None:
-        outs = [self.label_output(r) for r in tpl.labels]
-        ranges_ok = True
-        for r in tpl.labels:
-            if r.lo > r.hi:
-                ranges_ok = False
-                self.error(r.loc, f"bad offset range {_offsets(r.lo, r.hi)}: the start must not come after the end")
-        window = None
-        if len(tpl.labels) == 1 and ranges_ok:
-            r = tpl.labels[0]
-            if r.hi != 0:
-                self.error(r.loc, f"label window must end at t, as in y[t-2..t]; found {_label_ref(r)}")
-            else:
-                window = r.hi - r.lo + 1
-        elif len(tpl.labels) > 1 and ranges_ok:
-            positions = [k for r in tpl.labels for k in range(r.lo, r.hi + 1)]
-            contiguous = (len({r.var for r in tpl.labels}) == 1 and positions[-1] == 0
-                          and positions == list(range(positions[0], 1)))
-            if contiguous:
-                window = len(positions)
-            else:
-                self.error(tpl.labels[0].loc, NONCONTIGUOUS_WINDOW.format(labels=_labels_text(tpl.labels)))
-        output = outs[0] if outs and all(o == outs[0] for o in outs) else None
+        if self.spec.segments is not None or any(r.index == "j" for r in tpl.labels):
+            window, declared, where = self.segment_window(tpl)
+        else:
+            window, declared, where = self.token_window(tpl)
         if tpl.patterns is not None and tpl.patterns.kind == "list":
-            self.patterns(tpl, window, output)
+            self.patterns(tpl, window, declared, where)
         for e in tpl.observations:
             self.expr(e)
         self.check_settings(tpl.options, TEMPLATE_OPTIONS, f"template '{tpl.name}'", noun="option")
 
-    def patterns(self, tpl: Template, window: int | None, output: str | None) -> None:
+    def token_window(self, tpl: Template):
+        """A chain template y[t-k..t]: its window length (None when broken),
+        the declared labels of its output (None when unknown) and their name."""
+        outs = [self.label_output(r) for r in tpl.labels]
+        window = self.window(tpl, "t", "y", NONCONTIGUOUS_WINDOW)
+        output = outs[0] if outs and all(o == outs[0] for o in outs) else None
         declared = self.spec.label_sets.get(output, (None,))[0] if output else None
+        return window, declared, "the declared labels"
+
+    def segment_window(self, tpl: Template):
+        """A segment template s[j-k..j]: as ``token_window``, with the labels
+        the segments can take."""
+        if self.spec.segments is None:
+            r = next(r for r in tpl.labels if r.index == "j")
+            self.error(r.loc, f"segment labels {_label_ref(r)} need a segment model; {NEED_SEGMENTS}, or "
+                              f"use token labels, as in y[t-1..t]")
+            return None, None, ""
+        bad = next((r for r in tpl.labels if r.index != "j"), None)
+        if bad is not None:
+            self.error(bad.loc, f"in a segment model, templates range over segment labels s[j-k..j]; "
+                                f"found {_label_ref(bad)}")
+            return None, None, ""
+        for r in tpl.labels:
+            if r.var != "s":
+                self.error(r.loc, f"segment labels are written s, as in s[j-1..j]; found {_label_ref(r)}")
+        window = self.window(tpl, "j", "s", NONCONTIGUOUS_SEGMENT_WINDOW)
+        declared = self.segment_labels()
+        return window, declared, "the segment labels" + (self.segment_labels_origin() if declared else "")
+
+    def window(self, tpl: Template, index: str, var: str, noncontiguous: str) -> int | None:
+        """The length of the template's label window ending at ``index``
+        (None, with an error, when the labels are not one)."""
+        ranges_ok = True
+        for r in tpl.labels:
+            if r.lo > r.hi:
+                ranges_ok = False
+                self.error(r.loc, f"bad offset range {_offsets(r.lo, r.hi, r.index)}: "
+                                  f"the start must not come after the end")
+        if len(tpl.labels) == 1 and ranges_ok:
+            r = tpl.labels[0]
+            if r.hi != 0:
+                self.error(r.loc, f"label window must end at {index}, as in {var}[{index}-2..{index}]; "
+                                  f"found {_label_ref(r)}")
+                return None
+            return r.hi - r.lo + 1
+        if len(tpl.labels) > 1 and ranges_ok:
+            positions = [k for r in tpl.labels for k in range(r.lo, r.hi + 1)]
+            contiguous = (len({r.var for r in tpl.labels}) == 1 and positions[-1] == 0
+                          and positions == list(range(positions[0], 1)))
+            if contiguous:
+                return len(positions)
+            self.error(tpl.labels[0].loc, noncontiguous.format(labels=_labels_text(tpl.labels)))
+        return None
+
+    def patterns(self, tpl: Template, window: int | None, declared: list[str] | None, where: str) -> None:
         for pat in tpl.patterns.patterns:
             loc = _loc(pat, tpl.patterns.loc)
             shown = "[" + " ".join(pat) + "]"
@@ -403,8 +528,8 @@ class _Checker:
             if declared is not None:
                 for label in pat:
                     if label not in declared:
-                        self.error(_loc(label, loc), f"unknown label '{label}' in pattern; expected one of the "
-                                                     f"declared labels: {', '.join(declared)}"
+                        self.error(_loc(label, loc), f"unknown label '{label}' in pattern; expected one of "
+                                                     f"{where}: {', '.join(declared)}"
                                                      f"{_did_you_mean(label, declared)}")
 
     # ------------------------------------------------------------ settings

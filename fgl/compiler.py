@@ -1,14 +1,18 @@
 """The compiler: checked spec + training data -> a program and its features.
 
-It picks the engine from the clique templates (contiguous label windows of
-one chain -> the exact pattern-sparse chain program of seed 000 §3), resolves
-each template's label patterns (explicit, all, or observed in training data,
+It picks the engine from the spec: contiguous label windows of one chain ->
+the exact pattern-sparse chain program (seed 000 §3); ``segments`` declared
+-> the exact high-order semi-Markov program (seed 002 §2).  It resolves each
+template's label patterns (explicit, all, or observed in training data,
 seed 000 §4 / seed 002 §3.1), builds the pattern set Z, the forward-state
 machine, and the feature table: one weight per (attribute, pattern) pair of a
 template, restricted by default to pairs seen in training ("supported"
 features) — or every pair with ``support = all``.  Templates without
 observations (pure label-pattern weights, e.g. transitions) get every
 pattern.
+
+Observations are evaluated on *units*: tokens for a chain, candidate
+segments (u, d) — unit u·L + d - 1 — for a semi-Markov model.
 """
 from __future__ import annotations
 
@@ -23,7 +27,8 @@ from .engines.chain import ChainStructure
 from .errors import DataError, SpecError
 from .io import Sentence
 from .observations import TemplateAttributes, sentence_columns
-from .program import ChainProgram, EncodedData
+from .program import ChainProgram, EncodedData, SemiMarkovProgram
+from .segments import segments_from_tags, tags_from_segments
 
 DEFAULT_SIGMA = 10.0
 MAX_ALL_PATTERNS = 200_000
@@ -51,7 +56,7 @@ class CompiledModel:
     labels: list[str]
     templates: list[TemplatePlan]
     vocabs: list[dict[str, int]]     # per template: attribute key -> row id
-    program: ChainProgram
+    program: ChainProgram | SemiMarkovProgram
     feat_sigma: np.ndarray
     attributes: TemplateAttributes = field(repr=False)
 
@@ -67,63 +72,119 @@ class CompiledModel:
         for plan, vocab in zip(templates, vocabs):
             row_sigma[list(vocab.values())] = plan.sigma
         feat_sigma = np.repeat(row_sigma, np.diff(row_ptr))
-        const_rows = np.array([v["bias"] for v in vocabs if "bias" in v], dtype=np.int64)
-        return cls(spec, base_dir, labels, templates, vocabs,
-                   ChainProgram(structure, row_ptr, feat_pattern, const_rows), feat_sigma,
+        if spec.segments is None:
+            const_rows = np.array([v["bias"] for v in vocabs if "bias" in v], dtype=np.int64)
+            program = ChainProgram(structure, row_ptr, feat_pattern, const_rows)
+        else:
+            program = SemiMarkovProgram(structure, row_ptr, feat_pattern,
+                                        spec.segments.max_length, _label_limits(spec, labels))
+        return cls(spec, base_dir, labels, templates, vocabs, program, feat_sigma,
                    TemplateAttributes(spec, base_dir, lexicons))
 
     @property
     def label_index(self) -> dict[str, int]:
         return {y: i for i, y in enumerate(self.labels)}
 
+    @property
+    def units_per_token(self) -> int:
+        return 1 if self.spec.segments is None else self.spec.segments.max_length
+
+    def unit_attributes(self, cols: dict[str, list], T: int) -> list[list[list[tuple[str, float]]]]:
+        """Per template, the (attribute, value) lists of every unit."""
+        return _unit_attributes(self.attributes, cols, T, self.units_per_token,
+                                self.spec.segments is not None)
+
     def encode(self, sentences: list[Sentence], with_gold: bool = False) -> EncodedData:
         """Encode sentences for the engines; attributes never seen in
         training have no weights and are skipped."""
-        lab = self.label_index
         const = self.program.row_is_const
-        seq_ptr, tok_ptr, rows, vals, gold = [0], [0], [], [], []
+        seq_ptr, tok_ptr, rows, vals = [0], [0], [], []
+        gold: list[int] = []
+        starts: list[int] = []
         for sent in sentences:
-            cols, labels = sentence_columns(self.spec, sent.rows, sent.lines, sent.file)
+            cols, tags = sentence_columns(self.spec, sent.rows, sent.lines, sent.file)
             T = len(sent.rows)
-            per_template = self.attributes(cols, T)
-            for t in range(T):
+            per_template = self.unit_attributes(cols, T)
+            for unit in range(T * self.units_per_token):
                 for vocab, tpl_rows in zip(self.vocabs, per_template):
-                    for key, v in tpl_rows[t]:
+                    for key, v in tpl_rows[unit]:
                         r = vocab.get(key)
                         if r is not None and not const[r]:
                             rows.append(r)
                             vals.append(v)
                 tok_ptr.append(len(rows))
             if with_gold:
-                if labels is None:
+                if tags is None:
                     raise DataError("this data has no label column", sent.file, sent.lines[0])
-                for label, line in zip(labels, sent.lines):
-                    if label not in lab:
-                        raise DataError(f"unknown label '{label}'; the model knows: "
-                                        f"{', '.join(self.labels)}", sent.file, line)
-                    gold.append(lab[label])
+                ids, st = self._gold(tags, sent)
+                gold.extend(ids)
+                starts.extend(st)
             seq_ptr.append(seq_ptr[-1] + T)
         return EncodedData(np.array(seq_ptr, dtype=np.int64), np.array(tok_ptr, dtype=np.int64),
                            np.array(rows, dtype=np.int64), np.array(vals, dtype=np.float64),
-                           np.array(gold, dtype=np.int64) if with_gold else None)
+                           np.array(gold, dtype=np.int64) if with_gold else None,
+                           np.array(starts, dtype=np.int64) if with_gold else None,
+                           self.units_per_token)
 
-    def n_features(self) -> int:
-        return self.program.n_features
+    def _gold(self, tags: list[str], sent: Sentence) -> tuple[list[int], list[int]]:
+        """Gold label ids per token and segment starts (every token starts
+        one in a chain model)."""
+        lab = self.label_index
+        if self.spec.segments is None:
+            segs = [(t, t, y) for t, y in enumerate(tags)]
+        else:
+            segs = segments_from_tags(tags, self.spec.segments, sent)
+        ids, starts = [0] * len(tags), [0] * len(tags)
+        for u, v, y in segs:
+            if y not in lab:
+                raise DataError(f"unknown label '{y}'; the model knows: {', '.join(self.labels)}",
+                                sent.file, sent.lines[u])
+            ids[u:v + 1] = [lab[y]] * (v - u + 1)
+            starts[u] = 1
+        return ids, starts
+
+    def tags(self, labels: np.ndarray, starts: np.ndarray | None) -> list[str]:
+        """Token tags of one decoded sequence (segments back to BIO tags or
+        label runs in a segment model)."""
+        if starts is None:
+            return [self.labels[i] for i in labels]
+        segs, u = [], 0
+        for t in range(1, len(labels) + 1):
+            if t == len(labels) or starts[t]:
+                segs.append((u, t - 1, self.labels[labels[u]]))
+                u = t
+        return tags_from_segments(segs, len(labels), self.spec.segments.boundary)
 
     def explain(self) -> str:
         """The compiled program, its sizes, and why this engine."""
         st = self.program.structure
         n, P, S = st.n_labels, st.n_forward, st.n_backward
         order = max(len(z) for z in st.patterns) - 1
-        lines = [
-            f"engine: exact pattern-sparse chain (seed 000 §3)",
-            f"  why: every template is a contiguous label window y[t-k..t] of one chain,"
-            f" so inference is exact in O(T·n·|P|)",
+        if self.spec.segments is None:
+            lines = [
+                "engine: exact pattern-sparse chain (seed 000 §3)",
+                "  why: every template is a contiguous label window y[t-k..t] of one chain,"
+                " so inference is exact in O(T·n·|P|)",
+            ]
+            cost = (f"cost of one pass: O(T·n·|P|) = {S} transition updates per token"
+                    f" (a dense order-{order} chain would need n^{order + 1} = {n ** (order + 1)})")
+        else:
+            L = self.program.max_length
+            limits = ", ".join(f"{y} {m}" for y, m in zip(self.labels, self.program.label_max)
+                               if m != L)
+            lines = [
+                "engine: exact high-order semi-Markov (seed 002 §2)",
+                "  why: the spec declares segments; templates range over segment label"
+                " windows s[j-k..j], so inference is exact in O(T·L·n·|P|)",
+                f"maximum segment length L = {L}" + (f" (per label: {limits})" if limits else ""),
+            ]
+            cost = (f"cost of one pass: O(T·L·n·|P|) = {L}·{S} = {L * S} span-transition"
+                    f" updates per token")
+        lines += [
             f"labels (n = {n}): {' '.join(self.labels)}",
             f"patterns |Z| = {len(st.patterns)}, maximum order {order}",
             f"forward states |P| = {P}, backward states |S| = |P|·n = {S}",
-            f"cost of one pass: O(T·n·|P|) = {S} transition updates per token"
-            f" (a dense order-{order} chain would need n^{order + 1} = {n ** (order + 1)})",
+            cost,
             f"features: {self.program.n_features}",
             "templates:",
         ]
@@ -134,6 +195,34 @@ class CompiledModel:
                          f"{len(vocab)} attributes, {nfeat} features, sigma {tpl.sigma:g}, "
                          f"support {tpl.support}")
         return "\n".join(lines)
+
+
+def _unit_attributes(attributes: TemplateAttributes, cols: dict[str, list], T: int, L: int,
+                     segments: bool) -> list[list[list[tuple[str, float]]]]:
+    """Attributes per template of every unit: per token, or per candidate
+    segment (u, d) at index u·L + d - 1 (empty past the end)."""
+    if not segments:
+        return attributes(cols, T)
+    spans = [(u, u + d - 1) for u in range(T) for d in range(1, L + 1) if u + d <= T]
+    per_template = attributes(cols, T, spans)
+    out = []
+    for rows in per_template:
+        units: list[list[tuple[str, float]]] = [[] for _ in range(T * L)]
+        for (u, v), items in zip(spans, rows):
+            units[u * L + v - u] = items
+        out.append(units)
+    return out
+
+
+def _label_limits(spec: ast.Spec, labels: list[str]) -> np.ndarray:
+    seg = spec.segments
+    limits = np.full(len(labels), seg.max_length, dtype=np.int64)
+    for name, m in seg.per_label.items():
+        if name not in labels:
+            raise _loc_error(f"segment length limit for unknown label '{name}'; the labels are: "
+                             f"{', '.join(labels)}", getattr(name, "loc", seg.loc))
+        limits[labels.index(name)] = min(int(m), seg.max_length)
+    return limits
 
 
 def _loc_error(message: str, loc: ast.Loc) -> SpecError:
@@ -188,13 +277,6 @@ def _resolve_patterns(tpl: ast.Template, labels: list[str], gold: list[list[int]
     return sorted(seen, key=lambda z: (len(z), z))
 
 
-def _labels(spec: ast.Spec, gold_names: list[list[str]]) -> list[str]:
-    declared = spec.label_sets.get(spec.outputs[0])
-    if declared is not None:
-        return list(declared[0])
-    return sorted({y for seq in gold_names for y in seq})
-
-
 def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | None = None,
                   overrides: dict[str, object] | None = None, source: str = "<train>",
                   ) -> tuple[CompiledModel, EncodedData]:
@@ -205,26 +287,30 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
     base_dir = base_dir or Path(".")
     settings = {**train_settings(spec), **(overrides or {})}
     attributes = TemplateAttributes(spec, base_dir)
+    L = 1 if spec.segments is None else spec.segments.max_length
 
-    columns, gold_names = [], []
+    # gold units: per sentence the (first token, last token, label) of each
+    # token (chain) or gold segment (semi-Markov)
+    columns, gold_segments = [], []
     for sent in sentences:
-        cols, labels = sentence_columns(spec, sent.rows, sent.lines, sent.file)
-        if labels is None:
-            raise DataError("training data needs the label column "
-                            f"'{spec.outputs[0]}'", sent.file, sent.lines[0])
+        cols, tags = sentence_columns(spec, sent.rows, sent.lines, sent.file)
+        if tags is None:
+            raise DataError(f"training data needs the label column '{spec.outputs[0]}'",
+                            sent.file, sent.lines[0])
         columns.append(cols)
-        gold_names.append(labels)
-    labels = _labels(spec, gold_names)
+        gold_segments.append([(t, t, y) for t, y in enumerate(tags)] if spec.segments is None
+                             else segments_from_tags(tags, spec.segments, sent))
+    declared = spec.label_sets.get(spec.outputs[0]) if spec.segments is None else None
+    labels = list(declared[0]) if declared else sorted(
+        {y for segs in gold_segments for _, _, y in segs})
     index = {y: i for i, y in enumerate(labels)}
     gold = []
-    for sent, names in zip(sentences, gold_names):
-        ids = []
-        for y, line in zip(names, sent.lines):
+    for sent, segs in zip(sentences, gold_segments):
+        for u, _, y in segs:
             if y not in index:
                 raise DataError(f"label '{y}' is not among the declared labels: "
-                                f"{', '.join(labels)}", sent.file, line)
-            ids.append(index[y])
-        gold.append(ids)
+                                f"{', '.join(labels)}", sent.file, sent.lines[u])
+        gold.append([index[y] for _, _, y in segs])
 
     sigma = float(settings.get("sigma", DEFAULT_SIGMA))
     plans = []
@@ -235,41 +321,48 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
             float(opts.get("sigma", sigma)),
             str(opts.get("support", "observed" if tpl.observations else "all")),
             bool(tpl.observations)))
-
     singles = [(y,) for y in range(len(labels))]
     z_list = list(dict.fromkeys(singles + [z for p in plans for z in p.patterns]))
     z_index = {z: i for i, z in enumerate(z_list)}
 
-    # attribute rows and their supported patterns
+    # attribute rows, their supported patterns, and every unit's rows
     vocabs: list[dict[str, int]] = [{} for _ in plans]
     row_patterns: list[set[int]] = []
     row_template: list[int] = []
-    token_rows: list[list[list[tuple[int, float]]]] = []
+    unit_rows: list[list[list[tuple[int, float]]]] = []
     pattern_sets = [{z: z_index[z] for z in p.patterns} for p in plans]
     lengths = [sorted({len(z) for z in p.patterns}) for p in plans]
-    for cols, seq in zip(columns, gold):
-        T = len(seq)
-        per_template = attributes(cols, T)
-        seq_rows: list[list[tuple[int, float]]] = [[] for _ in range(T)]
+    for cols, segs, seq in zip(columns, gold_segments, gold):
+        T = sum(v - u + 1 for u, v, _ in segs)
+        per_template = _unit_attributes(attributes, cols, T, L, spec.segments is not None)
+        gold_unit = {u * L + v - u: j for j, (u, v, _) in enumerate(segs)}
+        seq_rows: list[list[tuple[int, float]]] = [[] for _ in range(T * L)]
         for ti, plan in enumerate(plans):
             vocab, pset = vocabs[ti], pattern_sets[ti]
-            for t in range(T):
+            for unit, items in enumerate(per_template[ti]):
+                j = gold_unit.get(unit)
+                if j is None:  # not a gold segment: only attributes seen on gold ones
+                    for key, v in items:
+                        r = vocab.get(key)
+                        if r is not None:
+                            seq_rows[unit].append((r, v))
+                    continue
                 matched = []
                 if plan.support == "observed":
                     for m in lengths[ti]:
-                        if m <= t + 1:
-                            z = pset.get(tuple(seq[t - m + 1:t + 1]))
+                        if m <= j + 1:
+                            z = pset.get(tuple(seq[j - m + 1:j + 1]))
                             if z is not None:
                                 matched.append(z)
-                for key, v in per_template[ti][t]:
+                for key, v in items:
                     r = vocab.get(key)
                     if r is None:
                         r = vocab[key] = len(row_patterns)
                         row_patterns.append(set())
                         row_template.append(ti)
                     row_patterns[r].update(matched)
-                    seq_rows[t].append((r, v))
-        token_rows.append(seq_rows)
+                    seq_rows[unit].append((r, v))
+        unit_rows.append(seq_rows)
     for r, ti in enumerate(row_template):
         if plans[ti].support == "all":
             row_patterns[r] = set(pattern_sets[ti].values())
@@ -282,18 +375,22 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
                                    feat_pattern, attributes.lexicons)
 
     seq_ptr = np.zeros(len(gold) + 1, dtype=np.int64)
-    seq_ptr[1:] = np.cumsum([len(s) for s in gold])
+    seq_ptr[1:] = np.cumsum([len(rows) // L for rows in unit_rows])
     tok_ptr, rows, vals = [0], [], []
     const = model.program.row_is_const
-    for seq_rows in token_rows:
+    for seq_rows in unit_rows:
         for items in seq_rows:
             for r, v in items:
                 if not const[r]:
                     rows.append(r)
                     vals.append(v)
             tok_ptr.append(len(rows))
+    gold_tokens, starts = [], []
+    for segs, seq in zip(gold_segments, gold):
+        for (u, v, _), y in zip(segs, seq):
+            gold_tokens.extend([y] * (v - u + 1))
+            starts.extend([1] + [0] * (v - u))
     data = EncodedData(seq_ptr, np.array(tok_ptr, dtype=np.int64), np.array(rows, dtype=np.int64),
-                       np.array(vals, dtype=np.float64),
-                       np.fromiter((y for s in gold for y in s), dtype=np.int64,
-                                   count=int(seq_ptr[-1])))
+                       np.array(vals, dtype=np.float64), np.array(gold_tokens, dtype=np.int64),
+                       np.array(starts, dtype=np.int64), L)
     return model, data

@@ -1,6 +1,7 @@
 """Observation functions: spec expressions evaluated on one sequence.
 
-An expression evaluates, at every position t, to a list of *items*
+An expression evaluates, at every position t (or, in a segment model, on
+every candidate segment (u, v)), to a list of *items*
 ``(name, text, value)``: ``word[t-1]`` at t gives ``("word[t-1]", "the",
 1.0)``; ``lower(...)`` rewrites the text; a test (``regex``, ``lexicon``,
 ``bos``) gives an item only where it holds; ``value(x[t])`` gives a real
@@ -20,11 +21,12 @@ from .builtins import BUILTINS, regex_classes, shape
 from .errors import DataError, SpecError
 
 Item = tuple[str, str | None, float]
-Evaluator = Callable[[dict[str, list], int], list[list[Item]]]
+Spans = list[tuple[int, int]] | None  # None: one position per token
+Evaluator = Callable[[dict[str, list], int, Spans], list[list[Item]]]
 
 
-def _offset(off: int) -> str:
-    return "t" if off == 0 else f"t{off:+d}"
+def _ref_text(base: str, off: int) -> str:
+    return base if off == 0 else f"{base}{off:+d}"
 
 
 class ObservationCompiler:
@@ -40,7 +42,8 @@ class ObservationCompiler:
         self.lexicons: dict[str, frozenset[str]] = dict(lexicons or {})
 
     def compile(self, expr: ast.ObsExpr) -> Evaluator:
-        """An evaluator ``f(columns, T) -> items per position``."""
+        """An evaluator ``f(columns, T, spans) -> items per position`` (per
+        token when ``spans`` is None, else per (u, v) segment)."""
         if isinstance(expr, ast.ColumnRef):
             return self._column(expr)
         if isinstance(expr, ast.NameRef):
@@ -53,38 +56,62 @@ class ObservationCompiler:
             return self._call(expr)
         if isinstance(expr, ast.Conj):
             parts = [self.compile(p) for p in expr.parts]
-            return lambda cols, T: _conjoin([p(cols, T) for p in parts], T)
+            return lambda cols, T, spans: _conjoin([p(cols, T, spans) for p in parts])
         if isinstance(expr, ast.Disj):
             parts = [self.compile(p) for p in expr.parts]
-            return lambda cols, T: [sum(rows, []) for rows in zip(*(p(cols, T) for p in parts))]
+            return lambda cols, T, spans: [sum(rows, []) for rows in
+                                           zip(*(p(cols, T, spans) for p in parts))]
         raise TypeError(f"not an observation expression: {expr!r}")
 
     def _column(self, ref: ast.ColumnRef) -> Evaluator:
         name, kind = ref.column, self.kinds[ref.column]
-        offsets = [(off, f"{name}[{_offset(off)}]") for off in range(ref.lo, ref.hi + 1)]
 
-        def evaluate(cols: dict[str, list], T: int) -> list[list[Item]]:
+        def items(label: str, value) -> list[Item]:
+            if kind == "text":
+                return [(label, value, 1.0)]
+            if kind == "number":
+                return [(label, None, value)]
+            return [(f"{label}[{j}]", None, x) for j, x in enumerate(value)]
+
+        if ref.lo_base != ref.hi_base:  # u..v: a bag of every token in the range
+            label = f"{name}[{_ref_text(ref.lo_base, ref.lo)}..{_ref_text(ref.hi_base, ref.hi)}]"
+        offsets = [(off, f"{name}[{_ref_text(ref.lo_base, off)}]") for off in range(ref.lo, ref.hi + 1)]
+
+        def evaluate(cols: dict[str, list], T: int, spans: Spans) -> list[list[Item]]:
             values = cols[name]
-            out: list[list[Item]] = [[] for _ in range(T)]
-            for off, label in offsets:
-                for t in range(max(0, -off), min(T, T - off)):
-                    v = values[t + off]
-                    if kind == "text":
-                        out[t].append((label, v, 1.0))
-                    elif kind == "number":
-                        out[t].append((label, None, v))
-                    else:
-                        out[t].extend((f"{label}[{j}]", None, x) for j, x in enumerate(v))
+            if spans is None:
+                out: list[list[Item]] = [[] for _ in range(T)]
+                for off, lab in offsets:
+                    for t in range(max(0, -off), min(T, T - off)):
+                        out[t].extend(items(lab, values[t + off]))
+                return out
+            out = []
+            for u, v in spans:
+                base = {"u": u, "v": v, "t": u}
+                row: list[Item] = []
+                if ref.lo_base == ref.hi_base:
+                    for off, lab in offsets:
+                        i = base[ref.lo_base] + off
+                        if 0 <= i < T:
+                            row.extend(items(lab, values[i]))
+                else:
+                    for i in range(max(0, base[ref.lo_base] + ref.lo), min(T, base[ref.hi_base] + ref.hi + 1)):
+                        row.extend(items(label, values[i]))
+                out.append(row)
             return out
         return evaluate
 
     @staticmethod
     def _zero_arg(name: str) -> Evaluator:
-        def evaluate(cols: dict[str, list], T: int) -> list[list[Item]]:
-            out: list[list[Item]] = [[] for _ in range(T)]
-            for t in range(T):
-                if name == "bias" or (name == "bos" and t == 0) or (name == "eos" and t == T - 1):
-                    out[t].append((name, None, 1.0))
+        def evaluate(cols: dict[str, list], T: int, spans: Spans) -> list[list[Item]]:
+            out: list[list[Item]] = []
+            for u, v in spans if spans is not None else ((t, t) for t in range(T)):
+                if name == "length":
+                    out.append([("length", str(v - u + 1), 1.0)])
+                elif name == "bias" or (name == "bos" and u == 0) or (name == "eos" and v == T - 1):
+                    out.append([(name, None, 1.0)])
+                else:
+                    out.append([])
             return out
         return evaluate
 
@@ -130,14 +157,15 @@ class ObservationCompiler:
 
 
 def _map_items(inner: Evaluator, fn: Callable[[str, str, float], list[Item]]) -> Evaluator:
-    def evaluate(cols: dict[str, list], T: int) -> list[list[Item]]:
-        return [[out for nm, tx, v in row for out in fn(nm, tx or "", v)] for row in inner(cols, T)]
+    def evaluate(cols: dict[str, list], T: int, spans: Spans) -> list[list[Item]]:
+        return [[out for nm, tx, v in row for out in fn(nm, tx or "", v)]
+                for row in inner(cols, T, spans)]
     return evaluate
 
 
-def _conjoin(parts: list[list[list[Item]]], T: int) -> list[list[Item]]:
+def _conjoin(parts: list[list[list[Item]]]) -> list[list[Item]]:
     out: list[list[Item]] = []
-    for t in range(T):
+    for t in range(len(parts[0])):
         row: list[Item] = []
         for combo in itertools.product(*(p[t] for p in parts)):
             value = 1.0
@@ -165,17 +193,20 @@ class TemplateAttributes:
         self.lexicons = oc.lexicons
         self._evaluators = [[oc.compile(e) for e in tpl.observations] for tpl in spec.templates]
 
-    def __call__(self, cols: dict[str, list], T: int) -> list[list[list[tuple[str, float]]]]:
-        """``out[template][t]`` = list of ``(attribute key, value)``."""
+    def __call__(self, cols: dict[str, list], T: int, spans: Spans = None,
+                 ) -> list[list[list[tuple[str, float]]]]:
+        """``out[template][i]`` = list of ``(attribute key, value)`` at token
+        i, or on segment ``spans[i]`` in a segment model."""
+        n = T if spans is None else len(spans)
         out = []
         for evaluators in self._evaluators:
             if not evaluators:
-                out.append([[("bias", 1.0)] for _ in range(T)])
+                out.append([[("bias", 1.0)] for _ in range(n)])
                 continue
-            rows: list[list[tuple[str, float]]] = [[] for _ in range(T)]
+            rows: list[list[tuple[str, float]]] = [[] for _ in range(n)]
             for ev in evaluators:
-                for t, items in enumerate(ev(cols, T)):
-                    rows[t].extend((attribute_key(it), it[2]) for it in items)
+                for i, items in enumerate(ev(cols, T, spans)):
+                    rows[i].extend((attribute_key(it), it[2]) for it in items)
             out.append(rows)
         return out
 

@@ -16,18 +16,22 @@ from typing import Protocol
 
 import numpy as np
 
-from .engines import chain
+from .engines import chain, semimarkov
 
 
 @dataclass
 class EncodedData:
-    """Sequences as flat integer arrays (CSR over tokens)."""
+    """Sequences as flat integer arrays (CSR over units: tokens for chain
+    programs; (token, segment length) pairs, ``units_per_token`` = L of them
+    per token, for semi-Markov programs)."""
 
     seq_ptr: np.ndarray   # [N+1] token offset of each sequence
-    tok_ptr: np.ndarray   # [tokens+1] offset of each token's attributes
+    tok_ptr: np.ndarray   # [units+1] offset of each unit's attributes
     tok_row: np.ndarray   # [nnz] attribute row (template, attribute) ids
     tok_val: np.ndarray   # [nnz] attribute values
-    gold: np.ndarray | None  # [tokens] gold label ids, or None
+    gold: np.ndarray | None  # [tokens] gold (segment) label ids, or None
+    starts: np.ndarray | None = None  # [tokens] 1 where a gold segment starts
+    units_per_token: int = 1
 
     @property
     def n_sequences(self) -> int:
@@ -52,6 +56,16 @@ def resolve_jobs(jobs: int | None) -> int:
     return jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
 
 
+def _run_parallel(jobs: int, data: EncodedData, fn) -> list:
+    """Run ``fn(i0, i1)`` on contiguous runs of sequences, one thread each
+    (the kernels release the GIL)."""
+    parts = data.chunks(resolve_jobs(jobs))
+    if len(parts) == 1:
+        return [fn(*parts[0])]
+    with ThreadPoolExecutor(len(parts)) as pool:
+        return list(pool.map(lambda p: fn(*p), parts))
+
+
 class Program(Protocol):
     """What every compiled program offers the learner."""
 
@@ -63,8 +77,10 @@ class Program(Protocol):
     def empirical_counts(self, data: EncodedData) -> np.ndarray:
         """The feature counts of the gold labellings."""
 
-    def decode(self, w: np.ndarray, data: EncodedData, jobs: int) -> np.ndarray:
-        """The MAP labels of every token (flat, in data order)."""
+    def decode(self, w: np.ndarray, data: EncodedData, jobs: int
+               ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The MAP label of every token (flat, in data order) and, for
+        segment programs, 1 where a segment starts (else None)."""
 
     def label_marginals(self, w: np.ndarray, data: EncodedData) -> list[np.ndarray]:
         """Per sequence, P(y_t = y | x) as a [T, n_labels] array."""
@@ -97,13 +113,6 @@ class ChainProgram:
     def n_features(self) -> int:
         return len(self.feat_pattern)
 
-    def _run(self, jobs: int, data: EncodedData, fn) -> list:
-        parts = data.chunks(resolve_jobs(jobs))
-        if len(parts) == 1:
-            return [fn(*parts[0])]
-        with ThreadPoolExecutor(len(parts)) as pool:
-            return list(pool.map(lambda p: fn(*p), parts))
-
     def expectations(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> tuple[float, np.ndarray]:
         st = self.structure
 
@@ -116,7 +125,7 @@ class ChainProgram:
                 grad)
             return total, grad
 
-        results = self._run(jobs, data, work)
+        results = _run_parallel(jobs, data, work)
         return sum(r[0] for r in results), np.sum([r[1] for r in results], axis=0)
 
     def empirical_counts(self, data: EncodedData) -> np.ndarray:
@@ -128,7 +137,7 @@ class ChainProgram:
                                 self.feat_s, self.const_feats, st.s_parent, counts)
         return counts
 
-    def decode(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> np.ndarray:
+    def decode(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> tuple[np.ndarray, None]:
         st = self.structure
         out = np.zeros(data.n_tokens, dtype=np.int64)
 
@@ -137,8 +146,8 @@ class ChainProgram:
                                  self.row_ptr, self.feat_pattern, self.const_feats, w,
                                  *st.tables(), len(st.patterns), out)
 
-        self._run(jobs, data, work)
-        return out
+        _run_parallel(jobs, data, work)
+        return out, None
 
     def potentials(self, w: np.ndarray, data: EncodedData, i: int) -> np.ndarray:
         """pot[t, z] of sequence ``i``: the summed weight · value of every
@@ -155,3 +164,87 @@ class ChainProgram:
         st = self.structure
         return [chain.pattern_marginals(st, self.potentials(w, data, i))[1][:, :st.n_labels]
                 for i in range(data.n_sequences)]
+
+
+@dataclass
+class SemiMarkovProgram:
+    """An exact high-order semi-Markov program (seed 002 §2): the state
+    machine over segment labels, segments of at most ``max_length`` tokens
+    (``label_max`` per label), and the feature table over span attributes."""
+
+    structure: chain.ChainStructure
+    row_ptr: np.ndarray
+    feat_pattern: np.ndarray
+    max_length: int
+    label_max: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.feat_s = self.structure.pattern_s[self.feat_pattern]
+        self.row_is_const = np.zeros(len(self.row_ptr) - 1, dtype=np.bool_)
+
+    @property
+    def n_features(self) -> int:
+        return len(self.feat_pattern)
+
+    def _tables(self) -> tuple:
+        st = self.structure
+        return (st.s_prev, st.s_label, st.s_next, st.s_pattern, st.s_parent, st.s_order,
+                st.n_forward)
+
+    def expectations(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> tuple[float, np.ndarray]:
+        st = self.structure
+
+        def work(i0: int, i1: int) -> tuple[float, np.ndarray]:
+            grad = np.zeros(self.n_features)
+            total = semimarkov._chunk_expectations(
+                i0, i1, self.max_length, data.seq_ptr, data.tok_ptr, data.tok_row, data.tok_val,
+                self.row_ptr, self.feat_pattern, self.feat_s, w, *self._tables(), st.n_labels,
+                len(st.patterns), self.label_max, grad)
+            return total, grad
+
+        results = _run_parallel(jobs, data, work)
+        return sum(r[0] for r in results), np.sum([r[1] for r in results], axis=0)
+
+    def empirical_counts(self, data: EncodedData) -> np.ndarray:
+        st = self.structure
+        counts = np.zeros(self.n_features)
+        semimarkov._empirical_counts(self.max_length, data.seq_ptr, data.gold, data.starts,
+                                     data.tok_ptr, data.tok_row, data.tok_val, self.row_ptr,
+                                     self.feat_s, st.s_next, st.s_parent, st.n_labels, counts)
+        return counts
+
+    def decode(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        st = self.structure
+        labels = np.zeros(data.n_tokens, dtype=np.int64)
+        starts = np.zeros(data.n_tokens, dtype=np.int64)
+
+        def work(i0: int, i1: int) -> None:
+            semimarkov._chunk_viterbi(i0, i1, self.max_length, data.seq_ptr, data.tok_ptr,
+                                      data.tok_row, data.tok_val, self.row_ptr, self.feat_pattern,
+                                      w, *self._tables(), len(st.patterns), self.label_max,
+                                      labels, starts)
+
+        _run_parallel(jobs, data, work)
+        return labels, starts
+
+    def potentials(self, w: np.ndarray, data: EncodedData, i: int) -> np.ndarray:
+        """pot[u, d-1, z] of sequence ``i``."""
+        a, T = int(data.seq_ptr[i]), int(data.seq_ptr[i + 1] - data.seq_ptr[i])
+        pot = np.empty((T, self.max_length, len(self.structure.patterns)))
+        semimarkov._potentials(a, T, self.max_length, data.tok_ptr, data.tok_row, data.tok_val,
+                               self.row_ptr, self.feat_pattern, w, pot)
+        return pot
+
+    def label_marginals(self, w: np.ndarray, data: EncodedData) -> list[np.ndarray]:
+        """P(token t lies in a segment labelled y | x)."""
+        st = self.structure
+        out = []
+        for i in range(data.n_sequences):
+            _, marg = semimarkov.segment_marginals(st, self.potentials(w, data, i), self.label_max)
+            T = marg.shape[0]
+            tok = np.zeros((T, st.n_labels))
+            for u in range(T):
+                for dm in range(min(self.max_length, T - u)):
+                    tok[u:u + dm + 1] += marg[u, dm, :st.n_labels]
+            out.append(tok)
+        return out

@@ -221,3 +221,131 @@ def segment_viterbi(st: ChainStructure, pot: np.ndarray, max_len: np.ndarray | N
                        np.empty(L * S), np.empty(P), starts, lens, labels)
     segs = [(int(starts[i]), int(starts[i] + lens[i] - 1), int(labels[i])) for i in range(n)]
     return segs[::-1], float(best)
+
+
+# --------------------------------------------------------------------------
+# batch kernels over encoded span features (training and tagging)
+#
+# Unit (token u of a sequence starting at token a, length d) has index
+# (a + u)·L + d - 1; ``unit_ptr`` is the CSR over units of active attribute
+# rows, as ``tok_ptr`` is for the chain engine.
+
+
+@njit(cache=True, nogil=True)
+def _potentials(a, T, L, unit_ptr, unit_row, unit_val, row_ptr, feat_pattern, w, pot):
+    for u in range(T):
+        for dm in range(L):
+            pot[u, dm, :] = 0.0
+            unit = (a + u) * L + dm
+            for j in range(unit_ptr[unit], unit_ptr[unit + 1]):
+                r = unit_row[j]
+                v = unit_val[j]
+                for k in range(row_ptr[r], row_ptr[r + 1]):
+                    pot[u, dm, feat_pattern[k]] += v * w[k]
+
+
+@njit(cache=True, nogil=True)
+def _chunk_expectations(i0, i1, L, seq_ptr, unit_ptr, unit_row, unit_val, row_ptr,
+                        feat_pattern, feat_s, w, s_prev, s_label, s_next, s_pattern, s_parent,
+                        s_order, n_forward, n_labels, n_patterns, max_len, grad):
+    """Σ log Z over sequences i0..i1; expected feature counts into ``grad``."""
+    max_t = 1
+    for i in range(i0, i1):
+        max_t = max(max_t, seq_ptr[i + 1] - seq_ptr[i])
+    S = s_prev.shape[0]
+    pot = np.empty((max_t, L, n_patterns))
+    psi = np.empty((max_t, L, S))
+    marg = np.empty((max_t, L, S))
+    alpha = np.empty((max_t + 1, n_forward))
+    beta = np.empty((max_t + 1, n_forward))
+    back = np.zeros((max_t + 1, n_forward), dtype=np.int64)
+    tmp = np.empty(L * S)
+    acc = np.empty(n_forward)
+    total = 0.0
+    for i in range(i0, i1):
+        a = seq_ptr[i]
+        T = seq_ptr[i + 1] - a
+        if T == 0:
+            continue
+        _potentials(a, T, L, unit_ptr, unit_row, unit_val, row_ptr, feat_pattern, w, pot)
+        total += _sequence_marginals(pot[:T], s_prev, s_label, s_next, s_pattern, s_parent,
+                                     s_order, n_forward, n_labels, max_len, psi[:T],
+                                     alpha[:T + 1], beta[:T + 1], back[:T + 1], tmp, acc,
+                                     marg[:T])
+        for u in range(T):
+            for dm in range(min(L, T - u)):
+                unit = (a + u) * L + dm
+                for j in range(unit_ptr[unit], unit_ptr[unit + 1]):
+                    r = unit_row[j]
+                    v = unit_val[j]
+                    for k in range(row_ptr[r], row_ptr[r + 1]):
+                        grad[k] += v * marg[u, dm, feat_s[k]]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _chunk_viterbi(i0, i1, L, seq_ptr, unit_ptr, unit_row, unit_val, row_ptr, feat_pattern, w,
+                   s_prev, s_label, s_next, s_pattern, s_parent, s_order, n_forward, n_patterns,
+                   max_len, labels, starts):
+    """Best segmentation of sequences i0..i1: per token its segment's label,
+    and 1 where a segment starts."""
+    max_t = 1
+    for i in range(i0, i1):
+        max_t = max(max_t, seq_ptr[i + 1] - seq_ptr[i])
+    S = s_prev.shape[0]
+    pot = np.empty((max_t, L, n_patterns))
+    psi = np.empty((max_t, L, S))
+    alpha = np.empty((max_t + 1, n_forward))
+    back = np.zeros((max_t + 1, n_forward), dtype=np.int64)
+    tmp = np.empty(L * S)
+    acc = np.empty(n_forward)
+    seg_start = np.empty(max_t, dtype=np.int64)
+    seg_len = np.empty(max_t, dtype=np.int64)
+    seg_label = np.empty(max_t, dtype=np.int64)
+    for i in range(i0, i1):
+        a = seq_ptr[i]
+        T = seq_ptr[i + 1] - a
+        if T == 0:
+            continue
+        _potentials(a, T, L, unit_ptr, unit_row, unit_val, row_ptr, feat_pattern, w, pot)
+        _, n = _viterbi(pot[:T], s_prev, s_label, s_next, s_pattern, s_parent, s_order,
+                        n_forward, max_len, psi[:T], alpha[:T + 1], back[:T + 1], tmp, acc,
+                        seg_start, seg_len, seg_label)
+        for g in range(n):
+            for t in range(seg_start[g], seg_start[g] + seg_len[g]):
+                labels[a + t] = seg_label[g]
+                starts[a + t] = 0
+            starts[a + seg_start[g]] = 1
+
+
+@njit(cache=True, nogil=True)
+def _empirical_counts(L, seq_ptr, gold, starts, unit_ptr, unit_row, unit_val, row_ptr, feat_s,
+                      s_next, s_parent, n_labels, counts):
+    """Feature counts of the gold segmentations (``starts`` marks each
+    segment's first token, ``gold`` its label on every token)."""
+    on = np.zeros(s_parent.shape[0], dtype=np.bool_)
+    for i in range(seq_ptr.shape[0] - 1):
+        q = 0
+        a, b = seq_ptr[i], seq_ptr[i + 1]
+        u = a
+        while u < b:
+            v = u + 1
+            while v < b and starts[v] == 0:
+                v += 1
+            s = q * n_labels + gold[u]
+            x = s
+            while x >= 0:
+                on[x] = True
+                x = s_parent[x]
+            unit = u * L + (v - u - 1)
+            for j in range(unit_ptr[unit], unit_ptr[unit + 1]):
+                r = unit_row[j]
+                for k in range(row_ptr[r], row_ptr[r + 1]):
+                    if on[feat_s[k]]:
+                        counts[k] += unit_val[j]
+            x = s
+            while x >= 0:
+                on[x] = False
+                x = s_parent[x]
+            q = s_next[s]
+            u = v
