@@ -11,16 +11,20 @@ import pytest
 from fgl.api import CRF
 from fgl.io import Sentence
 from fgl.parser import read_spec
-from fgl.program import ChainProgram
+from fgl.evaluate import evaluate
+from fgl.program import ChainProgram, SemiMarkovProgram
 from fgl.synth import segment_sequences
 
 STDLIB = Path(__file__).resolve().parents[1] / "stdlib"
-WORD_LABEL_SPECS = sorted(p.name for p in STDLIB.glob("*.fgl") if p.name != "crfsuite_chunking.fgl")
+SEMI_SPECS = sorted(p.name for p in STDLIB.glob("*semi*.fgl"))
+WORD_LABEL_SPECS = sorted(p.name for p in STDLIB.glob("*.fgl")
+                          if p.name != "crfsuite_chunking.fgl" and p.name not in SEMI_SPECS)
 
 
 def test_stdlib_is_complete():
     assert {"crfsuite_chunking.fgl", "high_order.fgl", "hmm_like.fgl",
-            "linear_chain_obs_transitions.fgl", "maxent.fgl"} <= {p.name for p in STDLIB.glob("*.fgl")}
+            "linear_chain_obs_transitions.fgl", "maxent.fgl", "semi_crf.fgl",
+            "high_order_semi_crf.fgl"} <= {p.name for p in STDLIB.glob("*.fgl")}
 
 
 @pytest.fixture(scope="module")
@@ -122,3 +126,19 @@ def test_obs_transitions_spec_has_three_templates(data):
     assert by_name["obs_trans"].width == 2 and by_name["obs_trans"].has_observations
     assert by_name["obs_trans"].sigma == 5.0
     assert by_name["state"].sigma == 10.0
+
+
+@pytest.mark.parametrize("name", SEMI_SPECS)
+def test_semi_markov_spec_learns_segments(data, name):
+    train, test = data
+    crf = fitted(name, train)
+    assert isinstance(crf.model.program, SemiMarkovProgram)
+    assert crf.model.explain().startswith("engine: exact high-order semi-Markov")
+    # labels are segment types, not BIO tags
+    assert crf.model.labels == sorted({t.split("-")[-1] for s in train for t in s.column(-1)})
+    pred = crf.predict_sentences(test)
+    acc, majority = accuracy_and_baseline(crf, test)
+    assert acc > majority + 0.1, (acc, majority)
+    assert evaluate([s.column(-1) for s in test], pred).overall.f1 > 20.0
+    if name.startswith("high_order"):
+        assert max(len(z) for z in crf.model.program.structure.patterns) == 3
