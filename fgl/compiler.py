@@ -17,6 +17,7 @@ segments (u, d) — unit u·L + d - 1 — for a semi-Markov model.
 from __future__ import annotations
 
 import itertools
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -325,18 +326,20 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
     z_list = list(dict.fromkeys(singles + [z for p in plans for z in p.patterns]))
     z_index = {z: i for i, z in enumerate(z_list)}
 
-    # attribute rows, their supported patterns, and every unit's rows
+    # attribute rows, their supported patterns, and every unit's rows (flat
+    # CSR arrays filled sentence by sentence, to keep memory low)
     vocabs: list[dict[str, int]] = [{} for _ in plans]
     row_patterns: list[set[int]] = []
     row_template: list[int] = []
-    unit_rows: list[list[list[tuple[int, float]]]] = []
+    unit_ptr, unit_row, unit_val = array("q", [0]), array("q"), array("d")
     pattern_sets = [{z: z_index[z] for z in p.patterns} for p in plans]
     lengths = [sorted({len(z) for z in p.patterns}) for p in plans]
     for cols, segs, seq in zip(columns, gold_segments, gold):
         T = sum(v - u + 1 for u, v, _ in segs)
         per_template = _unit_attributes(attributes, cols, T, L, spec.segments is not None)
         gold_unit = {u * L + v - u: j for j, (u, v, _) in enumerate(segs)}
-        seq_rows: list[list[tuple[int, float]]] = [[] for _ in range(T * L)]
+        seq_rows: list[list[int]] = [[] for _ in range(T * L)]
+        seq_vals: list[list[float]] = [[] for _ in range(T * L)]
         for ti, plan in enumerate(plans):
             vocab, pset = vocabs[ti], pattern_sets[ti]
             for unit, items in enumerate(per_template[ti]):
@@ -345,7 +348,8 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
                     for key, v in items:
                         r = vocab.get(key)
                         if r is not None:
-                            seq_rows[unit].append((r, v))
+                            seq_rows[unit].append(r)
+                            seq_vals[unit].append(v)
                     continue
                 matched = []
                 if plan.support == "observed":
@@ -361,8 +365,12 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
                         row_patterns.append(set())
                         row_template.append(ti)
                     row_patterns[r].update(matched)
-                    seq_rows[unit].append((r, v))
-        unit_rows.append(seq_rows)
+                    seq_rows[unit].append(r)
+                    seq_vals[unit].append(v)
+        for r_list, v_list in zip(seq_rows, seq_vals):
+            unit_row.extend(r_list)
+            unit_val.extend(v_list)
+            unit_ptr.append(len(unit_row))
     for r, ti in enumerate(row_template):
         if plans[ti].support == "all":
             row_patterns[r] = set(pattern_sets[ti].values())
@@ -374,23 +382,19 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
     model = CompiledModel.assemble(spec, base_dir, labels, plans, z_list, vocabs, row_ptr,
                                    feat_pattern, attributes.lexicons)
 
+    # drop the constant (bias) rows the program scores on its own
+    rows = np.frombuffer(unit_row, dtype=np.int64)
+    keep = ~model.program.row_is_const[rows]
+    unit_ptr_np = np.frombuffer(unit_ptr, dtype=np.int64)
+    kept_before = np.concatenate([[0], np.cumsum(keep)])
     seq_ptr = np.zeros(len(gold) + 1, dtype=np.int64)
-    seq_ptr[1:] = np.cumsum([len(rows) // L for rows in unit_rows])
-    tok_ptr, rows, vals = [0], [], []
-    const = model.program.row_is_const
-    for seq_rows in unit_rows:
-        for items in seq_rows:
-            for r, v in items:
-                if not const[r]:
-                    rows.append(r)
-                    vals.append(v)
-            tok_ptr.append(len(rows))
+    seq_ptr[1:] = np.cumsum([sum(v - u + 1 for u, v, _ in segs) for segs in gold_segments])
     gold_tokens, starts = [], []
     for segs, seq in zip(gold_segments, gold):
         for (u, v, _), y in zip(segs, seq):
             gold_tokens.extend([y] * (v - u + 1))
             starts.extend([1] + [0] * (v - u))
-    data = EncodedData(seq_ptr, np.array(tok_ptr, dtype=np.int64), np.array(rows, dtype=np.int64),
-                       np.array(vals, dtype=np.float64), np.array(gold_tokens, dtype=np.int64),
-                       np.array(starts, dtype=np.int64), L)
+    data = EncodedData(seq_ptr, kept_before[unit_ptr_np].astype(np.int64), rows[keep].copy(),
+                       np.frombuffer(unit_val, dtype=np.float64)[keep].copy(),
+                       np.array(gold_tokens, dtype=np.int64), np.array(starts, dtype=np.int64), L)
     return model, data

@@ -1,0 +1,221 @@
+"""Cost of one objective+gradient evaluation of the semi-Markov engine.
+
+Times ``model.program.expectations(w, data, jobs=1)`` (log Z and expected
+feature counts: span scores, forward, backward, marginals) — best of
+``--repeats`` after a warm-up call, random small weights — on one fixed data
+set, sweeping
+
+  (a) the maximum segment length L = 1..8 at a fixed segment-pattern order;
+  (b) the segment-pattern order k = 1..4 (``s[j-k..j] patterns observed
+      upto``) at a fixed L.
+
+Every gold chunk longer than L is cut into pieces of at most L tokens
+(fgl refuses a BIO chunk longer than the limit), so the tokens stay the same
+across the sweep.  The engine's cost is O(T·L·n·|P|) = O(T·L·|S|) per pass
+plus the span potentials (proportional to the attributes of the T·L
+candidate spans), so the ns per T·L·|S| unit should stay roughly flat.  For
+L = 1 the equivalent chain spec (the same observations on tokens, the same
+label patterns) is timed on the chain engine for comparison; both must give
+the same |Z|, |P|, |S| and feature count.
+
+Data: generated (``fgl.synth.segment_sequences``) and, when present,
+CoNLL-2000 (first N training sentences, NP and VP chunks only).
+
+    python examples/bench_semimarkov.py                 # ~a few minutes
+    python examples/bench_semimarkov.py --quick         # smoke run
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from fgl.checks import validate
+from fgl.compiler import compile_model
+from fgl.evaluate import chunks
+from fgl.io import Sentence, read_conll
+from fgl.parser import parse_spec
+from fgl.synth import segment_sequences
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = REPO.parent / "shared" / "data" / "conll2000"
+
+SEMI = """
+columns {cols}
+output label
+segments max {L} [O = 1] from bio
+obs first  = lower(word[u])
+obs last   = lower(word[v])
+obs before = lower(word[u-1])
+obs after  = lower(word[v+1])
+obs inside = lower(word[u..v])
+obs shp    = shape(word[u]) & shape(word[v])
+{pos}
+template segment: s[j] ~ bias, first, last, before, after, inside, shp, length{pos_use}
+template labels: s[j-{k}..j] patterns observed upto
+"""
+SEMI_POS = "obs pfirst = pos[u]\nobs plast = pos[v]\nobs pinside = pos[u..v]"
+SEMI_POS_USE = ", pfirst, plast, pinside"
+
+# the same observations with u = v = t; `len1` (always true) stands for the
+# constant `length=1` attribute so the feature tables match one for one
+CHAIN = """
+columns {cols}
+output label
+obs first  = lower(word[t])
+obs last   = lower(word[t])
+obs before = lower(word[t-1])
+obs after  = lower(word[t+1])
+obs inside = lower(word[t])
+obs shp    = shape(word[t]) & shape(word[t])
+obs len1   = regex(word[t], "")
+{pos}
+template segment: y[t] ~ bias, first, last, before, after, inside, shp, len1{pos_use}
+template labels: y[t-{k}..t] patterns observed upto
+"""
+CHAIN_POS = "obs pfirst = pos[t]\nobs plast = pos[t]\nobs pinside = pos[t]"
+
+
+def spec(text: str):
+    return validate(parse_spec(text, "<bench>"))
+
+
+def semi_spec(L: int, k: int, has_pos: bool):
+    cols = "word, pos, label" if has_pos else "word, label"
+    return spec(SEMI.format(cols=cols, L=L, k=k, pos=SEMI_POS if has_pos else "",
+                            pos_use=SEMI_POS_USE if has_pos else ""))
+
+
+def chain_spec(k: int, has_pos: bool):
+    cols = "word, pos, label" if has_pos else "word, label"
+    return spec(CHAIN.format(cols=cols, k=k, pos=CHAIN_POS if has_pos else "",
+                             pos_use=SEMI_POS_USE if has_pos else ""))
+
+
+# ------------------------------------------------------------------ data
+
+def cut_chunks(sentences: list[Sentence], L: int) -> list[Sentence]:
+    """Cut every gold chunk longer than L into pieces of at most L tokens
+    (B-X I-X .. B-X I-X ..); other columns unchanged."""
+    out = []
+    for s in sentences:
+        tags = s.column(-1)
+        new = list(tags)
+        for typ, a, b in chunks(tags, "iob"):
+            for i in range(a, b):
+                new[i] = ("B-" if (i - a) % L == 0 else "I-") + typ
+        out.append(Sentence([r[:-1] + [t] for r, t in zip(s.rows, new)], s.lines, s.doc, s.file))
+    return out
+
+
+def to_types(sentences: list[Sentence]) -> list[Sentence]:
+    """Every chunk cut to single tokens, tags as bare types (NP, VP, O): the
+    chain-model reading of a segmentation with L = 1."""
+    out = []
+    for s in sentences:
+        rows = [r[:-1] + [r[-1][2:] if r[-1] != "O" else "O"] for r in s.rows]
+        out.append(Sentence(rows, s.lines, s.doc, s.file))
+    return out
+
+
+def np_vp_only(sentences: list[Sentence]) -> list[Sentence]:
+    out = []
+    for s in sentences:
+        rows = [r[:-1] + [r[-1] if r[-1][:2] in ("B-", "I-") and r[-1][2:] in ("NP", "VP")
+                          else "O"] for r in s.rows]
+        out.append(Sentence(rows, s.lines, s.doc, s.file))
+    return out
+
+
+# ------------------------------------------------------------------ timing
+
+def time_eval(program, data, repeats: int, seed: int = 0) -> tuple[float, float]:
+    """(best seconds of one expectations call, log Z) with random small w."""
+    w = np.random.default_rng(seed).normal(0.0, 0.1, program.n_features)
+    log_z, _ = program.expectations(w, data, jobs=1)  # warm-up (and numba compilation)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        program.expectations(w, data, jobs=1)
+        best = min(best, time.perf_counter() - t0)
+    return best, log_z
+
+
+HEAD = (f"{'engine':<6} {'L':>2} {'k':>2} {'|Z|':>5} {'|P|':>5} {'|S|':>6} {'features':>8} "
+        f"{'tokens':>6} {'attr/unit':>9} {'compile s':>9} {'s/eval':>8} {'ns/(T·L·|S|)':>12}")
+
+
+def row(engine: str, L: int, k: int, model, data, compile_s: float, repeats: int) -> str:
+    st = model.program.structure
+    sec, _ = time_eval(model.program, data, repeats)
+    T = data.n_tokens
+    units = T * L
+    attr = len(data.tok_row) / units
+    ns = 1e9 * sec / (T * L * st.n_backward)
+    return (f"{engine:<6} {L:2d} {k:2d} {len(st.patterns):5d} {st.n_forward:5d} "
+            f"{st.n_backward:6d} {model.program.n_features:8d} {T:6d} {attr:9.1f} "
+            f"{compile_s:9.2f} {sec:8.4f} {ns:12.2f}")
+
+
+def run(name: str, sentences: list[Sentence], has_pos: bool, Ls: list[int], orders: list[int],
+        fixed_k: int, fixed_L: int, repeats: int) -> None:
+    def compiled(spec_, sents):
+        t0 = time.perf_counter()
+        model, data = compile_model(spec_, sents)
+        return model, data, time.perf_counter() - t0
+
+    print(f"\n== {name}: {len(sentences)} sequences, {sum(map(len, sentences))} tokens")
+    print(f"\n(a) maximum segment length L, segment-pattern order k = {fixed_k}")
+    print(HEAD)
+    print("-" * len(HEAD))
+    for L in Ls:
+        if L == 1:
+            model, data, cs = compiled(chain_spec(fixed_k, has_pos), to_types(sentences))
+            print(row("chain", 1, fixed_k, model, data, cs, repeats), flush=True)
+        model, data, cs = compiled(semi_spec(L, fixed_k, has_pos), cut_chunks(sentences, L))
+        print(row("semi", L, fixed_k, model, data, cs, repeats), flush=True)
+    print(f"\n(b) segment-pattern order k, L = {fixed_L}")
+    print(HEAD)
+    print("-" * len(HEAD))
+    cut = cut_chunks(sentences, fixed_L)
+    for k in orders:
+        model, data, cs = compiled(semi_spec(fixed_L, k, has_pos), cut)
+        print(row("semi", fixed_L, k, model, data, cs, repeats), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="CoNLL-2000 directory")
+    ap.add_argument("--sentences", type=int, default=500, help="sequences per data set")
+    ap.add_argument("--max-L", type=int, default=8)
+    ap.add_argument("--max-order", type=int, default=4)
+    ap.add_argument("--order", type=int, default=2, help="fixed order k for sweep (a)")
+    ap.add_argument("--L", type=int, default=4, help="fixed L for sweep (b)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="smoke run: 60 sequences, L <= 3, k <= 2")
+    a = ap.parse_args()
+    if a.quick:
+        a.sentences, a.max_L, a.max_order, a.repeats = 60, 3, 2, 1
+        a.L = min(a.L, a.max_L)
+    Ls, orders = list(range(1, a.max_L + 1)), list(range(1, a.max_order + 1))
+    print("seconds per objective+gradient evaluation: program.expectations(w, data, jobs=1), "
+          f"best of {a.repeats} after a warm-up, w ~ N(0, 0.1)")
+    print("attr/unit: active attribute rows per candidate span (token for the chain); "
+          "compile s: compile_model (patterns, features, encoding)")
+
+    gen, _ = segment_sequences(n_types=3, max_len=8, vocab=200, n_train=a.sentences, n_test=1,
+                               length=25, seed=0)
+    run("generated segment_sequences (3 types + O, segments <= 8, vocab 200, length 25)",
+        gen, False, Ls, orders, a.order, a.L, a.repeats)
+    if (a.data / "train.txt").exists():
+        conll = np_vp_only(read_conll(a.data / "train.txt"))[:a.sentences]
+        run(f"CoNLL-2000 train.txt, first {len(conll)} sentences, NP/VP only, word+pos",
+            conll, True, Ls, orders, a.order, a.L, a.repeats)
+    else:
+        print(f"\n(no CoNLL-2000 at {a.data}; skipped)")
+
+
+if __name__ == "__main__":
+    main()
