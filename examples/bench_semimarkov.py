@@ -59,23 +59,26 @@ template labels: s[j-{k}..j] patterns observed upto
 SEMI_POS = "obs pfirst = pos[u]\nobs plast = pos[v]\nobs pinside = pos[u..v]"
 SEMI_POS_USE = ", pfirst, plast, pinside"
 
-# the same observations with u = v = t; `len1` (always true) stands for the
-# constant `length=1` attribute so the feature tables match one for one
+# The same observations with u = v = t.  fgl keys an attribute by its
+# expression, not by the obs name, so `first`, `last` and `inside` are
+# written as different expressions with the same value (nested lower) to stay
+# three attributes; `len1` (always true) stands for the constant `length=1`
+# attribute, so the feature tables match one for one.
 CHAIN = """
 columns {cols}
 output label
 obs first  = lower(word[t])
-obs last   = lower(word[t])
+obs last   = lower(lower(word[t]))
 obs before = lower(word[t-1])
 obs after  = lower(word[t+1])
-obs inside = lower(word[t])
+obs inside = lower(lower(lower(word[t])))
 obs shp    = shape(word[t]) & shape(word[t])
 obs len1   = regex(word[t], "")
 {pos}
 template segment: y[t] ~ bias, first, last, before, after, inside, shp, len1{pos_use}
 template labels: y[t-{k}..t] patterns observed upto
 """
-CHAIN_POS = "obs pfirst = pos[t]\nobs plast = pos[t]\nobs pinside = pos[t]"
+CHAIN_POS = "obs pfirst = pos[t]\nobs plast = prefix(pos[t], 20)\nobs pinside = suffix(pos[t], 20)"
 
 
 def spec(text: str):

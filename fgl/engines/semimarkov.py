@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .chain import ChainStructure
+from .chain import ChainStructure, _logsumexp_row
 
 
 @njit(cache=True, nogil=True)
@@ -127,26 +127,13 @@ def _marginals(psi, alpha, beta, log_z, s_prev, s_next, s_parent, s_order, marg)
 
 
 @njit(cache=True, nogil=True)
-def _logsumexp(row):
-    m = -np.inf
-    for x in row:
-        m = max(m, x)
-    if m == -np.inf:
-        return m
-    a = 0.0
-    for x in row:
-        a += np.exp(x - m)
-    return m + np.log(a)
-
-
-@njit(cache=True, nogil=True)
 def _sequence_marginals(pot, s_prev, s_label, s_next, s_pattern, s_parent, s_order, n_forward,
                         n_labels, max_len, psi, alpha, beta, back, tmp, acc, marg):
     T = pot.shape[0]
     _span_scores(pot, s_label, s_pattern, s_parent, s_order, max_len, psi)
     _forward(psi, s_prev, s_next, n_forward, False, alpha, back, tmp, acc)
     _backward(psi, s_next, n_labels, n_forward, beta)
-    log_z = _logsumexp(alpha[T])
+    log_z = _logsumexp_row(alpha[T])
     _marginals(psi, alpha, beta, log_z, s_prev, s_next, s_parent, s_order, marg)
     return log_z
 
