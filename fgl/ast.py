@@ -41,8 +41,10 @@ class ColumnRef:
     In a segment model positions are relative to the segment's first token
     ``u`` or last token ``v``: ``word[u]`` (first), ``word[v]`` (last),
     ``word[u-1]`` (just before), ``word[v+1]`` (just after), ``word[u..v]``
-    (every token inside).  ``lo_base``/``hi_base`` name the variable each end
-    is relative to ("t", "u" or "v").
+    (every token inside).  In a pair template positions are relative to its
+    two ends ``i`` and ``j`` (``word[i]``, ``word[j+1]``), and in a graph
+    model to its nodes ``a`` and ``b`` (``title[a]``; offsets must be 0).
+    ``lo_base``/``hi_base`` name the variable each end is relative to.
     """
     column: str
     lo: int
@@ -105,7 +107,9 @@ class LabelRef:
     """``y[t-2..t]`` or ``y[t]``: label variables of output ``var`` at
     positions ``t+lo .. t+hi``.  ``var`` is ``"y"`` or an output column name.
     In a segment model, ``s[j-2..j]`` are the labels of the current segment
-    j and the two before it (``var`` "s", ``index`` "j")."""
+    j and the two before it (``var`` "s", ``index`` "j").  In a pair
+    template ``(y[i], y[j])`` the two refs have index "i" and "j"; in a graph
+    model ``y[a]`` / ``(y[a], y[b])`` have index "a" / "b"."""
     var: str
     lo: int
     hi: int
@@ -166,6 +170,32 @@ class Template:
     loc: Loc
 
 
+@dataclass
+class Predicate:
+    """One conjunct of a pair template's ``where`` clause.
+
+    kind ``"eq"`` / ``"ne"``: ``left == right`` / ``left != right`` — the two
+    observation expressions share (do not share) an item; ``"test"``: the
+    expression ``left`` yields an item (``regex(word[i], "^[A-Z]")``);
+    ``"distance"``: ``j - i <= value``; ``"edge"``: the graph has an edge
+    a -> b of type ``value`` (``edge(a, b, "cites")``).
+    """
+    kind: str
+    left: "ObsExpr | None"
+    right: "ObsExpr | None"
+    value: Union[int, str, None]
+    loc: Loc
+
+
+@dataclass
+class Hidden:
+    """``hidden z = [z0 z1 z2]``: a latent label layer, one variable per
+    position, never observed (seed 004 §1.4.3)."""
+    name: str
+    labels: list[str]
+    loc: Loc
+
+
 # ---------------------------------------------------------------- whole spec
 
 @dataclass
@@ -184,3 +214,5 @@ class Spec:
     infer: list[Setting] = field(default_factory=list)
     infer_method: tuple[str, Loc] | None = None
     segments: Segments | None = None
+    hidden: list[Hidden] = field(default_factory=list)
+    input_format: str = "conll"   # "conll" or "graph" (`input graph`: JSON lines)

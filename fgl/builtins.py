@@ -44,6 +44,8 @@ BUILTINS: dict[str, Builtin] = {
     "bias": Builtin(None, (), "test", "always true: a per-label (or per-pattern) bias"),
     "bos": Builtin(None, (), "test", "true at the first token of a sequence"),
     "eos": Builtin(None, (), "test", "true at the last token of a sequence"),
+    "either": Builtin("any", (), "text", "pair templates: the expression (written with t) at both ends, OR-combined (seed 004 eq. 1.61)"),
+    "tokens": Builtin("text", (), "text", "every whitespace-separated word of the text (a bag)"),
     "length": Builtin(None, (), "text", "segment models: the segment's length in tokens (length=3)"),
 }
 
