@@ -19,7 +19,9 @@ from . import ast
 from .checks import validate
 from .compiler import CompiledModel, compile_model, train_settings
 from .evaluate import Report, evaluate
+from .graph_io import read_graphs
 from .io import Sentence, read_conll
+from .loopy_compiler import LoopyModel, compile_loopy_model, needs_loopy
 from .learner import TrainingLog, train_lbfgs
 from .model_io import load_model, save_model
 from .parser import parse_spec, read_spec
@@ -87,8 +89,15 @@ class CRF:
         return self.fit_sentences(_as_sentences(X, y, "train"))
 
     def fit_file(self, path: str | Path, encoding: str = "utf-8") -> "CRF":
-        """Train on a CoNLL column file holding the spec's columns."""
-        return self.fit_sentences(read_conll(path, encoding=encoding), source=str(path))
+        """Train on a data file holding the spec's columns (CoNLL columns,
+        or JSON-lines graphs for `input graph` specs)."""
+        return self.fit_sentences(self.read(path, encoding), source=str(path))
+
+    def read(self, path: str | Path, encoding: str = "utf-8") -> list[Sentence]:
+        """Read a data file in the spec's input format."""
+        if self.spec.input_format == "graph":
+            return read_graphs(path, self.spec, encoding)
+        return read_conll(path, encoding=encoding)
 
     def compile(self, X: Sequence[Rows], y: Sequence[Sequence[str]]) -> "CRF":
         """Compile the spec against labelled data without training: labels,
@@ -99,7 +108,8 @@ class CRF:
 
     def _compile(self, sentences: list[Sentence], source: str = "<train>"):
         base = Path(self.spec.file).parent if not self.spec.file.startswith("<") else Path(".")
-        return compile_model(self.spec, sentences, base, self.overrides, source)
+        compile_fn = compile_loopy_model if needs_loopy(self.spec) else compile_model
+        return compile_fn(self.spec, sentences, base, self.overrides, source)
 
     def fit_sentences(self, sentences: list[Sentence], source: str = "<train>") -> "CRF":
         """Train on already-read sentences (rows hold inputs and the label);
@@ -109,8 +119,7 @@ class CRF:
         settings = {**train_settings(self.spec), **self.overrides}
         if self.verbose:
             print(f"compiled in {time.perf_counter() - t0:.1f}s: {len(model.labels)} labels, "
-                  f"{len(model.program.structure.patterns)} patterns, "
-                  f"{model.program.n_features} features, {data.n_sequences} sequences",
+                  f"{model.program.n_features} features, {data.n_sequences} instances",
                   file=sys.stderr)
         progress = _print_progress if self.verbose else None
         self.weights, self.training_log = train_lbfgs(
@@ -130,6 +139,8 @@ class CRF:
     def predict_sentences(self, sentences: list[Sentence]) -> list[list[str]]:
         model = self._fitted()
         data = model.encode(sentences)
+        if isinstance(model, LoopyModel):
+            return model.split_predictions(data, model.program.decode(self.weights, data, self.jobs))
         labels, starts = model.program.decode(self.weights, data, self.jobs)
         out = []
         for k in range(data.n_sequences):
@@ -142,13 +153,21 @@ class CRF:
         return self.predict_sentences(_as_sentences(X, None, "predict"))
 
     def predict_file(self, path: str | Path, encoding: str = "utf-8") -> tuple[list[Sentence], list[list[str]]]:
-        sentences = read_conll(path, encoding=encoding)
+        sentences = self.read(path, encoding)
         return sentences, self.predict_sentences(sentences)
 
     def predict_marginals(self, X: Sequence[Rows]) -> list[list[dict[str, float]]]:
         """P(y_t = label | x) for every token, as one dict per token."""
         model = self._fitted()
-        data = model.encode(_as_sentences(X, None, "predict"))
+        sentences = _as_sentences(X, None, "predict")
+        data = model.encode(sentences)
+        if isinstance(model, LoopyModel):  # beliefs of the first output layer
+            out = []
+            for inst, beliefs, n in zip(data.instances, model.program.variable_marginals(
+                    self.weights, data), data.sizes):
+                for a, b in zip(inst.bounds, inst.bounds[1:]):
+                    out.append([dict(zip(model.labels, map(float, beliefs[p]))) for p in range(a, b)])
+            return out
         out = []
         for marg in model.program.label_marginals(self.weights, data):
             out.append([dict(zip(model.labels, map(float, row))) for row in marg])
@@ -158,6 +177,9 @@ class CRF:
         """log Z(x) of each input sequence under the current weights."""
         model = self._fitted()
         data = model.encode(_as_sentences(X, None, "predict"))
+        if isinstance(model, LoopyModel):
+            return [model.program.infer(g, model.program.factor_tables(self.weights, data, i)).log_z
+                    for i, g in enumerate(data.graphs)]
         return [model.program.expectations(self.weights, _one(data, i), 1)[0]
                 for i in range(data.n_sequences)]
 

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from .ast import Call, ColumnRef, Conj, Disj, LabelRef, Loc, NameRef, ObsDef, Setting, Spec, Template
+from .ast import Call, ColumnRef, Conj, Disj, LabelRef, Loc, NameRef, ObsDef, Predicate, Setting, Spec, Template
 from .builtins import BUILTINS
 from .errors import SpecError
 
@@ -28,6 +28,16 @@ NONCONTIGUOUS_SEGMENT_WINDOW = ("template labels {labels} are not a contiguous w
                                 "semi-Markov engine")
 SEGMENT_BOUNDARIES = ("bio", "change")
 NEED_SEGMENTS = "declare `segments max L` for a semi-Markov (segment) model"
+INPUT_FORMATS = ("conll", "graph")
+WITHIN_SCOPES = ("sentence", "document")
+NEED_GRAPH = "declare `input graph` for graph-structured instances (JSON lines)"
+NEEDS_WHERE = ("a pair template {labels} needs a `where` clause saying which pairs are linked, as in "
+               "`where word[i] == word[j]` (or `within document` to link every pair of a document)")
+NEEDS_EDGE = ('a pair template {labels} needs a `where` clause saying which pairs are linked: '
+              'in a graph model, `where edge(a, b, "type")`')
+SEGMENTS_AND_PAIRS = "segments and pair templates cannot be combined"
+GRAPH_TEMPLATES = ('in a graph model (`input graph`) templates range over nodes: y[a] for one node, or '
+                   '(y[a], y[b]) where edge(a, b, "type") for two linked nodes')
 
 ZERO_ARG = sorted(n for n, b in BUILTINS.items() if b.takes is None)
 FUNCTIONS = sorted(n for n, b in BUILTINS.items() if b.takes is not None)
@@ -69,7 +79,7 @@ TEMPLATE_OPTIONS = {"sigma": _positive, "support": _choice("observed", "all")}
 TRAIN_SETTINGS = {"sigma": _positive, "max_iter": _int_at_least(1), "tol": _positive,
                   "jobs": _int_at_least(0), "trainer": _choice("lbfgs"), "l1": _non_negative}
 INFER_SETTINGS: dict[str, dict[str, Callable]] = {
-    "exact": {},
+    "exact": {"max_states": _int_at_least(1)},
     "loopy": {"damping": _damping, "max_iter": _int_at_least(1), "tol": _positive,
               "schedule": _choice("flooding", "residual")},
     "trp": {"max_iter": _int_at_least(1), "tol": _positive, "trees": _int_at_least(1)},
@@ -138,14 +148,25 @@ class _Checker:
             self.obs.setdefault(d.name, d)
         self._kinds: dict[str, str | None] = {}
         self._in_progress: set[str] = set()
+        self.graph = spec.input_format == "graph"
+        self.hidden = {}
+        for h in spec.hidden:
+            self.hidden.setdefault(h.name, h)
+        # where column refs may be read, by what is being checked: "token"
+        # (t), "segment" (u, v), "pair" / "where" (i, j), "either" (t inside
+        # either(...)), "graph_node" (a), "graph_pair" / "graph_where" (a, b)
+        self.default_ctx = "graph_node" if self.graph else "segment" if spec.segments is not None else "token"
+        self.ctx = self.default_ctx
 
     def error(self, loc: Loc, message: str) -> None:
         self.errors.append(SpecError(message, loc.file, loc.line, loc.col))
 
     def run(self) -> list[SpecError]:
+        self.check_input()
         self.check_columns()
         self.check_outputs()
         self.check_label_sets()
+        self.check_hidden()
         self.check_segments()
         self.check_observations()
         self.check_templates()
@@ -153,7 +174,14 @@ class _Checker:
         self.check_infer()
         return sorted(self.errors, key=lambda e: (e.line, e.col))
 
-    # ------------------------------------------------------------ columns, outputs, labels
+    # ------------------------------------------------------------ input, columns, outputs, labels
+    def check_input(self) -> None:
+        fmt = self.spec.input_format
+        if fmt not in INPUT_FORMATS:
+            self.error(_loc(fmt, Loc(self.spec.file, 1, 1)),
+                       f"unknown input format '{fmt}'; expected `input conll` (token columns, the default) or "
+                       f"`input graph` (JSON lines of nodes and edges){_did_you_mean(fmt, INPUT_FORMATS)}")
+
     def check_columns(self) -> None:
         seen: dict[str, Loc] = {}
         for c in self.spec.columns:
@@ -181,7 +209,11 @@ class _Checker:
                 self.error(loc, f"output '{name}' is named twice")
             seen.add(name)
             col = self.columns.get(name)
-            if col is None:
+            if col is None and name in self.hidden:
+                self.error(loc, f"'{name}' is a hidden layer: its values are never observed, so it cannot be "
+                                f"an `output`; outputs are label columns of the data: "
+                                f"{', '.join(self.columns) or '(none)'}")
+            elif col is None:
                 self.error(loc, f"unknown output column '{name}'; expected one of the declared columns: "
                                 f"{', '.join(self.columns) or '(none)'}{_did_you_mean(name, self.columns)}")
             elif col.kind != "text" and col.kind in COLUMN_KINDS:
@@ -190,6 +222,11 @@ class _Checker:
 
     def check_label_sets(self) -> None:
         for name, (labels, loc) in self.spec.label_sets.items():
+            if name in self.hidden and name not in self.columns:
+                h = self.hidden[name]
+                self.error(_loc(name, loc), f"`labels {name}`: '{name}' is a hidden layer; its labels are "
+                                            f"given in `hidden {name} = [...]` (at {h.loc.line}:{h.loc.col})")
+                continue
             if name not in self.outputs:
                 self.error(_loc(name, loc), f"`labels {name}` does not name an output; expected one of the "
                                             f"outputs: {', '.join(self.outputs) or '(none)'}"
@@ -202,11 +239,43 @@ class _Checker:
                     self.error(_loc(label, loc), f"duplicate label '{label}' in the labels of '{name}'")
                 seen.add(label)
 
+    def check_hidden(self) -> None:
+        seen: dict[str, Loc] = {}
+        for h in self.spec.hidden:
+            name_loc = _loc(h.name, h.loc)
+            if h.name in seen:
+                first = seen[h.name]
+                self.error(name_loc, f"duplicate hidden layer '{h.name}'; it is already declared at "
+                                     f"{first.line}:{first.col}")
+            seen.setdefault(h.name, h.loc)
+            col = self.columns.get(h.name)
+            if col is not None:
+                what = "output" if h.name in self.outputs else "column"
+                self.error(name_loc, f"hidden layer '{h.name}' clashes with the {what} '{h.name}' (declared at "
+                                     f"{col.loc.line}:{col.loc.col}); a hidden layer is never in the data, "
+                                     f"choose another name")
+            elif h.name == "y":
+                self.error(name_loc, "hidden layer 'y' clashes with y, the output in templates; choose another name")
+            if len(h.labels) < 2:
+                self.error(h.loc, f"hidden layer '{h.name}' needs at least 2 labels, as in "
+                                  f"`hidden {h.name} = [{h.name}0 {h.name}1]`; found {len(h.labels)}")
+            labels: set[str] = set()
+            for label in h.labels:
+                if label in labels:
+                    self.error(_loc(label, h.loc), f"duplicate label '{label}' in hidden layer '{h.name}'")
+                labels.add(label)
+            if self.spec.segments is not None and h is self.spec.hidden[0]:
+                self.error(h.loc, "hidden layers cannot be combined with `segments`; a segment model "
+                                  "labels segments, not positions")
+
     # ------------------------------------------------------------ segments
     def check_segments(self) -> None:
         seg = self.spec.segments
         if seg is None:
             return
+        if self.graph:
+            self.error(seg.loc, "`segments` cannot be used with `input graph`: a graph has no token sequence "
+                                "to cut into segments")
         problem = _int_at_least(1)(seg.max_length)
         if problem:
             self.error(_loc(seg.max_length, seg.loc),
@@ -275,7 +344,9 @@ class _Checker:
         if name in self._in_progress:          # a cycle: reported by check_cycles
             return None
         self._in_progress.add(name)
+        saved, self.ctx = self.ctx, self.default_ctx
         kind = self.expr(self.obs[name].expr)
+        self.ctx = saved
         self._in_progress.discard(name)
         self._kinds[name] = kind
         return kind
@@ -324,17 +395,55 @@ class _Checker:
             return "number" if "number" in kinds else "text" if "text" in kinds else "test"
         raise TypeError(f"not an observation expression: {e!r}")
 
+    def base_problem(self, e: ColumnRef) -> str | None:
+        """What is wrong with where ``e`` reads, in the current context (None
+        when it is fine)."""
+        bases, c, shown, ctx = {e.lo_base, e.hi_base}, e.column, _column_ref(e), self.ctx
+        if not self.graph and bases & {"a", "b"}:
+            return (f"{shown} reads a graph node (a, b) but the input is not a graph; {NEED_GRAPH}, or read "
+                    f"relative to the token t, as in {c}[t]")
+        if self.graph:
+            if bases - {"a", "b"}:
+                return (f"in a graph model (`input graph`) read node attributes at a node, as in {c}[a] "
+                        f"(or {c}[b], the second node of a pair template); found {shown}")
+            if e.lo != 0 or e.hi != 0:
+                return (f'a graph node has no neighbours by offset; use an edge template, as in (y[a], y[b]) '
+                        f'where edge(a, b, "cites"); found {shown}')
+            if len(bases) > 1:
+                return f"bad range {shown}: read one node at a time, as in {c}[a] or {c}[b]"
+            if "b" in bases and ctx == "graph_node":
+                return (f"{shown} reads node b, but only a pair template (y[a], y[b]) has a second node; "
+                        f"read the node as {c}[a]")
+            return None
+        if ctx == "token" and bases & {"u", "v"}:
+            return (f"{shown} reads relative to a segment (u is its first token, v its "
+                    f"last) but this is not a segment model; {NEED_SEGMENTS}, or read relative to "
+                    f"the token t, as in {c}[t]")
+        if ctx == "token" and bases & {"i", "j"}:
+            return (f"{shown} reads an end of a pair template, but this is not one; i and j are the two ends "
+                    f"of a pair template (y[i], y[j]) where ...; read relative to the token t, as in {c}[t]")
+        if ctx == "segment" and bases - {"u", "v"}:
+            return (f"in a segment model, read columns relative to the segment: {c}[u] (first "
+                    f"token), {c}[v] (last), {c}[u-1] (before), {c}[v+1] (after), {c}[u..v] "
+                    f"(inside); found {shown}")
+        if ctx == "pair" and bases - {"i", "j"}:
+            return (f"in a pair template, read columns at its ends, as in {c}[i] or {c}[j+1], or at both "
+                    f"ends with either(...), as in either(lower({c}[t])); found {shown}")
+        if ctx == "where" and bases - {"i", "j"}:
+            return (f"a `where` clause reads columns at the pair's ends, as in {c}[i] == {c}[j]; "
+                    f"found {shown}")
+        if ctx == "either" and bases - {"t"}:
+            return (f"either(...) applies its expression at both ends i and j; write it with t, as in "
+                    f"either(lower({c}[t])); found {shown}")
+        if bases == {"i", "j"}:
+            return (f"bad offset range {shown}: i and j cannot be combined in one range; "
+                    f"read {c}[i] and {c}[j] separately")
+        return None
+
     def column_ref(self, e: ColumnRef) -> str | None:
-        bases = {e.lo_base, e.hi_base}
-        if self.spec.segments is None and bases & {"u", "v"}:
-            self.error(e.loc, f"{_column_ref(e)} reads relative to a segment (u is its first token, v its "
-                              f"last) but this is not a segment model; {NEED_SEGMENTS}, or read relative to "
-                              f"the token t, as in {e.column}[t]")
-        elif self.spec.segments is not None and "t" in bases:
-            c = e.column
-            self.error(e.loc, f"in a segment model, read columns relative to the segment: {c}[u] (first "
-                              f"token), {c}[v] (last), {c}[u-1] (before), {c}[v+1] (after), {c}[u..v] "
-                              f"(inside); found {_column_ref(e)}")
+        problem = self.base_problem(e)
+        if problem:
+            self.error(e.loc, problem)
         elif e.lo_base == e.hi_base:
             if e.lo > e.hi:
                 self.error(e.loc, f"bad offset range {_offsets(e.lo, e.hi, e.lo_base)}: "
@@ -358,6 +467,21 @@ class _Checker:
         return {"text": "text", "number": "number", "vector": "number"}.get(col.kind)
 
     def name_ref(self, e: NameRef) -> str | None:
+        at_t = e.name in self.obs or e.name in ("bos", "eos")
+        what = "the named observation" if e.name in self.obs else "the built-in"
+        if at_t and self.ctx == "pair":
+            self.error(e.loc, f"{what} '{e.name}' is read at t, but a pair template has two ends i and j; "
+                              f"read it at both ends with either({e.name}), or write its expression with "
+                              f"word[i] / word[j]")
+            return None
+        if at_t and self.ctx == "where":
+            self.error(e.loc, f"a `where` clause cannot use {what} '{e.name}' (it is read at t); write the "
+                              f"expression with the pair's ends, as in word[i] == word[j]")
+            return None
+        if e.name in ("bos", "eos") and self.graph:
+            self.error(e.loc, f"'{e.name}' marks an end of a sequence, but a graph model (`input graph`) "
+                              f"has no sequence; use bias or node attributes instead")
+            return None
         if e.name in self.obs:
             return self.obs_kind(e.name)
         b = BUILTINS.get(e.name)
@@ -385,6 +509,8 @@ class _Checker:
         if b.takes is None:
             self.error(e.loc, f"'{e.func}' takes no argument; write it bare: {e.func}")
             return b.gives
+        if e.func == "either":
+            return self.either(e)
         arg_kind = self.expr(e.arg)
         self.params(e, b.params)
         if arg_kind is not None and arg_kind != b.takes:
@@ -393,6 +519,21 @@ class _Checker:
             need = "a text column" if b.takes == "text" else "a number or vector column"
             self.error(e.arg.loc, f"{e.func}() needs {need}; {what}")
         return b.gives
+
+    def either(self, e: Call) -> str | None:
+        """``either(expr)``: the expression, written with t, at both ends of
+        a pair template; it gives what its expression gives."""
+        self.params(e, BUILTINS["either"].params)
+        if self.ctx != "pair":
+            hint = ("; in a graph model read both nodes directly, as in title[a] | title[b]"
+                    if self.graph else "")
+            self.error(e.loc, f"either(...) is only for the observations of a pair template (y[i], y[j]), "
+                              f"as in ~ either(lower(word[t])){hint}")
+            return None
+        self.ctx = "either"
+        kind = self.expr(e.arg)
+        self.ctx = "pair"
+        return kind
 
     def params(self, e: Call, types: tuple[type, ...]) -> None:
         if len(e.params) != len(types):
@@ -434,41 +575,185 @@ class _Checker:
             self.template(tpl)
 
     def label_output(self, r: LabelRef) -> str | None:
+        """The label layer (an output or a hidden layer) ``r`` names, or None
+        (with an error) when it names none."""
         if r.var == "y":
             if len(self.outputs) > 1:
                 self.error(r.loc, f"'y' is ambiguous: there are several outputs ({', '.join(self.outputs)}); "
                                   f"name one instead, as in {self.outputs[-1]}[t]")
                 return None
             return self.outputs[0] if self.outputs else None
-        if r.var in self.outputs:
+        if r.var in self.outputs or r.var in self.hidden:
             return r.var
         what = "an input column" if r.var in self.columns else "not an output"
         hint = (f"; segment labels are s[j-k..j] and need a segment model: {NEED_SEGMENTS}"
                 if r.var == "s" and r.var not in self.columns and self.spec.segments is None else "")
+        hidden = f" or a hidden layer: {', '.join(self.hidden)}" if self.hidden else ""
         self.error(r.loc, f"'{r.var}' is {what}; template labels must be y or an output: "
-                          f"{', '.join(self.outputs) or '(none)'}{_did_you_mean(r.var, ['y'] + self.outputs)}"
-                          f"{hint}")
+                          f"{', '.join(self.outputs) or '(none)'}{hidden}"
+                          f"{_did_you_mean(r.var, ['y'] + self.outputs + list(self.hidden))}{hint}")
         return None
 
+    def declared_labels(self, layer: str | None) -> list[str] | None:
+        """The labels declared for an output (`labels`) or a hidden layer."""
+        if layer is None:
+            return None
+        if layer in self.hidden and layer not in self.outputs:
+            return list(self.hidden[layer].labels)
+        return self.spec.label_sets.get(layer, (None,))[0]
+
     def template(self, tpl: Template) -> None:
-        if self.spec.segments is not None or any(r.index == "j" for r in tpl.labels):
-            window, declared, where = self.segment_window(tpl)
+        where = getattr(tpl, "where", None) or []
+        within = getattr(tpl, "within", None)
+        indexes = {r.index for r in tpl.labels}
+        ctx = self.default_ctx
+        if self.graph:
+            window, declared, names = self.graph_template(tpl, where, within)
+            if len(tpl.labels) > 1 or where:
+                ctx = "graph_pair"
+        elif indexes & {"a", "b"}:
+            r = next(r for r in tpl.labels if r.index in ("a", "b"))
+            self.error(r.loc, f"{_label_ref(r)} labels a graph node but the input is not a graph; {NEED_GRAPH}, "
+                              f"or use token labels, as in y[t]")
+            window, declared, names = None, None, ""
+            self.check_where(where, within)
+        elif "i" in indexes or where or within is not None:
+            window, declared, names = self.pair_template(tpl, where, within)
+            ctx = "pair"
+        elif self.spec.segments is not None or "j" in indexes:
+            window, declared, names = self.segment_window(tpl)
         else:
-            window, declared, where = self.token_window(tpl)
+            window, declared, names = self.token_window(tpl)
         if tpl.patterns is not None and tpl.patterns.kind == "list":
-            self.patterns(tpl, window, declared, where)
+            self.patterns(tpl, window, declared, names)
+        self.ctx = ctx
         for e in tpl.observations:
             self.expr(e)
+        self.ctx = self.default_ctx
         self.check_settings(tpl.options, TEMPLATE_OPTIONS, f"template '{tpl.name}'", noun="option")
 
     def token_window(self, tpl: Template):
-        """A chain template y[t-k..t]: its window length (None when broken),
-        the declared labels of its output (None when unknown) and their name."""
+        """A template over token labels: a chain window y[t-k..t] of one
+        layer, or a tuple across several layers (a cross-layer factor, any
+        offsets).  Returns its window length (None when broken), the declared
+        labels (None when unknown or mixed) and what they are called."""
         outs = [self.label_output(r) for r in tpl.labels]
+        layers = {o if o is not None else "?" + r.var for o, r in zip(outs, tpl.labels)}
+        if len(layers) > 1:
+            for r in tpl.labels:
+                if r.lo > r.hi:
+                    self.error(r.loc, f"bad offset range {_offsets(r.lo, r.hi, r.index)}: "
+                                      f"the start must not come after the end")
+            return sum(max(r.hi - r.lo + 1, 0) for r in tpl.labels), None, ""
         window = self.window(tpl, "t", "y", NONCONTIGUOUS_WINDOW)
-        output = outs[0] if outs and all(o == outs[0] for o in outs) else None
-        declared = self.spec.label_sets.get(output, (None,))[0] if output else None
-        return window, declared, "the declared labels"
+        return window, self.declared_labels(outs[0] if outs else None), "the declared labels"
+
+    def pair_template(self, tpl: Template, where: list[Predicate], within):
+        """A pair template (y[i], y[j]) where ...: two labels of one layer at
+        two positions i < j of an instance."""
+        refs = tpl.labels
+        if self.spec.segments is not None:
+            self.error(refs[0].loc if refs else tpl.loc,
+                       f"{SEGMENTS_AND_PAIRS}: a segment model links consecutive segments only; "
+                       f"found {_labels_text(refs)}")
+            self.check_where(where, within)
+            return None, None, ""
+        shape_ok = (len(refs) == 2 and [r.index for r in refs] == ["i", "j"]
+                    and all(r.lo == 0 and r.hi == 0 for r in refs))
+        outs = [self.label_output(r) for r in refs]
+        layer = None
+        if not shape_ok:
+            var = refs[0].var if refs else "y"
+            self.error(refs[0].loc if refs else tpl.loc,
+                       f"a pair template links two labels, at i and then at j, as in ({var}[i], {var}[j]) "
+                       f"where word[i] == word[j]; found {_labels_text(refs)}")
+        elif None not in outs and outs[0] != outs[1]:
+            self.error(refs[1].loc, f"a pair template links two labels of one layer, as in "
+                                    f"({refs[0].var}[i], {refs[0].var}[j]); found {_labels_text(refs)}")
+        else:
+            layer = outs[0]
+            if not where and within is None:
+                self.error(refs[0].loc, NEEDS_WHERE.format(labels=_labels_text(refs)))
+        self.check_where(where, within)
+        return (2 if shape_ok else None), self.declared_labels(layer), "the declared labels"
+
+    def graph_template(self, tpl: Template, where: list[Predicate], within):
+        """A template of a graph model: y[a] (one node) or (y[a], y[b]) where
+        edge(a, b, "type") [and ...] (two linked nodes)."""
+        refs = tpl.labels
+        bad = next((r for r in refs if r.index not in ("a", "b")), None)
+        if bad is not None:
+            self.error(bad.loc, f"{GRAPH_TEMPLATES}; found {_label_ref(bad)}")
+            self.check_where(where, within, graph=True)
+            return None, None, ""
+        outs = [self.label_output(r) for r in refs]
+        offsets_ok = True
+        for r in refs:
+            if r.lo != 0 or r.hi != 0:
+                offsets_ok = False
+                self.error(r.loc, f'a graph node has no neighbours by offset; use an edge template, as in '
+                                  f'(y[a], y[b]) where edge(a, b, "cites"); found {_label_ref(r)}')
+        window, layer = None, None
+        if len(refs) == 1:
+            r = refs[0]
+            if r.index != "a":
+                self.error(r.loc, f"a one-node template labels its node a, as in {r.var}[a]; found {_label_ref(r)}")
+            elif offsets_ok:
+                window, layer = 1, outs[0]
+            if where:
+                self.error(where[0].loc, "a `where` clause belongs to a pair template (y[a], y[b]); "
+                                         "a one-node template y[a] has none")
+                where = []
+        elif len(refs) != 2 or [r.index for r in refs] != ["a", "b"]:
+            var = refs[0].var
+            self.error(refs[0].loc, f'a pair template in a graph model links two nodes, a and then b, as in '
+                                    f'({var}[a], {var}[b]) where edge(a, b, "cites"); found {_labels_text(refs)}')
+        elif None not in outs and outs[0] != outs[1]:
+            self.error(refs[1].loc, f"a pair template links two labels of one layer, as in "
+                                    f"({refs[0].var}[a], {refs[0].var}[b]); found {_labels_text(refs)}")
+        elif offsets_ok:
+            window, layer = 2, outs[0]
+            if not any(p.kind == "edge" for p in where):
+                self.error(refs[0].loc, NEEDS_EDGE.format(labels=_labels_text(refs)))
+        self.check_where(where, within, graph=True)
+        return window, self.declared_labels(layer), "the declared labels"
+
+    def check_where(self, where: list[Predicate], within, graph: bool = False) -> None:
+        """The predicates of a `where` clause and the `within` scope."""
+        self.ctx = "graph_where" if graph else "where"
+        for p in where:
+            if p.kind in ("eq", "ne", "test"):
+                for side in (p.left, p.right) if p.kind != "test" else (p.left,):
+                    if side is not None:
+                        self.expr(side)
+            elif p.kind == "distance":
+                if graph:
+                    self.error(p.loc, 'j - i <= N measures positions in a sequence, but a graph model '
+                                      '(`input graph`) has none; link nodes with edge(a, b, "type")')
+                elif _int_at_least(1)(p.value):
+                    self.error(_loc(p.value, p.loc), f"`j - i <= N` needs a whole number N >= 1 (the ends of a "
+                                                     f"pair have i < j); found {_show(p.value)}")
+            elif p.kind == "edge":
+                if not graph:
+                    self.error(p.loc, f"edge(a, b, ...) links nodes of a graph, but the input is not a graph; "
+                                      f"{NEED_GRAPH}")
+                elif not isinstance(p.value, str) or not p.value:
+                    self.error(_loc(p.value, p.loc), f'edge(a, b, "type") needs the edge type as a non-empty '
+                                                     f'"string"; found {_show(p.value)}')
+            else:
+                self.error(p.loc, f"unknown predicate kind {_show(p.kind)}; expected one of: "
+                                  f"eq, ne, test, distance, edge")
+        self.ctx = self.default_ctx
+        if within is None:
+            return
+        if graph:
+            self.error(_loc(within, where[0].loc if where else Loc(self.spec.file, 1, 1)),
+                       "`within` bounds the pairs of a sequence, but a graph model (`input graph`) links "
+                       "nodes by its edges only; remove it")
+        elif within not in WITHIN_SCOPES:
+            self.error(_loc(within, where[0].loc if where else Loc(self.spec.file, 1, 1)),
+                       f"unknown scope '{within}' for `within`; expected `within sentence` (the default) "
+                       f"or `within document`{_did_you_mean(within, WITHIN_SCOPES)}")
 
     def segment_window(self, tpl: Template):
         """A segment template s[j-k..j]: as ``token_window``, with the labels
@@ -491,8 +776,8 @@ class _Checker:
         return window, declared, "the segment labels" + (self.segment_labels_origin() if declared else "")
 
     def window(self, tpl: Template, index: str, var: str, noncontiguous: str) -> int | None:
-        """The length of the template's label window ending at ``index``
-        (None, with an error, when the labels are not one)."""
+        """The length of the template's label window (of one layer) ending at
+        ``index`` (None, with an error, when the labels are not one)."""
         ranges_ok = True
         for r in tpl.labels:
             if r.lo > r.hi:
@@ -508,9 +793,7 @@ class _Checker:
             return r.hi - r.lo + 1
         if len(tpl.labels) > 1 and ranges_ok:
             positions = [k for r in tpl.labels for k in range(r.lo, r.hi + 1)]
-            contiguous = (len({r.var for r in tpl.labels}) == 1 and positions[-1] == 0
-                          and positions == list(range(positions[0], 1)))
-            if contiguous:
+            if positions[-1] == 0 and positions == list(range(positions[0], 1)):
                 return len(positions)
             self.error(tpl.labels[0].loc, noncontiguous.format(labels=_labels_text(tpl.labels)))
         return None

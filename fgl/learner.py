@@ -4,11 +4,13 @@ Objective (seed 004 eq. 1.21): the negative conditional log-likelihood plus a
 Gaussian (L2) prior with a per-feature sigma (per template, seed 002
 footnote 5),
 
-    f(w) = Σ_i [log Z(x_i) - w·F(x_i, y_i)] + Σ_k w_k² / (2 σ_k²),
+    f(w) = Σ_i [log Z(x_i) - log Z(y_i, x_i)] + Σ_k w_k² / (2 σ_k²),
 
-and its gradient (seed 004 eq. 1.22): expected minus empirical feature
-counts plus w / σ².  The program supplies Σ log Z with expected counts and
-the empirical counts (``fgl.program.Program``); scipy's L-BFGS minimises.
+where Z(y, x) is the program clamped to the gold labels — exp(w·F(x, y))
+when every variable is observed, a sum over the hidden ones otherwise (seed
+004 eq. 1.46-1.48).  Its gradient (seed 004 eq. 1.22, 1.52): expected minus
+clamped-expected feature counts plus w / σ².  The program supplies both
+(``fgl.program.Program``); scipy's L-BFGS minimises.
 """
 from __future__ import annotations
 
@@ -41,12 +43,12 @@ class Objective:
     def __init__(self, program: Program, data: EncodedData, sigma: np.ndarray, jobs: int = 0):
         self.program, self.data, self.jobs = program, data, resolve_jobs(jobs)
         self.inv_var = 1.0 / np.square(sigma)
-        self.empirical = program.empirical_counts(data)
 
     def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
         log_z, expected = self.program.expectations(w, self.data, self.jobs)
-        value = log_z - w @ self.empirical + 0.5 * np.sum(self.inv_var * w * w)
-        return float(value), expected - self.empirical + self.inv_var * w
+        gold_log_z, observed = self.program.gold_expectations(w, self.data, self.jobs)
+        value = log_z - gold_log_z + 0.5 * np.sum(self.inv_var * w * w)
+        return float(value), expected - observed + self.inv_var * w
 
 
 def train_lbfgs(program: Program, data: EncodedData, sigma: np.ndarray, *,

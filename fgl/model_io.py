@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .compiler import CompiledModel, TemplatePlan
+from .loopy_compiler import Layer, LoopyModel, LoopyTemplate
 from .errors import FglError, ModelFileError
 
 FORMAT = "fgl-model"
@@ -30,7 +31,7 @@ def _digest(header: bytes, arrays: dict[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
-def save_model(path: str | Path, model: CompiledModel, weights: np.ndarray,
+def save_model(path: str | Path, model: CompiledModel | LoopyModel, weights: np.ndarray,
                meta: dict | None = None) -> None:
     """Write ``model`` and its ``weights`` to ``path``."""
     vocab_keys = []
@@ -40,17 +41,27 @@ def save_model(path: str | Path, model: CompiledModel, weights: np.ndarray,
     header = {
         "format": FORMAT, "version": VERSION,
         "spec_file": model.spec.file, "spec_text": model.spec.text,
-        "labels": model.labels,
         "templates": [{"name": t.name, "width": t.width, "patterns": t.patterns,
                        "sigma": t.sigma, "support": t.support,
-                       "has_observations": t.has_observations} for t in model.templates],
-        "patterns": [list(z) for z in model.program.structure.patterns],
+                       "has_observations": t.has_observations,
+                       **({"layers": t.layers} if isinstance(model, LoopyModel) else {})}
+                      for t in model.templates],
         "vocabs": vocab_keys,
         "lexicons": {k: sorted(v) for k, v in model.attributes.lexicons.items()},
         "meta": meta or {},
     }
+    if isinstance(model, LoopyModel):
+        header["kind"] = "loopy"
+        header["layers"] = [{"name": l.name, "labels": l.labels, "hidden": l.hidden}
+                            for l in model.layers]
+        feat = model.program.feat_config
+    else:
+        header["kind"] = "chain"
+        header["labels"] = model.labels
+        header["patterns"] = [list(z) for z in model.program.structure.patterns]
+        feat = model.program.feat_pattern
     raw = json.dumps(header, ensure_ascii=False).encode("utf-8")
-    arrays = {"row_ptr": model.program.row_ptr, "feat_pattern": model.program.feat_pattern,
+    arrays = {"row_ptr": model.program.row_ptr, "feat_pattern": feat,
               "weights": np.asarray(weights, dtype=np.float64)}
     digest = _digest(raw, arrays)
     with open(path, "wb") as fh:
@@ -58,7 +69,7 @@ def save_model(path: str | Path, model: CompiledModel, weights: np.ndarray,
                             digest=np.frombuffer(digest.encode("ascii"), dtype=np.uint8), **arrays)
 
 
-def load_model(path: str | Path) -> tuple[CompiledModel, np.ndarray, dict]:
+def load_model(path: str | Path) -> tuple[CompiledModel | LoopyModel, np.ndarray, dict]:
     """Read a model file; returns the compiled model, its weights and the
     training metadata.  Raises ModelFileError for anything but a valid,
     intact fgl model of a supported version."""
@@ -94,15 +105,23 @@ def load_model(path: str | Path) -> tuple[CompiledModel, np.ndarray, dict]:
         raise ModelFileError("corrupt model file: the header is not a JSON object", name)
     try:
         spec = validate(parse_spec(header["spec_text"], header["spec_file"]))
-        plans = [TemplatePlan(t["name"], t["width"], [tuple(z) for z in t["patterns"]],
-                              t["sigma"], t["support"], t["has_observations"])
-                 for t in header["templates"]]
         vocabs = [dict(zip(v["keys"], v["rows"])) for v in header["vocabs"]]
         lexicons = {k: frozenset(v) for k, v in header["lexicons"].items()}
-        model = CompiledModel.assemble(
-            spec, Path(header["spec_file"]).parent, header["labels"], plans,
-            [tuple(z) for z in header["patterns"]], vocabs, arrays["row_ptr"],
-            arrays["feat_pattern"], lexicons)
+        base_dir = Path(header["spec_file"]).parent
+        if header.get("kind") == "loopy":
+            layers = [Layer(l["name"], l["labels"], l["hidden"]) for l in header["layers"]]
+            plans = [LoopyTemplate(t["name"], t["layers"], [tuple(z) for z in t["patterns"]],
+                                   t["sigma"], t["support"], t["has_observations"])
+                     for t in header["templates"]]
+            model = LoopyModel.assemble(spec, base_dir, layers, plans, vocabs, arrays["row_ptr"],
+                                        arrays["feat_pattern"], lexicons)
+        else:
+            plans = [TemplatePlan(t["name"], t["width"], [tuple(z) for z in t["patterns"]],
+                                  t["sigma"], t["support"], t["has_observations"])
+                     for t in header["templates"]]
+            model = CompiledModel.assemble(
+                spec, base_dir, header["labels"], plans, [tuple(z) for z in header["patterns"]],
+                vocabs, arrays["row_ptr"], arrays["feat_pattern"], lexicons)
     except FglError as e:
         raise ModelFileError(f"the model's embedded spec does not load: {e}", name) from None
     except (KeyError, TypeError, ValueError, IndexError) as e:

@@ -87,7 +87,7 @@ class ObservationCompiler:
                 return out
             out = []
             for u, v in spans:
-                base = {"u": u, "v": v, "t": u}
+                base = {"u": u, "v": v, "t": u, "i": u, "j": v, "a": u, "b": v}
                 row: list[Item] = []
                 if ref.lo_base == ref.hi_base:
                     for off, lab in offsets:
@@ -121,6 +121,10 @@ class ObservationCompiler:
         tag = f"{func}({','.join(['{}'] + [repr(p) if isinstance(p, str) else str(p) for p in call.params])})"
         if func == "value":
             return inner
+        if func == "either":
+            return _either(inner)
+        if func == "tokens":
+            return _map_items(inner, lambda nm, tx, v: [(tag.format(nm), w, v) for w in tx.split()])
         if func in ("lower", "prefix", "suffix", "shape", "longshape"):
             n = call.params[0] if call.params else 0
             fn: Callable[[str], str] = {
@@ -163,6 +167,20 @@ def _map_items(inner: Evaluator, fn: Callable[[str, str, float], list[Item]]) ->
     return evaluate
 
 
+def _either(inner: Evaluator) -> Evaluator:
+    """Seed 004 eq. 1.61: on a pair (i, j), the items of ``inner`` at i OR at
+    j — one indicator per distinct item."""
+    def evaluate(cols: dict[str, list], T: int, spans: Spans) -> list[list[Item]]:
+        at_i = inner(cols, T, [(i, i) for i, _ in spans])
+        at_j = inner(cols, T, [(j, j) for _, j in spans])
+        out = []
+        for a, b in zip(at_i, at_j):
+            seen = {(nm, tx): 1.0 for nm, tx, _ in a + b}
+            out.append([(f"either({nm})", tx, v) for (nm, tx), v in seen.items()])
+        return out
+    return evaluate
+
+
 def _conjoin(parts: list[list[list[Item]]]) -> list[list[Item]]:
     out: list[list[Item]] = []
     for t in range(len(parts[0])):
@@ -193,22 +211,24 @@ class TemplateAttributes:
         self.lexicons = oc.lexicons
         self._evaluators = [[oc.compile(e) for e in tpl.observations] for tpl in spec.templates]
 
+    def evaluate(self, ti: int, cols: dict[str, list], T: int, spans: Spans = None,
+                 ) -> list[list[tuple[str, float]]]:
+        """Template ``ti``'s (attribute, value) lists at every position or span."""
+        n = T if spans is None else len(spans)
+        evaluators = self._evaluators[ti]
+        if not evaluators:
+            return [[("bias", 1.0)] for _ in range(n)]
+        rows: list[list[tuple[str, float]]] = [[] for _ in range(n)]
+        for ev in evaluators:
+            for i, items in enumerate(ev(cols, T, spans)):
+                rows[i].extend((attribute_key(it), it[2]) for it in items)
+        return rows
+
     def __call__(self, cols: dict[str, list], T: int, spans: Spans = None,
                  ) -> list[list[list[tuple[str, float]]]]:
         """``out[template][i]`` = list of ``(attribute key, value)`` at token
         i, or on segment ``spans[i]`` in a segment model."""
-        n = T if spans is None else len(spans)
-        out = []
-        for evaluators in self._evaluators:
-            if not evaluators:
-                out.append([[("bias", 1.0)] for _ in range(n)])
-                continue
-            rows: list[list[tuple[str, float]]] = [[] for _ in range(n)]
-            for ev in evaluators:
-                for i, items in enumerate(ev(cols, T, spans)):
-                    rows[i].extend((attribute_key(it), it[2]) for it in items)
-            out.append(rows)
-        return out
+        return [self.evaluate(ti, cols, T, spans) for ti in range(len(self._evaluators))]
 
 
 def sentence_columns(spec: ast.Spec, rows: list[list[str]], lines: list[int], file: str,

@@ -12,8 +12,8 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 from lark.lexer import PatternStr
 
-from .ast import (Call, Column, ColumnRef, Conj, Disj, LabelRef, Loc, NameRef, ObsDef, PatternSpec,
-                  Segments, Setting, Spec, Template)
+from .ast import (Call, Column, ColumnRef, Conj, Disj, Hidden, LabelRef, Loc, NameRef, ObsDef, PatternSpec,
+                  Predicate, Segments, Setting, Spec, Template)
 from .errors import FglError, SpecError
 
 GRAMMAR_PATH = Path(__file__).parent / "grammar" / "fgl.lark"
@@ -116,6 +116,9 @@ class _ToAst(Transformer):
         tok = ch[0]
         return ("model", self._loc(meta), _unquote(tok) if tok.type == "STRING" else str(tok))
 
+    def input(self, meta, ch):
+        return ("input", self._loc(meta), self._name(ch[0]))
+
     def columns(self, meta, ch):
         return ("columns", self._loc(meta), ch)
 
@@ -128,6 +131,10 @@ class _ToAst(Transformer):
 
     def labels(self, meta, ch):
         return ("labels", self._loc(meta), (self._name(ch[0]), ch[1]))
+
+    def hidden(self, meta, ch):
+        loc = self._loc(meta)
+        return ("hidden", loc, Hidden(self._name(ch[0]), list(ch[1]), loc))
 
     def label_list(self, meta, ch):
         return LocatedTuple(ch, self._loc(meta))
@@ -175,8 +182,34 @@ class _ToAst(Transformer):
         patterns = next((x for x in rest if isinstance(x, PatternSpec)), None)
         observations = next((x[1] for x in rest if isinstance(x, tuple) and x[0] == "~"), [])
         options = next((x[1] for x in rest if isinstance(x, tuple) and x[0] == "options"), [])
-        return ("template", self._loc(meta),
-                Template(name, labels, patterns, observations, options, self._loc(meta)))
+        where = next((x[1] for x in rest if isinstance(x, tuple) and x[0] == "where"), [])
+        within = next((x[1] for x in rest if isinstance(x, tuple) and x[0] == "within"), None)
+        tpl = Template(name, labels, patterns, observations, options, self._loc(meta))
+        # `Template` declares no where/within fields (yet): attach them to every
+        # template so later stages can read tpl.where / tpl.within uniformly.
+        tpl.where, tpl.within = where, within
+        return ("template", self._loc(meta), tpl)
+
+    def where(self, meta, ch):
+        return ("where", list(ch))
+
+    def within(self, meta, ch):
+        return ("within", self._name(ch[0]))
+
+    def pred_eq(self, meta, ch):
+        return Predicate("eq", ch[0], ch[1], None, self._loc(meta))
+
+    def pred_ne(self, meta, ch):
+        return Predicate("ne", ch[0], ch[1], None, self._loc(meta))
+
+    def pred_test(self, meta, ch):
+        return Predicate("test", ch[0], None, None, self._loc(meta))
+
+    def pred_distance(self, meta, ch):
+        return Predicate("distance", None, None, LocatedInt(int(ch[0]), self._loc(ch[0])), self._loc(meta))
+
+    def pred_edge(self, meta, ch):
+        return Predicate("edge", None, None, Located(_unquote(ch[0]), self._loc(ch[0])), self._loc(meta))
 
     def train(self, meta, ch):
         return ("train", self._loc(meta), ch)
@@ -230,6 +263,15 @@ class _ToAst(Transformer):
     def j_range(self, meta, ch):
         return ("j", ch[0], ch[-1])
 
+    def i_range(self, meta, ch):
+        return ("i", ch[0], ch[-1])
+
+    def a_range(self, meta, ch):
+        return ("a", ch[0], ch[-1])
+
+    def b_range(self, meta, ch):
+        return ("b", ch[0], ch[-1])
+
     def at(self, meta, ch):
         return 0
 
@@ -278,7 +320,7 @@ class _ToAst(Transformer):
         spec = Spec(self.file, self.text, None, [], [], [])
         seen: dict[str, Loc] = {}
         for kind, loc, payload in statements:
-            if kind in ("model", "columns", "segments", "train", "infer"):
+            if kind in ("model", "input", "columns", "segments", "train", "infer"):
                 if kind in seen:
                     first = seen[kind]
                     raise SpecError(f"a second `{kind}` statement; only one is allowed "
@@ -287,6 +329,10 @@ class _ToAst(Transformer):
                 seen[kind] = loc
             if kind == "model":
                 spec.name = payload
+            elif kind == "input":
+                spec.input_format = payload
+            elif kind == "hidden":
+                spec.hidden.append(payload)
             elif kind == "columns":
                 spec.columns = payload
             elif kind == "output":
@@ -340,7 +386,8 @@ def _describe(terminal: str) -> str:
     return f"'{pattern.value}'" if isinstance(pattern, PatternStr) else terminal.lower()
 
 
-_STATEMENT_KEYWORDS = {"MODEL", "COLUMNS", "OUTPUT", "LABELS", "SEGMENTS", "OBS", "TEMPLATE", "TRAIN", "INFER"}
+_STATEMENT_KEYWORDS = {"MODEL", "INPUT", "COLUMNS", "OUTPUT", "LABELS", "HIDDEN", "SEGMENTS", "OBS", "TEMPLATE",
+                       "TRAIN", "INFER"}
 
 
 def _expected(names) -> str:
@@ -348,7 +395,8 @@ def _expected(names) -> str:
     words = []
     if _STATEMENT_KEYWORDS <= names:     # many keywords: say what they mean instead
         names -= _STATEMENT_KEYWORDS | {"$END"}
-        words.append("a new statement (model, columns, output, labels, segments, obs, template, train, infer)")
+        words.append(("a new statement (model, input, columns, output, labels, hidden, segments, obs, "
+                     "template, train, infer)"))
     words = sorted({_describe(n) for n in names}, key=lambda w: (not w.startswith("'"), w)) + words
     if not words:
         return ""
@@ -390,8 +438,12 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
     """Parse spec ``text`` (named ``file`` in messages) into a ``Spec``.
 
     Raises ``SpecError`` (``file:line:col: message``) on a syntax error or a
-    repeated single statement (`model`, `columns`, `segments`, `train`,
-    `infer`) or a label given twice in `segments max L [...]`."""
+    repeated single statement (`model`, `input`, `columns`, `segments`,
+    `train`, `infer`) or a label given twice in `segments max L [...]`.
+
+    Every ``Template`` gets two extra attributes: ``where`` (the list of
+    ``Predicate`` of its `where` clause, empty when there is none) and
+    ``within`` (``"sentence"``/``"document"`` as written, or None)."""
     try:
         tree = _LARK.parse(text)
     except UnexpectedInput as e:

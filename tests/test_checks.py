@@ -359,8 +359,11 @@ def test_infer_unknown_method():
     at(e, 4, 7, "unknown inference method 'lopy'", "exact, loopy, trp", "did you mean 'loopy'")
 
 
-def test_infer_exact_takes_no_settings():
-    at(only("infer exact(damping = 0.5)"), 4, 13, "infer exact takes no settings", "found 'damping'")
+def test_infer_exact_takes_only_max_states():
+    # `exact` used to take no settings; it now takes max_states (general CRFs, junction tree)
+    at(only("infer exact(damping = 0.5)"), 4, 13, "unknown setting 'damping' for infer exact", "max_states")
+    assert errors("infer exact(max_states = 100000)") == []
+    at(only("infer exact(max_states = 0)"), 4, 13, "infer exact: max_states must be a whole number > 0", "found 0")
 
 
 @pytest.mark.parametrize("src, col, words", [

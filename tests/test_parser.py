@@ -246,10 +246,10 @@ def test_located_names_pickle_as_plain_values(spec):
 # ---------------------------------------------------------------- syntax errors
 
 @pytest.mark.parametrize("src, line, col, words", [
-    ("obs w = word[", 1, 14, ["end of file", "expected 't'"]),
+    ("obs w = word[", 1, 14, ["end of file", "'t'", "'u'", "'i'", "'a'"]),
     ("obs 5 = x", 1, 5, ["unexpected '5'", "expected a name"]),
     ("columns a b", 1, 11, ["unexpected 'b'", "','", "':'", "a new statement"]),
-    ("obs w = word[i]", 1, 14, ["unexpected 'i'", "expected 't'"]),
+    ("obs w = word[k]", 1, 14, ["unexpected 'k'", "'t'"]),
     ("obs w = word[t+x]", 1, 16, ["unexpected 'x'", "a whole number"]),
     ("labels y = [a, b]", 1, 14, ["unexpected ','", "']'", "a label", 'a "string"']),
     ('model "abc\ncolumns a', 1, 7, ['\'"\'', "not closed"]),

@@ -180,7 +180,12 @@ def test_segments_from_needs_a_name():
 
 
 def test_column_cannot_be_read_at_j():
-    at(syntax_error("obs o = word[j]"), 1, 14, "unexpected 'j'", "'t'", "'u'", "'v'")
+    # j (an end of a pair template) parses since general CRFs; the checker rejects it elsewhere
+    assert parse_spec("obs o = word[j]", F).observations[0].expr == ColumnRef("word", 0, 0, L(1, 9), "j", "j")
+    errs = check_spec(parse_spec("obs o = word[j]", F))
+    e = next(e for e in errs if "word[j]" in e.message)
+    at(e, 1, 9, "pair template", "word[t]")
+    at(syntax_error("obs o = word[k]"), 1, 14, "unexpected 'k'", "'t'", "'u'", "'v'")
 
 
 def test_label_window_keeps_one_base():

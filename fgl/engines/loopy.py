@@ -1,0 +1,459 @@
+"""Belief propagation on discrete factor graphs (seed 004 §1.4.4, §1.5.1).
+
+General CRFs need marginals p(y_c | x) for the gradient and the most likely
+assignment for prediction (seed 004 §1.4.4).  On a tree, belief propagation
+— the generalisation of forward-backward — gives both exactly; on a graph
+with cycles (a skip-chain CRF, seed 004 §1.5.1) the same message updates
+give the loopy-BP approximation, whose fixed points are the stationary
+points of the Bethe free energy (Yedidia et al., cited in §1.4.4).
+
+Messages live in log space and are renormalised after every update (subtract
+their log-sum-exp, or their max for max-product), the log-domain remedy of
+seed 004 §1.4.6.  For an edge e = (f, v):
+
+    m_{f->v}(x_v) = ⊕_{x_f : x_f[v] = x_v} θ_f(x_f) + Σ_{u in f, u != v} m_{u->f}(x_u)
+    m_{v->f}(x_v) = Σ_{g ∋ v, g != f} m_{g->v}(x_v)
+
+with ⊕ = log-sum-exp (sum-product) or max (max-product): one kernel,
+``_factor_message``, parameterised by ``use_max``.  Damping mixes each new
+factor->variable message with the old one in log space,
+``(1 - d)·new + d·old``, then renormalises.
+
+A run is a *schedule* of (edge, direction) updates repeated until the largest
+change of any message within one pass drops below ``tol``:
+
+* flooding: every factor->variable message, then every variable->factor
+  message (the parallel schedule);
+* TRP (tree-based reparameterisation, Wainwright et al. 2001 — the schedule
+  seed 004 §1.5.1 uses for skip-chain CRFs): for each spanning tree of a
+  cover, the leaves-to-root then root-to-leaves passes of exact BP on that
+  tree, messages on edges outside the tree held fixed as extra inputs.
+
+Both schedules are integer arrays built by ``fgl.factor_graph.FactorGraph``;
+the kernels below run them over the flat arrays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from numba import njit
+
+from fgl.factor_graph import FactorGraph
+
+NEG_INF = -np.inf
+
+
+@dataclass
+class BPResult:
+    """The outcome of one inference call."""
+
+    log_z: float                    # Bethe log Z (exact on trees); max-product: score of map_state
+    var_beliefs: list[np.ndarray]   # normalised (max-)marginals per variable
+    factor_beliefs: np.ndarray      # flat, tab_ptr layout, each block normalised
+    iterations: int
+    residual: float                 # largest message change (log space) in the last pass
+    converged: bool
+    map_state: np.ndarray | None = None   # decoded assignment (max-product and exact)
+    map_score: float | None = None        # its score Σ_f θ_f(x_f)
+    messages: tuple[np.ndarray, np.ndarray] | None = None  # (factor->var, var->factor), for warm starts
+
+
+# --------------------------------------------------------------------------
+# kernels
+
+
+@njit(cache=True, nogil=True)
+def _normalise(buf, n, use_max):
+    """Shift buf[:n] so its log-sum-exp (or max) is 0; an all -inf vector
+    (no mass anywhere) becomes uniform."""
+    m = -np.inf
+    for x in range(n):
+        if buf[x] > m:
+            m = buf[x]
+    if m == -np.inf:
+        for x in range(n):
+            buf[x] = 0.0
+        return
+    c = m
+    if not use_max:
+        a = 0.0
+        for x in range(n):
+            a += np.exp(buf[x] - m)
+        c = m + np.log(a)
+    for x in range(n):
+        buf[x] -= c
+
+
+@njit(cache=True, nogil=True)
+def _factor_message(e, log_pot, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, vf,
+                    use_max, out, tmp, acc):
+    """m_{f->v} for edge e = (f, v) into out[:card[v]] (normalised)."""
+    f = e_fac[e]
+    a = f_ptr[f]
+    b = f_ptr[f + 1]
+    t0 = tab_ptr[f]
+    n = tab_ptr[f + 1] - t0
+    cv = card[f_var[e]]
+    st = e_stride[e]
+    for x in range(cv):
+        out[x] = -np.inf
+    for i in range(n):
+        s = log_pot[t0 + i]
+        for j in range(a, b):
+            if j != e:
+                s += vf[msg_ptr[j] + (i // e_stride[j]) % card[f_var[j]]]
+        tmp[i] = s
+        x = (i // st) % cv
+        if s > out[x]:
+            out[x] = s
+    if not use_max:
+        for x in range(cv):
+            acc[x] = 0.0
+        for i in range(n):
+            x = (i // st) % cv
+            if out[x] > -np.inf:
+                acc[x] += np.exp(tmp[i] - out[x])
+        for x in range(cv):
+            if acc[x] > 0.0:
+                out[x] += np.log(acc[x])
+    _normalise(out, cv, use_max)
+
+
+@njit(cache=True, nogil=True)
+def _variable_message(e, card, f_var, msg_ptr, v_ptr, v_edge, fv, use_max, out):
+    """m_{v->f} for edge e = (f, v) into out[:card[v]] (normalised)."""
+    v = f_var[e]
+    cv = card[v]
+    for x in range(cv):
+        out[x] = 0.0
+    for j in range(v_ptr[v], v_ptr[v + 1]):
+        e2 = v_edge[j]
+        if e2 != e:
+            o = msg_ptr[e2]
+            for x in range(cv):
+                out[x] += fv[o + x]
+    _normalise(out, cv, use_max)
+
+
+@njit(cache=True, nogil=True)
+def _commit(msg, off, new, n, damping, use_max):
+    """Write new (damped in log space, then renormalised) over msg[off:off+n];
+    return the largest absolute change (inf when an entry becomes or stops
+    being -inf)."""
+    if damping > 0.0:
+        for x in range(n):
+            new[x] = (1.0 - damping) * new[x] + damping * msg[off + x]
+        _normalise(new, n, use_max)
+    change = 0.0
+    for x in range(n):
+        old = msg[off + x]
+        v = new[x]
+        if v != old:
+            d = abs(v - old)
+            if d > change:
+                change = d
+        msg[off + x] = v
+    return change
+
+
+@njit(cache=True, nogil=True)
+def _propagate(log_pot, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge,
+               sched_edge, sched_dir, use_max, damping, tol, max_iter, fv, vf):
+    """Repeat the schedule (edge, direction 1 = factor->variable,
+    0 = variable->factor) until one pass changes no message by ``tol`` or
+    more; returns (passes run, largest change in the last pass)."""
+    max_card = 1
+    for v in range(card.shape[0]):
+        max_card = max(max_card, card[v])
+    max_tab = 1
+    for f in range(f_ptr.shape[0] - 1):
+        max_tab = max(max_tab, tab_ptr[f + 1] - tab_ptr[f])
+    out = np.empty(max_card)
+    acc = np.empty(max_card)
+    tmp = np.empty(max_tab)
+    res = np.inf
+    for it in range(1, max_iter + 1):
+        res = 0.0
+        for k in range(sched_edge.shape[0]):
+            e = sched_edge[k]
+            cv = card[f_var[e]]
+            if sched_dir[k] == 1:
+                _factor_message(e, log_pot, card, f_ptr, f_var, tab_ptr, e_fac, e_stride,
+                                msg_ptr, vf, use_max, out, tmp, acc)
+                c = _commit(fv, msg_ptr[e], out, cv, damping, use_max)
+            else:
+                _variable_message(e, card, f_var, msg_ptr, v_ptr, v_edge, fv, use_max, out)
+                c = _commit(vf, msg_ptr[e], out, cv, 0.0, use_max)
+            if c > res:
+                res = c
+        if res < tol:
+            return it, res
+    return max_iter, res
+
+
+@njit(cache=True, nogil=True)
+def _log_beliefs(log_pot, card, f_ptr, f_var, tab_ptr, e_stride, msg_ptr, v_ptr, v_edge,
+                 var_ptr, fv, vf, log_bv, log_bf):
+    """Log beliefs, each block normalised to log-sum-exp 0:
+    b_v ∝ exp Σ_{f ∋ v} m_{f->v},  b_f ∝ exp(θ_f + Σ_{v in f} m_{v->f})."""
+    for v in range(card.shape[0]):
+        o = var_ptr[v]
+        cv = card[v]
+        for x in range(cv):
+            log_bv[o + x] = 0.0
+        for j in range(v_ptr[v], v_ptr[v + 1]):
+            m = msg_ptr[v_edge[j]]
+            for x in range(cv):
+                log_bv[o + x] += fv[m + x]
+        _normalise(log_bv[o:o + cv], cv, False)
+    for f in range(f_ptr.shape[0] - 1):
+        t0 = tab_ptr[f]
+        n = tab_ptr[f + 1] - t0
+        for i in range(n):
+            s = log_pot[t0 + i]
+            for j in range(f_ptr[f], f_ptr[f + 1]):
+                s += vf[msg_ptr[j] + (i // e_stride[j]) % card[f_var[j]]]
+            log_bf[t0 + i] = s
+        _normalise(log_bf[t0:t0 + n], n, False)
+
+
+@njit(cache=True, nogil=True)
+def _bethe(log_pot, card, tab_ptr, v_ptr, var_ptr, log_bv, log_bf):
+    """Σ_f Σ_x b_f (θ_f - log b_f) + Σ_v (d_v - 1) Σ_x b_v log b_v, 0 log 0 = 0."""
+    total = 0.0
+    for i in range(log_bf.shape[0]):
+        lb = log_bf[i]
+        if lb > -np.inf:
+            total += np.exp(lb) * (log_pot[i] - lb)
+    for v in range(card.shape[0]):
+        d = v_ptr[v + 1] - v_ptr[v]
+        if d == 1:
+            continue
+        s = 0.0
+        for k in range(var_ptr[v], var_ptr[v + 1]):
+            lb = log_bv[k]
+            if lb > -np.inf:
+                s += np.exp(lb) * lb
+        total += (d - 1) * s
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _argmax_beliefs(card, var_ptr, log_bv, out):
+    for v in range(card.shape[0]):
+        best = -np.inf
+        bx = 0
+        for x in range(card[v]):
+            if log_bv[var_ptr[v] + x] > best:
+                best = log_bv[var_ptr[v] + x]
+                bx = x
+        out[v] = bx
+
+
+@njit(cache=True, nogil=True)
+def _backtrack(log_pot, card, f_ptr, f_var, tab_ptr, e_stride, msg_ptr, vf, var_ptr, log_bv,
+               roots, order_f, order_e, out):
+    """Max-product decoding on a forest: each root takes the argmax of its
+    max-marginal, then every factor, in BFS order, the best entry consistent
+    with its (already decoded) parent variable, scored by the max-product
+    messages from its children's subtrees — so ties stay consistent."""
+    for v in range(card.shape[0]):
+        out[v] = -1
+    for k in range(roots.shape[0]):
+        r = roots[k]
+        best = -np.inf
+        bx = 0
+        for x in range(card[r]):
+            if log_bv[var_ptr[r] + x] > best:
+                best = log_bv[var_ptr[r] + x]
+                bx = x
+        out[r] = bx
+    for k in range(order_f.shape[0]):
+        f = order_f[k]
+        ep = order_e[k]
+        if ep < 0:
+            continue
+        xp = out[f_var[ep]]
+        t0 = tab_ptr[f]
+        n = tab_ptr[f + 1] - t0
+        best = -np.inf
+        bi = xp * e_stride[ep]
+        for i in range(n):
+            if (i // e_stride[ep]) % card[f_var[ep]] != xp:
+                continue
+            s = log_pot[t0 + i]
+            for j in range(f_ptr[f], f_ptr[f + 1]):
+                if j != ep:
+                    s += vf[msg_ptr[j] + (i // e_stride[j]) % card[f_var[j]]]
+            if s > best:
+                best = s
+                bi = i
+        for j in range(f_ptr[f], f_ptr[f + 1]):
+            if j != ep:
+                out[f_var[j]] = (bi // e_stride[j]) % card[f_var[j]]
+
+
+@njit(cache=True, nogil=True)
+def _score(log_pot, card, f_ptr, f_var, tab_ptr, e_stride, y):
+    """Σ_f θ_f(y_f) of a full assignment y."""
+    total = 0.0
+    for f in range(f_ptr.shape[0] - 1):
+        i = 0
+        for j in range(f_ptr[f], f_ptr[f + 1]):
+            i += y[f_var[j]] * e_stride[j]
+        total += log_pot[tab_ptr[f] + i]
+    return total
+
+
+# --------------------------------------------------------------------------
+# API
+
+
+def _check_pot(graph: FactorGraph, log_pot) -> np.ndarray:
+    log_pot = np.ascontiguousarray(log_pot, dtype=np.float64).reshape(-1)
+    if log_pot.shape[0] != graph.n_table:
+        raise ValueError(f"log_pot has {log_pot.shape[0]} entries; the graph's tables need "
+                         f"{graph.n_table}")
+    if np.isnan(log_pot).any() or (log_pot == np.inf).any():
+        raise ValueError("log-potentials must be finite or -inf")
+    return log_pot
+
+
+def _split_vars(graph: FactorGraph, flat: np.ndarray) -> list[np.ndarray]:
+    return [flat[graph.var_ptr[v]:graph.var_ptr[v + 1]].copy() for v in range(graph.n_vars)]
+
+
+def belief_propagation(graph: FactorGraph, log_pot: np.ndarray, *, schedule: str = "flooding",
+                       use_max: bool = False, damping: float = 0.0, tol: float = 1e-10,
+                       max_iter: int = 500, trees: Sequence[np.ndarray] | None = None,
+                       init: tuple[np.ndarray, np.ndarray] | None = None) -> BPResult:
+    """Loopy (exact on forests) sum- or max-product BP (seed 004 §1.4.4).
+
+    ``schedule`` is "flooding" or "trp" (trees from ``trees``, default
+    ``graph.spanning_trees()``; seed 004 §1.5.1).  ``init`` warm-starts from a
+    previous result's ``messages``.  Sum-product: ``log_z`` is the Bethe
+    approximation (exact on a forest), beliefs the approximate marginals.
+    Max-product: beliefs are the normalised max-marginals, ``map_state`` the
+    decoded assignment (back-tracking on a forest, per-variable belief argmax
+    otherwise) and ``log_z`` = ``map_score`` its exact score."""
+    log_pot = _check_pot(graph, log_pot)
+    if not 0.0 <= damping < 1.0:
+        raise ValueError("damping must lie in [0, 1)")
+    if schedule == "flooding":
+        sched_edge, sched_dir = graph.flooding_schedule()
+    elif schedule == "trp":
+        sched_edge, sched_dir = graph.trp_schedule(trees)
+    else:
+        raise ValueError(f"unknown schedule {schedule!r} (flooding or trp)")
+    M = int(graph.msg_ptr[-1])
+    if init is None:
+        fv = np.zeros(M)
+        vf = np.zeros(M)
+    else:
+        fv = np.array(init[0], dtype=np.float64)
+        vf = np.array(init[1], dtype=np.float64)
+        if fv.shape != (M,) or vf.shape != (M,):
+            raise ValueError("init messages do not match the graph")
+    g = graph
+    it, res = _propagate(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac, g.e_stride,
+                         g.msg_ptr, g.v_ptr, g.v_edge, sched_edge, sched_dir, bool(use_max),
+                         float(damping), float(tol), int(max_iter), fv, vf)
+    log_bv = np.empty(int(g.var_ptr[-1]))
+    log_bf = np.empty(g.n_table)
+    _log_beliefs(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, g.msg_ptr, g.v_ptr,
+                 g.v_edge, g.var_ptr, fv, vf, log_bv, log_bf)
+    map_state = None
+    map_score = None
+    if use_max:
+        map_state = np.empty(g.n_vars, dtype=np.int64)
+        if g.is_tree():
+            roots, order_f, order_e = g.decode_order()
+            _backtrack(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, g.msg_ptr, vf,
+                       g.var_ptr, log_bv, roots, order_f, order_e, map_state)
+        else:
+            _argmax_beliefs(g.card, g.var_ptr, log_bv, map_state)
+        map_score = float(_score(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride,
+                                 map_state))
+        log_z = map_score
+    else:
+        log_z = float(_bethe(log_pot, g.card, g.tab_ptr, g.v_ptr, g.var_ptr, log_bv, log_bf))
+    return BPResult(log_z=log_z, var_beliefs=_split_vars(g, np.exp(log_bv)),
+                    factor_beliefs=np.exp(log_bf), iterations=int(it), residual=float(res),
+                    converged=bool(res < tol), map_state=map_state, map_score=map_score,
+                    messages=(fv, vf))
+
+
+def map_assignment(graph: FactorGraph, log_pot: np.ndarray, **kwargs) -> tuple[np.ndarray, float]:
+    """Max-product decode (seed 004 §1.4.4: y* = argmax_y p(y | x)) and its
+    exact score Σ_f θ_f(y*_f); keyword arguments as ``belief_propagation``.
+    Exact on forests; on loopy graphs the argmax of each variable's
+    max-marginal belief."""
+    kwargs["use_max"] = True
+    r = belief_propagation(graph, log_pot, **kwargs)
+    return r.map_state, float(r.map_score)
+
+
+def bethe_log_z(graph: FactorGraph, log_pot: np.ndarray, var_beliefs, factor_beliefs) -> float:
+    """The Bethe approximation Σ_f Σ_x b_f(x)(θ_f(x) - log b_f(x))
+    + Σ_v (d_v - 1) Σ_x b_v(x) log b_v(x) (0 log 0 = 0) of given beliefs;
+    ``var_beliefs`` a list per variable or a flat ``var_ptr``-aligned array."""
+    log_pot = _check_pot(graph, log_pot)
+    if isinstance(var_beliefs, np.ndarray) and var_beliefs.ndim == 1:
+        bv = np.asarray(var_beliefs, dtype=np.float64)
+    else:
+        bv = np.concatenate([np.asarray(b, dtype=np.float64).reshape(-1) for b in var_beliefs]) \
+            if len(var_beliefs) else np.zeros(0)
+    bf = np.asarray(factor_beliefs, dtype=np.float64).reshape(-1)
+    if bv.shape[0] != graph.var_ptr[-1] or bf.shape[0] != graph.n_table:
+        raise ValueError("belief arrays do not match the graph")
+    with np.errstate(divide="ignore"):
+        log_bv = np.log(bv)
+        log_bf = np.log(bf)
+    return float(_bethe(log_pot, graph.card, graph.tab_ptr, graph.v_ptr, graph.var_ptr,
+                        log_bv, log_bf))
+
+
+def exact(graph: FactorGraph, log_pot: np.ndarray, max_states: int = 1_000_000) -> BPResult:
+    """Brute-force enumeration of every assignment: exact log Z, marginals and
+    MAP (first maximum in lexicographic order over variables 0..V-1).
+    Raises ValueError when there are more than ``max_states`` assignments."""
+    log_pot = _check_pot(graph, log_pot)
+    card = [int(c) for c in graph.card]
+    n_states = 1
+    for c in card:
+        n_states *= c
+    if n_states > max_states:
+        raise ValueError(f"exact inference would enumerate {n_states} states "
+                         f"(max_states={max_states})")
+    V = len(card)
+    score = np.zeros(tuple(card))
+    axes_of = []
+    for f in range(graph.n_factors):
+        vs = [int(v) for v in graph.factor_vars(f)]
+        tab = log_pot[graph.tab_ptr[f]:graph.tab_ptr[f + 1]].reshape([card[v] for v in vs])
+        order = np.argsort(vs)
+        shape = [1] * V
+        for v in vs:
+            shape[v] = card[v]
+        score = score + tab.transpose(order).reshape(shape)
+        axes_of.append((vs, order))
+    m = score.max()
+    if m == -np.inf:
+        log_z = -np.inf
+        p = np.zeros_like(score)
+    else:
+        log_z = float(m + np.log(np.exp(score - m).sum()))
+        p = np.exp(score - log_z)
+    var_b = [p.sum(axis=tuple(a for a in range(V) if a != v)) for v in range(V)]
+    fb = np.empty(graph.n_table)
+    for f, (vs, order) in enumerate(axes_of):
+        keep = set(vs)
+        marg = p.sum(axis=tuple(a for a in range(V) if a not in keep))
+        fb[graph.tab_ptr[f]:graph.tab_ptr[f + 1]] = marg.transpose(np.argsort(order)).reshape(-1)
+    flat = int(np.argmax(score))
+    map_state = np.asarray(np.unravel_index(flat, score.shape), dtype=np.int64).reshape(V)
+    return BPResult(log_z=float(log_z), var_beliefs=[np.asarray(b, dtype=np.float64) for b in var_b],
+                    factor_beliefs=fb, iterations=0, residual=0.0, converged=True,
+                    map_state=map_state, map_score=float(score.reshape(-1)[flat]))
