@@ -240,11 +240,10 @@ def main() -> None:
     print("-" * len(head))
     for name, Z, P, S, F, rep, it, comp, tr, per_eval, tag_s in rows:
         o = rep.overall
-        f1 = {k: rep.chunks[k].f1 if k in rep.chunks else float("nan") for k in ("NP", "VP")}
-        if generated:
-            f1 = {k: float("nan") for k in f1}
+        f1 = {k: f"{rep.chunks[k].f1:6.2f}" if k in rep.chunks and not generated else f"{'-':>6}"
+              for k in KEEP}
         print(f"{name:<5} {Z:4d} {P:4d} {S:5d} {F:8d} {o.precision:6.2f} {o.recall:6.2f} "
-              f"{o.f1:6.2f} {f1['NP']:6.2f} {f1['VP']:6.2f} {rep.accuracy:6.2f} {it:5d} "
+              f"{o.f1:6.2f} {f1['NP']} {f1['VP']} {rep.accuracy:6.2f} {it:5d} "
               f"{comp:9.1f} {tr:7.1f} {per_eval:6.3f} {tag_s:5.1f}")
     print("P/R/F1: chunk precision/recall/F1 (%, exact span and type); acc: token accuracy (%);"
           " compile s: spec compilation and feature extraction; train s: L-BFGS")

@@ -160,7 +160,10 @@ class Template:
     ``labels`` holds one LabelRef for a window ``y[t-k..t]`` or several for a
     tuple ``(y[t-2], y[t])``.  ``observations`` are expressions (a NameRef for
     a named ``obs``); an empty list means the template's only observation is
-    the constant bias.  ``patterns`` is None when the spec does not say.
+    the constant bias.  ``patterns`` is None when the spec does not say.  A
+    pair template ``(y[i], y[j]) where ... within document`` carries its
+    predicates in ``where`` and its scope ("sentence" or "document") in
+    ``within``.
     """
     name: str
     labels: list[LabelRef]
@@ -168,6 +171,8 @@ class Template:
     observations: list[ObsExpr]
     options: list[Setting]
     loc: Loc
+    where: list["Predicate"] = field(default_factory=list)
+    within: str | None = None
 
 
 @dataclass

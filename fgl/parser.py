@@ -184,10 +184,8 @@ class _ToAst(Transformer):
         options = next((x[1] for x in rest if isinstance(x, tuple) and x[0] == "options"), [])
         where = next((x[1] for x in rest if isinstance(x, tuple) and x[0] == "where"), [])
         within = next((x[1] for x in rest if isinstance(x, tuple) and x[0] == "within"), None)
-        tpl = Template(name, labels, patterns, observations, options, self._loc(meta))
-        # `Template` declares no where/within fields (yet): attach them to every
-        # template so later stages can read tpl.where / tpl.within uniformly.
-        tpl.where, tpl.within = where, within
+        tpl = Template(name, labels, patterns, observations, options, self._loc(meta),
+                       where, within)
         return ("template", self._loc(meta), tpl)
 
     def where(self, meta, ch):

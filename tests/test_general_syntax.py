@@ -579,3 +579,14 @@ def test_loopy_specs_need_no_infer_statement():
         assert errors(src + "\ninfer trp(trees = 2)") == []
         assert errors(src + "\ninfer exact(max_states = 1000)") == []
     assert validate(parse_spec(GRAPH, F)) is not None
+
+
+def test_no_lark_exception_escapes_on_any_prefix():
+    for text in (LAYERS, GRAPH):
+        for cut in range(len(text) + 1):
+            try:
+                spec = parse_spec(text[:cut], F)
+            except SpecError as e:
+                assert e.line >= 1 and e.col >= 1
+            else:
+                check_spec(spec)            # never raises, whatever the prefix
