@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 from scipy.optimize import minimize
+from threadpoolctl import threadpool_limits
 
 from .program import EncodedData, Program, resolve_jobs
 
@@ -94,8 +95,11 @@ def train_lbfgs(program: Program, data: EncodedData, sigma: np.ndarray, *,
                 raise StopIteration
 
     w0 = np.zeros(program.n_features) if w0 is None else w0
-    result = minimize(fun, w0, jac=True, method="L-BFGS-B", callback=callback,
-                      options={"maxiter": max_iter, "maxcor": 6, "gtol": 1e-10, "ftol": 1e-14})
+    # BLAS threads would only spin against the numba threads doing the real
+    # work (scipy's L-BFGS calls BLAS-1 routines on the 10^5-10^6 weights)
+    with threadpool_limits(limits=1, user_api="blas"):
+        result = minimize(fun, w0, jac=True, method="L-BFGS-B", callback=callback,
+                          options={"maxiter": max_iter, "maxcor": 6, "gtol": 1e-10, "ftol": 1e-14})
     log.seconds = time.perf_counter() - start
     log.objective = float(result.fun)
     if not log.converged:

@@ -218,11 +218,13 @@ class TemplateAttributes:
         evaluators = self._evaluators[ti]
         if not evaluators:
             return [[("bias", 1.0)] for _ in range(n)]
-        rows: list[list[tuple[str, float]]] = [[] for _ in range(n)]
+        rows: list[dict[str, float]] = [{} for _ in range(n)]
         for ev in evaluators:
             for i, items in enumerate(ev(cols, T, spans)):
-                rows[i].extend((attribute_key(it), it[2]) for it in items)
-        return rows
+                row = rows[i]
+                for it in items:  # an attribute two observations both give counts once
+                    row.setdefault(attribute_key(it), it[2])
+        return [list(row.items()) for row in rows]
 
     def __call__(self, cols: dict[str, list], T: int, spans: Spans = None,
                  ) -> list[list[list[tuple[str, float]]]]:

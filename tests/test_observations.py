@@ -82,3 +82,10 @@ def test_every_builtin_is_documented():
     doc = (Path(__file__).resolve().parents[1] / "stdlib" / "BUILTINS.md").read_text(encoding="utf-8")
     for name in BUILTINS:
         assert f"`{name}" in doc, name
+
+
+def test_an_attribute_given_twice_counts_once():
+    """Two observations computing the same thing (or one listed twice) give
+    one attribute with its value, not the value twice."""
+    got = attributes("word[t], word[t], lower(word[t])")
+    assert got[0] == [("word[t]=Peter", 1.0), ("lower(word[t])=peter", 1.0)]
