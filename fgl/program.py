@@ -133,8 +133,8 @@ class ChainProgram:
             total = chain._chunk_expectations(
                 i0, i1, data.seq_ptr, data.tok_ptr, data.tok_row, data.tok_val, self.row_ptr,
                 self.feat_pattern, self.feat_s, self.const_feats, self.dynamic, w, st.s_prev,
-                st.s_next, st.s_pattern, st.s_parent, st.s_order, st.n_forward, st.n_labels,
-                grad)
+                st.s_next, st.s_pattern, st.s_parent, st.s_order, st.p_suffix, st.p_order,
+                st.p_next_run, st.n_forward, st.n_labels, grad)
             return total, grad
 
         results = _run_parallel(jobs, data, work)

@@ -39,11 +39,15 @@ from numba import njit
 NEG_INF = -np.inf
 # The scaled path is trusted only while every non-zero product stays inside
 # [_TINY, _HUGE] and every transition's exp(Ψ - shift) inside
-# [exp(_MIN_EXPONENT), exp(-_MIN_EXPONENT)]; otherwise the log-space kernel
+# [exp(_MIN_EXPONENT), exp(_MAX_EXPONENT)]; otherwise the log-space kernel
 # recomputes the sequence.
-_TINY = 1e-290
-_HUGE = 1e290
+_TINY = 1e-250
+_HUGE = 1e250
 _MIN_EXPONENT = -600.0
+_MAX_EXPONENT = 60.0
+# floating-point reassociation lets LLVM vectorise the scaled path's sums and
+# products; no flag that assumes away NaN or infinity (the checks need them)
+_SAFE_FAST = {"reassoc", "contract", "nsz", "arcp"}
 
 
 @dataclass
@@ -60,6 +64,10 @@ class ChainStructure:
     s_parent: np.ndarray    # [S] longest proper suffix of p·y in S, or -1
     s_order: np.ndarray     # [S] transitions by increasing length
     pattern_s: np.ndarray   # [Z] the transition equal to each pattern
+    p_suffix: np.ndarray    # [P] longest proper suffix of p in P (-1 for ε): the
+                            #     parent of p·y is p_suffix[p]·y, block by block
+    p_order: np.ndarray     # [P] forward states by increasing length
+    p_next_run: np.ndarray  # [P] q0 when next(p·y) = q0 + y for every y, else -1
 
     @property
     def n_forward(self) -> int:
@@ -106,8 +114,16 @@ class ChainStructure:
         s_parent = np.array([longest_suffix(s, s_index, True) for s in s_seq], dtype=np.int64)
         s_order = np.array(sorted(range(n_s), key=lambda i: len(s_seq[i])), dtype=np.int64)
         pattern_s = np.array([s_index[z] for z in patterns], dtype=np.int64)
+        # every proper suffix search ends at ε (index 0), which the helper skips
+        p_suffix = np.array([max(longest_suffix(p, p_index, True), 0) if p else -1
+                             for p in forward], dtype=np.int64)
+        p_order = np.array(sorted(range(len(forward)), key=lambda i: len(forward[i])),
+                           dtype=np.int64)
+        nxt = s_next.reshape(len(forward), n_labels)
+        p_next_run = np.where((nxt - nxt[:, :1] == np.arange(n_labels)).all(axis=1),
+                              nxt[:, 0], -1).astype(np.int64)
         return cls(n_labels, patterns, forward, s_prev, s_label, s_next, s_pattern,
-                   s_parent, s_order, pattern_s)
+                   s_parent, s_order, pattern_s, p_suffix, p_order, p_next_run)
 
     def tables(self) -> tuple:
         """The integer tables the kernels take, in their argument order."""
@@ -198,113 +214,188 @@ def _log_marginals(psi, alpha, beta, log_z, s_prev, s_next, s_parent, s_order, m
                 marg[t, s_parent[s]] += marg[t, s]
 
 
-@njit(cache=True, nogil=True)
-def _scaled_forward_backward(epsi, s_prev, s_next, n_labels, n_forward, alpha, beta, scale):
-    """Forward and backward on scaled vectors (seed 004 §1.4.6).
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST)
+def _exp_transition_scores(pot, s_pattern, p_suffix, p_order, n_labels, dynamic,
+                           block_dynamic, static_exp, epsi, low):
+    """``epsi[t, p·n + y] = exp(Ψ(t, p·y) - shift_t)``, block by block: the
+    parent of p·y is p_suffix[p]·y, so each block is its parent block times
+    the exp of the block's own pattern potentials — one ``exp`` per label and
+    per pattern whose potential varies with t; position-independent ones
+    (``dynamic`` False, e.g. plain transitions) use ``static_exp`` (1 where
+    p·y is not a pattern).  ``shift_t`` is the largest label potential.
+    Returns Σ_t shift_t and stores the smallest epsi of each t in ``low``,
+    or returns NaN when a value left [exp(_MIN_EXPONENT),
+    exp(_MAX_EXPONENT)]."""
+    T = pot.shape[0]
+    n = n_labels
+    lo = np.exp(_MIN_EXPONENT)
+    hi = np.exp(_MAX_EXPONENT)
+    P = p_order.shape[0]
+    # bounds on a static block's values relative to block ε: the products of
+    # its static factors along the suffix chain (once per call)
+    cum_lo = np.ones(P)
+    cum_hi = np.ones(P)
+    for i in range(1, P):
+        p = p_order[i]
+        q = p_suffix[p]
+        f_lo = np.inf
+        f_hi = 0.0
+        for y in range(n):
+            f_lo = min(f_lo, static_exp[p * n + y])
+            f_hi = max(f_hi, static_exp[p * n + y])
+        cum_lo[p] = cum_lo[q] * f_lo
+        cum_hi[p] = cum_hi[q] * f_hi
+    shift = 0.0
+    for t in range(T):
+        row = epsi[t]
+        m = -np.inf
+        for y in range(n):  # block ε: transition ε·y carries the label's pattern
+            m = max(m, pot[t, s_pattern[y]])
+        shift += m
+        eps_lo = 1.0
+        for y in range(n):
+            e = np.exp(pot[t, s_pattern[y]] - m)
+            row[y] = e
+            eps_lo = min(eps_lo, e)
+        mn = eps_lo
+        mx = 1.0
+        for i in range(1, P):
+            p = p_order[i]
+            base = p * n
+            par = p_suffix[p] * n
+            if block_dynamic[p]:
+                for y in range(n):
+                    z = s_pattern[base + y]
+                    f = np.exp(pot[t, z]) if z >= 0 and dynamic[z] else static_exp[base + y]
+                    e = row[par + y] * f
+                    row[base + y] = e
+                    mn = min(mn, e)
+                    mx = max(mx, e)
+            else:
+                for y in range(n):
+                    row[base + y] = row[par + y] * static_exp[base + y]
+                mn = min(mn, eps_lo * cum_lo[p])  # a bound: exact enough to be safe
+                mx = max(mx, cum_hi[p])
+        if not (mn >= lo and mx <= hi):
+            return np.nan
+        low[t] = mn
+    return shift
 
-    ``epsi[t, s] = exp(Ψ(t, s) - shift[t])``.  Returns the log of the product of
-    forward scales, or NaN when any product of non-zero terms came near the
-    floating-point range's ends — mass that could be lost — so the caller
-    falls back to log space."""
-    T, S = epsi.shape
+
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST)
+def _scaled_forward_backward(epsi, low, s_next, p_next_run, n_labels, n_forward, alpha, beta,
+                             scale):
+    """Forward and backward on scaled vectors (seed 004 §1.4.6), block by
+    block: a block whose successors are a run of states is one vector
+    update.  Returns the log of the product of forward scales, or NaN when
+    a product came near the ends of the floating-point range (mass could be
+    lost), so the caller falls back to log space."""
+    T = epsi.shape[0]
+    n = n_labels
     alpha[0, :] = 0.0
     alpha[0, 0] = 1.0
     log_scale = 0.0
     for t in range(T):
         row = alpha[t + 1]
         row[:] = 0.0
-        for s in range(S):
-            a = alpha[t, s_prev[s]]
-            if a > 0.0:
-                v = a * epsi[t, s]
-                if v < _TINY:
-                    return np.nan
-                row[s_next[s]] += v
+        e_row = epsi[t]
+        for p in range(n_forward):
+            a = alpha[t, p]
+            if a == 0.0:
+                continue
+            base = p * n
+            if a * low[t] < _TINY:  # a·epsi may underflow: check every product
+                for y in range(n):
+                    if a * e_row[base + y] < _TINY:
+                        return np.nan
+            q0 = p_next_run[p]
+            if q0 >= 0:
+                for y in range(n):
+                    row[q0 + y] += a * e_row[base + y]
+            else:
+                for y in range(n):
+                    row[s_next[base + y]] += a * e_row[base + y]
         c = 0.0
         for q in range(n_forward):
             c += row[q]
+        inv = 1.0 / c
         for q in range(n_forward):
-            row[q] /= c
+            row[q] *= inv
         scale[t] = c
         log_scale += np.log(c)
     beta[T, :] = 1.0
     for t in range(T - 1, -1, -1):
+        e_row = epsi[t]
+        nb = beta[t + 1]
+        inv = 1.0 / scale[t]
         for p in range(n_forward):
-            a = 0.0
-            for y in range(n_labels):
-                s = p * n_labels + y
-                a += epsi[t, s] * beta[t + 1, s_next[s]]
-            a /= scale[t]
-            if not (a < _HUGE):
+            base = p * n
+            q0 = p_next_run[p]
+            acc = 0.0
+            if q0 >= 0:
+                for y in range(n):
+                    acc += e_row[base + y] * nb[q0 + y]
+            else:
+                for y in range(n):
+                    acc += e_row[base + y] * nb[s_next[base + y]]
+            acc *= inv
+            if not (acc < _HUGE):
                 return np.nan
-            beta[t, p] = a
+            beta[t, p] = acc
     return log_scale
 
 
-@njit(cache=True, nogil=True)
-def _scaled_marginals(epsi, alpha, beta, scale, s_prev, s_next, s_parent, s_order, marg):
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST)
+def _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_next_run,
+                      n_labels, marg):
+    """Transition marginals from the scaled vectors, accumulated block by
+    block into the parent blocks (longest first), so that ``marg[t, s]`` =
+    P(s is a suffix of y_{1:t})."""
     T, S = epsi.shape
+    n = n_labels
+    P = p_order.shape[0]
     for t in range(T):
+        m_row = marg[t]
+        e_row = epsi[t]
+        nb = beta[t + 1]
         inv = 1.0 / scale[t]
-        for s in range(S):
-            marg[t, s] = alpha[t, s_prev[s]] * epsi[t, s] * beta[t + 1, s_next[s]] * inv
-        for i in range(S - 1, -1, -1):
-            s = s_order[i]
-            if s_parent[s] >= 0:
-                marg[t, s_parent[s]] += marg[t, s]
-
-
-@njit(cache=True, nogil=True)
-def _exp_transition_scores(pot, s_pattern, s_parent, s_order, n_labels, dynamic, static_exp,
-                           epsi):
-    """``epsi[t, s] = exp(Ψ(t, s) - shift_t)`` as a product along the parent
-    chain: one ``exp`` per label and per pattern whose potential varies with
-    t; patterns with position-independent potentials (``dynamic`` False, e.g.
-    plain transition weights) reuse ``static_exp``.  ``shift_t`` is the
-    largest label potential at t.  Returns Σ_t shift_t, or NaN when some
-    value left [exp(_MIN_EXPONENT), exp(-_MIN_EXPONENT)], where the scaled
-    path could lose mass."""
-    T = pot.shape[0]
-    lo = np.exp(_MIN_EXPONENT)
-    hi = np.exp(-_MIN_EXPONENT)
-    shift = 0.0
-    for t in range(T):
-        m = -np.inf
-        for y in range(n_labels):  # transition y = ε·y carries the label's pattern
-            if pot[t, s_pattern[y]] > m:
-                m = pot[t, s_pattern[y]]
-        shift += m
-        for i in range(s_order.shape[0]):
-            s = s_order[i]
-            z = s_pattern[s]
-            par = s_parent[s]
-            if par < 0:
-                e = np.exp(pot[t, z] - m)
+        for p in range(P):
+            base = p * n
+            a = alpha[t, p] * inv
+            q0 = p_next_run[p]
+            if a == 0.0:
+                for y in range(n):
+                    m_row[base + y] = 0.0
+            elif q0 >= 0:
+                for y in range(n):
+                    m_row[base + y] = a * e_row[base + y] * nb[q0 + y]
             else:
-                e = epsi[t, par]
-                if z >= 0:
-                    e *= np.exp(pot[t, z]) if dynamic[z] else static_exp[z]
-            if not (lo <= e <= hi):
-                return np.nan
-            epsi[t, s] = e
-    return shift
+                for y in range(n):
+                    m_row[base + y] = a * e_row[base + y] * nb[s_next[base + y]]
+        for i in range(P - 1, 0, -1):
+            p = p_order[i]
+            base = p * n
+            par = p_suffix[p] * n
+            for y in range(n):
+                m_row[par + y] += m_row[base + y]
 
 
 @njit(cache=True, nogil=True)
-def _sequence_marginals(pot, s_prev, s_next, s_pattern, s_parent, s_order, n_forward,
-                        n_labels, dynamic, static_exp, psi, epsi, alpha, beta, tmp, acc, back,
-                        scale, marg):
+def _sequence_marginals(pot, s_prev, s_next, s_pattern, s_parent, s_order, p_suffix, p_order,
+                        p_next_run, n_forward, n_labels, dynamic, block_dynamic, static_exp, psi,
+                        epsi, alpha, beta, tmp, acc, back, scale, marg):
     """log Z and accumulated transition marginals of one sequence: the scaled
     path first, the log-space path when it would not be exact."""
     T = psi.shape[0]
-    shift = _exp_transition_scores(pot, s_pattern, s_parent, s_order, n_labels, dynamic,
-                                   static_exp, epsi)
+    shift = _exp_transition_scores(pot, s_pattern, p_suffix, p_order, n_labels, dynamic,
+                                   block_dynamic, static_exp, epsi, scale)
     log_scale = np.nan
-    if np.isfinite(shift):
-        log_scale = _scaled_forward_backward(epsi, s_prev, s_next, n_labels, n_forward,
-                                             alpha, beta, scale)
+    if np.isfinite(shift):  # ``scale`` holds each row's smallest epsi until overwritten
+        log_scale = _scaled_forward_backward(epsi, scale, s_next, p_next_run, n_labels,
+                                             n_forward, alpha, beta, scale)
     if np.isfinite(log_scale):
-        _scaled_marginals(epsi, alpha, beta, scale, s_prev, s_next, s_parent, s_order, marg)
+        _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_next_run,
+                          n_labels, marg)
         return log_scale + shift
     _transition_scores(pot, s_pattern, s_parent, s_order, psi)
     _forward(psi, s_prev, s_next, n_forward, False, alpha, back, tmp, acc)
@@ -379,9 +470,10 @@ def pattern_marginals(st: ChainStructure, pot: np.ndarray) -> tuple[float, np.nd
     ws = _Workspace(st, pot.shape[0])
     n_z = len(st.patterns)
     log_z = _sequence_marginals(pot, st.s_prev, st.s_next, st.s_pattern, st.s_parent,
-                                st.s_order, st.n_forward, st.n_labels, np.ones(n_z, np.bool_),
-                                np.ones(n_z), ws.psi, ws.epsi, ws.alpha, ws.beta, ws.tmp,
-                                ws.acc, ws.back, ws.scale, ws.marg)
+                                st.s_order, st.p_suffix, st.p_order, st.p_next_run,
+                                st.n_forward, st.n_labels, np.ones(n_z, np.bool_),
+                                np.ones(st.n_forward, np.bool_), np.ones(st.n_backward), ws.psi, ws.epsi, ws.alpha, ws.beta,
+                                ws.tmp, ws.acc, ws.back, ws.scale, ws.marg)
     return float(log_z), ws.marg[:, st.pattern_s].copy()
 
 
@@ -414,7 +506,7 @@ def _static_potentials(const_feats, feat_pattern, w, n_patterns):
     return out
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST)
 def _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static, pot):
     """pot[t, z] = static[z] + Σ over per-token attributes r at t of value ·
     Σ_{k in row r, pattern k = z} w[k]: the feature scoring of one sequence."""
@@ -428,10 +520,10 @@ def _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, stati
                 pot[t, feat_pattern[k]] += v * w[k]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST)
 def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern,
                         feat_s, const_feats, dynamic, w, s_prev, s_next, s_pattern, s_parent,
-                        s_order, n_forward, n_labels, grad):
+                        s_order, p_suffix, p_order, p_next_run, n_forward, n_labels, grad):
     """Σ log Z over sequences i0..i1 and, into ``grad``, the expected feature
     counts E[f_k] = Σ_t value · P(pattern of k ends at t | x)."""
     max_t = 1
@@ -440,7 +532,13 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
     S = s_prev.shape[0]
     n_patterns = dynamic.shape[0]
     static = _static_potentials(const_feats, feat_pattern, w, n_patterns)
-    static_exp = np.exp(static)
+    static_exp = np.ones(S)  # exp of each transition's own static potential
+    block_dynamic = np.zeros(n_forward, dtype=np.bool_)
+    for s in range(S):
+        if s_pattern[s] >= 0:
+            static_exp[s] = np.exp(static[s_pattern[s]])
+            if dynamic[s_pattern[s]]:
+                block_dynamic[s // n_labels] = True
     pot = np.empty((max_t, n_patterns))
     psi = np.empty((max_t, S))
     epsi = np.empty((max_t, S))
@@ -460,9 +558,9 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
             continue
         _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static, pot)
         total += _sequence_marginals(pot[:T], s_prev, s_next, s_pattern, s_parent, s_order,
-                                     n_forward, n_labels, dynamic, static_exp, psi[:T],
-                                     epsi[:T], alpha[:T + 1], beta[:T + 1], tmp, acc, back[:T],
-                                     scale[:T], marg[:T])
+                                     p_suffix, p_order, p_next_run, n_forward, n_labels, dynamic,
+                                     block_dynamic, static_exp, psi[:T], epsi[:T], alpha[:T + 1], beta[:T + 1],
+                                     tmp, acc, back[:T], scale[:T], marg[:T])
         for t in range(T):
             for s in range(S):
                 marg_sum[s] += marg[t, s]
