@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import FglError, SpecError
+from .errors import DataError, FglError, SpecError
 
 EPILOG = """\
 examples:
@@ -82,17 +82,21 @@ def _parser() -> argparse.ArgumentParser:
 
 def _cmd_train(a: argparse.Namespace) -> None:
     from .api import CRF
-    from .io import read_conll
 
     crf = CRF(Path(a.spec), sigma=a.sigma, max_iter=a.max_iter, tol=a.tol, jobs=a.jobs,
               verbose=not a.quiet)
-    train = read_conll(a.train, encoding=a.encoding)
+    train = crf.read(a.train, encoding=a.encoding)
     t0 = time.perf_counter()
     crf.fit_sentences(train, source=a.train)
     log = crf.training_log
     print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
           f"{log.evaluations} evaluations, objective {log.objective:.6g} ({log.message})",
           file=sys.stderr)
+    stats = getattr(crf.model.program, "stats", {})
+    if stats.get("not_converged"):
+        print(f"warning: belief propagation did not converge on {stats['not_converged']} of "
+              f"{stats['instances']} instances in the last evaluation (max_iter reached); "
+              "consider damping, `infer trp` or more iterations", file=sys.stderr)
     crf.save(a.output)
     print(f"wrote {a.output}", file=sys.stderr)
     if a.dev:
@@ -100,25 +104,42 @@ def _cmd_train(a: argparse.Namespace) -> None:
 
 
 def _report(crf, path: str, encoding: str) -> None:
+    """Evaluate every output column (conlleval-style when tags are BIO)."""
     from .evaluate import evaluate
 
     sentences, pred = crf.predict_file(path, encoding=encoding)
-    gold = [s.column(-1) for s in sentences]
-    print(evaluate(gold, pred).format())
+    outputs, columns = crf.spec.outputs, [c.name for c in crf.spec.columns]
+    if sentences and len(sentences[0].rows[0]) != len(columns):
+        raise DataError(f"evaluation needs the label column(s) {', '.join(outputs)}",
+                        sentences[0].file, sentences[0].lines[0])
+    for k, out in enumerate(outputs):
+        gold = [s.column(columns.index(out)) for s in sentences]
+        guess = pred if len(outputs) == 1 else [[tok[k] for tok in seq] for seq in pred]
+        if len(outputs) > 1:
+            print(f"== {out}")
+        print(evaluate(gold, guess).format())
 
 
 def _cmd_tag(a: argparse.Namespace) -> None:
+    import json
+
     from .api import CRF
     from .io import write_conll
 
     crf = CRF.load(a.model, jobs=a.jobs)
     sentences, pred = crf.predict_file(a.file, encoding=a.encoding)
-    extra = [[[y] for y in labels] for labels in pred]
-    if a.output:
-        with open(a.output, "w", encoding="utf-8") as fh:
-            write_conll(fh, sentences, extra)
-    else:
-        write_conll(sys.stdout, sentences, extra)
+    out = open(a.output, "w", encoding="utf-8") if a.output else sys.stdout
+    try:
+        if crf.spec.input_format == "graph":  # one JSON line per graph: node id -> labels
+            for graph, labels in zip(sentences, pred):
+                print(json.dumps({"labels": dict(zip(graph.node_ids, labels))},
+                                 ensure_ascii=False), file=out)
+        else:
+            extra = [[list(y) if isinstance(y, tuple) else [y] for y in labels] for labels in pred]
+            write_conll(out, sentences, extra)
+    finally:
+        if a.output:
+            out.close()
 
 
 def _cmd_eval(a: argparse.Namespace) -> None:
@@ -149,8 +170,8 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
 
 def _cmd_explain(a: argparse.Namespace) -> None:
-    from .compiler import compile_model
-    from .io import read_conll
+    from .api import CRF
+    from .loopy_compiler import LoopyModel
     from .parser import read_spec
 
     spec = read_spec(a.spec)
@@ -165,10 +186,14 @@ def _cmd_explain(a: argparse.Namespace) -> None:
                   f"{len(tpl.observations)} observations")
         print("labels, patterns and state counts depend on the data: add --train FILE")
         return
-    model, data = compile_model(spec, read_conll(a.train, encoding=a.encoding),
-                                Path(a.spec).parent)
-    print(f"training data: {data.n_sequences} sequences, {data.n_tokens} tokens")
-    print(model.explain())
+    crf = CRF(spec)
+    model, data = crf._compile(crf.read(a.train, encoding=a.encoding), a.train)
+    if isinstance(model, LoopyModel):
+        print(f"training data: {data.n_sequences} instances, {data.n_tokens} positions")
+        print(model.explain(data))
+    else:
+        print(f"training data: {data.n_sequences} sequences, {data.n_tokens} tokens")
+        print(model.explain())
 
 
 def main(argv: list[str] | None = None) -> int:
