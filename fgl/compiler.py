@@ -329,9 +329,14 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
     # attribute rows, their supported patterns, and every unit's rows (flat
     # CSR arrays filled sentence by sentence, to keep memory low)
     vocabs: list[dict[str, int]] = [{} for _ in plans]
-    row_patterns: list[set[int]] = []
+    # supported patterns per row: the first in row_first (-1: none yet), any
+    # others in row_more — most rows have one, and a set per row is costly
+    row_first = array("q")
+    row_more: dict[int, set[int]] = {}
     row_template: list[int] = []
     unit_ptr, unit_row, unit_val = array("q", [0]), array("q"), array("d")
+    # a chain program scores the constant bias rows on its own (ChainProgram)
+    const_key = "bias" if spec.segments is None else None
     pattern_sets = [{z: z_index[z] for z in p.patterns} for p in plans]
     lengths = [sorted({len(z) for z in p.patterns}) for p in plans]
     for cols, segs, seq in zip(columns, gold_segments, gold):
@@ -347,7 +352,7 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
                 if j is None:  # not a gold segment: only attributes seen on gold ones
                     for key, v in items:
                         r = vocab.get(key)
-                        if r is not None:
+                        if r is not None and key != const_key:
                             seq_rows[unit].append(r)
                             seq_vals[unit].append(v)
                     continue
@@ -361,32 +366,37 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
                 for key, v in items:
                     r = vocab.get(key)
                     if r is None:
-                        r = vocab[key] = len(row_patterns)
-                        row_patterns.append(set())
+                        r = vocab[key] = len(row_first)
+                        row_first.append(-1)
                         row_template.append(ti)
-                    row_patterns[r].update(matched)
-                    seq_rows[unit].append(r)
-                    seq_vals[unit].append(v)
+                    for z in matched:
+                        first = row_first[r]
+                        if first < 0:
+                            row_first[r] = z
+                        elif first != z:
+                            row_more.setdefault(r, {first}).add(z)
+                    if key != const_key:
+                        seq_rows[unit].append(r)
+                        seq_vals[unit].append(v)
         for r_list, v_list in zip(seq_rows, seq_vals):
             unit_row.extend(r_list)
             unit_val.extend(v_list)
             unit_ptr.append(len(unit_row))
-    for r, ti in enumerate(row_template):
+    def supported(r: int, ti: int) -> list[int]:
         if plans[ti].support == "all":
-            row_patterns[r] = set(pattern_sets[ti].values())
+            return sorted(pattern_sets[ti].values())
+        if r in row_more:
+            return sorted(row_more[r])
+        return [row_first[r]] if row_first[r] >= 0 else []
 
-    row_ptr = np.zeros(len(row_patterns) + 1, dtype=np.int64)
-    row_ptr[1:] = np.cumsum([len(p) for p in row_patterns])
-    feat_pattern = np.fromiter((z for p in row_patterns for z in sorted(p)), dtype=np.int64,
+    row_lists = [supported(r, ti) for r, ti in enumerate(row_template)]
+    row_ptr = np.zeros(len(row_lists) + 1, dtype=np.int64)
+    row_ptr[1:] = np.cumsum([len(p) for p in row_lists])
+    feat_pattern = np.fromiter((z for p in row_lists for z in p), dtype=np.int64,
                                count=int(row_ptr[-1]))
+    del row_lists, row_more
     model = CompiledModel.assemble(spec, base_dir, labels, plans, z_list, vocabs, row_ptr,
                                    feat_pattern, attributes.lexicons)
-
-    # drop the constant (bias) rows the program scores on its own
-    rows = np.frombuffer(unit_row, dtype=np.int64)
-    keep = ~model.program.row_is_const[rows]
-    unit_ptr_np = np.frombuffer(unit_ptr, dtype=np.int64)
-    kept_before = np.concatenate([[0], np.cumsum(keep)])
     seq_ptr = np.zeros(len(gold) + 1, dtype=np.int64)
     seq_ptr[1:] = np.cumsum([sum(v - u + 1 for u, v, _ in segs) for segs in gold_segments])
     gold_tokens, starts = [], []
@@ -394,7 +404,8 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
         for (u, v, _), y in zip(segs, seq):
             gold_tokens.extend([y] * (v - u + 1))
             starts.extend([1] + [0] * (v - u))
-    data = EncodedData(seq_ptr, kept_before[unit_ptr_np].astype(np.int64), rows[keep].copy(),
-                       np.frombuffer(unit_val, dtype=np.float64)[keep].copy(),
+    data = EncodedData(seq_ptr, np.frombuffer(unit_ptr, dtype=np.int64),
+                       np.frombuffer(unit_row, dtype=np.int64),
+                       np.frombuffer(unit_val, dtype=np.float64),
                        np.array(gold_tokens, dtype=np.int64), np.array(starts, dtype=np.int64), L)
     return model, data
