@@ -372,7 +372,7 @@ def _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_nex
             else:
                 for y in range(n):
                     m_row[base + y] = a * e_row[base + y] * nb[s_next[base + y]]
-        for i in range(P - 1, 0, -1):
+        for i in range(P - 1, 0, -1):  # longest first: children before parents
             p = p_order[i]
             base = p * n
             par = p_suffix[p] * n
