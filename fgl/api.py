@@ -122,10 +122,11 @@ class CRF:
                   f"{model.program.n_features} features, {data.n_sequences} instances",
                   file=sys.stderr)
         progress = _print_progress if self.verbose else None
+        w0 = model.initial_weights() if isinstance(model, LoopyModel) else None
         self.weights, self.training_log = train_lbfgs(
             model.program, data, model.feat_sigma,
             max_iter=int(settings.get("max_iter", 200)), tol=float(settings.get("tol", 1e-5)),
-            jobs=self.jobs, progress=progress)
+            jobs=self.jobs, w0=w0, progress=progress)
         self.model = model
         return self
 

@@ -122,6 +122,20 @@ class LoopyModel:
         return cls(spec, base_dir, layers, templates, vocabs, program,
                    np.repeat(row_sigma, np.diff(row_ptr)), attributes, obs)
 
+    def initial_weights(self, seed: int = 0) -> np.ndarray:
+        """Zero weights, except small random ones (N(0, 0.1²), fixed seed) on
+        templates touching a hidden layer: at zero the hidden values are
+        interchangeable and the gradient keeps them so (seed 004 §1.4.3:
+        the marginal likelihood is not concave and needs a starting point)."""
+        w = np.zeros(self.program.n_features)
+        hidden = [ti for ti, t in enumerate(self.templates)
+                  if any(self.layers[l].hidden for l in t.layers)]
+        if hidden:
+            feat_tpl = np.repeat(self.program.row_template, np.diff(self.program.row_ptr))
+            mask = np.isin(feat_tpl, hidden)
+            w[mask] = np.random.default_rng(seed).normal(0.0, 0.1, int(mask.sum()))
+        return w
+
     # ------------------------------------------------------------ instances
 
     def instances(self, sentences: list[Sentence], with_gold: bool) -> list[Instance]:
@@ -235,10 +249,13 @@ class LoopyModel:
     def encode(self, sentences: list[Sentence], with_gold: bool = False) -> LoopyData:
         return self.encode_instances(self.instances(sentences, with_gold), with_gold)
 
-    def encode_instances(self, instances: list[Instance], with_gold: bool) -> LoopyData:
+    def encode_instances(self, instances: list[Instance], with_gold: bool,
+                         unrolled: list | None = None) -> LoopyData:
+        """Factor graphs and factor attribute rows of the instances
+        (``unrolled``: their factors, when the caller has them already)."""
         graphs, fac_ptr, rows, vals, fac_tpl, gold, inst_fptr = [], [0], [], [], [], [], [0]
-        for inst in instances:
-            factors = self.factors(inst)
+        for k, inst in enumerate(instances):
+            factors = unrolled[k] if unrolled is not None else self.factors(inst)
             var, n = self._var_index(inst)
             card = [len(self.layers[k].labels) for k in range(len(self.layers)) for _ in range(n)]
             graphs.append(FactorGraph.from_factors(card, [f[1] for f in factors]))
@@ -454,4 +471,4 @@ def compile_loopy_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Pat
                               count=int(row_ptr[-1]))
     model = LoopyModel.assemble(spec, base_dir, layers, templates, vocabs, row_ptr, feat_config,
                                 probe.attributes.lexicons)
-    return model, model.encode_instances(instances, with_gold=True)
+    return model, model.encode_instances(instances, with_gold=True, unrolled=unrolled)

@@ -203,4 +203,9 @@ def test_latent_model_gradient_and_training():
     crf = CRF(LATENT, max_iter=20).fit_sentences(data)
     rows = crf.training_log.iterations
     assert rows[-1]["objective"] < rows[0]["objective"]
+    # training broke the symmetry of the hidden values: z0 and z1 rows differ
+    zy = crf.weights[np.repeat(crf.model.program.row_template,
+                               np.diff(crf.model.program.row_ptr)) == 2]
+    n_y = len(crf.model.labels)
+    assert np.abs(zy[:n_y] - zy[n_y:]).max() > 1e-3
     assert all(len(p) == len(s.rows) for p, s in zip(crf.predict_sentences(data), data))
