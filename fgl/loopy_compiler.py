@@ -26,7 +26,7 @@ import numpy as np
 
 from . import ast
 from .compiler import DEFAULT_SIGMA, _loc_error, _settings, train_settings
-from .errors import DataError, FglError
+from .errors import DataError
 from .factor_graph import FactorGraph
 from .io import Sentence
 from .loopy_program import LoopyData, LoopyProgram
@@ -302,9 +302,6 @@ class LoopyModel:
                 per_layer = [[self.layers[k].labels[i] for i in x[k, a:b]] for k in outs]
                 result.append(per_layer[0] if len(outs) == 1 else list(zip(*per_layer)))
         return result
-
-    def tags(self, labels, starts):  # parity with CompiledModel for callers that decode flat
-        raise FglError("general CRFs decode per instance; use predict_sentences")
 
     def explain(self, data: LoopyData | None = None) -> str:
         method, settings = _infer_settings(self.spec)
