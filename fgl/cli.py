@@ -92,15 +92,21 @@ def _cmd_train(a: argparse.Namespace) -> None:
     print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
           f"{log.evaluations} evaluations, objective {log.objective:.6g} ({log.message})",
           file=sys.stderr)
-    stats = getattr(crf.model.program, "stats", {})
-    if stats.get("not_converged"):
-        print(f"warning: belief propagation did not converge on {stats['not_converged']} of "
-              f"{stats['instances']} instances in the last evaluation (max_iter reached); "
-              "consider damping, `infer trp` or more iterations", file=sys.stderr)
+    _warn_convergence(crf, "the last training evaluation")
     crf.save(a.output)
     print(f"wrote {a.output}", file=sys.stderr)
     if a.dev:
         _report(crf, a.dev, a.encoding)
+
+
+def _warn_convergence(crf, when: str) -> None:
+    """Say so when belief propagation stopped at max_iter (general CRFs)."""
+    stats = getattr(crf.model.program, "stats", {})
+    if stats.get("not_converged"):
+        print(f"warning: belief propagation did not converge on {stats['not_converged']} of "
+              f"{stats['instances']} instances in {when} (max_iter {stats['max_iterations']}, "
+              f"final residual {stats['max_residual']:.2g}); consider damping, `infer trp` or "
+              "more iterations", file=sys.stderr)
 
 
 def _report(crf, path: str, encoding: str) -> None:
@@ -108,6 +114,7 @@ def _report(crf, path: str, encoding: str) -> None:
     from .evaluate import evaluate
 
     sentences, pred = crf.predict_file(path, encoding=encoding)
+    _warn_convergence(crf, "decoding")
     outputs, columns = crf.spec.outputs, [c.name for c in crf.spec.columns]
     if sentences and len(sentences[0].rows[0]) != len(columns):
         raise DataError(f"evaluation needs the label column(s) {', '.join(outputs)}",
@@ -128,6 +135,7 @@ def _cmd_tag(a: argparse.Namespace) -> None:
 
     crf = CRF.load(a.model, jobs=a.jobs)
     sentences, pred = crf.predict_file(a.file, encoding=a.encoding)
+    _warn_convergence(crf, "decoding")
     out = open(a.output, "w", encoding="utf-8") if a.output else sys.stdout
     try:
         if crf.spec.input_format == "graph":  # one JSON line per graph: node id -> labels

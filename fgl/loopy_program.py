@@ -137,7 +137,7 @@ class LoopyProgram:
 
     def _expect(self, w: np.ndarray, data: LoopyData, jobs: int, clamped: bool
                 ) -> tuple[float, np.ndarray]:
-        def work(i: int) -> tuple[float, np.ndarray, bool, int]:
+        def work(i: int) -> tuple[loopy.BPResult, np.ndarray]:
             g = data.graphs[i]
             table = self.factor_tables(w, data, i)
             if clamped:
@@ -147,13 +147,11 @@ class LoopyProgram:
             _feature_expectations(int(data.inst_fptr[i]), int(data.inst_fptr[i + 1]), g.tab_ptr,
                                   data.fac_ptr, data.fac_row, data.fac_val, self.row_ptr,
                                   self.feat_config, res.factor_beliefs, grad)
-            return res.log_z, grad, res.converged, res.iterations
+            return res, grad
 
         results = self._run(jobs, data.n_sequences, work)
-        self.stats = {"instances": len(results),
-                      "not_converged": sum(not r[2] for r in results),
-                      "max_iterations": max((r[3] for r in results), default=0)}
-        return (float(sum(r[0] for r in results)),
+        self.stats = _convergence([r[0] for r in results])
+        return (float(sum(r[0].log_z for r in results)),
                 np.sum([r[1] for r in results], axis=0) if results else np.zeros(self.n_features))
 
     def expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> tuple[float, np.ndarray]:
@@ -186,12 +184,22 @@ class LoopyProgram:
 
     def decode(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> list[np.ndarray]:
         """Max-product MAP assignment of every instance's variables."""
-        def work(i: int) -> np.ndarray:
-            res = self.infer(data.graphs[i], self.factor_tables(w, data, i), use_max=True)
-            return res.map_state
+        def work(i: int) -> loopy.BPResult:
+            return self.infer(data.graphs[i], self.factor_tables(w, data, i), use_max=True)
 
-        return self._run(jobs, data.n_sequences, work)
+        results = self._run(jobs, data.n_sequences, work)
+        self.stats = _convergence(results)
+        return [r.map_state for r in results]
 
     def variable_marginals(self, w: np.ndarray, data: LoopyData) -> list[list[np.ndarray]]:
         return [self.infer(g, self.factor_tables(w, data, i)).var_beliefs
                 for i, g in enumerate(data.graphs)]
+
+
+def _convergence(results: list[loopy.BPResult]) -> dict:
+    """Instances run, how many did not converge, the most iterations used and
+    the largest final residual."""
+    return {"instances": len(results),
+            "not_converged": sum(not r.converged for r in results),
+            "max_iterations": max((r.iterations for r in results), default=0),
+            "max_residual": max((r.residual for r in results), default=0.0)}

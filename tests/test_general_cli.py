@@ -126,3 +126,15 @@ def test_predicate_on_an_unknown_column(files, capsys):
     spec.write_text(SKIP.replace("word[i] == word[j]", "wrod[i] == word[j]"), encoding="utf-8")
     code, err = _run_err(["check", str(spec)], capsys)
     assert code == 1 and f"{spec}:5:" in err and "wrod" in err and "word" in err
+
+
+def test_non_convergence_is_reported(files, capsys):
+    d = files
+    spec = d / "oneiter.fgl"
+    spec.write_text(SKIP.replace("infer trp(max_iter = 30)",
+                                 "infer loopy(max_iter = 1, tol = 1e-12)"), encoding="utf-8")
+    assert main(["train", str(spec), "--train", str(d / "two.txt"), "-o", str(d / "o.fglm"),
+                 "-q", "--max-iter", "3"]) == 0
+    assert "warning: belief propagation did not converge" in capsys.readouterr().err
+    assert main(["tag", str(d / "o.fglm"), str(d / "two.txt")]) == 0
+    assert "did not converge" in capsys.readouterr().err
