@@ -117,8 +117,8 @@ def test_skip_chain_links_repeated_names_and_beats_the_linear_chain():
     pred = crf.predict_sentences(_inputs(test))
     acc = _accuracy(gold, pred)
     assert acc > _majority(gold) + 0.1
-    stats = crf.model.program.stats
-    assert stats["instances"] == 24 and stats["max_iterations"] >= 1
+    stats = crf.model.program.stats            # of the last run: decoding the test documents
+    assert stats["instances"] == 16 and stats["max_iterations"] >= 1
 
     # the same observations without the skip template: a (exact) linear chain
     text = (STDLIB / "skip_chain.fgl").read_text(encoding="utf-8")
