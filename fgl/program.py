@@ -172,7 +172,7 @@ class ChainProgram:
                                           len(self.structure.patterns))
         pot = np.empty((T, len(self.structure.patterns)))
         chain._potentials(a, T, data.tok_ptr, data.tok_row, data.tok_val, self.row_ptr,
-                          self.feat_pattern, w, static, pot)
+                          self.feat_pattern, w, static, np.arange(pot.shape[1]), pot)
         return pot
 
     def label_marginals(self, w: np.ndarray, data: EncodedData) -> list[np.ndarray]:

@@ -83,3 +83,19 @@ def test_accuracy_rises_with_order_up_to_the_true_order():
         crf = CRF(spec, sigma=1.0).fit_sentences(train)
         acc[order] = evaluate(gold, crf.predict(X), scheme="plain").accuracy
     assert acc[2] > acc[1] + 1.0, acc
+
+
+@pytest.mark.parametrize("scale", [0.5, 400.0])
+def test_batch_kernel_equals_the_potential_api(scale):
+    """Σ log Z from the training kernel (scaled path, or its log-space
+    fallback at huge weights) equals the per-sequence potential-table API."""
+    from fgl.engines.chain import pattern_marginals
+
+    train, _ = segment_sequences(n_types=2, vocab=10, n_train=12, n_test=1, length=9, seed=7)
+    model, enc = _compiled(WORD_SPEC, train)
+    w = np.random.default_rng(3).normal(0, scale, model.program.n_features)
+    total, _ = model.program.expectations(w, enc, 1)
+    st = model.program.structure
+    expected = sum(pattern_marginals(st, model.program.potentials(w, enc, i))[0]
+                   for i in range(enc.n_sequences))
+    assert total == pytest.approx(expected, rel=1e-9)

@@ -381,22 +381,31 @@ def _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_nex
 
 
 @njit(cache=True, nogil=True)
-def _sequence_marginals(pot, s_prev, s_next, s_pattern, s_parent, s_order, p_suffix, p_order,
-                        p_next_run, n_forward, n_labels, dynamic, block_dynamic, static_exp, psi,
-                        epsi, alpha, beta, tmp, acc, back, scale, marg):
-    """log Z and accumulated transition marginals of one sequence: the scaled
-    path first, the log-space path when it would not be exact."""
-    T = psi.shape[0]
+def _scaled_sequence(pot, s_next, s_pattern, p_suffix, p_order, p_next_run, n_forward,
+                     n_labels, dynamic, block_dynamic, static_exp, epsi, alpha, beta, scale,
+                     marg):
+    """log Z and accumulated transition marginals on the scaled path, or NaN
+    when it would not be exact.  Reads ``pot`` only for labels and dynamic
+    patterns."""
     shift = _exp_transition_scores(pot, s_pattern, p_suffix, p_order, n_labels, dynamic,
                                    block_dynamic, static_exp, epsi, scale)
-    log_scale = np.nan
-    if np.isfinite(shift):  # ``scale`` holds each row's smallest epsi until overwritten
-        log_scale = _scaled_forward_backward(epsi, scale, s_next, p_next_run, n_labels,
-                                             n_forward, alpha, beta, scale)
-    if np.isfinite(log_scale):
-        _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_next_run,
-                          n_labels, marg)
-        return log_scale + shift
+    if not np.isfinite(shift):
+        return np.nan
+    # ``scale`` holds each row's smallest epsi until the forward pass overwrites it
+    log_scale = _scaled_forward_backward(epsi, scale, s_next, p_next_run, n_labels, n_forward,
+                                         alpha, beta, scale)
+    if not np.isfinite(log_scale):
+        return np.nan
+    _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_next_run, n_labels,
+                      marg)
+    return log_scale + shift
+
+
+@njit(cache=True, nogil=True)
+def _log_sequence(pot, s_prev, s_next, s_pattern, s_parent, s_order, n_forward, n_labels, psi,
+                  alpha, beta, tmp, acc, back, marg):
+    """log Z and accumulated transition marginals in log space (any range)."""
+    T = psi.shape[0]
     _transition_scores(pot, s_pattern, s_parent, s_order, psi)
     _forward(psi, s_prev, s_next, n_forward, False, alpha, back, tmp, acc)
     _backward(psi, s_next, n_labels, n_forward, beta)
@@ -469,11 +478,14 @@ def pattern_marginals(st: ChainStructure, pot: np.ndarray) -> tuple[float, np.nd
     pot = np.ascontiguousarray(pot, dtype=np.float64)
     ws = _Workspace(st, pot.shape[0])
     n_z = len(st.patterns)
-    log_z = _sequence_marginals(pot, st.s_prev, st.s_next, st.s_pattern, st.s_parent,
-                                st.s_order, st.p_suffix, st.p_order, st.p_next_run,
-                                st.n_forward, st.n_labels, np.ones(n_z, np.bool_),
-                                np.ones(st.n_forward, np.bool_), np.ones(st.n_backward), ws.psi, ws.epsi, ws.alpha, ws.beta,
-                                ws.tmp, ws.acc, ws.back, ws.scale, ws.marg)
+    log_z = _scaled_sequence(pot, st.s_next, st.s_pattern, st.p_suffix, st.p_order,
+                             st.p_next_run, st.n_forward, st.n_labels, np.ones(n_z, np.bool_),
+                             np.ones(st.n_forward, np.bool_), np.ones(st.n_backward), ws.epsi,
+                             ws.alpha, ws.beta, ws.scale, ws.marg)
+    if not np.isfinite(log_z):
+        log_z = _log_sequence(pot, st.s_prev, st.s_next, st.s_pattern, st.s_parent, st.s_order,
+                              st.n_forward, st.n_labels, ws.psi, ws.alpha, ws.beta, ws.tmp,
+                              ws.acc, ws.back, ws.marg)
     return float(log_z), ws.marg[:, st.pattern_s].copy()
 
 
@@ -507,11 +519,13 @@ def _static_potentials(const_feats, feat_pattern, w, n_patterns):
 
 
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST)
-def _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static, pot):
+def _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static, fill, pot):
     """pot[t, z] = static[z] + Σ over per-token attributes r at t of value ·
-    Σ_{k in row r, pattern k = z} w[k]: the feature scoring of one sequence."""
+    Σ_{k in row r, pattern k = z} w[k]: the feature scoring of one sequence,
+    for the patterns in ``fill`` (every pattern a per-token row can touch must
+    be among them)."""
     for t in range(T):
-        for z in range(static.shape[0]):
+        for z in fill:
             pot[t, z] = static[z]
         for j in range(tok_ptr[a + t], tok_ptr[a + t + 1]):
             r = tok_row[j]
@@ -532,6 +546,8 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
     S = s_prev.shape[0]
     n_patterns = dynamic.shape[0]
     static = _static_potentials(const_feats, feat_pattern, w, n_patterns)
+    dynamic_patterns = np.flatnonzero(dynamic)
+    static_patterns = np.flatnonzero(~dynamic)
     static_exp = np.ones(S)  # exp of each transition's own static potential
     block_dynamic = np.zeros(n_forward, dtype=np.bool_)
     for s in range(S):
@@ -556,11 +572,19 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
         T = seq_ptr[i + 1] - a
         if T == 0:
             continue
-        _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static, pot)
-        total += _sequence_marginals(pot[:T], s_prev, s_next, s_pattern, s_parent, s_order,
-                                     p_suffix, p_order, p_next_run, n_forward, n_labels, dynamic,
-                                     block_dynamic, static_exp, psi[:T], epsi[:T], alpha[:T + 1], beta[:T + 1],
-                                     tmp, acc, back[:T], scale[:T], marg[:T])
+        _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static,
+                    dynamic_patterns, pot)
+        log_z = _scaled_sequence(pot[:T], s_next, s_pattern, p_suffix, p_order, p_next_run,
+                                 n_forward, n_labels, dynamic, block_dynamic, static_exp,
+                                 epsi[:T], alpha[:T + 1], beta[:T + 1], scale[:T], marg[:T])
+        if not np.isfinite(log_z):  # the log-space path reads every pattern's potential
+            for t in range(T):
+                for z in static_patterns:
+                    pot[t, z] = static[z]
+            log_z = _log_sequence(pot[:T], s_prev, s_next, s_pattern, s_parent, s_order,
+                                  n_forward, n_labels, psi[:T], alpha[:T + 1], beta[:T + 1], tmp,
+                                  acc, back[:T], marg[:T])
+        total += log_z
         for t in range(T):
             for s in range(S):
                 marg_sum[s] += marg[t, s]
@@ -584,6 +608,7 @@ def _chunk_viterbi(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, feat_pat
         max_t = max(max_t, seq_ptr[i + 1] - seq_ptr[i])
     S = s_prev.shape[0]
     static = _static_potentials(const_feats, feat_pattern, w, n_patterns)
+    all_patterns = np.arange(n_patterns)
     pot = np.empty((max_t, n_patterns))
     psi = np.empty((max_t, S))
     alpha = np.empty((max_t + 1, n_forward))
@@ -595,7 +620,8 @@ def _chunk_viterbi(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, feat_pat
         T = seq_ptr[i + 1] - a
         if T == 0:
             continue
-        _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static, pot)
+        _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static,
+                    all_patterns, pot)
         _viterbi(pot[:T], s_prev, s_label, s_next, s_pattern, s_parent, s_order, n_forward,
                  psi[:T], alpha[:T + 1], back[:T], tmp, acc, out[a:a + T])
 
