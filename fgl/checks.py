@@ -81,7 +81,7 @@ TRAIN_SETTINGS = {"sigma": _positive, "max_iter": _int_at_least(1), "tol": _posi
 INFER_SETTINGS: dict[str, dict[str, Callable]] = {
     "exact": {"max_states": _int_at_least(1)},
     "loopy": {"damping": _damping, "max_iter": _int_at_least(1), "tol": _positive,
-              "schedule": _choice("flooding", "residual")},
+              "schedule": _choice("flooding")},  # (residual BP: not implemented)
     "trp": {"max_iter": _int_at_least(1), "tol": _positive, "trees": _int_at_least(1)},
 }
 

@@ -368,7 +368,7 @@ def test_infer_exact_takes_only_max_states():
 
 @pytest.mark.parametrize("src, col, words", [
     ("infer loopy(damping = 1)", 13, ["damping must be a number d with 0 <= d < 1", "found 1"]),
-    ("infer loopy(schedule = random)", 13, ["schedule must be one of: flooding, residual"]),
+    ("infer loopy(schedule = random)", 13, ["schedule must be one of: flooding"]),
     ("infer loopy(trees = 2)", 13, ["unknown setting 'trees' for infer loopy", "damping, max_iter, tol, schedule"]),
     ("infer trp(trees = 0)", 11, ["trees must be a whole number > 0"]),
     ("infer trp(damping = 0.5)", 11, ["unknown setting 'damping' for infer trp", "max_iter, tol, trees"]),

@@ -558,7 +558,7 @@ def test_unknown_input_format():
     ("infer loopy(damping = -0.1)", 13, ["damping must be"]),
     ("infer loopy(max_iter = 0)", 13, ["max_iter must be a whole number > 0"]),
     ("infer loopy(tol = 0)", 13, ["tol must be a positive number"]),
-    ("infer loopy(schedule = random)", 13, ["schedule must be one of: flooding, residual"]),
+    ("infer loopy(schedule = random)", 13, ["schedule must be one of: flooding"]),
     ("infer trp(trees = 0)", 11, ["trees must be a whole number > 0"]),
     ("infer trp(trees = 2.5)", 11, ["trees must be a whole number > 0", "found 2.5"]),
     ("infer trp(max_iter = -1)", 11, ["max_iter must be a whole number > 0"]),
