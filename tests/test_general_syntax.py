@@ -116,7 +116,7 @@ def test_loopy_settings(layers):
 @pytest.mark.parametrize("src, method, settings", [
     ("infer trp(trees = 4, max_iter = 50, tol = 1e-6)", "trp", [("trees", 4), ("max_iter", 50), ("tol", 1e-6)]),
     ("infer exact(max_states = 100000)", "exact", [("max_states", 100000)]),
-    ("infer loopy(schedule = residual)", "loopy", [("schedule", "residual")]),
+    ("infer loopy(schedule = flooding, damping = 0.2)", "loopy", [("schedule", "flooding"), ("damping", 0.2)]),
 ])
 def test_infer_methods(src, method, settings):
     s = parse_spec("columns word, y\noutput y\ntemplate a: y[t]\n" + src, F)
