@@ -179,6 +179,7 @@ def worker_crfsuite(a) -> dict:
         xseq = pycrfsuite.ItemSequence(crfsuite_attributes([r[0] for r in s], [r[1] for r in s]))
         trainer.append(xseq, [r[2] for r in s])
     res["extract_s"] = time.perf_counter() - t0
+    del train  # both trainers drop the raw sentences once their features exist
     params = {"c1": 0.0, "c2": a.c2, "feature.possible_transitions": 1,
               "feature.possible_states": 0}
     if a.max_iter is not None:
@@ -293,6 +294,7 @@ def worker_fgl(a) -> dict:
     t0 = time.perf_counter()
     model, data = compile_model(spec, train, SPEC.parent, {"sigma": sigma})
     res["extract_s"] = time.perf_counter() - t0
+    del train  # as `fgl train` does: the encoded data is all training needs
     prog = model.program
     res["n_features"] = prog.n_features
     res["sigma"] = sorted({round(float(s), 12) for s in np.unique(model.feat_sigma)})

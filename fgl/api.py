@@ -116,6 +116,7 @@ class CRF:
         ``source`` names them in error messages."""
         t0 = time.perf_counter()
         model, data = self._compile(sentences, source)
+        del sentences  # the encoded data is all training needs (frees them if ours)
         settings = {**train_settings(self.spec), **self.overrides}
         if self.verbose:
             print(f"compiled in {time.perf_counter() - t0:.1f}s: {len(model.labels)} labels, "

@@ -85,9 +85,8 @@ def _cmd_train(a: argparse.Namespace) -> None:
 
     crf = CRF(Path(a.spec), sigma=a.sigma, max_iter=a.max_iter, tol=a.tol, jobs=a.jobs,
               verbose=not a.quiet)
-    train = crf.read(a.train, encoding=a.encoding)
     t0 = time.perf_counter()
-    crf.fit_sentences(train, source=a.train)
+    crf.fit_file(a.train, encoding=a.encoding)
     log = crf.training_log
     print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
           f"{log.evaluations} evaluations, objective {log.objective:.6g} ({log.message})",

@@ -122,7 +122,7 @@ class CompiledModel:
                 starts.extend(st)
             seq_ptr.append(seq_ptr[-1] + T)
         return EncodedData(np.array(seq_ptr, dtype=np.int64), np.array(tok_ptr, dtype=np.int64),
-                           np.array(rows, dtype=np.int64), np.array(vals, dtype=np.float64),
+                           np.array(rows, dtype=np.int32), np.array(vals, dtype=np.float64),
                            np.array(gold, dtype=np.int64) if with_gold else None,
                            np.array(starts, dtype=np.int64) if with_gold else None,
                            self.units_per_token)
@@ -393,7 +393,7 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
     # tokens share cache lines (about 10% faster per evaluation on CoNLL-2000)
     unit_rows = np.frombuffer(unit_row, dtype=np.int64)
     order = np.argsort(-np.bincount(unit_rows, minlength=len(row_template)), kind="stable")
-    new_id = np.empty(len(order), dtype=np.int64)
+    new_id = np.empty(len(order), dtype=np.int32)
     new_id[order] = np.arange(len(order))
     for vocab in vocabs:
         for key, r in vocab.items():

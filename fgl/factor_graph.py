@@ -34,7 +34,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Sequence
 
-import networkx as nx
 import numpy as np
 
 # message directions in a schedule
@@ -139,9 +138,11 @@ class FactorGraph:
     # ------------------------------------------------------------------
     # graph structure (networkx, build time only)
 
-    def to_networkx(self) -> nx.Graph:
+    def to_networkx(self) -> "networkx.Graph":
         """The bipartite graph: nodes ("v", i) and ("f", j), one edge per
         (factor, position) pair carrying its edge id as attribute ``edge``."""
+        import networkx as nx  # build time only; kept out of import fgl
+
         g = nx.Graph()
         g.add_nodes_from((("v", i) for i in range(self.n_vars)), bipartite=0)
         g.add_nodes_from((("f", j) for j in range(self.n_factors)), bipartite=1)
@@ -150,6 +151,8 @@ class FactorGraph:
         return g
 
     def _components(self) -> int:
+        import networkx as nx  # build time only; kept out of import fgl
+
         if "components" not in self._cache:
             self._cache["components"] = nx.number_connected_components(self.to_networkx())
         return self._cache["components"]
@@ -172,6 +175,8 @@ class FactorGraph:
         every uncovered edge it can before any covered one and each new tree
         covers at least one new edge.  A forest needs a single tree.  Raises
         ValueError when ``max_trees`` trees do not cover the graph."""
+        import networkx as nx  # build time only; kept out of import fgl
+
         key = ("trees", max_trees, seed)
         if key in self._cache:
             return self._cache[key]

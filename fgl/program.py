@@ -27,7 +27,7 @@ class EncodedData:
 
     seq_ptr: np.ndarray   # [N+1] token offset of each sequence
     tok_ptr: np.ndarray   # [units+1] offset of each unit's attributes
-    tok_row: np.ndarray   # [nnz] attribute row (template, attribute) ids
+    tok_row: np.ndarray   # [nnz] attribute row (template, attribute) ids, int32
     tok_val: np.ndarray   # [nnz] attribute values
     gold: np.ndarray | None  # [tokens] gold (segment) label ids, or None
     starts: np.ndarray | None = None  # [tokens] 1 where a gold segment starts
