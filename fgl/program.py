@@ -77,7 +77,10 @@ def cached_gold_expectations(program, w: np.ndarray, data) -> tuple[float, np.nd
 
 
 class Program(Protocol):
-    """What every compiled program offers the learner."""
+    """What every compiled program offers: the learner uses
+    ``expectations`` and ``gold_expectations`` only; decoding and marginals
+    serve tagging (general CRFs decode per instance, see
+    ``fgl.loopy_program``)."""
 
     n_features: int
 
