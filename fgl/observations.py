@@ -82,8 +82,13 @@ class ObservationCompiler:
             if spans is None:
                 out: list[list[Item]] = [[] for _ in range(T)]
                 for off, lab in offsets:
-                    for t in range(max(0, -off), min(T, T - off)):
-                        out[t].extend(items(lab, values[t + off]))
+                    lo, hi = max(0, -off), min(T, T - off)
+                    if kind == "text":  # the common case, without a call per token
+                        for t in range(lo, hi):
+                            out[t].append((lab, values[t + off], 1.0))
+                    else:
+                        for t in range(lo, hi):
+                            out[t].extend(items(lab, values[t + off]))
                 return out
             out = []
             for u, v in spans:
@@ -182,17 +187,27 @@ def _either(inner: Evaluator) -> Evaluator:
 
 
 def _conjoin(parts: list[list[list[Item]]]) -> list[list[Item]]:
+    """Cross product of the parts' items at every position: names joined by
+    ``&``, texts by ``|`` (a real value's text is empty), values multiplied."""
+    names: dict[tuple[str, ...], str] = {}  # the joined names repeat across positions
     out: list[list[Item]] = []
-    for t in range(len(parts[0])):
+    for rows in zip(*parts):
         row: list[Item] = []
-        for combo in itertools.product(*(p[t] for p in parts)):
+        for combo in itertools.product(*rows):
+            key = tuple([nm for nm, _, _ in combo])
+            name = names.get(key)
+            if name is None:
+                name = names[key] = "&".join(key)
+            texts = [tx for _, tx, _ in combo]
             value = 1.0
             for _, _, v in combo:
                 value *= v
-            texts = [tx for _, tx, _ in combo]
-            text = "|".join(tx if tx is not None else "" for tx in texts) if any(
-                tx is not None for tx in texts) else None
-            row.append(("&".join(nm for nm, _, _ in combo), text, value))
+            if None in texts:
+                text = None if texts.count(None) == len(texts) else \
+                    "|".join(tx if tx is not None else "" for tx in texts)
+            else:
+                text = "|".join(texts)
+            row.append((name, text, value))
         out.append(row)
     return out
 
