@@ -117,7 +117,8 @@ def _label_ref(r: LabelRef) -> str:
     return f"{r.var}[{_offsets(r.lo, r.hi, r.index)}]"
 
 
-def _labels_text(refs: list[LabelRef]) -> str:
+def labels_text(refs: list[LabelRef]) -> str:
+    """A template's labels as written: `y[t-2..t]` or `(y[i], y[j])`."""
     shown = ", ".join(_label_ref(r) for r in refs)
     return shown if len(refs) == 1 else f"({shown})"
 
@@ -655,7 +656,7 @@ class _Checker:
         if self.spec.segments is not None:
             self.error(refs[0].loc if refs else tpl.loc,
                        f"{SEGMENTS_AND_PAIRS}: a segment model links consecutive segments only; "
-                       f"found {_labels_text(refs)}")
+                       f"found {labels_text(refs)}")
             self.check_where(where, within)
             return None, None, ""
         shape_ok = (len(refs) == 2 and [r.index for r in refs] == ["i", "j"]
@@ -666,14 +667,14 @@ class _Checker:
             var = refs[0].var if refs else "y"
             self.error(refs[0].loc if refs else tpl.loc,
                        f"a pair template links two labels, at i and then at j, as in ({var}[i], {var}[j]) "
-                       f"where word[i] == word[j]; found {_labels_text(refs)}")
+                       f"where word[i] == word[j]; found {labels_text(refs)}")
         elif None not in outs and outs[0] != outs[1]:
             self.error(refs[1].loc, f"a pair template links two labels of one layer, as in "
-                                    f"({refs[0].var}[i], {refs[0].var}[j]); found {_labels_text(refs)}")
+                                    f"({refs[0].var}[i], {refs[0].var}[j]); found {labels_text(refs)}")
         else:
             layer = outs[0]
             if not where and within is None:
-                self.error(refs[0].loc, NEEDS_WHERE.format(labels=_labels_text(refs)))
+                self.error(refs[0].loc, NEEDS_WHERE.format(labels=labels_text(refs)))
         self.check_where(where, within)
         return (2 if shape_ok else None), self.declared_labels(layer), "the declared labels"
 
@@ -707,14 +708,14 @@ class _Checker:
         elif len(refs) != 2 or [r.index for r in refs] != ["a", "b"]:
             var = refs[0].var
             self.error(refs[0].loc, f'a pair template in a graph model links two nodes, a and then b, as in '
-                                    f'({var}[a], {var}[b]) where edge(a, b, "cites"); found {_labels_text(refs)}')
+                                    f'({var}[a], {var}[b]) where edge(a, b, "cites"); found {labels_text(refs)}')
         elif None not in outs and outs[0] != outs[1]:
             self.error(refs[1].loc, f"a pair template links two labels of one layer, as in "
-                                    f"({refs[0].var}[a], {refs[0].var}[b]); found {_labels_text(refs)}")
+                                    f"({refs[0].var}[a], {refs[0].var}[b]); found {labels_text(refs)}")
         elif offsets_ok:
             window, layer = 2, outs[0]
             if not any(p.kind == "edge" for p in where):
-                self.error(refs[0].loc, NEEDS_EDGE.format(labels=_labels_text(refs)))
+                self.error(refs[0].loc, NEEDS_EDGE.format(labels=labels_text(refs)))
         self.check_where(where, within, graph=True)
         return window, self.declared_labels(layer), "the declared labels"
 
@@ -795,7 +796,7 @@ class _Checker:
             positions = [k for r in tpl.labels for k in range(r.lo, r.hi + 1)]
             if positions[-1] == 0 and positions == list(range(positions[0], 1)):
                 return len(positions)
-            self.error(tpl.labels[0].loc, noncontiguous.format(labels=_labels_text(tpl.labels)))
+            self.error(tpl.labels[0].loc, noncontiguous.format(labels=labels_text(tpl.labels)))
         return None
 
     def patterns(self, tpl: Template, window: int | None, declared: list[str] | None, where: str) -> None:
@@ -806,7 +807,7 @@ class _Checker:
                 self.error(loc, "empty pattern []; a pattern lists one label per position")
             elif window is not None and len(pat) > window:
                 self.error(loc, f"pattern {shown} has {len(pat)} labels but the window "
-                                f"{_labels_text(tpl.labels)} "
+                                f"{labels_text(tpl.labels)} "
                                 f"has only {window} position{'s' if window > 1 else ''}")
             if declared is not None:
                 for label in pat:

@@ -14,9 +14,9 @@ from .errors import DataError, FglError, SpecError
 
 EPILOG = """\
 examples:
-  fgl check stdlib/linear_chain.fgl
+  fgl check stdlib/hmm_like.fgl
   fgl explain stdlib/high_order.fgl --train train.txt
-  fgl train stdlib/linear_chain.fgl --train train.txt --dev dev.txt -o chunker.fglm
+  fgl train stdlib/hmm_like.fgl --train train.txt --dev dev.txt -o chunker.fglm
   fgl tag chunker.fglm test.txt > tagged.txt
   fgl eval chunker.fglm test.txt
 
@@ -38,11 +38,12 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--jobs", type=int, default=0,
                         help="threads for per-sequence work (default 0 = every core)")
 
-    t = sub.add_parser("train", help="train a spec on a CoNLL column file",
+    t = sub.add_parser("train", help="train a spec on a data file",
                        description="Compile SPEC against the training data and fit its weights "
                                    "by L-BFGS; write the model file.")
     t.add_argument("spec", help="the model spec (.fgl)")
-    t.add_argument("--train", required=True, metavar="FILE", help="training data (CoNLL columns)")
+    t.add_argument("--train", required=True, metavar="FILE",
+                   help="training data (CoNLL columns; JSON lines for `input graph` specs)")
     t.add_argument("--dev", metavar="FILE", help="development data, evaluated after training")
     t.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
     t.add_argument("--sigma", type=float, help="override the spec's Gaussian prior sigma")
@@ -178,6 +179,7 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
 def _cmd_explain(a: argparse.Namespace) -> None:
     from .api import CRF
+    from .checks import labels_text
     from .loopy_compiler import LoopyModel
     from .parser import read_spec
 
@@ -186,11 +188,10 @@ def _cmd_explain(a: argparse.Namespace) -> None:
           f"{len(spec.templates)} templates")
     if not a.train:
         for tpl in spec.templates:
-            ref, lo = tpl.labels[0], min(r.lo for r in tpl.labels)
-            window = f"{ref.var}[t]" if lo == 0 else f"{ref.var}[t{lo}..t]"
             kind = tpl.patterns.kind.replace("_", " ") if tpl.patterns else "default"
-            print(f"  {tpl.name}: {window} patterns {kind}, "
-                  f"{len(tpl.observations)} observations")
+            where = f", {len(tpl.where)} conditions" if tpl.where else ""
+            print(f"  {tpl.name}: {labels_text(tpl.labels)} patterns {kind}, "
+                  f"{len(tpl.observations)} observations{where}")
         print("labels, patterns and state counts depend on the data: add --train FILE")
         return
     crf = CRF(spec)
