@@ -272,8 +272,11 @@ def _exp_transition_scores(pot, s_pattern, p_suffix, p_order, n_labels, dynamic,
                     mn = min(mn, e)
                     mx = max(mx, e)
             else:
+                dst = row[base:base + n]
+                src = row[par:par + n]
+                f = static_exp[base:base + n]
                 for y in range(n):
-                    row[base + y] = row[par + y] * static_exp[base + y]
+                    dst[y] = src[y] * f[y]
                 mn = min(mn, eps_lo * cum_lo[p])  # a bound: exact enough to be safe
                 mx = max(mx, cum_hi[p])
         if not (mn >= lo and mx <= hi):
@@ -374,10 +377,12 @@ def _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_nex
                     m_row[base + y] = a * e_row[base + y] * nb[s_next[base + y]]
         for i in range(P - 1, 0, -1):  # longest first: children before parents
             p = p_order[i]
-            base = p * n
-            par = p_suffix[p] * n
+            # slices of one row: LLVM vectorises these (indices into the same
+            # array it would not)
+            dst = m_row[p_suffix[p] * n:(p_suffix[p] + 1) * n]
+            src = m_row[p * n:(p + 1) * n]
             for y in range(n):
-                m_row[par + y] += m_row[base + y]
+                dst[y] += src[y]
 
 
 @njit(cache=True, nogil=True)
