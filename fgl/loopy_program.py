@@ -10,7 +10,6 @@ marginal likelihood log Z(y, x) - log Z(x) of seed 004 eq. 1.46-1.52.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +18,7 @@ from numba import njit
 from .engines import loopy
 from .errors import FglError
 from .factor_graph import FactorGraph
-from .program import cached_gold_expectations, resolve_jobs
+from .program import cached_gold_expectations, resolve_jobs, thread_pool
 
 
 @dataclass
@@ -132,8 +131,7 @@ class LoopyProgram:
         jobs = min(resolve_jobs(jobs), max(n, 1))
         if jobs == 1:
             return [fn(i) for i in range(n)]
-        with ThreadPoolExecutor(jobs) as pool:
-            return list(pool.map(fn, range(n)))
+        return list(thread_pool(jobs).map(fn, range(n)))
 
     def _expect(self, w: np.ndarray, data: LoopyData, jobs: int, clamped: bool
                 ) -> tuple[float, np.ndarray]:

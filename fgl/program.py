@@ -56,14 +56,31 @@ def resolve_jobs(jobs: int | None) -> int:
     return jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
 
 
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def thread_pool(workers: int) -> ThreadPoolExecutor:
+    """A pool of ``workers`` threads, made once and reused by every
+    evaluation (the numba kernels release the GIL)."""
+    if workers not in _POOLS:
+        _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="fgl")
+    return _POOLS[workers]
+
+
 def _run_parallel(jobs: int, data: EncodedData, fn) -> list:
-    """Run ``fn(i0, i1)`` on contiguous runs of sequences, one thread each
-    (the kernels release the GIL)."""
+    """Run ``fn(i0, i1)`` on contiguous runs of sequences, one thread each."""
     parts = data.chunks(resolve_jobs(jobs))
     if len(parts) == 1:
         return [fn(*parts[0])]
-    with ThreadPoolExecutor(len(parts)) as pool:
-        return list(pool.map(lambda p: fn(*p), parts))
+    return list(thread_pool(len(parts)).map(lambda p: fn(*p), parts))
+
+
+def _total(results: list[tuple[float, np.ndarray]]) -> tuple[float, np.ndarray]:
+    """Sum the per-thread (log Z, expected counts) in place."""
+    grad = results[0][1]
+    for _, g in results[1:]:
+        grad += g
+    return sum(r[0] for r in results), grad
 
 
 def cached_gold_expectations(program, w: np.ndarray, data) -> tuple[float, np.ndarray]:
@@ -140,8 +157,7 @@ class ChainProgram:
                 st.p_next_run, st.n_forward, st.n_labels, grad)
             return total, grad
 
-        results = _run_parallel(jobs, data, work)
-        return sum(r[0] for r in results), np.sum([r[1] for r in results], axis=0)
+        return _total(_run_parallel(jobs, data, work))
 
     def empirical_counts(self, data: EncodedData) -> np.ndarray:
         st = self.structure
@@ -220,8 +236,7 @@ class SemiMarkovProgram:
                 len(st.patterns), self.label_max, grad)
             return total, grad
 
-        results = _run_parallel(jobs, data, work)
-        return sum(r[0] for r in results), np.sum([r[1] for r in results], axis=0)
+        return _total(_run_parallel(jobs, data, work))
 
     def empirical_counts(self, data: EncodedData) -> np.ndarray:
         st = self.structure
