@@ -46,7 +46,10 @@ _HUGE = 1e250
 _MIN_EXPONENT = -600.0
 _MAX_EXPONENT = 60.0
 # floating-point reassociation lets LLVM vectorise the scaled path's sums and
-# products; no flag that assumes away NaN or infinity (the checks need them)
+# products; no flag that assumes away NaN or infinity (the checks need them).
+# The hot kernels also use numpy's error model: a division by zero gives inf
+# (which the range checks catch) instead of a Python exception check per
+# division.
 _SAFE_FAST = {"reassoc", "contract", "nsz", "arcp"}
 
 
@@ -214,7 +217,7 @@ def _log_marginals(psi, alpha, beta, log_z, s_prev, s_next, s_parent, s_order, m
                 marg[t, s_parent[s]] += marg[t, s]
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST)
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
 def _exp_transition_scores(pot, s_pattern, p_suffix, p_order, n_labels, dynamic,
                            block_dynamic, static_exp, epsi, low):
     """``epsi[t, p·n + y] = exp(Ψ(t, p·y) - shift_t)``, block by block: the
@@ -285,7 +288,7 @@ def _exp_transition_scores(pot, s_pattern, p_suffix, p_order, n_labels, dynamic,
     return shift
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST)
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
 def _scaled_forward_backward(epsi, low, s_next, p_next_run, n_labels, n_forward, alpha, beta,
                              scale):
     """Forward and backward on scaled vectors (seed 004 §1.4.6), block by
@@ -348,7 +351,7 @@ def _scaled_forward_backward(epsi, low, s_next, p_next_run, n_labels, n_forward,
     return log_scale
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST)
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
 def _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_next_run,
                       n_labels, marg):
     """Transition marginals from the scaled vectors, accumulated block by
@@ -523,7 +526,7 @@ def _static_potentials(const_feats, feat_pattern, w, n_patterns):
     return out
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST)
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
 def _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static, fill, pot):
     """pot[t, z] = static[z] + Σ over per-token attributes r at t of value ·
     Σ_{k in row r, pattern k = z} w[k]: the feature scoring of one sequence,
@@ -539,7 +542,7 @@ def _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, stati
                 pot[t, feat_pattern[k]] += v * w[k]
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST)
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
 def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern,
                         feat_s, const_feats, dynamic, w, s_prev, s_next, s_pattern, s_parent,
                         s_order, p_suffix, p_order, p_next_run, n_forward, n_labels, grad):
