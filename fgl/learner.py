@@ -46,10 +46,13 @@ class Objective:
         self.inv_var = 1.0 / np.square(sigma)
 
     def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
-        log_z, expected = self.program.expectations(w, self.data, self.jobs)
+        log_z, grad = self.program.expectations(w, self.data, self.jobs)
         gold_log_z, observed = self.program.gold_expectations(w, self.data, self.jobs)
-        value = log_z - gold_log_z + 0.5 * np.sum(self.inv_var * w * w)
-        return float(value), expected - observed + self.inv_var * w
+        prior = self.inv_var * w
+        value = log_z - gold_log_z + 0.5 * float(prior @ w)
+        grad -= observed  # ``grad`` is the program's fresh array: update it in place
+        grad += prior
+        return float(value), grad
 
 
 def train_lbfgs(program: Program, data: EncodedData, sigma: np.ndarray, *,
