@@ -74,7 +74,7 @@ def compile_order(train, order: int):
 
 def table1(args, labels: list[int], orders: list[int]) -> dict:
     """Scaling with order; returns the compiled models for table 2."""
-    print(f"Table 1 — cost per objective+gradient evaluation vs maximum CRF order")
+    print("Table 1 — cost per objective+gradient evaluation vs maximum CRF order")
     print(f"  data: markov_sequences(order={args.true_order}, r=2, m=3, sigma={args.sigma}), "
           f"{args.train} train sequences of length {args.length}; timed on the first "
           f"<= {args.time_tokens} tokens, jobs=1, best of {args.repeats}")
@@ -122,18 +122,11 @@ def kernel_runner(structure: chain.ChainStructure, pots: list[np.ndarray]):
     """The same computation with the scratch arrays allocated once (the
     engine's internal kernel, as the training path calls it): isolates the
     O(T·|P|·n) recursion from allocating O(T·|P|·n) workspace per call."""
-    ws = chain._Workspace(structure, max(p.shape[0] for p in pots))
-    n_z = len(structure.patterns)
-    dynamic, static_exp = np.ones(n_z, np.bool_), np.ones(n_z)
+    ws = chain.Workspace(structure, max(p.shape[0] for p in pots))
 
     def go() -> None:
         for pot in pots:
-            T = pot.shape[0]
-            chain._sequence_marginals(
-                pot, structure.s_prev, structure.s_next, structure.s_pattern, structure.s_parent,
-                structure.s_order, structure.n_forward, structure.n_labels, dynamic, static_exp,
-                ws.psi[:T], ws.epsi[:T], ws.alpha[:T + 1], ws.beta[:T + 1], ws.tmp, ws.acc,
-                ws.back[:T], ws.scale[:T], ws.marg[:T])
+            chain.sequence_marginals(structure, pot, ws)
     return go
 
 
@@ -202,7 +195,6 @@ def table2(args, models: dict, labels: list[int], orders: list[int]) -> None:
             print(f"{prefix} {n_seq:4d} {t_sparse:9.4f} {t_dense:9.4f} "
                   f"{t_dense / t_sparse:8.1f} {k_dense / k_sparse:8.1f} {ns_s:6.2f} {ns_d:6.2f} "
                   f"{build_s:7.1f} {diff:10.1e}", flush=True)
-            del dst, dense_pots
     print()
 
 

@@ -403,7 +403,6 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
     row_ptr[1:] = np.cumsum([len(p) for p in row_lists])
     feat_pattern = np.fromiter((z for p in row_lists for z in p), dtype=np.int64,
                                count=int(row_ptr[-1]))
-    del row_lists, row_more
     model = CompiledModel.assemble(spec, base_dir, labels, plans, z_list, vocabs, row_ptr,
                                    feat_pattern, attributes.lexicons)
     seq_ptr = np.zeros(len(gold) + 1, dtype=np.int64)

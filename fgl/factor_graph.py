@@ -32,9 +32,12 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import networkx
 
 # message directions in a schedule
 VAR_TO_FACTOR = 0

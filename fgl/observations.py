@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import ast
-from .builtins import BUILTINS, regex_classes, shape
+from .builtins import regex_classes, shape
 from .errors import DataError, SpecError
 
 Item = tuple[str, str | None, float]

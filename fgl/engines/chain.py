@@ -460,8 +460,8 @@ def _viterbi(pot, s_prev, s_label, s_next, s_pattern, s_parent, s_order, n_forwa
 # potential-table API (one sequence)
 
 
-class _Workspace:
-    """Per-sequence scratch arrays sized for T positions."""
+class Workspace:
+    """Scratch arrays for sequences of up to T positions (reusable)."""
 
     def __init__(self, st: ChainStructure, T: int):
         S, P = st.n_backward, st.n_forward
@@ -484,24 +484,34 @@ def log_partition(st: ChainStructure, pot: np.ndarray) -> float:
 def pattern_marginals(st: ChainStructure, pot: np.ndarray) -> tuple[float, np.ndarray]:
     """log Z and P(y_{t-|z|+1..t} = z | x) for every position t and pattern z."""
     pot = np.ascontiguousarray(pot, dtype=np.float64)
-    ws = _Workspace(st, pot.shape[0])
+    ws = Workspace(st, pot.shape[0])
+    log_z = sequence_marginals(st, pot, ws)
+    return log_z, ws.marg[:pot.shape[0], st.pattern_s].copy()
+
+
+def sequence_marginals(st: ChainStructure, pot: np.ndarray, ws: Workspace) -> float:
+    """log Z of one sequence; ``ws.marg[t, s]`` receives the accumulated
+    transition marginals (the scaled path, or log space when it is not
+    exact).  ``ws`` may be reused across sequences of up to its length."""
+    T = pot.shape[0]
     n_z = len(st.patterns)
     log_z = _scaled_sequence(pot, st.s_next, st.s_pattern, st.p_suffix, st.p_order,
                              st.p_next_run, st.n_forward, st.n_labels, np.ones(n_z, np.bool_),
-                             np.ones(st.n_forward, np.bool_), np.ones(st.n_backward), ws.epsi,
-                             ws.alpha, ws.beta, ws.scale, ws.marg)
+                             np.ones(st.n_forward, np.bool_), np.ones(st.n_backward),
+                             ws.epsi[:T], ws.alpha[:T + 1], ws.beta[:T + 1], ws.scale[:T],
+                             ws.marg[:T])
     if not np.isfinite(log_z):
         log_z = _log_sequence(pot, st.s_prev, st.s_next, st.s_pattern, st.s_parent, st.s_order,
-                              st.n_forward, st.n_labels, ws.psi, ws.alpha, ws.beta, ws.tmp,
-                              ws.acc, ws.back, ws.marg)
-    return float(log_z), ws.marg[:, st.pattern_s].copy()
+                              st.n_forward, st.n_labels, ws.psi[:T], ws.alpha[:T + 1],
+                              ws.beta[:T + 1], ws.tmp, ws.acc, ws.back[:T], ws.marg[:T])
+    return float(log_z)
 
 
 def viterbi(st: ChainStructure, pot: np.ndarray) -> tuple[np.ndarray, float]:
     """The highest-scoring labelling and its score."""
     pot = np.ascontiguousarray(pot, dtype=np.float64)
     T = pot.shape[0]
-    ws = _Workspace(st, T)
+    ws = Workspace(st, T)
     out = np.empty(T, dtype=np.int64)
     best = _viterbi(pot, *st.tables(), ws.psi, ws.alpha, ws.back, ws.tmp, ws.acc, out)
     return out, float(best)
