@@ -412,13 +412,7 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
         for (u, v, _), y in zip(segs, seq):
             gold_tokens.extend([y] * (v - u + 1))
             starts.extend([1] + [0] * (v - u))
-    # each unit's rows in increasing id order: hot (low-id) weights first, and
-    # the weight reads run forward through memory (a few % per evaluation)
-    unit_ptr_np = np.frombuffer(unit_ptr, dtype=np.int64)
-    rows = new_id[unit_rows]
-    order = np.lexsort((rows, np.repeat(np.arange(len(unit_ptr_np) - 1, dtype=np.int32),
-                                        np.diff(unit_ptr_np))))
-    data = EncodedData(seq_ptr, unit_ptr_np, rows[order],
-                       np.frombuffer(unit_val, dtype=np.float64)[order],
+    data = EncodedData(seq_ptr, np.frombuffer(unit_ptr, dtype=np.int64), new_id[unit_rows],
+                       np.frombuffer(unit_val, dtype=np.float64),
                        np.array(gold_tokens, dtype=np.int64), np.array(starts, dtype=np.int64), L)
     return model, data
