@@ -85,58 +85,22 @@ def _infer_settings(spec: ast.Spec) -> tuple[str, dict]:
 
 
 @dataclass
-class LoopyModel:
-    """Everything needed to score, train and tag a general CRF."""
+class Unroller:
+    """Lays out each instance's label variables (layer-major: one per layer
+    and position or node) and unrolls every clique template into factors
+    (seed 004 eq. 1.41), evaluating their observations."""
 
     spec: ast.Spec
-    base_dir: Path
     layers: list[Layer]
-    templates: list[LoopyTemplate]
-    vocabs: list[dict[str, int]]
-    program: LoopyProgram
-    feat_sigma: np.ndarray
     attributes: TemplateAttributes = field(repr=False)
     obs: ObservationCompiler = field(repr=False)
 
-    # the names the rest of fgl (API, model files) expects of a model
-    @property
-    def labels(self) -> list[str]:
-        return self.layers[0].labels
-
     @classmethod
-    def assemble(cls, spec: ast.Spec, base_dir: Path, layers: list[Layer],
-                 templates: list[LoopyTemplate], vocabs: list[dict[str, int]],
-                 row_ptr: np.ndarray, feat_config: np.ndarray,
-                 lexicons: dict[str, frozenset[str]] | None = None) -> "LoopyModel":
-        row_sigma = np.empty(len(row_ptr) - 1)
-        row_template = np.empty(len(row_ptr) - 1, dtype=np.int64)
-        for ti, (plan, vocab) in enumerate(zip(templates, vocabs)):
-            row_sigma[list(vocab.values())] = plan.sigma
-            row_template[list(vocab.values())] = ti
-        cards = [int(np.prod([len(layers[l].labels) for l in t.layers])) for t in templates]
-        method, settings = _infer_settings(spec)
-        program = LoopyProgram(row_ptr, feat_config, row_template, np.array(cards, dtype=np.int64),
-                               method, settings, any(layer.hidden for layer in layers))
+    def for_spec(cls, spec: ast.Spec, base_dir: Path, layers: list[Layer],
+                 lexicons: dict[str, frozenset[str]] | None = None) -> "Unroller":
         attributes = TemplateAttributes(spec, base_dir, lexicons)
-        obs = ObservationCompiler(spec, base_dir, attributes.lexicons)
-        return cls(spec, base_dir, layers, templates, vocabs, program,
-                   np.repeat(row_sigma, np.diff(row_ptr)), attributes, obs)
-
-    def initial_weights(self, seed: int = 0) -> np.ndarray:
-        """Zero weights, except small random ones (N(0, 0.1²), fixed seed) on
-        templates touching a hidden layer: at zero the hidden values are
-        interchangeable and the gradient keeps them so (seed 004 §1.4.3:
-        the marginal likelihood is not concave and needs a starting point)."""
-        w = np.zeros(self.program.n_features)
-        hidden = [ti for ti, t in enumerate(self.templates)
-                  if any(self.layers[l].hidden for l in t.layers)]
-        if hidden:
-            feat_tpl = np.repeat(self.program.row_template, np.diff(self.program.row_ptr))
-            mask = np.isin(feat_tpl, hidden)
-            w[mask] = np.random.default_rng(seed).normal(0.0, 0.1, int(mask.sum()))
-        return w
-
-    # ------------------------------------------------------------ instances
+        return cls(spec, layers, attributes, ObservationCompiler(spec, base_dir,
+                                                                 attributes.lexicons))
 
     def instances(self, sentences: list[Sentence], with_gold: bool) -> list[Instance]:
         """Group sentences into instances and concatenate their columns."""
@@ -166,14 +130,14 @@ class LoopyModel:
             out.append(Instance(group, bounds, dict(cols), gold))
         return out
 
-    def _var_index(self, inst: Instance) -> tuple[np.ndarray, int]:
+    def var_index(self, inst: Instance) -> tuple[np.ndarray, int]:
         """Variable id of (layer, position): layer-major."""
         n = inst.size
         return np.arange(len(self.layers) * n).reshape(len(self.layers), n), n
 
     def factors(self, inst: Instance) -> list[tuple[int, list[int], list[tuple[str, float]]]]:
         """Every factor of an instance: (template, variables, attributes)."""
-        var, n = self._var_index(inst)
+        var, n = self.var_index(inst)
         out = []
         for ti, tpl in enumerate(self.spec.templates):
             refs = _variables(tpl)
@@ -244,10 +208,66 @@ class LoopyModel:
             index["y"] = 0
         return index
 
+
+
+@dataclass
+class LoopyModel:
+    """Everything needed to score, train and tag a general CRF."""
+
+    spec: ast.Spec
+    base_dir: Path
+    layers: list[Layer]
+    templates: list[LoopyTemplate]
+    vocabs: list[dict[str, int]]
+    program: LoopyProgram
+    feat_sigma: np.ndarray
+    unroller: Unroller = field(repr=False)
+
+    # the names the rest of fgl (API, model files) expects of a model
+    @property
+    def labels(self) -> list[str]:
+        return self.layers[0].labels
+
+    @property
+    def attributes(self) -> TemplateAttributes:
+        return self.unroller.attributes
+
+    @classmethod
+    def assemble(cls, spec: ast.Spec, base_dir: Path, layers: list[Layer],
+                 templates: list[LoopyTemplate], vocabs: list[dict[str, int]],
+                 row_ptr: np.ndarray, feat_config: np.ndarray,
+                 lexicons: dict[str, frozenset[str]] | None = None) -> "LoopyModel":
+        row_sigma = np.empty(len(row_ptr) - 1)
+        row_template = np.empty(len(row_ptr) - 1, dtype=np.int64)
+        for ti, (plan, vocab) in enumerate(zip(templates, vocabs)):
+            row_sigma[list(vocab.values())] = plan.sigma
+            row_template[list(vocab.values())] = ti
+        cards = [int(np.prod([len(layers[l].labels) for l in t.layers])) for t in templates]
+        method, settings = _infer_settings(spec)
+        program = LoopyProgram(row_ptr, feat_config, row_template, np.array(cards, dtype=np.int64),
+                               method, settings, any(layer.hidden for layer in layers))
+        return cls(spec, base_dir, layers, templates, vocabs, program,
+                   np.repeat(row_sigma, np.diff(row_ptr)),
+                   Unroller.for_spec(spec, base_dir, layers, lexicons))
+
+    def initial_weights(self, seed: int = 0) -> np.ndarray:
+        """Zero weights, except small random ones (N(0, 0.1²), fixed seed) on
+        templates touching a hidden layer: at zero the hidden values are
+        interchangeable and the gradient keeps them so (seed 004 §1.4.3:
+        the marginal likelihood is not concave and needs a starting point)."""
+        w = np.zeros(self.program.n_features)
+        hidden = [ti for ti, t in enumerate(self.templates)
+                  if any(self.layers[l].hidden for l in t.layers)]
+        if hidden:
+            feat_tpl = np.repeat(self.program.row_template, np.diff(self.program.row_ptr))
+            mask = np.isin(feat_tpl, hidden)
+            w[mask] = np.random.default_rng(seed).normal(0.0, 0.1, int(mask.sum()))
+        return w
+
     # ------------------------------------------------------------ encoding
 
     def encode(self, sentences: list[Sentence], with_gold: bool = False) -> LoopyData:
-        return self.encode_instances(self.instances(sentences, with_gold), with_gold)
+        return self.encode_instances(self.unroller.instances(sentences, with_gold), with_gold)
 
     def encode_instances(self, instances: list[Instance], with_gold: bool,
                          unrolled: list | None = None) -> LoopyData:
@@ -255,8 +275,8 @@ class LoopyModel:
         (``unrolled``: their factors, when the caller has them already)."""
         graphs, fac_ptr, rows, vals, fac_tpl, gold, inst_fptr = [], [0], [], [], [], [], [0]
         for k, inst in enumerate(instances):
-            factors = unrolled[k] if unrolled is not None else self.factors(inst)
-            var, n = self._var_index(inst)
+            factors = unrolled[k] if unrolled is not None else self.unroller.factors(inst)
+            var, n = self.unroller.var_index(inst)
             card = [len(self.layers[k].labels) for k in range(len(self.layers)) for _ in range(n)]
             graphs.append(FactorGraph.from_factors(card, [f[1] for f in factors]))
             for ti, _, items in factors:
@@ -375,19 +395,15 @@ def compile_loopy_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Pat
     base_dir = base_dir or Path(".")
     settings = {**train_settings(spec), **(overrides or {})}
     sigma = float(settings.get("sigma", DEFAULT_SIGMA))
-    # a provisional model evaluates observations and unrolls templates
-    probe = LoopyModel(spec, base_dir, [], [], [], None, np.zeros(0),  # type: ignore[arg-type]
-                       TemplateAttributes(spec, base_dir), None)  # type: ignore[arg-type]
-    probe.obs = ObservationCompiler(spec, base_dir, probe.attributes.lexicons)
-    instances = probe.instances(sentences, with_gold=True)
-    layers = _layers(spec, instances)
-    probe.layers = layers
-    index = probe.layer_index
+    unroller = Unroller.for_spec(spec, base_dir, [])
+    instances = unroller.instances(sentences, with_gold=True)
+    layers = unroller.layers = _layers(spec, instances)
+    index = unroller.layer_index
 
-    unrolled = [probe.factors(inst) for inst in instances]
+    unrolled = [unroller.factors(inst) for inst in instances]
     golds = []
     for inst in instances:
-        _, n = probe._var_index(inst)
+        _, n = unroller.var_index(inst)
         g = np.full(len(layers) * n, -1, dtype=np.int64)
         for k, layer in enumerate(layers):
             if not layer.hidden:
@@ -467,5 +483,5 @@ def compile_loopy_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Pat
     feat_config = np.fromiter((c for cs in row_configs for c in sorted(cs)), dtype=np.int64,
                               count=int(row_ptr[-1]))
     model = LoopyModel.assemble(spec, base_dir, layers, templates, vocabs, row_ptr, feat_config,
-                                probe.attributes.lexicons)
+                                unroller.attributes.lexicons)
     return model, model.encode_instances(instances, with_gold=True, unrolled=unrolled)
