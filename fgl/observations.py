@@ -233,12 +233,22 @@ class TemplateAttributes:
         evaluators = self._evaluators[ti]
         if not evaluators:
             return [[("bias", 1.0)] for _ in range(n)]
+        # within one observation repeated items add up (word[u..v] is a bag of
+        # words); an attribute that two observations both give counts once
         rows: list[dict[str, float]] = [{} for _ in range(n)]
         for ev in evaluators:
             for i, items in enumerate(ev(cols, T, spans)):
                 row = rows[i]
-                for it in items:  # an attribute two observations both give counts once
+                if len(items) == 1:
+                    it = items[0]
                     row.setdefault(attribute_key(it), it[2])
+                    continue
+                own: dict[str, float] = {}
+                for it in items:
+                    key = attribute_key(it)
+                    own[key] = own.get(key, 0.0) + it[2]
+                for key, v in own.items():
+                    row.setdefault(key, v)
         return [list(row.items()) for row in rows]
 
     def __call__(self, cols: dict[str, list], T: int, spans: Spans = None,

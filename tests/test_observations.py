@@ -89,3 +89,11 @@ def test_an_attribute_given_twice_counts_once():
     one attribute with its value, not the value twice."""
     got = attributes("word[t], word[t], lower(word[t])")
     assert got[0] == [("word[t]=Peter", 1.0), ("lower(word[t])=peter", 1.0)]
+
+
+def test_a_bag_of_words_counts_repeats():
+    spec = validate(parse_spec("columns word, label\noutput label\nsegments max 3\n"
+                               "template s: s[j] ~ word[u..v], length\n", "<t>"))
+    cols, _ = sentence_columns(spec, [["a", "O"], ["b", "O"], ["a", "O"]], [1, 2, 3], "<d>")
+    (row,) = TemplateAttributes(spec)(cols, 3, [(0, 2)])[0]
+    assert dict(row) == {"word[u..v]=a": 2.0, "word[u..v]=b": 1.0, "length=3": 1.0}
