@@ -1,4 +1,4 @@
-"""The ``fgl`` command: train, tag, eval, check and explain model specs.
+"""The ``fgl`` command: train, tag, eval, check, explain and draw model specs.
 
 Every user mistake ends in a one-line ``file:line[:col]: message`` on stderr
 and a non-zero exit status, never a traceback.
@@ -70,6 +70,16 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="validate a spec", description="Parse and check a spec; "
                        "report every error as file:line:col.")
     c.add_argument("spec")
+
+    d = sub.add_parser("draw", help="write one instance's factor graph as Graphviz DOT",
+                       description="Unroll every template over one instance of FILE and write "
+                                   "its factor graph (variables, factors coloured by template) "
+                                   "as Graphviz DOT; render with `dot -Tpng g.dot -o g.png`.")
+    d.add_argument("spec")
+    d.add_argument("file", help="data (labels optional)")
+    d.add_argument("--instance", type=int, default=0, help="which instance (default 0)")
+    d.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    d.add_argument("--encoding", default="utf-8")
 
     x = sub.add_parser("explain", help="show the compiled program",
                        description="Show the engine chosen for SPEC and why, the labels, "
@@ -204,10 +214,23 @@ def _cmd_explain(a: argparse.Namespace) -> None:
         print(model.explain())
 
 
+def _cmd_draw(a: argparse.Namespace) -> None:
+    from .api import CRF
+    from .draw import factor_graph_dot
+
+    crf = CRF(Path(a.spec))
+    dot = factor_graph_dot(crf.spec, crf.read(a.file, encoding=a.encoding), a.instance,
+                           Path(a.spec).parent)
+    if a.output:
+        Path(a.output).write_text(dot, encoding="utf-8")
+    else:
+        sys.stdout.write(dot)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = {"train": _cmd_train, "tag": _cmd_tag, "eval": _cmd_eval, "check": _cmd_check,
-               "explain": _cmd_explain}[args.command]
+               "explain": _cmd_explain, "draw": _cmd_draw}[args.command]
     try:
         return command(args) or 0
     except FglError as e:

@@ -138,3 +138,21 @@ def test_non_convergence_is_reported(files, capsys):
     assert "warning: belief propagation did not converge" in capsys.readouterr().err
     assert main(["tag", str(d / "o.fglm"), str(d / "two.txt")]) == 0
     assert "did not converge" in capsys.readouterr().err
+
+
+def test_draw_writes_the_factor_graph_as_dot(files, capsys):
+    d = files
+    assert main(["draw", str(d / "skip.fgl"), str(d / "two.txt"), "--instance", "1"]) == 0
+    dot = capsys.readouterr().out
+    words = [l.split()[0] for l in (d / "two.txt").read_text().split("\n\n")[1].splitlines()]
+    T = len(words)
+    assert dot.startswith("graph ") and dot.rstrip().endswith("}")
+    assert dot.count("shape=circle") == T                      # one variable per token
+    pairs = sum(words[i] == words[j] for i in range(T) for j in range(i + 1, T))
+    # state factors (1 edge each), transitions (2), skip edges (2)
+    assert dot.count('xlabel="state"') == T
+    assert dot.count('xlabel="trans"') == T - 1
+    assert dot.count('xlabel="skip"') == pairs
+    assert dot.count(" -- ") == T + 2 * (T - 1) + 2 * pairs
+    code = main(["draw", str(d / "skip.fgl"), str(d / "two.txt"), "--instance", "999"])
+    assert code == 2 and "instance 999 does not exist" in capsys.readouterr().err
