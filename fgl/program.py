@@ -133,7 +133,10 @@ class ChainProgram:
     const_rows: np.ndarray  # rows active with value 1 at every token (bias rows)
 
     def __post_init__(self) -> None:
-        self.feat_s = self.structure.pattern_s[self.feat_pattern]
+        # 32-bit feature tables: half the cache footprint for the scattered
+        # reads of feature scoring and expected counts
+        self.feat_pattern = np.ascontiguousarray(self.feat_pattern, dtype=np.int32)
+        self.feat_s = self.structure.pattern_s[self.feat_pattern].astype(np.int32)
         self.row_is_const = np.zeros(len(self.row_ptr) - 1, dtype=np.bool_)
         self.row_is_const[self.const_rows] = True
         feat_const = np.repeat(self.row_is_const, np.diff(self.row_ptr))
