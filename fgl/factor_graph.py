@@ -247,15 +247,21 @@ class FactorGraph:
                      ) -> tuple[np.ndarray, np.ndarray]:
         """One TRP iteration: the tree schedules of ``trees`` (default
         ``spanning_trees()``) concatenated."""
-        if trees is None and "trp" in self._cache:
-            return self._cache["trp"]
-        parts = [self.tree_schedule(t) for t in (self.spanning_trees() if trees is None else trees)]
+        if trees is None:
+            trees = self.spanning_trees()
+        # trees from spanning_trees() are cached lists, so their identity keys
+        # the schedule: training reuses it every evaluation
+        key = ("trp", id(trees))
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] is trees:
+            return hit[1]
+        parts = [self.tree_schedule(t) for t in trees]
         if parts:
             out = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
         else:
             out = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-        if trees is None:
-            self._cache["trp"] = out
+        if any(k[0] == "trees" and v is trees for k, v in self._cache.items()):
+            self._cache[key] = (trees, out)  # only trees this graph made: a bounded cache
         return out
 
     def flooding_schedule(self) -> tuple[np.ndarray, np.ndarray]:

@@ -465,3 +465,12 @@ def test_tree_schedule_is_leaves_to_root_then_back():
         assert others <= heard.get(s, set())
         heard.setdefault(receiver(e, d), set()).add(s)
     assert V + g.n_factors - 1 == half
+
+
+def test_trp_schedule_is_computed_once_per_graph():
+    """Training runs TRP every evaluation: the schedule of the graph's own
+    trees is cached, with or without an explicit tree count."""
+    g = FactorGraph.from_factors([2, 2, 2], [[0, 1], [1, 2], [0, 2]])
+    assert g.trp_schedule()[0] is g.trp_schedule()[0]
+    first = g.trp_schedule(g.spanning_trees(3))
+    assert g.trp_schedule(g.spanning_trees(3))[0] is first[0]
