@@ -183,14 +183,22 @@ class _Checker:
                        f"unknown input format '{fmt}'; expected `input conll` (token columns, the default) or "
                        f"`input graph` (JSON lines of nodes and edges){_did_you_mean(fmt, INPUT_FORMATS)}")
 
+    def once(self, seen: dict[str, Loc], name: str, loc: Loc, error_loc: Loc, what: str,
+             verb: str) -> bool:
+        """Record ``name``; report it (at ``error_loc``) if it was seen
+        before.  True when it is a duplicate."""
+        first = seen.get(name)
+        if first is not None:
+            self.error(error_loc, f"duplicate {what} '{name}'; it is already {verb} at "
+                                  f"{first.line}:{first.col}")
+            return True
+        seen[name] = loc
+        return False
+
     def check_columns(self) -> None:
         seen: dict[str, Loc] = {}
         for c in self.spec.columns:
-            if c.name in seen:
-                first = seen[c.name]
-                self.error(c.loc, f"duplicate column '{c.name}'; it is already declared at "
-                                  f"{first.line}:{first.col}")
-            seen.setdefault(c.name, c.loc)
+            self.once(seen, c.name, c.loc, c.loc, "column", "declared")
             if c.kind not in COLUMN_KINDS:
                 self.error(_loc(c.kind, c.loc),
                            f"unknown column kind '{c.kind}' for '{c.name}'; expected one of: "
@@ -244,11 +252,7 @@ class _Checker:
         seen: dict[str, Loc] = {}
         for h in self.spec.hidden:
             name_loc = _loc(h.name, h.loc)
-            if h.name in seen:
-                first = seen[h.name]
-                self.error(name_loc, f"duplicate hidden layer '{h.name}'; it is already declared at "
-                                     f"{first.line}:{first.col}")
-            seen.setdefault(h.name, h.loc)
+            self.once(seen, h.name, h.loc, name_loc, "hidden layer", "declared")
             col = self.columns.get(h.name)
             if col is not None:
                 what = "output" if h.name in self.outputs else "column"
@@ -325,12 +329,8 @@ class _Checker:
         seen: dict[str, Loc] = {}
         for d in self.spec.observations:
             name_loc = _loc(d.name, d.loc)
-            if d.name in seen:
-                first = seen[d.name]
-                self.error(name_loc, f"duplicate observation '{d.name}'; it is already defined at "
-                                     f"{first.line}:{first.col}")
+            if self.once(seen, d.name, d.loc, name_loc, "observation", "defined"):
                 self.expr(d.expr)              # its first definition is checked below
-            seen.setdefault(d.name, d.loc)
             if d.name in BUILTINS:
                 self.error(name_loc, f"observation name '{d.name}' clashes with the built-in "
                                      f"'{d.name}'; choose another name")
@@ -568,11 +568,7 @@ class _Checker:
                                             "as in `template state: y[t] ~ word[t]`")
         seen: dict[str, Loc] = {}
         for tpl in self.spec.templates:
-            if tpl.name in seen:
-                first = seen[tpl.name]
-                self.error(_loc(tpl.name, tpl.loc), f"duplicate template '{tpl.name}'; it is already defined "
-                                                    f"at {first.line}:{first.col}")
-            seen.setdefault(tpl.name, tpl.loc)
+            self.once(seen, tpl.name, tpl.loc, _loc(tpl.name, tpl.loc), "template", "defined")
             self.template(tpl)
 
     def label_output(self, r: LabelRef) -> str | None:

@@ -223,11 +223,6 @@ class SemiMarkovProgram:
     def n_features(self) -> int:
         return len(self.feat_pattern)
 
-    def _tables(self) -> tuple:
-        st = self.structure
-        return (st.s_prev, st.s_label, st.s_next, st.s_pattern, st.s_parent, st.s_order,
-                st.n_forward)
-
     def expectations(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> tuple[float, np.ndarray]:
         st = self.structure
 
@@ -235,7 +230,7 @@ class SemiMarkovProgram:
             grad = np.zeros(self.n_features)
             total = semimarkov._chunk_expectations(
                 i0, i1, self.max_length, data.seq_ptr, data.tok_ptr, data.tok_row, data.tok_val,
-                self.row_ptr, self.feat_pattern, self.feat_s, w, *self._tables(), st.n_labels,
+                self.row_ptr, self.feat_pattern, self.feat_s, w, *st.tables(), st.n_labels,
                 len(st.patterns), self.label_max, grad)
             return total, grad
 
@@ -260,7 +255,7 @@ class SemiMarkovProgram:
         def work(i0: int, i1: int) -> None:
             semimarkov._chunk_viterbi(i0, i1, self.max_length, data.seq_ptr, data.tok_ptr,
                                       data.tok_row, data.tok_val, self.row_ptr, self.feat_pattern,
-                                      w, *self._tables(), len(st.patterns), self.label_max,
+                                      w, *st.tables(), len(st.patterns), self.label_max,
                                       labels, starts)
 
         _run_parallel(jobs, data, work)

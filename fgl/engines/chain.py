@@ -529,6 +529,16 @@ def viterbi(st: ChainStructure, pot: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 @njit(cache=True, nogil=True)
+def _longest(seq_ptr, i0, i1):
+    """The longest of sequences i0..i1 (at least 1): the size of a chunk's
+    scratch arrays."""
+    max_t = 1
+    for i in range(i0, i1):
+        max_t = max(max_t, seq_ptr[i + 1] - seq_ptr[i])
+    return max_t
+
+
+@njit(cache=True, nogil=True)
 def _static_potentials(const_feats, feat_pattern, w, n_patterns):
     out = np.zeros(n_patterns)
     for k in const_feats:
@@ -558,9 +568,7 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
                         s_order, p_suffix, p_order, p_next_run, n_forward, n_labels, grad):
     """Σ log Z over sequences i0..i1 and, into ``grad``, the expected feature
     counts E[f_k] = Σ_t value · P(pattern of k ends at t | x)."""
-    max_t = 1
-    for i in range(i0, i1):
-        max_t = max(max_t, seq_ptr[i + 1] - seq_ptr[i])
+    max_t = _longest(seq_ptr, i0, i1)
     S = s_prev.shape[0]
     n_patterns = dynamic.shape[0]
     static = _static_potentials(const_feats, feat_pattern, w, n_patterns)
@@ -621,9 +629,7 @@ def _chunk_viterbi(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, feat_pat
                    const_feats, w, s_prev, s_label, s_next, s_pattern, s_parent, s_order,
                    n_forward, n_patterns, out):
     """MAP labelling of sequences i0..i1 into ``out`` (flat over tokens)."""
-    max_t = 1
-    for i in range(i0, i1):
-        max_t = max(max_t, seq_ptr[i + 1] - seq_ptr[i])
+    max_t = _longest(seq_ptr, i0, i1)
     S = s_prev.shape[0]
     static = _static_potentials(const_feats, feat_pattern, w, n_patterns)
     all_patterns = np.arange(n_patterns)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .chain import ChainStructure, _logsumexp_row
+from .chain import ChainStructure, _logsumexp_row, _longest
 
 
 @njit(cache=True, nogil=True)
@@ -236,9 +236,7 @@ def _chunk_expectations(i0, i1, L, seq_ptr, unit_ptr, unit_row, unit_val, row_pt
                         feat_pattern, feat_s, w, s_prev, s_label, s_next, s_pattern, s_parent,
                         s_order, n_forward, n_labels, n_patterns, max_len, grad):
     """Σ log Z over sequences i0..i1; expected feature counts into ``grad``."""
-    max_t = 1
-    for i in range(i0, i1):
-        max_t = max(max_t, seq_ptr[i + 1] - seq_ptr[i])
+    max_t = _longest(seq_ptr, i0, i1)
     S = s_prev.shape[0]
     pot = np.empty((max_t, L, n_patterns))
     psi = np.empty((max_t, L, S))
@@ -276,9 +274,7 @@ def _chunk_viterbi(i0, i1, L, seq_ptr, unit_ptr, unit_row, unit_val, row_ptr, fe
                    max_len, labels, starts):
     """Best segmentation of sequences i0..i1: per token its segment's label,
     and 1 where a segment starts."""
-    max_t = 1
-    for i in range(i0, i1):
-        max_t = max(max_t, seq_ptr[i + 1] - seq_ptr[i])
+    max_t = _longest(seq_ptr, i0, i1)
     S = s_prev.shape[0]
     pot = np.empty((max_t, L, n_patterns))
     psi = np.empty((max_t, L, S))
