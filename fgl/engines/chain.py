@@ -217,25 +217,22 @@ def _log_marginals(psi, alpha, beta, log_z, s_prev, s_next, s_parent, s_order, m
                 marg[t, s_parent[s]] += marg[t, s]
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
-def _exp_transition_scores(pot, s_pattern, p_suffix, p_order, n_labels, dynamic,
-                           block_dynamic, static_exp, epsi, low):
-    """``epsi[t, p·n + y] = exp(Ψ(t, p·y) - shift_t)``, block by block: the
-    parent of p·y is p_suffix[p]·y, so each block is its parent block times
-    the exp of the block's own pattern potentials — one ``exp`` per label and
-    per pattern whose potential varies with t; position-independent ones
-    (``dynamic`` False, e.g. plain transitions) use ``static_exp`` (1 where
-    p·y is not a pattern).  ``shift_t`` is the largest label potential.
-    Returns Σ_t shift_t and stores the smallest epsi of each t in ``low``,
-    or returns NaN when a value left [exp(_MIN_EXPONENT),
-    exp(_MAX_EXPONENT)]."""
-    T = pot.shape[0]
+@njit(cache=True, nogil=True)
+def _static_tables(static, s_pattern, dynamic, p_suffix, p_order, n_labels):
+    """What the scaled path needs of the position-independent potentials,
+    once per call over many sequences: each transition's exp of its own
+    static potential (1 where p·y is not a pattern), which blocks hold a
+    dynamic pattern, and bounds on a static block's values relative to block
+    ε (the products of its static factors along the suffix chain)."""
     n = n_labels
-    lo = np.exp(_MIN_EXPONENT)
-    hi = np.exp(_MAX_EXPONENT)
     P = p_order.shape[0]
-    # bounds on a static block's values relative to block ε: the products of
-    # its static factors along the suffix chain (once per call)
+    static_exp = np.ones(P * n)
+    block_dynamic = np.zeros(P, dtype=np.bool_)
+    for s in range(P * n):
+        if s_pattern[s] >= 0:
+            static_exp[s] = np.exp(static[s_pattern[s]])
+            if dynamic[s_pattern[s]]:
+                block_dynamic[s // n] = True
     cum_lo = np.ones(P)
     cum_hi = np.ones(P)
     for i in range(1, P):
@@ -248,6 +245,27 @@ def _exp_transition_scores(pot, s_pattern, p_suffix, p_order, n_labels, dynamic,
             f_hi = max(f_hi, static_exp[p * n + y])
         cum_lo[p] = cum_lo[q] * f_lo
         cum_hi[p] = cum_hi[q] * f_hi
+    return static_exp, block_dynamic, cum_lo, cum_hi
+
+
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+def _exp_transition_scores(pot, s_pattern, p_suffix, p_order, n_labels, dynamic,
+                           block_dynamic, static_exp, cum_lo, cum_hi, epsi, low):
+    """``epsi[t, p·n + y] = exp(Ψ(t, p·y) - shift_t)``, block by block: the
+    parent of p·y is p_suffix[p]·y, so each block is its parent block times
+    the exp of the block's own pattern potentials — one ``exp`` per label and
+    per pattern whose potential varies with t; position-independent ones
+    (``dynamic`` False, e.g. plain transitions) use ``static_exp`` (1 where
+    p·y is not a pattern).  ``shift_t`` is the largest label potential.
+    ``cum_lo``/``cum_hi`` bound each static block's values relative to
+    block ε (``_static_tables``).  Returns Σ_t shift_t and stores the
+    smallest epsi of each t in ``low``, or returns NaN when a value left
+    [exp(_MIN_EXPONENT), exp(_MAX_EXPONENT)]."""
+    T = pot.shape[0]
+    n = n_labels
+    lo = np.exp(_MIN_EXPONENT)
+    hi = np.exp(_MAX_EXPONENT)
+    P = p_order.shape[0]
     shift = 0.0
     for t in range(T):
         row = epsi[t]
@@ -390,13 +408,13 @@ def _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_nex
 
 @njit(cache=True, nogil=True)
 def _scaled_sequence(pot, s_next, s_pattern, p_suffix, p_order, p_next_run, n_forward,
-                     n_labels, dynamic, block_dynamic, static_exp, epsi, alpha, beta, scale,
-                     marg):
+                     n_labels, dynamic, block_dynamic, static_exp, cum_lo, cum_hi, epsi, alpha,
+                     beta, scale, marg):
     """log Z and accumulated transition marginals on the scaled path, or NaN
     when it would not be exact.  Reads ``pot`` only for labels and dynamic
     patterns."""
     shift = _exp_transition_scores(pot, s_pattern, p_suffix, p_order, n_labels, dynamic,
-                                   block_dynamic, static_exp, epsi, scale)
+                                   block_dynamic, static_exp, cum_lo, cum_hi, epsi, scale)
     if not np.isfinite(shift):
         return np.nan
     # ``scale`` holds each row's smallest epsi until the forward pass overwrites it
@@ -495,9 +513,11 @@ def sequence_marginals(st: ChainStructure, pot: np.ndarray, ws: Workspace) -> fl
     exact).  ``ws`` may be reused across sequences of up to its length."""
     T = pot.shape[0]
     n_z = len(st.patterns)
+    dynamic = np.ones(n_z, np.bool_)  # a bare potential table: every pattern varies
+    tables = _static_tables(np.zeros(n_z), st.s_pattern, dynamic, st.p_suffix, st.p_order,
+                            st.n_labels)
     log_z = _scaled_sequence(pot, st.s_next, st.s_pattern, st.p_suffix, st.p_order,
-                             st.p_next_run, st.n_forward, st.n_labels, np.ones(n_z, np.bool_),
-                             np.ones(st.n_forward, np.bool_), np.ones(st.n_backward),
+                             st.p_next_run, st.n_forward, st.n_labels, dynamic, *tables,
                              ws.epsi[:T], ws.alpha[:T + 1], ws.beta[:T + 1], ws.scale[:T],
                              ws.marg[:T])
     if not np.isfinite(log_z):
@@ -574,13 +594,8 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
     static = _static_potentials(const_feats, feat_pattern, w, n_patterns)
     dynamic_patterns = np.flatnonzero(dynamic)
     static_patterns = np.flatnonzero(~dynamic)
-    static_exp = np.ones(S)  # exp of each transition's own static potential
-    block_dynamic = np.zeros(n_forward, dtype=np.bool_)
-    for s in range(S):
-        if s_pattern[s] >= 0:
-            static_exp[s] = np.exp(static[s_pattern[s]])
-            if dynamic[s_pattern[s]]:
-                block_dynamic[s // n_labels] = True
+    static_exp, block_dynamic, cum_lo, cum_hi = _static_tables(
+        static, s_pattern, dynamic, p_suffix, p_order, n_labels)
     pot = np.empty((max_t, n_patterns))
     psi = np.empty((max_t, S))
     epsi = np.empty((max_t, S))
@@ -601,8 +616,9 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
         _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static,
                     dynamic_patterns, pot)
         log_z = _scaled_sequence(pot[:T], s_next, s_pattern, p_suffix, p_order, p_next_run,
-                                 n_forward, n_labels, dynamic, block_dynamic, static_exp,
-                                 epsi[:T], alpha[:T + 1], beta[:T + 1], scale[:T], marg[:T])
+                                 n_forward, n_labels, dynamic, block_dynamic, static_exp, cum_lo,
+                                 cum_hi, epsi[:T], alpha[:T + 1], beta[:T + 1], scale[:T],
+                                 marg[:T])
         if not np.isfinite(log_z):  # the log-space path reads every pattern's potential
             for t in range(T):
                 for z in static_patterns:
