@@ -143,6 +143,8 @@ class ChainProgram:
         self.const_feats = np.flatnonzero(feat_const).astype(np.int64)
         self.dynamic = np.zeros(len(self.structure.patterns), dtype=np.bool_)
         self.dynamic[self.feat_pattern[~feat_const]] = True
+        # the kernels read every label's potential per token
+        self.dynamic[self.structure.s_pattern[:self.structure.n_labels]] = True
 
     @property
     def n_features(self) -> int:
@@ -157,7 +159,7 @@ class ChainProgram:
                 i0, i1, data.seq_ptr, data.tok_ptr, data.tok_row, data.tok_val, self.row_ptr,
                 self.feat_pattern, self.feat_s, self.const_feats, self.dynamic, w, st.s_prev,
                 st.s_next, st.s_pattern, st.s_parent, st.s_order, st.p_suffix, st.p_order,
-                st.p_next_run, st.n_forward, st.n_labels, grad)
+                st.p_next_run, st.p_label, st.n_forward, st.n_labels, grad)
             return total, grad
 
         return _total(_run_parallel(jobs, data, work))

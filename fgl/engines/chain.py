@@ -71,6 +71,7 @@ class ChainStructure:
                             #     parent of p·y is p_suffix[p]·y, block by block
     p_order: np.ndarray     # [P] forward states by increasing length
     p_next_run: np.ndarray  # [P] q0 when next(p·y) = q0 + y for every y, else -1
+    p_label: np.ndarray     # [P] the last label of p (-1 for ε)
 
     @property
     def n_forward(self) -> int:
@@ -125,8 +126,9 @@ class ChainStructure:
         nxt = s_next.reshape(len(forward), n_labels)
         p_next_run = np.where((nxt - nxt[:, :1] == np.arange(n_labels)).all(axis=1),
                               nxt[:, 0], -1).astype(np.int64)
+        p_label = np.array([p[-1] if p else -1 for p in forward], dtype=np.int64)
         return cls(n_labels, patterns, forward, s_prev, s_label, s_next, s_pattern,
-                   s_parent, s_order, pattern_s, p_suffix, p_order, p_next_run)
+                   s_parent, s_order, pattern_s, p_suffix, p_order, p_next_run, p_label)
 
     def tables(self) -> tuple:
         """The integer tables the kernels take, in their argument order."""
@@ -428,6 +430,143 @@ def _scaled_sequence(pot, s_next, s_pattern, p_suffix, p_order, p_next_run, n_fo
 
 
 @njit(cache=True, nogil=True)
+def _static_cumulative(static_exp, p_suffix, p_order, n_labels):
+    """``cum[p·n + y]``: the product of the static factors of p·y and of
+    its suffixes down to (not including) block ε.  When no block but ε holds
+    a dynamic pattern, ``epsi[t, p·n + y] = epsi[t, y] · cum[p·n + y]``."""
+    n = n_labels
+    cum = np.ones(p_order.shape[0] * n)
+    for i in range(1, p_order.shape[0]):
+        p = p_order[i]
+        q = p_suffix[p]
+        for y in range(n):
+            cum[p * n + y] = static_exp[p * n + y] * (cum[q * n + y] if q > 0 else 1.0)
+    return cum
+
+
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+def _factored_sequence(pot, label_z, run_blocks, gather_blocks, s_next, p_next_run, p_label, cum,
+                       c_lo, n_labels, e, low, alpha, beta, scale, g, lab_marg, pair_sum):
+    """The scaled path (seed 004 §1.4.6) when only block ε varies with t —
+    every pattern longer than one label is observation-free, as in a
+    first-order CRF with plain transition weights.  Each transition factor
+    is then ``e[t, y] · cum[p·n + y]``: one ``exp`` per label and token, no
+    per-token transition table, and state q's incoming mass is scaled by
+    ``e[t, last label of q]`` once.
+
+    Blocks whose successors form a run of states (``run_blocks``) and the
+    others (``gather_blocks``) are separate loops: a loop that may take
+    either form is not vectorised.  Writes ``lab_marg[t, y]`` = P(y_t = y |
+    x) = Σ_{q ends in y} α̂(t+1, q)·β̂(t+1, q), and adds Σ_t α̂(t, p)·g_t(q)
+    to ``pair_sum[p, q]`` (g_t(q) = e[t, label of q]·β̂(t+1, q)), so that
+    transition p·y was taken Σ_t times cum[p·n + y]·pair_sum[p, next(p·y)]
+    in expectation.  Returns log Z, or NaN (``pair_sum`` untouched) when
+    the scaled values would not be exact — the range checks of
+    ``_scaled_sequence``, with ``c_lo`` the smallest ``cum_lo``."""
+    T = pot.shape[0]
+    n = n_labels
+    P = p_next_run.shape[0]
+    lo = np.exp(_MIN_EXPONENT)
+    shift = 0.0
+    for t in range(T):
+        m = -np.inf
+        for y in range(n):
+            m = max(m, pot[t, label_z[y]])
+        shift += m
+        e_lo = 1.0
+        row = e[t]
+        for y in range(n):
+            v = np.exp(pot[t, label_z[y]] - m)
+            row[y] = v
+            e_lo = min(e_lo, v)
+        low[t] = e_lo * c_lo
+        if not low[t] >= lo:
+            return np.nan
+    alpha[0, :] = 0.0
+    alpha[0, 0] = 1.0
+    log_scale = 0.0
+    for t in range(T):
+        row = alpha[t + 1]
+        row[:] = 0.0
+        prev = alpha[t]
+        risky = False
+        for q in range(P):
+            risky |= prev[q] != 0.0 and prev[q] * low[t] < _TINY
+        if risky:  # a product may underflow: check every one
+            for q in range(P):
+                a = prev[q]
+                for y in range(n):
+                    if a != 0.0 and a * e[t, y] * cum[q * n + y] < _TINY:
+                        return np.nan
+        for p in run_blocks:
+            a = prev[p]
+            base = p * n
+            c = cum[base:base + n]
+            q0 = p_next_run[p]
+            dst = row[q0:q0 + n]
+            for y in range(n):
+                dst[y] += a * c[y]
+        for p in gather_blocks:
+            a = prev[p]
+            base = p * n
+            for y in range(n):
+                row[s_next[base + y]] += a * cum[base + y]
+        total = 0.0
+        for q in range(1, P):  # every state but ε ends in its label's factor
+            row[q] *= e[t, p_label[q]]
+            total += row[q]
+        inv = 1.0 / total
+        for q in range(P):
+            row[q] *= inv
+        scale[t] = total
+        log_scale += np.log(total)
+    beta[T, :] = 1.0
+    for t in range(T - 1, -1, -1):
+        nb = beta[t + 1]
+        gt = g[t]
+        gt[0] = 0.0
+        for q in range(1, P):
+            gt[q] = e[t, p_label[q]] * nb[q]
+        inv = 1.0 / scale[t]
+        brow = beta[t]
+        for p in run_blocks:
+            base = p * n
+            c = cum[base:base + n]
+            q0 = p_next_run[p]
+            gg = gt[q0:q0 + n]
+            acc = 0.0
+            for y in range(n):
+                acc += c[y] * gg[y]
+            brow[p] = acc * inv
+        for p in gather_blocks:
+            base = p * n
+            acc = 0.0
+            for y in range(n):
+                acc += cum[base + y] * gt[s_next[base + y]]
+            brow[p] = acc * inv
+        mx = 0.0
+        for p in range(P):
+            mx = max(mx, brow[p])
+        if not (mx < _HUGE):
+            return np.nan
+    for t in range(T):
+        inv = 1.0 / scale[t]
+        gt = g[t]
+        for p in range(P):  # no test for a = 0: a branch here stops vectorisation
+            a = alpha[t, p] * inv
+            dst = pair_sum[p]
+            for q in range(P):
+                dst[q] += a * gt[q]
+        m_row = lab_marg[t]
+        m_row[:] = 0.0
+        na = alpha[t + 1]
+        nb = beta[t + 1]
+        for q in range(1, P):
+            m_row[p_label[q]] += na[q] * nb[q]
+    return log_scale + shift
+
+
+@njit(cache=True, nogil=True)
 def _log_sequence(pot, s_prev, s_next, s_pattern, s_parent, s_order, n_forward, n_labels, psi,
                   alpha, beta, tmp, acc, back, marg):
     """log Z and accumulated transition marginals in log space (any range)."""
@@ -585,17 +724,31 @@ def _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, stati
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
 def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern,
                         feat_s, const_feats, dynamic, w, s_prev, s_next, s_pattern, s_parent,
-                        s_order, p_suffix, p_order, p_next_run, n_forward, n_labels, grad):
+                        s_order, p_suffix, p_order, p_next_run, p_label, n_forward, n_labels,
+                        grad):
     """Σ log Z over sequences i0..i1 and, into ``grad``, the expected feature
-    counts E[f_k] = Σ_t value · P(pattern of k ends at t | x)."""
+    counts E[f_k] = Σ_t value · P(pattern of k ends at t | x).  ``dynamic``
+    must hold every single-label pattern."""
     max_t = _longest(seq_ptr, i0, i1)
     S = s_prev.shape[0]
+    n = n_labels
     n_patterns = dynamic.shape[0]
     static = _static_potentials(const_feats, feat_pattern, w, n_patterns)
     dynamic_patterns = np.flatnonzero(dynamic)
     static_patterns = np.flatnonzero(~dynamic)
     static_exp, block_dynamic, cum_lo, cum_hi = _static_tables(
         static, s_pattern, dynamic, p_suffix, p_order, n_labels)
+    cum = _static_cumulative(static_exp, p_suffix, p_order, n_labels)
+    c_lo = min(1.0, cum_lo[1:].min()) if n_forward > 1 else 1.0
+    c_hi = max(1.0, cum_hi[1:].max()) if n_forward > 1 else 1.0
+    factored = not block_dynamic[1:].any() and c_hi <= np.exp(_MAX_EXPONENT)
+    label_z = s_pattern[:n].copy()
+    run_blocks = np.flatnonzero(p_next_run >= 0)
+    gather_blocks = np.flatnonzero(p_next_run < 0)
+    e_lab = np.empty((max_t, n))
+    lab_marg = np.empty((max_t, n))
+    g = np.empty((max_t, n_forward))
+    pair_sum = np.zeros((n_forward, n_forward))
     pot = np.empty((max_t, n_patterns))
     psi = np.empty((max_t, S))
     epsi = np.empty((max_t, S))
@@ -604,6 +757,7 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
     beta = np.empty((max_t + 1, n_forward))
     back = np.zeros((max_t, n_forward), dtype=np.int64)
     scale = np.empty(max_t)
+    low = np.empty(max_t)
     tmp = np.empty(S)
     acc = np.empty(n_forward)
     marg_sum = np.zeros(S)
@@ -615,11 +769,18 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
             continue
         _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static,
                     dynamic_patterns, pot)
-        log_z = _scaled_sequence(pot[:T], s_next, s_pattern, p_suffix, p_order, p_next_run,
-                                 n_forward, n_labels, dynamic, block_dynamic, static_exp, cum_lo,
-                                 cum_hi, epsi[:T], alpha[:T + 1], beta[:T + 1], scale[:T],
-                                 marg[:T])
-        if not np.isfinite(log_z):  # the log-space path reads every pattern's potential
+        if factored:
+            log_z = _factored_sequence(pot[:T], label_z, run_blocks, gather_blocks, s_next,
+                                       p_next_run, p_label, cum, c_lo, n, e_lab[:T], low[:T],
+                                       alpha[:T + 1], beta[:T + 1], scale[:T], g[:T],
+                                       lab_marg[:T], pair_sum)
+        else:
+            log_z = _scaled_sequence(pot[:T], s_next, s_pattern, p_suffix, p_order, p_next_run,
+                                     n_forward, n_labels, dynamic, block_dynamic, static_exp,
+                                     cum_lo, cum_hi, epsi[:T], alpha[:T + 1], beta[:T + 1],
+                                     scale[:T], marg[:T])
+        fell_back = not np.isfinite(log_z)
+        if fell_back:  # the log-space path reads every pattern's potential
             for t in range(T):
                 for z in static_patterns:
                     pot[t, z] = static[z]
@@ -627,16 +788,31 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
                                   n_forward, n_labels, psi[:T], alpha[:T + 1], beta[:T + 1], tmp,
                                   acc, back[:T], marg[:T])
         total += log_z
+        from_labels = factored and not fell_back
         for t in range(T):
-            for s in range(S):
-                marg_sum[s] += marg[t, s]
+            if from_labels:  # every per-token feature has a single-label pattern
+                m_row = lab_marg[t]
+            else:
+                m_row = marg[t]
+                for s in range(S):
+                    marg_sum[s] += m_row[s]
             for j in range(tok_ptr[a + t], tok_ptr[a + t + 1]):
                 r = tok_row[j]
                 v = tok_val[j]
                 for k in range(row_ptr[r], row_ptr[r + 1]):
-                    grad[k] += v * marg[t, feat_s[k]]
+                    grad[k] += v * m_row[feat_s[k]]
+    own_sum = np.zeros(S)  # the factored path's transition counts, then up the tree
+    if factored:  # (cum is finite only then)
+        for s in range(S):
+            own_sum[s] = cum[s] * pair_sum[s // n, s_next[s]]
+    for i in range(n_forward - 1, 0, -1):
+        p = p_order[i]
+        dst = own_sum[p_suffix[p] * n:(p_suffix[p] + 1) * n]
+        src = own_sum[p * n:(p + 1) * n]
+        for y in range(n):
+            dst[y] += src[y]
     for k in const_feats:
-        grad[k] += marg_sum[feat_s[k]]
+        grad[k] += marg_sum[feat_s[k]] + own_sum[feat_s[k]]
     return total
 
 
