@@ -57,6 +57,8 @@ def resolve_jobs(jobs: int | None) -> int:
 
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
+# the dense rows' weights of a chain program stay within this many bytes (L2)
+DENSE_BYTES = 512 * 1024
 
 
 def thread_pool(workers: int) -> ThreadPoolExecutor:
@@ -135,6 +137,7 @@ class ChainProgram:
     def __post_init__(self) -> None:
         # 32-bit feature tables: half the cache footprint for the scattered
         # reads of feature scoring and expected counts
+        self.row_ptr = np.ascontiguousarray(self.row_ptr, dtype=np.int32)
         self.feat_pattern = np.ascontiguousarray(self.feat_pattern, dtype=np.int32)
         self.feat_s = self.structure.pattern_s[self.feat_pattern].astype(np.int32)
         self.row_is_const = np.zeros(len(self.row_ptr) - 1, dtype=np.bool_)
@@ -145,6 +148,39 @@ class ChainProgram:
         self.dynamic[self.feat_pattern[~feat_const]] = True
         # the kernels read every label's potential per token
         self.dynamic[self.structure.s_pattern[:self.structure.n_labels]] = True
+        self._dense_rows()
+
+    def _dense_rows(self) -> None:
+        """Pick the rows scored and counted as dense label vectors: per-token
+        rows whose features all have single-label patterns and cover at least
+        a quarter of the labels, most frequent first (rows are numbered by
+        frequency), while their weights fit in ``DENSE_BYTES``.  Most feature
+        touches fall in a few such rows (on CoNLL-2000 chunking, 86 % in
+        2,978 rows), and a dense row is one vector operation instead of a
+        gather per feature."""
+        st = self.structure
+        n = st.n_labels
+        lengths = np.diff(self.row_ptr)
+        pattern_label = np.array([z[0] if len(z) == 1 else -1 for z in st.patterns])
+        feat_label = pattern_label[self.feat_pattern]
+        multi = np.zeros(len(lengths) + 1, dtype=np.int64)  # features per row with a longer pattern
+        np.add.at(multi, np.repeat(np.arange(len(lengths)), lengths), feat_label < 0)
+        ok = (lengths > 0) & (4 * lengths >= n) & (multi[:-1] == 0) & ~self.row_is_const
+        rows = np.flatnonzero(ok)[:DENSE_BYTES // (8 * n)]
+        self.row_dense = np.full(len(lengths), -1, dtype=np.int32)
+        self.row_dense[rows] = np.arange(len(rows), dtype=np.int32)
+        counts = lengths[rows]
+        self.dense_feats = (np.repeat(self.row_ptr[rows] - np.cumsum(counts) + counts, counts)
+                            + np.arange(counts.sum())).astype(np.int64)
+        self.dense_slot = (np.repeat(np.arange(len(rows)), counts) * n
+                           + feat_label[self.dense_feats]).astype(np.int64)
+
+    def dense_weights(self, w: np.ndarray) -> np.ndarray:
+        """The dense rows' weights as [rows, n_labels] (0 where a row has no
+        feature for a label)."""
+        out = np.zeros((int(self.row_dense.max(initial=-1)) + 1, self.structure.n_labels))
+        out.reshape(-1)[self.dense_slot] = w[self.dense_feats]
+        return out
 
     @property
     def n_features(self) -> int:
@@ -152,14 +188,18 @@ class ChainProgram:
 
     def expectations(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> tuple[float, np.ndarray]:
         st = self.structure
+        w_dense = self.dense_weights(w)
 
         def work(i0: int, i1: int) -> tuple[float, np.ndarray]:
             grad = np.zeros(self.n_features)
+            grad_dense = np.zeros_like(w_dense)
             total = chain._chunk_expectations(
                 i0, i1, data.seq_ptr, data.tok_ptr, data.tok_row, data.tok_val, self.row_ptr,
-                self.feat_pattern, self.feat_s, self.const_feats, self.dynamic, w, st.s_prev,
-                st.s_next, st.s_pattern, st.s_parent, st.s_order, st.p_suffix, st.p_order,
-                st.p_next_run, st.p_label, st.n_forward, st.n_labels, grad)
+                self.feat_pattern, self.feat_s, self.const_feats, self.dynamic, self.row_dense,
+                w_dense, w, st.s_prev, st.s_next, st.s_pattern, st.s_parent, st.s_order,
+                st.p_suffix, st.p_order, st.p_next_run, st.p_label, st.n_forward, st.n_labels,
+                grad, grad_dense)
+            grad[self.dense_feats] += grad_dense.reshape(-1)[self.dense_slot]
             return total, grad
 
         return _total(_run_parallel(jobs, data, work))
@@ -178,12 +218,13 @@ class ChainProgram:
 
     def decode(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> tuple[np.ndarray, None]:
         st = self.structure
+        w_dense = self.dense_weights(w)
         out = np.zeros(data.n_tokens, dtype=np.int64)
 
         def work(i0: int, i1: int) -> None:
             chain._chunk_viterbi(i0, i1, data.seq_ptr, data.tok_ptr, data.tok_row, data.tok_val,
-                                 self.row_ptr, self.feat_pattern, self.const_feats, w,
-                                 *st.tables(), len(st.patterns), out)
+                                 self.row_ptr, self.feat_pattern, self.const_feats,
+                                 self.row_dense, w_dense, w, *st.tables(), len(st.patterns), out)
 
         _run_parallel(jobs, data, work)
         return out, None
@@ -195,8 +236,11 @@ class ChainProgram:
         static = chain._static_potentials(self.const_feats, self.feat_pattern, w,
                                           len(self.structure.patterns))
         pot = np.empty((T, len(self.structure.patterns)))
+        n = self.structure.n_labels
         chain._potentials(a, T, data.tok_ptr, data.tok_row, data.tok_val, self.row_ptr,
-                          self.feat_pattern, w, static, np.arange(pot.shape[1]), pot)
+                          self.feat_pattern, w, static, np.arange(pot.shape[1]), self.row_dense,
+                          self.dense_weights(w), self.structure.s_pattern[:n].copy(), np.empty(n),
+                          pot)
         return pot
 
     def label_marginals(self, w: np.ndarray, data: EncodedData) -> list[np.ndarray]:

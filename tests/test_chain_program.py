@@ -5,16 +5,22 @@ The kernel takes one of three paths: the factored scaled path when every
 pattern longer than one label is observation-free (a first-order CRF with
 plain transitions, or unobserved high-order patterns), the block-by-block
 scaled path when some longer pattern carries observations, and the log-space
-fallback when weights are huge.  Each is checked here through compiled specs
-and random weights: Σ log Z and every expected feature count
-E[f_k] = Σ_t value · P(pattern of k ends at t | x) must equal brute force.
+fallback when weights are huge.  Attribute rows are scored and counted
+either as dense label vectors or feature by feature (``DENSE_BYTES`` decides
+how many rows are dense).  Each combination is checked here through compiled
+specs and random weights: Σ log Z, every expected feature count
+E[f_k] = Σ_t value · P(pattern of k ends at t | x) and the Viterbi labelling
+must equal brute force.
 """
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brute_force import chain_brute_force
+from brute_force import chain_brute_force, chain_score
+from fgl import program as program_module
 from fgl.checks import validate
 from fgl.compiler import compile_model
 from fgl.io import Sentence
@@ -68,7 +74,32 @@ def problems(draw):
                                   min_size=1, max_size=5), min_size=1, max_size=3))
     scale = draw(st.sampled_from([0.3, 3.0, 400.0]))  # 400: the log-space fallback
     seed = draw(st.integers(0, 2**16))
-    return name, seqs, scale, seed
+    dense_bytes = draw(st.sampled_from([0, 48, 1 << 19]))  # none, some or all rows dense
+    return name, seqs, scale, seed, dense_bytes
+
+
+@contextlib.contextmanager
+def _dense_budget(n_bytes):
+    saved = program_module.DENSE_BYTES
+    program_module.DENSE_BYTES = n_bytes
+    try:
+        yield
+    finally:
+        program_module.DENSE_BYTES = saved
+
+
+def _reference_potentials(program, enc, w, i):
+    """pot[t, z] straight from the encoded rows, feature by feature."""
+    a, b = int(enc.seq_ptr[i]), int(enc.seq_ptr[i + 1])
+    pot = np.zeros((b - a, len(program.structure.patterns)))
+    for t in range(b - a):
+        for k in program.const_feats:
+            pot[t, program.feat_pattern[k]] += w[k]
+        for j in range(enc.tok_ptr[a + t], enc.tok_ptr[a + t + 1]):
+            r = enc.tok_row[j]
+            for k in range(program.row_ptr[r], program.row_ptr[r + 1]):
+                pot[t, program.feat_pattern[k]] += enc.tok_val[j] * w[k]
+    return pot
 
 
 def _brute_force_expectations(program, enc, w):
@@ -78,7 +109,8 @@ def _brute_force_expectations(program, enc, w):
     expected = np.zeros(program.n_features)
     const = program.const_feats
     for i in range(enc.n_sequences):
-        pot = program.potentials(w, enc, i)
+        pot = _reference_potentials(program, enc, w, i)
+        np.testing.assert_allclose(program.potentials(w, enc, i), pot, rtol=1e-12, atol=1e-9)
         log_z, marg, _, _ = chain_brute_force(st_.n_labels, st_.patterns, pot)
         total += log_z
         a = int(enc.seq_ptr[i])
@@ -95,15 +127,26 @@ def _brute_force_expectations(program, enc, w):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problems())
 def test_expectations_match_enumeration(problem):
-    name, seqs, scale, seed = problem
-    model, enc = compile_model(validate(parse_spec(SPECS[name], "<test>")), _sentences(seqs))
+    name, seqs, scale, seed, dense_bytes = problem
+    with _dense_budget(dense_bytes):
+        model, enc = compile_model(validate(parse_spec(SPECS[name], "<test>")), _sentences(seqs))
     program = model.program
+    if dense_bytes == 0:
+        assert (program.row_dense < 0).all()
     w = np.random.default_rng(seed).normal(0.0, scale, program.n_features)
     total, grad = program.expectations(w, enc, 1)
     want_total, want_grad = _brute_force_expectations(program, enc, w)
     magnitude = max(1.0, float(np.abs(w).sum()))
     assert total == pytest.approx(want_total, rel=1e-9, abs=1e-12 * magnitude)
     np.testing.assert_allclose(grad, want_grad, rtol=1e-9, atol=1e-10)
+    if scale < 100:  # (at huge weights near-ties make the arg-max fragile)
+        labels, _ = program.decode(w, enc, 1)
+        st_ = program.structure
+        for i in range(enc.n_sequences):
+            a, b = int(enc.seq_ptr[i]), int(enc.seq_ptr[i + 1])
+            pot = _reference_potentials(program, enc, w, i)
+            *_, best_score = chain_brute_force(st_.n_labels, st_.patterns, pot)
+            assert chain_score(st_.patterns, pot, labels[a:b]) == pytest.approx(best_score, rel=1e-9, abs=1e-9)
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))

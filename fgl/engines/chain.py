@@ -706,29 +706,44 @@ def _static_potentials(const_feats, feat_pattern, w, n_patterns):
 
 
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
-def _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static, fill, pot):
+def _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static, fill,
+                row_dense, w_dense, label_z, lab, pot):
     """pot[t, z] = static[z] + Σ over per-token attributes r at t of value ·
     Σ_{k in row r, pattern k = z} w[k]: the feature scoring of one sequence,
     for the patterns in ``fill`` (every pattern a per-token row can touch must
-    be among them)."""
+    be among them).  A dense row d = ``row_dense[r]`` >= 0 adds its weight
+    vector ``w_dense[d]`` over the labels (pattern ``label_z[y]``) in one
+    vector operation (``lab`` is scratch of n_labels)."""
+    n = label_z.shape[0]
     for t in range(T):
+        row = pot[t]
         for z in fill:
-            pot[t, z] = static[z]
+            row[z] = static[z]
+        lab[:] = 0.0
         for j in range(tok_ptr[a + t], tok_ptr[a + t + 1]):
             r = tok_row[j]
             v = tok_val[j]
-            for k in range(row_ptr[r], row_ptr[r + 1]):
-                pot[t, feat_pattern[k]] += v * w[k]
+            d = row_dense[r]
+            if d >= 0:
+                src = w_dense[d]
+                for y in range(n):
+                    lab[y] += v * src[y]
+            else:
+                for k in range(row_ptr[r], row_ptr[r + 1]):
+                    row[feat_pattern[k]] += v * w[k]
+        for y in range(n):
+            row[label_z[y]] += lab[y]
 
 
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
 def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern,
-                        feat_s, const_feats, dynamic, w, s_prev, s_next, s_pattern, s_parent,
-                        s_order, p_suffix, p_order, p_next_run, p_label, n_forward, n_labels,
-                        grad):
+                        feat_s, const_feats, dynamic, row_dense, w_dense, w, s_prev, s_next,
+                        s_pattern, s_parent, s_order, p_suffix, p_order, p_next_run, p_label,
+                        n_forward, n_labels, grad, grad_dense):
     """Σ log Z over sequences i0..i1 and, into ``grad``, the expected feature
-    counts E[f_k] = Σ_t value · P(pattern of k ends at t | x).  ``dynamic``
-    must hold every single-label pattern."""
+    counts E[f_k] = Σ_t value · P(pattern of k ends at t | x); a dense row's
+    counts go to ``grad_dense[d, y]`` instead.  ``dynamic`` must hold every
+    single-label pattern."""
     max_t = _longest(seq_ptr, i0, i1)
     S = s_prev.shape[0]
     n = n_labels
@@ -746,6 +761,7 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
     run_blocks = np.flatnonzero(p_next_run >= 0)
     gather_blocks = np.flatnonzero(p_next_run < 0)
     e_lab = np.empty((max_t, n))
+    lab = np.empty(n)
     lab_marg = np.empty((max_t, n))
     g = np.empty((max_t, n_forward))
     pair_sum = np.zeros((n_forward, n_forward))
@@ -768,7 +784,7 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
         if T == 0:
             continue
         _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static,
-                    dynamic_patterns, pot)
+                    dynamic_patterns, row_dense, w_dense, label_z, lab, pot)
         if factored:
             log_z = _factored_sequence(pot[:T], label_z, run_blocks, gather_blocks, s_next,
                                        p_next_run, p_label, cum, c_lo, n, e_lab[:T], low[:T],
@@ -796,11 +812,18 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
                 m_row = marg[t]
                 for s in range(S):
                     marg_sum[s] += m_row[s]
+            labels = m_row[:n]  # P(y_t = y): block ε, accumulated
             for j in range(tok_ptr[a + t], tok_ptr[a + t + 1]):
                 r = tok_row[j]
                 v = tok_val[j]
-                for k in range(row_ptr[r], row_ptr[r + 1]):
-                    grad[k] += v * m_row[feat_s[k]]
+                d = row_dense[r]
+                if d >= 0:
+                    dst = grad_dense[d]
+                    for y in range(n):
+                        dst[y] += v * labels[y]
+                else:
+                    for k in range(row_ptr[r], row_ptr[r + 1]):
+                        grad[k] += v * m_row[feat_s[k]]
     own_sum = np.zeros(S)  # the factored path's transition counts, then up the tree
     if factored:  # (cum is finite only then)
         for s in range(S):
@@ -818,13 +841,15 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
 
 @njit(cache=True, nogil=True)
 def _chunk_viterbi(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern,
-                   const_feats, w, s_prev, s_label, s_next, s_pattern, s_parent, s_order,
-                   n_forward, n_patterns, out):
+                   const_feats, row_dense, w_dense, w, s_prev, s_label, s_next, s_pattern,
+                   s_parent, s_order, n_forward, n_patterns, out):
     """MAP labelling of sequences i0..i1 into ``out`` (flat over tokens)."""
     max_t = _longest(seq_ptr, i0, i1)
     S = s_prev.shape[0]
     static = _static_potentials(const_feats, feat_pattern, w, n_patterns)
     all_patterns = np.arange(n_patterns)
+    label_z = s_pattern[:w_dense.shape[1]].copy()
+    lab = np.empty(label_z.shape[0])
     pot = np.empty((max_t, n_patterns))
     psi = np.empty((max_t, S))
     alpha = np.empty((max_t + 1, n_forward))
@@ -837,7 +862,7 @@ def _chunk_viterbi(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, feat_pat
         if T == 0:
             continue
         _potentials(a, T, tok_ptr, tok_row, tok_val, row_ptr, feat_pattern, w, static,
-                    all_patterns, pot)
+                    all_patterns, row_dense, w_dense, label_z, lab, pot)
         _viterbi(pot[:T], s_prev, s_label, s_next, s_pattern, s_parent, s_order, n_forward,
                  psi[:T], alpha[:T + 1], back[:T], tmp, acc, out[a:a + T])
 
