@@ -19,6 +19,12 @@ import numpy as np
 from .engines import chain, semimarkov
 
 
+def unit_ones(count: int) -> np.ndarray:
+    """The values of ``count`` binary attributes: a read-only view of one
+    1.0 (stride 0), so binary data sets store no values at all."""
+    return np.broadcast_to(np.ones(1), (count,))
+
+
 @dataclass
 class EncodedData:
     """Sequences as flat integer arrays (CSR over units: tokens for chain
@@ -28,7 +34,7 @@ class EncodedData:
     seq_ptr: np.ndarray   # [N+1] token offset of each sequence
     tok_ptr: np.ndarray   # [units+1] offset of each unit's attributes
     tok_row: np.ndarray   # [nnz] attribute row (template, attribute) ids, int32
-    tok_val: np.ndarray   # [nnz] attribute values
+    tok_val: np.ndarray   # [nnz] attribute values (``unit_ones`` when all are 1)
     gold: np.ndarray | None  # [tokens] gold (segment) label ids, or None
     starts: np.ndarray | None = None  # [tokens] 1 where a gold segment starts
     units_per_token: int = 1

@@ -175,3 +175,26 @@ def test_unseen_label_gets_no_mass_from_garbage():
     w = np.zeros(program.n_features)
     total, _ = program.expectations(w, enc, 1)
     assert total == pytest.approx(2 * np.log(3.0), rel=1e-12)
+
+
+def test_values_stored_only_once_one_differs_from_1():
+    """Binary data stores no values (a stride-0 view of 1.0); when a later
+    sentence brings a real value, the earlier units' values are filled in as
+    1 — the compiler's encoding equals ``encode``'s, position by position."""
+    spec = validate(parse_spec("""
+columns a:number, label
+output label
+obs v = value(a[t])
+template state: y[t] ~ v
+template trans: y[t-1..t]
+""", "<test>"))
+    binary = _sentences([[("1", "A"), ("1", "B")]])
+    mixed = binary + _sentences([[("2.5", "A"), ("1", "B"), ("-3", "A")]])
+    model, enc = compile_model(spec, binary)
+    assert enc.tok_val.strides == (0,) and (enc.tok_val == 1.0).all()
+    model, enc = compile_model(spec, mixed)
+    assert enc.tok_val.strides == (8,)
+    np.testing.assert_array_equal(enc.tok_val, [1.0, 1.0, 2.5, 1.0, -3.0])
+    again = model.encode(mixed)
+    np.testing.assert_array_equal(again.tok_val, enc.tok_val)
+    np.testing.assert_array_equal(again.tok_row, enc.tok_row)
