@@ -17,10 +17,10 @@ import numpy as np
 
 from . import ast
 from .checks import validate
-from .compiler import CompiledModel, compile_model, train_settings
+from .compiler import CompiledModel, Sentences, compile_model, train_settings
 from .evaluate import Report, evaluate
 from .graph_io import read_graphs
-from .io import Sentence, read_conll
+from .io import Sentence, iter_conll, read_conll
 from .loopy_compiler import LoopyModel, compile_loopy_model, needs_loopy
 from .learner import TrainingLog, train_lbfgs
 from .model_io import load_model, save_model
@@ -90,8 +90,11 @@ class CRF:
 
     def fit_file(self, path: str | Path, encoding: str = "utf-8") -> "CRF":
         """Train on a data file holding the spec's columns (CoNLL columns,
-        or JSON-lines graphs for `input graph` specs)."""
-        return self.fit_sentences(self.read(path, encoding), source=str(path))
+        or JSON-lines graphs for `input graph` specs).  A chain or segment
+        model reads a column file twice rather than holding it."""
+        if self.spec.input_format == "graph" or needs_loopy(self.spec):
+            return self.fit_sentences(self.read(path, encoding), source=str(path))
+        return self.fit_sentences(lambda: iter_conll(path, encoding=encoding), source=str(path))
 
     def read(self, path: str | Path, encoding: str = "utf-8") -> list[Sentence]:
         """Read a data file in the spec's input format."""
@@ -106,14 +109,15 @@ class CRF:
         self.weights = np.zeros(self.model.program.n_features)
         return self
 
-    def _compile(self, sentences: list[Sentence], source: str = "<train>"):
+    def _compile(self, sentences: Sentences, source: str = "<train>"):
         base = Path(self.spec.file).parent if not self.spec.file.startswith("<") else Path(".")
         compile_fn = compile_loopy_model if needs_loopy(self.spec) else compile_model
         return compile_fn(self.spec, sentences, base, self.overrides, source)
 
-    def fit_sentences(self, sentences: list[Sentence], source: str = "<train>") -> "CRF":
-        """Train on already-read sentences (rows hold inputs and the label);
-        ``source`` names them in error messages."""
+    def fit_sentences(self, sentences: Sentences, source: str = "<train>") -> "CRF":
+        """Train on already-read sentences (rows hold inputs and the label),
+        or on a function returning a fresh iterator over them (chain and
+        segment models); ``source`` names them in error messages."""
         t0 = time.perf_counter()
         model, data = self._compile(sentences, source)
         del sentences  # the encoded data is all training needs (frees them if ours)

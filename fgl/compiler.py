@@ -17,9 +17,11 @@ segments (u, d) — unit u·L + d - 1 — for a semi-Markov model.
 from __future__ import annotations
 
 import itertools
+import sys
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Iterable, Sequence, Union
 
 import numpy as np
 
@@ -32,7 +34,32 @@ from .program import ChainProgram, EncodedData, SemiMarkovProgram, unit_ones
 from .segments import segments_from_tags, tags_from_segments
 
 DEFAULT_SIGMA = 10.0
+# training data: sentences in memory, or a function giving a fresh pass over them
+Sentences = Union[Sequence[Sentence], Callable[[], Iterable[Sentence]]]
 MAX_ALL_PATTERNS = 200_000
+
+
+class UnitRows:
+    """Every unit's attribute rows and values, appended unit by unit into
+    flat arrays (CSR); values are stored only once one differs from 1."""
+
+    def __init__(self) -> None:
+        self.ptr, self.rows = array("q", [0]), array("i")
+        self.vals: array | None = None
+
+    def add(self, rows: list[int], vals: list[float]) -> None:
+        if self.vals is None and vals.count(1.0) != len(vals):
+            self.vals = array("d", [1.0]) * len(self.rows)
+        self.rows.extend(rows)
+        if self.vals is not None:
+            self.vals.extend(vals)
+        self.ptr.append(len(self.rows))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(unit pointers, rows, values) sharing the buffers."""
+        rows = np.frombuffer(self.rows, dtype=np.int32)
+        vals = unit_ones(len(rows)) if self.vals is None else np.frombuffer(self.vals)
+        return np.frombuffer(self.ptr, dtype=np.int64), rows, vals
 
 
 @dataclass
@@ -99,7 +126,8 @@ class CompiledModel:
         """Encode sentences for the engines; attributes never seen in
         training have no weights and are skipped."""
         const = self.program.row_is_const
-        seq_ptr, tok_ptr, rows, vals = [0], [0], [], []
+        seq_ptr = [0]
+        units = UnitRows()
         gold: list[int] = []
         starts: list[int] = []
         for sent in sentences:
@@ -107,13 +135,14 @@ class CompiledModel:
             T = len(sent.rows)
             per_template = self.unit_attributes(cols, T)
             for unit in range(T * self.units_per_token):
+                rows, vals = [], []
                 for vocab, tpl_rows in zip(self.vocabs, per_template):
                     for key, v in tpl_rows[unit]:
                         r = vocab.get(key)
                         if r is not None and not const[r]:
                             rows.append(r)
                             vals.append(v)
-                tok_ptr.append(len(rows))
+                units.add(rows, vals)
             if with_gold:
                 if tags is None:
                     raise DataError("this data has no label column", sent.file, sent.lines[0])
@@ -121,10 +150,8 @@ class CompiledModel:
                 gold.extend(ids)
                 starts.extend(st)
             seq_ptr.append(seq_ptr[-1] + T)
-        values = (unit_ones(len(vals)) if vals.count(1.0) == len(vals)
-                  else np.array(vals, dtype=np.float64))
-        return EncodedData(np.array(seq_ptr, dtype=np.int64), np.array(tok_ptr, dtype=np.int64),
-                           np.array(rows, dtype=np.int32), values,
+        tok_ptr, tok_row, tok_val = units.arrays()
+        return EncodedData(np.array(seq_ptr, dtype=np.int64), tok_ptr, tok_row, tok_val,
                            np.array(gold, dtype=np.int64) if with_gold else None,
                            np.array(starts, dtype=np.int64) if with_gold else None,
                            self.units_per_token)
@@ -280,40 +307,76 @@ def _resolve_patterns(tpl: ast.Template, labels: list[str], gold: list[list[int]
     return sorted(seen, key=lambda z: (len(z), z))
 
 
-def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | None = None,
+def _feature_table(plans: list[TemplatePlan], pattern_sets: list[dict], row_first: array,
+                   row_more: set[int], row_template: array, new_id: np.ndarray, n_z: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The features as CSR over the renumbered rows: a row's supported
+    patterns (its first, plus codes row·|Z| + pattern in ``row_more``), or
+    every pattern of its template when the template has ``support = all``;
+    patterns ascending within a row."""
+    first = np.frombuffer(row_first, dtype=np.int64)
+    template = np.frombuffer(row_template, dtype=np.int32)
+    rows = np.arange(len(first))
+    every = np.array([plan.support == "all" for plan in plans])
+    observed = ~every[template] & (first >= 0)
+    more = np.fromiter(row_more, dtype=np.int64, count=len(row_more))
+    pair_row, pair_z = [rows[observed], more // n_z], [first[observed], more % n_z]
+    for ti in np.flatnonzero(every):
+        tpl_rows = rows[template == ti]
+        zs = np.array(sorted(pattern_sets[ti].values()), dtype=np.int64)
+        pair_row.append(np.repeat(tpl_rows, len(zs)))
+        pair_z.append(np.tile(zs, len(tpl_rows)))
+    row_id = new_id[np.concatenate(pair_row)].astype(np.int64)
+    z = np.concatenate(pair_z)
+    order = np.argsort(row_id * n_z + z, kind="stable")
+    row_ptr = np.zeros(len(first) + 1, dtype=np.int64)
+    row_ptr[1:] = np.cumsum(np.bincount(row_id, minlength=len(first)))
+    return row_ptr, z[order]
+
+
+def compile_model(spec: ast.Spec, sentences: Sentences, base_dir: Path | None = None,
                   overrides: dict[str, object] | None = None, source: str = "<train>",
                   ) -> tuple[CompiledModel, EncodedData]:
     """Compile a checked spec against training data (read from ``source``);
-    returns the model and the encoded training data (with gold labels)."""
-    if not sentences:
-        raise DataError("the training data has no sequences", source, 0)
+    returns the model and the encoded training data (with gold labels).
+
+    ``sentences`` is a list, or a function returning a fresh iterator over
+    them (e.g. ``lambda: iter_conll(path)``): the data is then read twice —
+    labels and patterns first, then features — and never held whole."""
+    read = sentences if callable(sentences) else (lambda: sentences)
     base_dir = base_dir or Path(".")
     settings = {**train_settings(spec), **(overrides or {})}
     attributes = TemplateAttributes(spec, base_dir)
     L = 1 if spec.segments is None else spec.segments.max_length
+    chain = spec.segments is None
 
-    # gold units: per sentence the (first token, last token, label) of each
-    # token (chain) or gold segment (semi-Markov)
-    columns, gold_segments = [], []
-    for sent in sentences:
-        cols, tags = sentence_columns(spec, sent.rows, sent.lines, sent.file)
+    # gold units: per sentence the tags (chain: one unit per token) or the
+    # (first token, last token, label) of each gold segment
+    declared = spec.label_sets.get(spec.outputs[0]) if chain else None
+    gold_units: list[list] = []
+    for sent in read():
+        _, tags = sentence_columns(spec, sent.rows, sent.lines, sent.file)
         if tags is None:
             raise DataError(f"training data needs the label column '{spec.outputs[0]}'",
                             sent.file, sent.lines[0])
-        columns.append(cols)
-        gold_segments.append([(t, t, y) for t, y in enumerate(tags)] if spec.segments is None
-                             else segments_from_tags(tags, spec.segments, sent))
-    declared = spec.label_sets.get(spec.outputs[0]) if spec.segments is None else None
+        units = ([(t, t, y) for t, y in enumerate(tags)] if chain
+                 else segments_from_tags(tags, spec.segments, sent))
+        if declared:
+            for u, _, y in units:
+                if y not in declared[0]:
+                    raise DataError(f"label '{y}' is not among the declared labels: "
+                                    f"{', '.join(declared[0])}", sent.file, sent.lines[u])
+        gold_units.append([sys.intern(y) for _, _, y in units] if chain
+                          else [(u, v, sys.intern(y)) for u, v, y in units])
+    if not gold_units:
+        raise DataError("the training data has no sequences", source, 0)
     labels = list(declared[0]) if declared else sorted(
-        {y for segs in gold_segments for _, _, y in segs})
+        {y for units in gold_units for y in (units if chain else (seg[2] for seg in units))})
     index = {y: i for i, y in enumerate(labels)}
-    gold = []
-    for sent, segs in zip(sentences, gold_segments):
-        for u, _, y in segs:
-            if y not in index:
-                raise DataError(f"label '{y}' is not among the declared labels: "
-                                f"{', '.join(labels)}", sent.file, sent.lines[u])
-        gold.append([index[y] for _, _, y in segs])
+    gold = [[index[y] for y in units] if chain else [index[y] for _, _, y in units]
+            for units in gold_units]
+    spans = None if chain else [[(u, v) for u, v, _ in units] for units in gold_units]
+    del gold_units
 
     sigma = float(settings.get("sigma", DEFAULT_SIGMA))
     plans = []
@@ -332,26 +395,34 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
     # CSR arrays filled sentence by sentence, to keep memory low)
     vocabs: list[dict[str, int]] = [{} for _ in plans]
     # supported patterns per row: the first in row_first (-1: none yet), any
-    # others in row_more — most rows have one, and a set per row is costly
+    # others as codes row·|Z| + pattern in row_more — most rows have one, and
+    # a set per row is costly
+    n_z = len(z_list)
     row_first = array("q")
-    row_more: dict[int, set[int]] = {}
+    row_more: set[int] = set()
     row_template = array("i")
-    # unit values stay unstored while every one is 1 (binary attributes)
-    unit_ptr, unit_row, unit_val = array("q", [0]), array("i"), None
+    units = UnitRows()
     # a chain program scores the constant bias rows on its own (ChainProgram)
     const_key = "bias" if spec.segments is None else None
     pattern_sets = [{z: z_index[z] for z in p.patterns} for p in plans]
     lengths = [sorted({len(z) for z in p.patterns}) for p in plans]
-    for cols, segs, seq in zip(columns, gold_segments, gold):
-        T = sum(v - u + 1 for u, v, _ in segs)
-        per_template = _unit_attributes(attributes, cols, T, L, spec.segments is not None)
-        gold_unit = {u * L + v - u: j for j, (u, v, _) in enumerate(segs)}
+    n_read = 0
+    for i, sent in enumerate(read()):
+        if i >= len(gold):
+            break
+        n_read += 1
+        cols, _ = sentence_columns(spec, sent.rows, sent.lines, sent.file)
+        seq = gold[i]
+        T = len(sent.rows)
+        per_template = _unit_attributes(attributes, cols, T, L, not chain)
+        # gold segment j covers unit u·L + v - u; a chain's unit t is token t
+        gold_unit = None if chain else {u * L + v - u: j for j, (u, v) in enumerate(spans[i])}
         seq_rows: list[list[int]] = [[] for _ in range(T * L)]
         seq_vals: list[list[float]] = [[] for _ in range(T * L)]
         for ti, plan in enumerate(plans):
             vocab, pset = vocabs[ti], pattern_sets[ti]
             for unit, items in enumerate(per_template[ti]):
-                j = gold_unit.get(unit)
+                j = unit if chain else gold_unit.get(unit)
                 if j is None:  # not a gold segment: only attributes seen on gold ones
                     for key, v in items:
                         r = vocab.get(key)
@@ -377,28 +448,19 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
                         if first < 0:
                             row_first[r] = z
                         elif first != z:
-                            row_more.setdefault(r, {first}).add(z)
+                            row_more.add(r * n_z + z)
                     if key != const_key:
                         seq_rows[unit].append(r)
                         seq_vals[unit].append(v)
         for r_list, v_list in zip(seq_rows, seq_vals):
-            if unit_val is None and v_list.count(1.0) != len(v_list):
-                unit_val = array("d", bytes(8 * len(unit_row)))
-                unit_val[:] = array("d", [1.0]) * len(unit_row)
-            unit_row.extend(r_list)
-            if unit_val is not None:
-                unit_val.extend(v_list)
-            unit_ptr.append(len(unit_row))
-    def supported(r: int, ti: int) -> list[int]:
-        if plans[ti].support == "all":
-            return sorted(pattern_sets[ti].values())
-        if r in row_more:
-            return sorted(row_more[r])
-        return [row_first[r]] if row_first[r] >= 0 else []
+            units.add(r_list, v_list)
+    if n_read != len(gold):
+        raise DataError(f"the training data changed while it was read: {len(gold)} sequences "
+                        f"on the first pass, {n_read} on the second", source, 0)
 
     # number rows by how often they occur, so the weights scored for most
     # tokens share cache lines (about 10% faster per evaluation on CoNLL-2000)
-    unit_rows = np.frombuffer(unit_row, dtype=np.int32)
+    unit_ptr, unit_rows, values = units.arrays()
     order = np.argsort(-np.bincount(unit_rows, minlength=len(row_template)), kind="stable")
     new_id = np.empty(len(order), dtype=np.int32)
     new_id[order] = np.arange(len(order))
@@ -408,22 +470,22 @@ def compile_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | No
     for lo in range(0, len(unit_rows), 1 << 20):  # renumber in place, a block at a time
         block = unit_rows[lo:lo + (1 << 20)]
         block[:] = new_id[block]
-    row_ptr = np.zeros(len(order) + 1, dtype=np.int64)
-    feat_pattern = array("q")
-    for i, r in enumerate(order.tolist()):
-        feat_pattern.extend(supported(r, row_template[r]))
-        row_ptr[i + 1] = len(feat_pattern)
-    feat_pattern = np.frombuffer(feat_pattern, dtype=np.int64)
+    row_ptr, feat_pattern = _feature_table(plans, pattern_sets, row_first, row_more, row_template,
+                                           new_id, n_z)
     model = CompiledModel.assemble(spec, base_dir, labels, plans, z_list, vocabs, row_ptr,
                                    feat_pattern, attributes.lexicons)
     seq_ptr = np.zeros(len(gold) + 1, dtype=np.int64)
-    seq_ptr[1:] = np.cumsum([sum(v - u + 1 for u, v, _ in segs) for segs in gold_segments])
-    gold_tokens, starts = [], []
-    for segs, seq in zip(gold_segments, gold):
-        for (u, v, _), y in zip(segs, seq):
-            gold_tokens.extend([y] * (v - u + 1))
-            starts.extend([1] + [0] * (v - u))
-    values = unit_ones(len(unit_rows)) if unit_val is None else np.frombuffer(unit_val)
-    data = EncodedData(seq_ptr, np.frombuffer(unit_ptr, dtype=np.int64), unit_rows, values,
+    if chain:
+        seq_ptr[1:] = np.cumsum([len(seq) for seq in gold])
+        gold_tokens = [y for seq in gold for y in seq]
+        starts = [1] * len(gold_tokens)
+    else:
+        seq_ptr[1:] = np.cumsum([sum(v - u + 1 for u, v in segs) for segs in spans])
+        gold_tokens, starts = [], []
+        for segs, seq in zip(spans, gold):
+            for (u, v), y in zip(segs, seq):
+                gold_tokens.extend([y] * (v - u + 1))
+                starts.extend([1] + [0] * (v - u))
+    data = EncodedData(seq_ptr, unit_ptr, unit_rows, values,
                        np.array(gold_tokens, dtype=np.int64), np.array(starts, dtype=np.int64), L)
     return model, data
