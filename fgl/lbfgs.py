@@ -7,10 +7,10 @@ L-BFGS (Algorithm 7.5), and the line search of Algorithm 3.5 with ``zoom``
 follow CRFsuite's L-BFGS (6 corrections, c1 = 1e-4, c2 = 0.9, first step
 1/‖g‖), so both trainers take comparable paths.
 
-It lives here rather than in scipy because its memory is what the problem
-needs — the iterate, the gradient, one trial point and 2·m correction
-vectors — and the learner's objective already hands over a fresh gradient
-array per evaluation, which is kept rather than copied.
+It lives here rather than in scipy for its memory, which is what the
+problem needs: the iterate, the direction, one trial point, the gradients
+(the objective hands over a fresh array per evaluation, kept rather than
+copied) and 2·m correction vectors in single precision.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from numba import njit
 
 Function = Callable[[np.ndarray], tuple[float, np.ndarray]]
 
@@ -35,42 +36,88 @@ class LBFGSResult:
 
 
 class _History:
-    """The last ``m`` correction pairs (s, y) and ρ = 1/(sᵀy), oldest first;
-    the arrays of dropped pairs are reused."""
+    """The last ``m`` correction pairs s = x_{k+1} - x_k, y = g_{k+1} - g_k.
+
+    They are stored in single precision — 2·m vectors are the optimiser's
+    largest buffers, and L-BFGS needs only an approximation of the inverse
+    Hessian — while ρ = 1/(sᵀy), yᵀy and every sum of the recursion are
+    computed in double precision."""
 
     def __init__(self, m: int):
         self.m = m
-        self.s: list[np.ndarray] = []
-        self.y: list[np.ndarray] = []
-        self.rho: list[float] = []
+        self.s: np.ndarray | None = None  # [m, n] float32, allocated at the first pair
+        self.y: np.ndarray | None = None
+        self.order: list[int] = []        # rows in use, oldest first
+        self.rho = np.zeros(m)
+        self.yy = np.zeros(m)
 
-    def slots(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """Arrays to write the next pair into (the oldest pair's when full)."""
-        if len(self.s) < self.m:
-            return np.empty(n), np.empty(n)
-        self.rho.pop(0)
-        return self.s.pop(0), self.y.pop(0)
-
-    def push(self, s: np.ndarray, y: np.ndarray, sy: float) -> None:
-        self.s.append(s)
-        self.y.append(y)
-        self.rho.append(1.0 / sy)
+    def record(self, x_new: np.ndarray, x: np.ndarray, g_new: np.ndarray, g: np.ndarray) -> None:
+        """Add the pair of a step, replacing the oldest when full; a pair
+        with sᵀy <= 1e-10·yᵀy (no positive curvature) is left out."""
+        if self.s is None:
+            self.s = np.empty((self.m, len(x)), dtype=np.float32)
+            self.y = np.empty((self.m, len(x)), dtype=np.float32)
+        if len(self.order) == self.m:
+            self.order.pop(0)
+        row = next(r for r in range(self.m) if r not in self.order)
+        sy, yy = _store_pair(x_new, x, g_new, g, self.s[row], self.y[row])
+        if sy > 1e-10 * yy:
+            self.order.append(row)
+            self.rho[row], self.yy[row] = 1.0 / sy, yy
 
     def direction(self, g: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """out = -H·g by the two-loop recursion (Algorithm 7.4)."""
-        np.negative(g, out=out)
-        alpha = []
-        for s, y, rho in zip(reversed(self.s), reversed(self.y), reversed(self.rho)):
-            a = rho * float(s @ out)
-            out -= a * y
-            alpha.append(a)
-        if self.s:
-            y = self.y[-1]
-            out *= 1.0 / (self.rho[-1] * float(y @ y))   # γ = sᵀy / yᵀy
-        for s, y, rho, a in zip(self.s, self.y, self.rho, reversed(alpha)):
-            b = rho * float(y @ out)
-            out += (a - b) * s
+        """out = -H·g by the two-loop recursion (Algorithm 7.4), with
+        H₀ = γI, γ = sᵀy / yᵀy of the newest pair (eq. 7.20)."""
+        if not self.order:
+            return np.negative(g, out=out)
+        _two_loop(g, self.s, self.y, self.rho, self.yy, np.array(self.order), out)
         return out
+
+
+@njit(cache=True, nogil=True)
+def _store_pair(x_new, x, g_new, g, s, y):
+    """s = x_new - x, y = g_new - g (stored as float32); returns sᵀy and
+    yᵀy of the double-precision differences."""
+    sy = 0.0
+    yy = 0.0
+    for i in range(x.shape[0]):
+        a = x_new[i] - x[i]
+        b = g_new[i] - g[i]
+        s[i] = a
+        y[i] = b
+        sy += a * b
+        yy += b * b
+    return sy, yy
+
+
+@njit(cache=True, nogil=True)
+def _two_loop(g, s, y, rho, yy, order, out):
+    n = g.shape[0]
+    count = order.shape[0]
+    alpha = np.empty(count)
+    for i in range(n):
+        out[i] = -g[i]
+    for j in range(count - 1, -1, -1):
+        k = order[j]
+        a = 0.0
+        for i in range(n):
+            a += s[k, i] * out[i]
+        a *= rho[k]
+        alpha[j] = a
+        for i in range(n):
+            out[i] -= a * y[k, i]
+    newest = order[count - 1]
+    gamma = 1.0 / (rho[newest] * yy[newest])
+    for i in range(n):
+        out[i] *= gamma
+    for j in range(count):
+        k = order[j]
+        b = 0.0
+        for i in range(n):
+            b += y[k, i] * out[i]
+        c = alpha[j] - b * rho[k]
+        for i in range(n):
+            out[i] += c * s[k, i]
 
 
 def _cubic_minimiser(a: float, fa: float, da: float, b: float, fb: float, db: float) -> float:
@@ -175,7 +222,7 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
     (CRFsuite's test), when the line search finds no acceptable step, or
     when ``callback(iteration, f, x, g, evaluations)`` returns True.
     """
-    x = np.array(x0, dtype=np.float64)
+    x = np.array(x0, dtype=np.float64)  # (a copy: the caller's x0 is left as it was)
     n = x.shape[0]
     f, g = fun(x)
     evaluations = 1
@@ -199,14 +246,9 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
             return LBFGSResult(x, f, g, it - 1, evaluations, False,
                                "the line search found no step that decreases the objective")
         f, g_new = found
-        s, y = history.slots(n)
-        np.subtract(trial, x, out=s)
-        np.subtract(g_new, g, out=y)
+        history.record(trial, x, g_new, g)
         x, trial = trial, x  # the accepted point becomes the iterate
         g = g_new
-        sy = float(s @ y)
-        if sy > 1e-10 * float(y @ y):  # curvature condition: keep H positive definite
-            history.push(s, y, sy)
         if callback is not None and callback(it, f, x, g, evaluations):
             return LBFGSResult(x, f, g, it, evaluations, True, "stopped by the callback")
         if float(np.linalg.norm(g)) <= epsilon * max(1.0, float(np.linalg.norm(x))):

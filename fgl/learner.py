@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+from numba import njit
 from threadpoolctl import threadpool_limits
 
 from .lbfgs import minimize_lbfgs
@@ -38,21 +39,35 @@ class TrainingLog:
     message: str = ""
 
 
+@njit(cache=True, nogil=True)
+def _add_prior(grad, w, inv_var):
+    """grad += w / σ² in place; returns Σ w² / (2σ²).  ``inv_var`` holds
+    1/σ² per weight, or one value for all."""
+    total = 0.0
+    same = inv_var.shape[0] == 1
+    for k in range(w.shape[0]):
+        p = (inv_var[0] if same else inv_var[k]) * w[k]
+        grad[k] += p
+        total += p * w[k]
+    return 0.5 * total
+
+
 class Objective:
     """f(w) and ∇f(w) for a program on encoded training data."""
 
     def __init__(self, program: Program, data: EncodedData, sigma: np.ndarray, jobs: int = 0):
         self.program, self.data, self.jobs = program, data, resolve_jobs(jobs)
+        sigma = np.asarray(sigma, dtype=np.float64)
+        if sigma.size and (sigma == sigma.flat[0]).all():  # one prior for every weight
+            sigma = sigma.flat[:1]
         self.inv_var = 1.0 / np.square(sigma)
 
     def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
         log_z, grad = self.program.expectations(w, self.data, self.jobs)
         gold_log_z, observed = self.program.gold_expectations(w, self.data, self.jobs)
-        prior = self.inv_var * w
-        value = log_z - gold_log_z + 0.5 * float(prior @ w)
         grad -= observed  # ``grad`` is the program's fresh array: update it in place
-        grad += prior
-        return float(value), grad
+        prior = _add_prior(grad, w, self.inv_var) if len(w) else 0.0
+        return float(log_z - gold_log_z + prior), grad
 
 
 def train_lbfgs(program: Program, data: EncodedData, sigma: np.ndarray, *,
@@ -93,11 +108,11 @@ def train_lbfgs(program: Program, data: EncodedData, sigma: np.ndarray, *,
                 return True
         return False
 
-    w0 = np.zeros(program.n_features) if w0 is None else w0
     # BLAS threads would only spin against the numba threads doing the real
     # work (the optimiser's dot products run on 10^5-10^6 weights)
     with threadpool_limits(limits=1, user_api="blas"):
-        result = minimize_lbfgs(fun, w0, max_iter=max_iter, callback=callback)
+        result = minimize_lbfgs(fun, np.zeros(program.n_features) if w0 is None else w0,
+                                max_iter=max_iter, callback=callback)
     log.seconds = time.perf_counter() - start
     log.objective = float(result.f)
     log.converged = result.converged

@@ -75,12 +75,15 @@ def thread_pool(workers: int) -> ThreadPoolExecutor:
     return _POOLS[workers]
 
 
-def _run_parallel(jobs: int, data: EncodedData, fn) -> list:
-    """Run ``fn(i0, i1)`` on contiguous runs of sequences, one thread each."""
-    parts = data.chunks(resolve_jobs(jobs))
-    if len(parts) == 1:
-        return [fn(*parts[0])]
-    return list(thread_pool(len(parts)).map(lambda p: fn(*p), parts))
+def _run_parallel(jobs: int, data: EncodedData, fn, scratch=None) -> list:
+    """Run ``fn(i0, i1, *scratch())`` on contiguous runs of sequences, one
+    thread each.  ``scratch`` (the per-part output arrays) is called here,
+    in the calling thread: arrays a worker thread allocates come from its
+    own malloc arena, whose freed memory the other threads cannot reuse."""
+    args = [(i0, i1, *(scratch() if scratch else ())) for i0, i1 in data.chunks(resolve_jobs(jobs))]
+    if len(args) == 1:
+        return [fn(*args[0])]
+    return list(thread_pool(len(args)).map(lambda a: fn(*a), args))
 
 
 def _total(results: list[tuple[float, np.ndarray]]) -> tuple[float, np.ndarray]:
@@ -196,9 +199,8 @@ class ChainProgram:
         st = self.structure
         w_dense = self.dense_weights(w)
 
-        def work(i0: int, i1: int) -> tuple[float, np.ndarray]:
-            grad = np.zeros(self.n_features)
-            grad_dense = np.zeros_like(w_dense)
+        def work(i0: int, i1: int, grad: np.ndarray, grad_dense: np.ndarray
+                 ) -> tuple[float, np.ndarray]:
             total = chain._chunk_expectations(
                 i0, i1, data.seq_ptr, data.tok_ptr, data.tok_row, data.tok_val, self.row_ptr,
                 self.feat_pattern, self.feat_s, self.const_feats, self.dynamic, self.row_dense,
@@ -208,7 +210,8 @@ class ChainProgram:
             grad[self.dense_feats] += grad_dense.reshape(-1)[self.dense_slot]
             return total, grad
 
-        return _total(_run_parallel(jobs, data, work))
+        return _total(_run_parallel(jobs, data, work,
+                                    lambda: (np.zeros(self.n_features), np.zeros_like(w_dense))))
 
     def empirical_counts(self, data: EncodedData) -> np.ndarray:
         st = self.structure
@@ -278,15 +281,14 @@ class SemiMarkovProgram:
     def expectations(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> tuple[float, np.ndarray]:
         st = self.structure
 
-        def work(i0: int, i1: int) -> tuple[float, np.ndarray]:
-            grad = np.zeros(self.n_features)
+        def work(i0: int, i1: int, grad: np.ndarray) -> tuple[float, np.ndarray]:
             total = semimarkov._chunk_expectations(
                 i0, i1, self.max_length, data.seq_ptr, data.tok_ptr, data.tok_row, data.tok_val,
                 self.row_ptr, self.feat_pattern, self.feat_s, w, *st.tables(), st.n_labels,
                 len(st.patterns), self.label_max, grad)
             return total, grad
 
-        return _total(_run_parallel(jobs, data, work))
+        return _total(_run_parallel(jobs, data, work, lambda: (np.zeros(self.n_features),)))
 
     def empirical_counts(self, data: EncodedData) -> np.ndarray:
         st = self.structure
