@@ -130,6 +130,11 @@ class ChainStructure:
         return cls(n_labels, patterns, forward, s_prev, s_label, s_next, s_pattern,
                    s_parent, s_order, pattern_s, p_suffix, p_order, p_next_run, p_label)
 
+    def blocks(self) -> tuple[np.ndarray, np.ndarray]:
+        """The forward states whose successors form a run (``p_next_run``
+        >= 0), and the others."""
+        return np.flatnonzero(self.p_next_run >= 0), np.flatnonzero(self.p_next_run < 0)
+
     def tables(self) -> tuple:
         """The integer tables the kernels take, in their argument order."""
         return (self.s_prev, self.s_label, self.s_next, self.s_pattern,
@@ -309,13 +314,15 @@ def _exp_transition_scores(pot, s_pattern, p_suffix, p_order, n_labels, dynamic,
 
 
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
-def _scaled_forward_backward(epsi, low, s_next, p_next_run, n_labels, n_forward, alpha, beta,
-                             scale):
+def _scaled_forward_backward(epsi, low, s_next, p_next_run, run_blocks, gather_blocks, n_labels,
+                             n_forward, alpha, beta, scale):
     """Forward and backward on scaled vectors (seed 004 §1.4.6), block by
-    block: a block whose successors are a run of states is one vector
-    update.  Returns the log of the product of forward scales, or NaN when
-    a product came near the ends of the floating-point range (mass could be
-    lost), so the caller falls back to log space."""
+    block: a block whose successors are a run of states (``run_blocks``) is
+    one vector update; the others (``gather_blocks``) gather.  The two kinds
+    are separate loops — a loop that may take either form is not
+    vectorised.  Returns the log of the product of forward scales, or NaN
+    when a product came near the ends of the floating-point range (mass
+    could be lost), so the caller falls back to log space."""
     T = epsi.shape[0]
     n = n_labels
     alpha[0, :] = 0.0
@@ -325,22 +332,28 @@ def _scaled_forward_backward(epsi, low, s_next, p_next_run, n_labels, n_forward,
         row = alpha[t + 1]
         row[:] = 0.0
         e_row = epsi[t]
+        prev = alpha[t]
+        risky = False
         for p in range(n_forward):
-            a = alpha[t, p]
-            if a == 0.0:
-                continue
-            base = p * n
-            if a * low[t] < _TINY:  # a·epsi may underflow: check every product
+            risky |= prev[p] != 0.0 and prev[p] * low[t] < _TINY
+        if risky:  # a·epsi may underflow: check every product
+            for p in range(n_forward):
+                a = prev[p]
                 for y in range(n):
-                    if a * e_row[base + y] < _TINY:
+                    if a != 0.0 and a * e_row[p * n + y] < _TINY:
                         return np.nan
+        for p in run_blocks:
+            a = prev[p]
             q0 = p_next_run[p]
-            if q0 >= 0:
-                for y in range(n):
-                    row[q0 + y] += a * e_row[base + y]
-            else:
-                for y in range(n):
-                    row[s_next[base + y]] += a * e_row[base + y]
+            dst = row[q0:q0 + n]
+            src = e_row[p * n:(p + 1) * n]
+            for y in range(n):
+                dst[y] += a * src[y]
+        for p in gather_blocks:
+            a = prev[p]
+            base = p * n
+            for y in range(n):
+                row[s_next[base + y]] += a * e_row[base + y]
         c = 0.0
         for q in range(n_forward):
             c += row[q]
@@ -353,27 +366,33 @@ def _scaled_forward_backward(epsi, low, s_next, p_next_run, n_labels, n_forward,
     for t in range(T - 1, -1, -1):
         e_row = epsi[t]
         nb = beta[t + 1]
+        brow = beta[t]
         inv = 1.0 / scale[t]
-        for p in range(n_forward):
-            base = p * n
+        for p in run_blocks:
             q0 = p_next_run[p]
+            src = e_row[p * n:(p + 1) * n]
+            nxt = nb[q0:q0 + n]
             acc = 0.0
-            if q0 >= 0:
-                for y in range(n):
-                    acc += e_row[base + y] * nb[q0 + y]
-            else:
-                for y in range(n):
-                    acc += e_row[base + y] * nb[s_next[base + y]]
-            acc *= inv
-            if not (acc < _HUGE):
-                return np.nan
-            beta[t, p] = acc
+            for y in range(n):
+                acc += src[y] * nxt[y]
+            brow[p] = acc * inv
+        for p in gather_blocks:
+            base = p * n
+            acc = 0.0
+            for y in range(n):
+                acc += e_row[base + y] * nb[s_next[base + y]]
+            brow[p] = acc * inv
+        mx = 0.0
+        for p in range(n_forward):
+            mx = max(mx, brow[p])
+        if not (mx < _HUGE):
+            return np.nan
     return log_scale
 
 
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
 def _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_next_run,
-                      n_labels, marg):
+                      run_blocks, gather_blocks, n_labels, marg):
     """Transition marginals from the scaled vectors, accumulated block by
     block into the parent blocks (longest first), so that ``marg[t, s]`` =
     P(s is a suffix of y_{1:t})."""
@@ -385,19 +404,19 @@ def _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_nex
         e_row = epsi[t]
         nb = beta[t + 1]
         inv = 1.0 / scale[t]
-        for p in range(P):
-            base = p * n
+        for p in run_blocks:
             a = alpha[t, p] * inv
             q0 = p_next_run[p]
-            if a == 0.0:
-                for y in range(n):
-                    m_row[base + y] = 0.0
-            elif q0 >= 0:
-                for y in range(n):
-                    m_row[base + y] = a * e_row[base + y] * nb[q0 + y]
-            else:
-                for y in range(n):
-                    m_row[base + y] = a * e_row[base + y] * nb[s_next[base + y]]
+            dst = m_row[p * n:(p + 1) * n]
+            src = e_row[p * n:(p + 1) * n]
+            nxt = nb[q0:q0 + n]
+            for y in range(n):
+                dst[y] = a * src[y] * nxt[y]
+        for p in gather_blocks:
+            a = alpha[t, p] * inv
+            base = p * n
+            for y in range(n):
+                m_row[base + y] = a * e_row[base + y] * nb[s_next[base + y]]
         for i in range(P - 1, 0, -1):  # longest first: children before parents
             p = p_order[i]
             # slices of one row: LLVM vectorises these (indices into the same
@@ -409,9 +428,9 @@ def _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_nex
 
 
 @njit(cache=True, nogil=True)
-def _scaled_sequence(pot, s_next, s_pattern, p_suffix, p_order, p_next_run, n_forward,
-                     n_labels, dynamic, block_dynamic, static_exp, cum_lo, cum_hi, epsi, alpha,
-                     beta, scale, marg):
+def _scaled_sequence(pot, s_next, s_pattern, p_suffix, p_order, p_next_run, run_blocks,
+                     gather_blocks, n_forward, n_labels, dynamic, block_dynamic, static_exp,
+                     cum_lo, cum_hi, epsi, alpha, beta, scale, marg):
     """log Z and accumulated transition marginals on the scaled path, or NaN
     when it would not be exact.  Reads ``pot`` only for labels and dynamic
     patterns."""
@@ -420,12 +439,12 @@ def _scaled_sequence(pot, s_next, s_pattern, p_suffix, p_order, p_next_run, n_fo
     if not np.isfinite(shift):
         return np.nan
     # ``scale`` holds each row's smallest epsi until the forward pass overwrites it
-    log_scale = _scaled_forward_backward(epsi, scale, s_next, p_next_run, n_labels, n_forward,
-                                         alpha, beta, scale)
+    log_scale = _scaled_forward_backward(epsi, scale, s_next, p_next_run, run_blocks,
+                                         gather_blocks, n_labels, n_forward, alpha, beta, scale)
     if not np.isfinite(log_scale):
         return np.nan
-    _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_next_run, n_labels,
-                      marg)
+    _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_next_run,
+                      run_blocks, gather_blocks, n_labels, marg)
     return log_scale + shift
 
 
@@ -446,7 +465,7 @@ def _static_cumulative(static_exp, p_suffix, p_order, n_labels):
 
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
 def _factored_sequence(pot, label_z, run_blocks, gather_blocks, s_next, p_next_run, p_label, cum,
-                       c_lo, n_labels, e, low, alpha, beta, scale, g, lab_marg, pair_sum):
+                       c_lo, n_labels, e, low, alpha, beta, scale, g, lab_marg, taken):
     """The scaled path (seed 004 §1.4.6) when only block ε varies with t —
     every pattern longer than one label is observation-free, as in a
     first-order CRF with plain transition weights.  Each transition factor
@@ -457,11 +476,11 @@ def _factored_sequence(pot, label_z, run_blocks, gather_blocks, s_next, p_next_r
     Blocks whose successors form a run of states (``run_blocks``) and the
     others (``gather_blocks``) are separate loops: a loop that may take
     either form is not vectorised.  Writes ``lab_marg[t, y]`` = P(y_t = y |
-    x) = Σ_{q ends in y} α̂(t+1, q)·β̂(t+1, q), and adds Σ_t α̂(t, p)·g_t(q)
-    to ``pair_sum[p, q]`` (g_t(q) = e[t, label of q]·β̂(t+1, q)), so that
-    transition p·y was taken Σ_t times cum[p·n + y]·pair_sum[p, next(p·y)]
-    in expectation.  Returns log Z, or NaN (``pair_sum`` untouched) when
-    the scaled values would not be exact — the range checks of
+    x) = Σ_{q ends in y} α̂(t+1, q)·β̂(t+1, q), and adds Σ_t α̂(t, p)·g_t(q),
+    q = next(p·y), to ``taken[p·n + y]`` (g_t(q) = e[t, label of q]·
+    β̂(t+1, q)): times ``cum[p·n + y]``, the expected number of times
+    transition p·y is taken.  Returns log Z, or NaN (``taken`` untouched)
+    when the scaled values would not be exact — the range checks of
     ``_scaled_sequence``, with ``c_lo`` the smallest ``cum_lo``."""
     T = pot.shape[0]
     n = n_labels
@@ -552,11 +571,18 @@ def _factored_sequence(pot, label_z, run_blocks, gather_blocks, s_next, p_next_r
     for t in range(T):
         inv = 1.0 / scale[t]
         gt = g[t]
-        for p in range(P):  # no test for a = 0: a branch here stops vectorisation
+        for p in run_blocks:  # no test for a = 0: a branch here stops vectorisation
             a = alpha[t, p] * inv
-            dst = pair_sum[p]
-            for q in range(P):
-                dst[q] += a * gt[q]
+            q0 = p_next_run[p]
+            dst = taken[p * n:(p + 1) * n]
+            src = gt[q0:q0 + n]
+            for y in range(n):
+                dst[y] += a * src[y]
+        for p in gather_blocks:
+            a = alpha[t, p] * inv
+            base = p * n
+            for y in range(n):
+                taken[base + y] += a * gt[s_next[base + y]]
         m_row = lab_marg[t]
         m_row[:] = 0.0
         na = alpha[t + 1]
@@ -656,9 +682,9 @@ def sequence_marginals(st: ChainStructure, pot: np.ndarray, ws: Workspace) -> fl
     tables = _static_tables(np.zeros(n_z), st.s_pattern, dynamic, st.p_suffix, st.p_order,
                             st.n_labels)
     log_z = _scaled_sequence(pot, st.s_next, st.s_pattern, st.p_suffix, st.p_order,
-                             st.p_next_run, st.n_forward, st.n_labels, dynamic, *tables,
-                             ws.epsi[:T], ws.alpha[:T + 1], ws.beta[:T + 1], ws.scale[:T],
-                             ws.marg[:T])
+                             st.p_next_run, *st.blocks(), st.n_forward, st.n_labels, dynamic,
+                             *tables, ws.epsi[:T], ws.alpha[:T + 1], ws.beta[:T + 1],
+                             ws.scale[:T], ws.marg[:T])
     if not np.isfinite(log_z):
         log_z = _log_sequence(pot, st.s_prev, st.s_next, st.s_pattern, st.s_parent, st.s_order,
                               st.n_forward, st.n_labels, ws.psi[:T], ws.alpha[:T + 1],
@@ -764,7 +790,7 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
     lab = np.empty(n)
     lab_marg = np.empty((max_t, n))
     g = np.empty((max_t, n_forward))
-    pair_sum = np.zeros((n_forward, n_forward))
+    own_sum = np.zeros(S)  # the factored path's transition counts (then up the tree)
     pot = np.empty((max_t, n_patterns))
     psi = np.empty((max_t, S))
     epsi = np.empty((max_t, S))
@@ -789,12 +815,12 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
             log_z = _factored_sequence(pot[:T], label_z, run_blocks, gather_blocks, s_next,
                                        p_next_run, p_label, cum, c_lo, n, e_lab[:T], low[:T],
                                        alpha[:T + 1], beta[:T + 1], scale[:T], g[:T],
-                                       lab_marg[:T], pair_sum)
+                                       lab_marg[:T], own_sum)
         else:
             log_z = _scaled_sequence(pot[:T], s_next, s_pattern, p_suffix, p_order, p_next_run,
-                                     n_forward, n_labels, dynamic, block_dynamic, static_exp,
-                                     cum_lo, cum_hi, epsi[:T], alpha[:T + 1], beta[:T + 1],
-                                     scale[:T], marg[:T])
+                                     run_blocks, gather_blocks, n_forward, n_labels, dynamic,
+                                     block_dynamic, static_exp, cum_lo, cum_hi, epsi[:T],
+                                     alpha[:T + 1], beta[:T + 1], scale[:T], marg[:T])
         fell_back = not np.isfinite(log_z)
         if fell_back:  # the log-space path reads every pattern's potential
             for t in range(T):
@@ -824,10 +850,8 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
                 else:
                     for k in range(row_ptr[r], row_ptr[r + 1]):
                         grad[k] += v * m_row[feat_s[k]]
-    own_sum = np.zeros(S)  # the factored path's transition counts, then up the tree
     if factored:  # (cum is finite only then)
-        for s in range(S):
-            own_sum[s] = cum[s] * pair_sum[s // n, s_next[s]]
+        own_sum *= cum
     for i in range(n_forward - 1, 0, -1):
         p = p_order[i]
         dst = own_sum[p_suffix[p] * n:(p_suffix[p] + 1) * n]
