@@ -366,28 +366,35 @@ def _scaled_forward_backward(epsi, low, s_next, p_next_run, run_blocks, gather_b
     for t in range(T - 1, -1, -1):
         e_row = epsi[t]
         nb = beta[t + 1]
-        brow = beta[t]
-        inv = 1.0 / scale[t]
-        for p in run_blocks:
-            q0 = p_next_run[p]
-            src = e_row[p * n:(p + 1) * n]
-            nxt = nb[q0:q0 + n]
-            acc = 0.0
-            for y in range(n):
-                acc += src[y] * nxt[y]
-            brow[p] = acc * inv
-        for p in gather_blocks:
-            base = p * n
-            acc = 0.0
-            for y in range(n):
-                acc += e_row[base + y] * nb[s_next[base + y]]
-            brow[p] = acc * inv
-        mx = 0.0
-        for p in range(n_forward):
-            mx = max(mx, brow[p])
-        if not (mx < _HUGE):
+        if not _backward_step(e_row, nb, 1.0 / scale[t], s_next, p_next_run, run_blocks,
+                              gather_blocks, n, beta[t]):
             return np.nan
     return log_scale
+
+
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+def _backward_step(factor, nxt, inv, s_next, p_next_run, run_blocks, gather_blocks, n, out):
+    """out[p] = inv · Σ_y factor[p·n + y] · nxt[next(p·y)] for every forward
+    state p, run blocks and gather blocks in separate loops; False when a
+    value reached _HUGE (the scaled path would lose precision)."""
+    for p in run_blocks:
+        q0 = p_next_run[p]
+        src = factor[p * n:(p + 1) * n]
+        tgt = nxt[q0:q0 + n]
+        acc = 0.0
+        for y in range(n):
+            acc += src[y] * tgt[y]
+        out[p] = acc * inv
+    for p in gather_blocks:
+        base = p * n
+        acc = 0.0
+        for y in range(n):
+            acc += factor[base + y] * nxt[s_next[base + y]]
+        out[p] = acc * inv
+    mx = 0.0
+    for p in range(out.shape[0]):
+        mx = max(mx, out[p])
+    return mx < _HUGE
 
 
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
@@ -546,27 +553,8 @@ def _factored_sequence(pot, label_z, run_blocks, gather_blocks, s_next, p_next_r
         gt[0] = 0.0
         for q in range(1, P):
             gt[q] = e[t, p_label[q]] * nb[q]
-        inv = 1.0 / scale[t]
-        brow = beta[t]
-        for p in run_blocks:
-            base = p * n
-            c = cum[base:base + n]
-            q0 = p_next_run[p]
-            gg = gt[q0:q0 + n]
-            acc = 0.0
-            for y in range(n):
-                acc += c[y] * gg[y]
-            brow[p] = acc * inv
-        for p in gather_blocks:
-            base = p * n
-            acc = 0.0
-            for y in range(n):
-                acc += cum[base + y] * gt[s_next[base + y]]
-            brow[p] = acc * inv
-        mx = 0.0
-        for p in range(P):
-            mx = max(mx, brow[p])
-        if not (mx < _HUGE):
+        if not _backward_step(cum, gt, 1.0 / scale[t], s_next, p_next_run, run_blocks,
+                              gather_blocks, n, beta[t]):
             return np.nan
     for t in range(T):
         inv = 1.0 / scale[t]
