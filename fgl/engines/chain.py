@@ -333,35 +333,15 @@ def _scaled_forward_backward(epsi, low, s_next, p_next_run, run_blocks, gather_b
         row[:] = 0.0
         e_row = epsi[t]
         prev = alpha[t]
-        risky = False
-        for p in range(n_forward):
-            risky |= prev[p] != 0.0 and prev[p] * low[t] < _TINY
-        if risky:  # a·epsi may underflow: check every product
+        if _may_underflow(prev, low[t]):  # a·epsi may underflow: check every product
             for p in range(n_forward):
                 a = prev[p]
                 for y in range(n):
                     if a != 0.0 and a * e_row[p * n + y] < _TINY:
                         return np.nan
-        for p in run_blocks:
-            a = prev[p]
-            q0 = p_next_run[p]
-            dst = row[q0:q0 + n]
-            src = e_row[p * n:(p + 1) * n]
-            for y in range(n):
-                dst[y] += a * src[y]
-        for p in gather_blocks:
-            a = prev[p]
-            base = p * n
-            for y in range(n):
-                row[s_next[base + y]] += a * e_row[base + y]
-        c = 0.0
-        for q in range(n_forward):
-            c += row[q]
-        inv = 1.0 / c
-        for q in range(n_forward):
-            row[q] *= inv
-        scale[t] = c
-        log_scale += np.log(c)
+        _forward_push(prev, e_row, s_next, p_next_run, run_blocks, gather_blocks, n, row)
+        scale[t] = _normalise(row)
+        log_scale += np.log(scale[t])
     beta[T, :] = 1.0
     for t in range(T - 1, -1, -1):
         e_row = epsi[t]
@@ -370,6 +350,46 @@ def _scaled_forward_backward(epsi, low, s_next, p_next_run, run_blocks, gather_b
                               gather_blocks, n, beta[t]):
             return np.nan
     return log_scale
+
+
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+def _normalise(row):
+    """Scale ``row`` to sum 1; returns the sum it had."""
+    c = 0.0
+    for v in row:
+        c += v
+    inv = 1.0 / c
+    for q in range(row.shape[0]):
+        row[q] *= inv
+    return c
+
+
+@njit(cache=True, nogil=True)
+def _may_underflow(prev, low):
+    """Whether some non-zero forward value times the smallest factor of the
+    step (``low``) falls below _TINY."""
+    risky = False
+    for a in prev:
+        risky |= a != 0.0 and a * low < _TINY
+    return risky
+
+
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+def _forward_push(prev, factor, s_next, p_next_run, run_blocks, gather_blocks, n, out):
+    """out[next(p·y)] += prev[p] · factor[p·n + y] for every forward state p
+    and label y, run blocks and gather blocks in separate loops."""
+    for p in run_blocks:
+        a = prev[p]
+        q0 = p_next_run[p]
+        dst = out[q0:q0 + n]
+        src = factor[p * n:(p + 1) * n]
+        for y in range(n):
+            dst[y] += a * src[y]
+    for p in gather_blocks:
+        a = prev[p]
+        base = p * n
+        for y in range(n):
+            out[s_next[base + y]] += a * factor[base + y]
 
 
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
@@ -515,37 +535,17 @@ def _factored_sequence(pot, label_z, run_blocks, gather_blocks, s_next, p_next_r
         row = alpha[t + 1]
         row[:] = 0.0
         prev = alpha[t]
-        risky = False
-        for q in range(P):
-            risky |= prev[q] != 0.0 and prev[q] * low[t] < _TINY
-        if risky:  # a product may underflow: check every one
+        if _may_underflow(prev, low[t]):  # a product may underflow: check every one
             for q in range(P):
                 a = prev[q]
                 for y in range(n):
                     if a != 0.0 and a * e[t, y] * cum[q * n + y] < _TINY:
                         return np.nan
-        for p in run_blocks:
-            a = prev[p]
-            base = p * n
-            c = cum[base:base + n]
-            q0 = p_next_run[p]
-            dst = row[q0:q0 + n]
-            for y in range(n):
-                dst[y] += a * c[y]
-        for p in gather_blocks:
-            a = prev[p]
-            base = p * n
-            for y in range(n):
-                row[s_next[base + y]] += a * cum[base + y]
-        total = 0.0
+        _forward_push(prev, cum, s_next, p_next_run, run_blocks, gather_blocks, n, row)
         for q in range(1, P):  # every state but ε ends in its label's factor
             row[q] *= e[t, p_label[q]]
-            total += row[q]
-        inv = 1.0 / total
-        for q in range(P):
-            row[q] *= inv
-        scale[t] = total
-        log_scale += np.log(total)
+        scale[t] = _normalise(row)
+        log_scale += np.log(scale[t])
     beta[T, :] = 1.0
     for t in range(T - 1, -1, -1):
         nb = beta[t + 1]
