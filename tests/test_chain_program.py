@@ -198,3 +198,24 @@ template trans: y[t-1..t]
     again = model.encode(mixed)
     np.testing.assert_array_equal(again.tok_val, enc.tok_val)
     np.testing.assert_array_equal(again.tok_row, enc.tok_row)
+
+
+def test_potential_api_stays_on_the_scaled_path(monkeypatch):
+    """Moderate potentials never need the log-space fallback, also when some
+    forward state starts no pattern (its block holds no dynamic pattern)."""
+    from fgl.engines import chain
+
+    st_ = chain.ChainStructure.build(3, [(0,), (1,), (2,), (0, 1, 2), (2, 2)])
+    _, block_dynamic, _, _ = chain._static_tables(
+        np.zeros(5), st_.s_pattern, np.ones(5, np.bool_), st_.p_suffix, st_.p_order, 3)
+    assert not block_dynamic.all()  # e.g. the block of state (1,) holds no pattern
+
+    def no_fallback(*args):
+        raise AssertionError("fell back to log space")
+
+    monkeypatch.setattr(chain, "_log_sequence", no_fallback)
+    pot = np.random.default_rng(5).normal(0.0, 1.0, (5, 5))
+    log_z, marg = chain.pattern_marginals(st_, pot)
+    want_z, want_marg, _, _ = chain_brute_force(3, st_.patterns, pot)
+    assert log_z == pytest.approx(want_z, rel=1e-12)
+    np.testing.assert_allclose(marg, want_marg, rtol=1e-9, atol=1e-12)

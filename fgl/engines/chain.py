@@ -667,12 +667,12 @@ def sequence_marginals(st: ChainStructure, pot: np.ndarray, ws: Workspace) -> fl
     T = pot.shape[0]
     n_z = len(st.patterns)
     dynamic = np.ones(n_z, np.bool_)  # a bare potential table: every pattern varies
-    tables = _static_tables(np.zeros(n_z), st.s_pattern, dynamic, st.p_suffix, st.p_order,
-                            st.n_labels)
+    static_exp, block_dynamic, cum_lo, cum_hi = _static_tables(
+        np.zeros(n_z), st.s_pattern, dynamic, st.p_suffix, st.p_order, st.n_labels)
     log_z = _scaled_sequence(pot, st.s_next, st.s_pattern, st.p_suffix, st.p_order,
                              st.p_next_run, *st.blocks(), st.n_forward, st.n_labels, dynamic,
-                             *tables, ws.epsi[:T], ws.alpha[:T + 1], ws.beta[:T + 1],
-                             ws.scale[:T], ws.marg[:T])
+                             block_dynamic, static_exp, cum_lo, cum_hi, ws.epsi[:T],
+                             ws.alpha[:T + 1], ws.beta[:T + 1], ws.scale[:T], ws.marg[:T])
     if not np.isfinite(log_z):
         log_z = _log_sequence(pot, st.s_prev, st.s_next, st.s_pattern, st.s_parent, st.s_order,
                               st.n_forward, st.n_labels, ws.psi[:T], ws.alpha[:T + 1],
