@@ -21,10 +21,14 @@ tree (seed 002 §2.3.2).
 
 Sum-product and max-product are one kernel, ``_forward``, parameterised by the
 semiring (``use_max``) and run in log space.  The training path
-(``sequence_expectations``) is the same recursion on scaled vectors: each
-forward/backward vector is normalised and its log scale kept (seed 004
-§1.4.6), which needs one ``exp`` per transition instead of three; when a
-scale underflows it falls back to the log-space kernel.
+(``sequence_marginals``, ``_chunk_expectations``) is the same recursion on
+scaled vectors: each forward/backward vector is normalised and its log scale
+kept (seed 004 §1.4.6), which needs one ``exp`` per transition instead of
+three; when a scale underflows it falls back to the log-space kernel.  When
+only single labels carry observations (a first-order CRF with plain
+transition weights, or unobserved high-order patterns), every transition
+factor is a label factor times a constant, and ``_factored_sequence`` needs
+one ``exp`` per label and token and no per-token transition table.
 
 All tables are integer arrays built once per model by ``ChainStructure``.
 """
@@ -699,6 +703,9 @@ def viterbi(st: ChainStructure, pot: np.ndarray) -> tuple[np.ndarray, float]:
 # call, their expected counts are Σ_t of the marginals, and a pattern fed
 # only by them has a position-independent potential whose exp is computed
 # once (``dynamic`` False) — CRFsuite's trick for transition weights.
+# Frequent rows whose features all have single-label patterns are *dense*
+# (``row_dense[r]`` >= 0): scored and counted as one vector over the labels
+# (``fgl.program.ChainProgram._dense_rows``).
 
 
 @njit(cache=True, nogil=True)
