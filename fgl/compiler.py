@@ -343,6 +343,8 @@ def compile_model(spec: ast.Spec, sentences: Sentences, base_dir: Path | None = 
     ``sentences`` is a list, or a function returning a fresh iterator over
     them (e.g. ``lambda: iter_conll(path)``): the data is then read twice —
     labels and patterns first, then features — and never held whole."""
+    if not callable(sentences) and iter(sentences) is sentences:  # a one-pass iterator
+        sentences = list(sentences)
     read = sentences if callable(sentences) else (lambda: sentences)
     base_dir = base_dir or Path(".")
     settings = {**train_settings(spec), **(overrides or {})}

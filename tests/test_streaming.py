@@ -81,3 +81,11 @@ def test_bad_line_in_a_streamed_file_names_file_and_line(tmp_path):
     with pytest.raises(DataError) as err:
         CRF(CHAIN).fit_file(bad)
     assert str(err.value).startswith(f"{bad}:4:")
+
+
+def test_a_one_pass_iterator_is_read_once(data_file):
+    spec = validate(parse_spec(CHAIN, "<test>"))
+    m1, d1 = compile_model(spec, read_conll(data_file))
+    m2, d2 = compile_model(spec, iter_conll(data_file))
+    assert m1.vocabs == m2.vocabs
+    np.testing.assert_array_equal(d1.tok_row, d2.tok_row)
