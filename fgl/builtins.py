@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
+
+from . import ast
 
 
 @dataclass(frozen=True)
@@ -88,3 +91,32 @@ REGEX_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 def regex_classes(word: str) -> list[str]:
     """Names of every seed-001 regex class that matches the whole token."""
     return [name for name, rx in REGEX_CLASSES if rx.fullmatch(word)]
+
+
+# ---------------------------------------------------------------- attribute names and text rewrites
+
+def ref_text(base: str, off: int) -> str:
+    """A position in an attribute name: ``t``, ``t-1``, ``u+2``."""
+    return base if off == 0 else f"{base}{off:+d}"
+
+
+TEXT_FUNCTIONS = ("lower", "prefix", "suffix", "shape", "longshape")
+
+
+def call_tag(call: ast.Call) -> str:
+    """The attribute name a call gives, with ``{}`` for its argument's."""
+    params = [repr(p) if isinstance(p, str) else str(p) for p in call.params]
+    return f"{call.func}({','.join(['{}'] + params)})"
+
+
+def text_function(call: ast.Call) -> Callable[[str], str]:
+    """The text rewrite of a ``lower``/``prefix``/``suffix``/``shape``/
+    ``longshape`` call."""
+    n = call.params[0] if call.params else 0
+    return {
+        "lower": str.lower,
+        "prefix": lambda s: s[:n],
+        "suffix": lambda s: s[-n:],
+        "shape": shape,
+        "longshape": lambda s: shape(s, collapse=False),
+    }[call.func]

@@ -17,16 +17,13 @@ from pathlib import Path
 from typing import Callable
 
 from . import ast
-from .builtins import regex_classes, shape
+from .builtins import TEXT_FUNCTIONS, call_tag, ref_text, regex_classes, text_function
 from .errors import DataError, SpecError
+from .observation_streams import evaluate_streams, template_streams
 
 Item = tuple[str, str | None, float]
 Spans = list[tuple[int, int]] | None  # None: one position per token
 Evaluator = Callable[[dict[str, list], int, Spans], list[list[Item]]]
-
-
-def _ref_text(base: str, off: int) -> str:
-    return base if off == 0 else f"{base}{off:+d}"
 
 
 class ObservationCompiler:
@@ -74,8 +71,8 @@ class ObservationCompiler:
             return [(f"{label}[{j}]", None, x) for j, x in enumerate(value)]
 
         if ref.lo_base != ref.hi_base:  # u..v: a bag of every token in the range
-            label = f"{name}[{_ref_text(ref.lo_base, ref.lo)}..{_ref_text(ref.hi_base, ref.hi)}]"
-        offsets = [(off, f"{name}[{_ref_text(ref.lo_base, off)}]") for off in range(ref.lo, ref.hi + 1)]
+            label = f"{name}[{ref_text(ref.lo_base, ref.lo)}..{ref_text(ref.hi_base, ref.hi)}]"
+        offsets = [(off, f"{name}[{ref_text(ref.lo_base, off)}]") for off in range(ref.lo, ref.hi + 1)]
 
         def evaluate(cols: dict[str, list], T: int, spans: Spans) -> list[list[Item]]:
             values = cols[name]
@@ -123,22 +120,15 @@ class ObservationCompiler:
     def _call(self, call: ast.Call) -> Evaluator:
         inner = self.compile(call.arg)
         func = call.func
-        tag = f"{func}({','.join(['{}'] + [repr(p) if isinstance(p, str) else str(p) for p in call.params])})"
+        tag = call_tag(call)
         if func == "value":
             return inner
         if func == "either":
             return _either(inner)
         if func == "tokens":
             return _map_items(inner, lambda nm, tx, v: [(tag.format(nm), w, v) for w in tx.split()])
-        if func in ("lower", "prefix", "suffix", "shape", "longshape"):
-            n = call.params[0] if call.params else 0
-            fn: Callable[[str], str] = {
-                "lower": str.lower,
-                "prefix": lambda s: s[:n],
-                "suffix": lambda s: s[-n:],
-                "shape": shape,
-                "longshape": lambda s: shape(s, collapse=False),
-            }[func]
+        if func in TEXT_FUNCTIONS:
+            fn = text_function(call)
             return _map_items(inner, lambda nm, tx, v: [(tag.format(nm), fn(tx), v)])
         if func == "class":
             return _map_items(inner, lambda nm, tx, v: [(tag.format(nm), c, v) for c in regex_classes(tx)])
@@ -225,6 +215,9 @@ class TemplateAttributes:
         oc = ObservationCompiler(spec, base_dir, lexicons)
         self.lexicons = oc.lexicons
         self._evaluators = [[oc.compile(e) for e in tpl.observations] for tpl in spec.templates]
+        # the column-wise fast path at token positions, where a template allows it
+        self._streams = [template_streams(oc, tpl.observations) if tpl.observations else None
+                         for tpl in spec.templates]
 
     def evaluate(self, ti: int, cols: dict[str, list], T: int, spans: Spans = None,
                  ) -> list[list[tuple[str, float]]]:
@@ -233,6 +226,8 @@ class TemplateAttributes:
         evaluators = self._evaluators[ti]
         if not evaluators:
             return [[("bias", 1.0)] for _ in range(n)]
+        if spans is None and self._streams[ti] is not None:
+            return evaluate_streams(self._streams[ti], cols, T)
         # within one observation repeated items add up (word[u..v] is a bag of
         # words); an attribute that two observations both give counts once
         rows: list[dict[str, float]] = [{} for _ in range(n)]

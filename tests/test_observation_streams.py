@@ -1,0 +1,68 @@
+"""The column-wise fast path for token observations
+(``fgl.observation_streams``) gives exactly the attribute keys, values and
+order of the general evaluators, and steps aside where it cannot."""
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fgl.checks import validate
+from fgl.observations import TemplateAttributes, sentence_columns
+from fgl.parser import parse_spec
+
+HEADER = """
+columns word, pos, x:number, label
+output label
+"""
+
+# (observations of one template, whether the fast path takes them)
+CASES = [
+    ("word[t-2..t+2]", True),
+    ("word[t-1] & word[t], pos[t-1] & pos[t] & pos[t+1]", True),
+    ("(word[t-1] & word[t]) | (word[t] & word[t+1]) | pos[t]", True),
+    ("(word[t] | pos[t]) & pos[t+1]", True),
+    ("lower(word[t-1..t+1]), prefix(word[t], 2), suffix(word[t], 3)", True),
+    ("shape(word[t]) & longshape(word[t]), lower(word[t]) & pos[t]", True),
+    ('regex(word[t], "^[A-Z]"), regex(word[t-1], "[0-9]")', True),
+    ('lexicon(word[t], "lex.txt"), lexicon(lower(word[t+1]), "lex.txt")', True),
+    ("bias, bos | eos, word[t]", True),
+    ("word[t], word[t], pos[t] | word[t]", True),  # equal names across observations: first wins
+    ("word[t] | word[t]", False),                   # within one: a bag, values add up
+    ("bos & word[t]", False),                       # a test inside a conjunction
+    ("value(x[t]), word[t]", False),                # a number column
+    ("class(word[t])", False),                      # several items per token
+    ("tokens(word[t])", False),
+]
+
+WORDS = ["the", "The", "cat", "C4t", "2024", "a-b", "NY"]
+TAGS = ["DT", "NN", "VB"]
+
+
+def _attributes(obs: str, tmp_path) -> TemplateAttributes:
+    (tmp_path / "lex.txt").write_text("the\ncat\nny\n")
+    spec = validate(parse_spec(HEADER + f"template s: y[t] ~ {obs}\n", str(tmp_path / "s.fgl")))
+    return TemplateAttributes(spec, tmp_path)
+
+
+@pytest.mark.parametrize("obs,fast", CASES)
+def test_fast_path_taken_exactly_where_it_applies(obs, fast, tmp_path):
+    assert (_attributes(obs, tmp_path)._streams[0] is not None) == fast
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(TAGS),
+                          st.floats(-2, 2, allow_nan=False)), min_size=1, max_size=6))
+def test_fast_path_equals_the_general_path(tmp_path_factory, tokens):
+    tmp_path = tmp_path_factory.mktemp("streams")
+    rows = [[w, p, repr(x), "L"] for w, p, x in tokens]
+    for obs, fast in CASES:
+        attrs = _attributes(obs, tmp_path)
+        cols, _ = sentence_columns(attrs_spec(tmp_path, obs), rows, list(range(1, len(rows) + 1)),
+                                   "<test>")
+        got = attrs.evaluate(0, cols, len(rows))
+        attrs._streams = [None]
+        want = attrs.evaluate(0, cols, len(rows))
+        assert got == want, obs
+
+
+def attrs_spec(tmp_path, obs):
+    return validate(parse_spec(HEADER + f"template s: y[t] ~ {obs}\n", str(tmp_path / "s.fgl")))
