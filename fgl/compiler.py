@@ -125,7 +125,8 @@ class CompiledModel:
     def encode(self, sentences: list[Sentence], with_gold: bool = False) -> EncodedData:
         """Encode sentences for the engines; attributes never seen in
         training have no weights and are skipped."""
-        const = self.program.row_is_const
+        # a chain program scores the constant bias rows on its own (ChainProgram)
+        const_key = "bias" if self.spec.segments is None else None
         seq_ptr = [0]
         units = UnitRows()
         gold: list[int] = []
@@ -139,7 +140,7 @@ class CompiledModel:
                 for vocab, tpl_rows in zip(self.vocabs, per_template):
                     for key, v in tpl_rows[unit]:
                         r = vocab.get(key)
-                        if r is not None and not const[r]:
+                        if r is not None and key != const_key:
                             rows.append(r)
                             vals.append(v)
                 units.add(rows, vals)
