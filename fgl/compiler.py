@@ -125,8 +125,7 @@ class CompiledModel:
     def encode(self, sentences: list[Sentence], with_gold: bool = False) -> EncodedData:
         """Encode sentences for the engines; attributes never seen in
         training have no weights and are skipped."""
-        # a chain program scores the constant bias rows on its own (ChainProgram)
-        const_key = "bias" if self.spec.segments is None else None
+        const_key = _const_key(self.spec)
         seq_ptr = [0]
         units = UnitRows()
         gold: list[int] = []
@@ -243,6 +242,12 @@ def _unit_attributes(attributes: TemplateAttributes, cols: dict[str, list], T: i
             units[u * L + v - u] = items
         out.append(units)
     return out
+
+
+def _const_key(spec: ast.Spec) -> str | None:
+    """The attribute a chain program scores on its own, not per token: the
+    constant ``bias`` row of each template (``ChainProgram.const_rows``)."""
+    return "bias" if spec.segments is None else None
 
 
 def _label_limits(spec: ast.Spec, labels: list[str]) -> np.ndarray:
@@ -405,8 +410,7 @@ def compile_model(spec: ast.Spec, sentences: Sentences, base_dir: Path | None = 
     row_more: set[int] = set()
     row_template = array("i")
     units = UnitRows()
-    # a chain program scores the constant bias rows on its own (ChainProgram)
-    const_key = "bias" if spec.segments is None else None
+    const_key = _const_key(spec)
     pattern_sets = [{z: z_index[z] for z in p.patterns} for p in plans]
     lengths = [sorted({len(z) for z in p.patterns}) for p in plans]
     n_read = 0

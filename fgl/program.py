@@ -238,23 +238,31 @@ class ChainProgram:
         _run_parallel(jobs, data, work)
         return out, None
 
-    def potentials(self, w: np.ndarray, data: EncodedData, i: int) -> np.ndarray:
+    def scoring(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """What scoring needs of ``w``, once per call over many sequences:
+        the constant rows' potentials and the dense rows' weights."""
+        return (chain._static_potentials(self.const_feats, self.feat_pattern, w,
+                                         len(self.structure.patterns)),
+                self.dense_weights(w))
+
+    def potentials(self, w: np.ndarray, data: EncodedData, i: int,
+                   scoring: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """pot[t, z] of sequence ``i``: the summed weight · value of every
-        feature with pattern z active at t."""
+        feature with pattern z active at t (``scoring``: ``self.scoring(w)``,
+        when already at hand)."""
         a, T = int(data.seq_ptr[i]), int(data.seq_ptr[i + 1] - data.seq_ptr[i])
-        static = chain._static_potentials(self.const_feats, self.feat_pattern, w,
-                                          len(self.structure.patterns))
-        pot = np.empty((T, len(self.structure.patterns)))
-        n = self.structure.n_labels
+        static, w_dense = scoring if scoring is not None else self.scoring(w)
+        n_z, n = len(self.structure.patterns), self.structure.n_labels
+        pot = np.empty((T, n_z))
         chain._potentials(a, T, data.tok_ptr, data.tok_row, data.tok_val, self.row_ptr,
-                          self.feat_pattern, w, static, np.arange(pot.shape[1]), self.row_dense,
-                          self.dense_weights(w), self.structure.s_pattern[:n].copy(), np.empty(n),
-                          pot)
+                          self.feat_pattern, w, static, np.arange(n_z), self.row_dense, w_dense,
+                          self.structure.s_pattern[:n].copy(), np.empty(n), pot)
         return pot
 
     def label_marginals(self, w: np.ndarray, data: EncodedData) -> list[np.ndarray]:
         st = self.structure
-        return [chain.pattern_marginals(st, self.potentials(w, data, i))[1][:, :st.n_labels]
+        scoring = self.scoring(w)
+        return [chain.pattern_marginals(st, self.potentials(w, data, i, scoring))[1][:, :st.n_labels]
                 for i in range(data.n_sequences)]
 
 
@@ -272,7 +280,6 @@ class SemiMarkovProgram:
 
     def __post_init__(self) -> None:
         self.feat_s = self.structure.pattern_s[self.feat_pattern]
-        self.row_is_const = np.zeros(len(self.row_ptr) - 1, dtype=np.bool_)
 
     @property
     def n_features(self) -> int:

@@ -422,6 +422,21 @@ def _backward_step(factor, nxt, inv, s_next, p_next_run, run_blocks, gather_bloc
 
 
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+def _accumulate_up(row, p_suffix, p_order, n):
+    """Add each block p·Y of ``row`` into its parent block p_suffix[p]·Y,
+    longest states first (children before parents), so that a transition's
+    value becomes the total over every transition it is a suffix of."""
+    for i in range(p_order.shape[0] - 1, 0, -1):
+        p = p_order[i]
+        # slices of one row: LLVM vectorises these (indices into the same
+        # array it would not)
+        dst = row[p_suffix[p] * n:(p_suffix[p] + 1) * n]
+        src = row[p * n:(p + 1) * n]
+        for y in range(n):
+            dst[y] += src[y]
+
+
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
 def _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_next_run,
                       run_blocks, gather_blocks, n_labels, marg):
     """Transition marginals from the scaled vectors, accumulated block by
@@ -448,14 +463,7 @@ def _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_nex
             base = p * n
             for y in range(n):
                 m_row[base + y] = a * e_row[base + y] * nb[s_next[base + y]]
-        for i in range(P - 1, 0, -1):  # longest first: children before parents
-            p = p_order[i]
-            # slices of one row: LLVM vectorises these (indices into the same
-            # array it would not)
-            dst = m_row[p_suffix[p] * n:(p_suffix[p] + 1) * n]
-            src = m_row[p * n:(p + 1) * n]
-            for y in range(n):
-                dst[y] += src[y]
+        _accumulate_up(m_row, p_suffix, p_order, n)
 
 
 @njit(cache=True, nogil=True)
@@ -847,12 +855,7 @@ def _chunk_expectations(i0, i1, seq_ptr, tok_ptr, tok_row, tok_val, row_ptr, fea
                         grad[k] += v * m_row[feat_s[k]]
     if factored:  # (cum is finite only then)
         own_sum *= cum
-    for i in range(n_forward - 1, 0, -1):
-        p = p_order[i]
-        dst = own_sum[p_suffix[p] * n:(p_suffix[p] + 1) * n]
-        src = own_sum[p * n:(p + 1) * n]
-        for y in range(n):
-            dst[y] += src[y]
+    _accumulate_up(own_sum, p_suffix, p_order, n)
     for k in const_feats:
         grad[k] += marg_sum[feat_s[k]] + own_sum[feat_s[k]]
     return total

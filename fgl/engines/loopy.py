@@ -241,15 +241,21 @@ def _bethe(log_pot, card, tab_ptr, v_ptr, var_ptr, log_bv, log_bf):
 
 
 @njit(cache=True, nogil=True)
+def _argmax_var(card, var_ptr, log_bv, v):
+    """The value of variable v with the highest (max-)belief, the first on ties."""
+    best = -np.inf
+    bx = 0
+    for x in range(card[v]):
+        if log_bv[var_ptr[v] + x] > best:
+            best = log_bv[var_ptr[v] + x]
+            bx = x
+    return bx
+
+
+@njit(cache=True, nogil=True)
 def _argmax_beliefs(card, var_ptr, log_bv, out):
     for v in range(card.shape[0]):
-        best = -np.inf
-        bx = 0
-        for x in range(card[v]):
-            if log_bv[var_ptr[v] + x] > best:
-                best = log_bv[var_ptr[v] + x]
-                bx = x
-        out[v] = bx
+        out[v] = _argmax_var(card, var_ptr, log_bv, v)
 
 
 @njit(cache=True, nogil=True)
@@ -262,14 +268,7 @@ def _backtrack(log_pot, card, f_ptr, f_var, tab_ptr, e_stride, msg_ptr, vf, var_
     for v in range(card.shape[0]):
         out[v] = -1
     for k in range(roots.shape[0]):
-        r = roots[k]
-        best = -np.inf
-        bx = 0
-        for x in range(card[r]):
-            if log_bv[var_ptr[r] + x] > best:
-                best = log_bv[var_ptr[r] + x]
-                bx = x
-        out[r] = bx
+        out[roots[k]] = _argmax_var(card, var_ptr, log_bv, roots[k])
     for k in range(order_f.shape[0]):
         f = order_f[k]
         ep = order_e[k]
