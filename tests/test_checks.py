@@ -8,6 +8,7 @@ from fgl.checks import NONCONTIGUOUS_WINDOW, check_spec, validate
 from fgl.errors import SpecError
 from fgl.parser import parse_spec
 
+from spec_errors import CHECK_FILE, assert_at, check_errors, one_error
 from test_parser import EXAMPLE
 
 # Three lines every snippet below builds on; snippets start at line 4.
@@ -18,19 +19,15 @@ template base: y[t]
 
 
 def errors(src: str, base_dir=None, base: str = BASE) -> list[SpecError]:
-    return check_spec(parse_spec(base + src, "m.fgl"), base_dir)
+    return check_errors(base + src, base_dir)
 
 
 def only(src: str, base_dir=None, base: str = BASE) -> SpecError:
-    errs = errors(src, base_dir, base)
-    assert len(errs) == 1, [str(e) for e in errs]
-    return errs[0]
+    return one_error(errors(src, base_dir, base))
 
 
 def at(e: SpecError, line: int, col: int, *words: str) -> None:
-    assert (e.file, e.line, e.col) == ("m.fgl", line, col), str(e)
-    for w in words:
-        assert w in e.message, e.message
+    assert_at(e, CHECK_FILE, line, col, words)
 
 
 # ---------------------------------------------------------------- a correct spec

@@ -12,6 +12,9 @@ from fgl.checks import NONCONTIGUOUS_SEGMENT_WINDOW, check_spec, validate
 from fgl.errors import SpecError
 from fgl.parser import parse_spec
 
+import spec_errors
+from spec_errors import CHECK_FILE, assert_at, check_errors, one_error
+
 F = "seg.fgl"
 
 SPEC = '''\
@@ -148,15 +151,11 @@ def test_full_spec_validates(spec):
 # ---------------------------------------------------------------- syntax errors
 
 def syntax_error(text: str) -> SpecError:
-    with pytest.raises(SpecError) as info:
-        parse_spec(text, F)
-    return info.value
+    return spec_errors.syntax_error(text, F)
 
 
 def at(e: SpecError, line: int, col: int, *words: str) -> None:
-    assert (e.file, e.line, e.col) == (F, line, col), str(e)
-    for w in words:
-        assert w in e.message, e.message
+    assert_at(e, F, line, col, words)
 
 
 def test_second_segments_statement():
@@ -215,19 +214,15 @@ template base: y[t]
 
 
 def errors(src: str, base: str) -> list[SpecError]:
-    return check_spec(parse_spec(base + src, "m.fgl"))
+    return check_errors(base + src)
 
 
 def only(src: str, base: str = SEG) -> SpecError:
-    errs = errors(src, base)
-    assert len(errs) == 1, [str(e) for e in errs]
-    return errs[0]
+    return one_error(errors(src, base))
 
 
 def at_m(e: SpecError, line: int, col: int, *words: str) -> None:
-    assert (e.file, e.line, e.col) == ("m.fgl", line, col), str(e)
-    for w in words:
-        assert w in e.message, e.message
+    assert_at(e, CHECK_FILE, line, col, words)
 
 
 def seg_header(line: str) -> str:

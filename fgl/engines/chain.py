@@ -444,7 +444,6 @@ def _scaled_marginals(epsi, alpha, beta, scale, s_next, p_suffix, p_order, p_nex
     P(s is a suffix of y_{1:t})."""
     T, S = epsi.shape
     n = n_labels
-    P = p_order.shape[0]
     for t in range(T):
         m_row = marg[t]
         e_row = epsi[t]
