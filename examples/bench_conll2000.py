@@ -224,7 +224,7 @@ def worker_crfsuite(a) -> dict:
     res["test_tokens"] = sum(map(len, test))
     res["peak_rss_mb"] = peak_rss_mb()        # before anything below
 
-    from fgl.evaluate import evaluate
+    from fgl.io.evaluate import evaluate
     rep = evaluate([[r[2] for r in s] for s in test], pred)
     res["accuracy"], res["f1"] = rep.accuracy, rep.overall.f1
     res["precision"], res["recall"] = rep.overall.precision, rep.overall.recall
@@ -239,9 +239,9 @@ def jit_warmup(jobs: int) -> dict:
     them, or loads them from its cache (cache=True)."""
     t0 = time.perf_counter()
     import numpy as np
-    from fgl.compiler import compile_model
-    from fgl.io import Sentence
-    from fgl.parser import read_spec
+    from fgl.compile.sequence import compile_model
+    from fgl.io.conll import Sentence
+    from fgl.lang.parser import read_spec
     import fgl.learner  # noqa: F401  (imports the engines)
     t_import = time.perf_counter() - t0
     spec = read_spec(SPEC)
@@ -275,11 +275,11 @@ def worker_fgl(a) -> dict:
     res.update(jit_warmup(a.jobs))
     import numpy as np
     from fgl.api import CRF
-    from fgl.compiler import compile_model, train_settings
-    from fgl.evaluate import evaluate
-    from fgl.io import iter_conll, read_conll
-    from fgl.learner import train_lbfgs
-    from fgl.parser import read_spec
+    from fgl.compile.sequence import compile_model, train_settings
+    from fgl.io.evaluate import evaluate
+    from fgl.io.conll import iter_conll, read_conll
+    from fgl.learn.learner import train_lbfgs
+    from fgl.lang.parser import read_spec
 
     t0 = time.perf_counter()
     test = read_conll(a.data / "test.txt")
@@ -347,7 +347,7 @@ def cross_check(a, model, data, prog, w_fgl) -> dict:
     sets must coincide, and fgl's objective there must equal CRFsuite's loss."""
     import numpy as np
     import pycrfsuite
-    from fgl.learner import Objective
+    from fgl.learn.learner import Objective
 
     tg = pycrfsuite.Tagger()
     tg.open(a.crfsuite_model)

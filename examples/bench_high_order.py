@@ -1,6 +1,6 @@
 """Cost of the exact pattern-sparse chain engine as the CRF order grows.
 
-The engine (``fgl/engines/chain.py``, seed 000 §3) runs forward/backward over
+The engine (``fgl/engines/chain.py``, Ye et al. 2009 §3) runs forward/backward over
 the transitions S = P x Y of the model's forward states P, so one
 objective+gradient evaluation should cost O(|P|·n) per token — not O(n^k).
 Two tables, printed only (nothing is asserted):
@@ -33,12 +33,12 @@ import time
 
 import numpy as np
 
-from fgl.checks import validate
-from fgl.compiler import compile_model
+from fgl.lang.checks import validate
+from fgl.compile.sequence import compile_model
 from fgl.engines import chain
-from fgl.parser import parse_spec
-from fgl.program import EncodedData
-from fgl.synth import markov_sequences
+from fgl.lang.parser import parse_spec
+from fgl.engines.programs import EncodedData
+from fgl.io.synth import markov_sequences
 
 SPEC = """
 model "order-{order} CRF on Markov data (benchmark)"

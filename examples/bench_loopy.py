@@ -38,13 +38,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
-from fgl.checks import validate  # noqa: E402
-from fgl.compiler import compile_model  # noqa: E402
+from fgl.lang.checks import validate  # noqa: E402
+from fgl.compile.sequence import compile_model  # noqa: E402
 from fgl.engines import loopy  # noqa: E402
-from fgl.io import Sentence, read_conll  # noqa: E402
-from fgl.learner import train_lbfgs  # noqa: E402
-from fgl.loopy_compiler import compile_loopy_model  # noqa: E402
-from fgl.parser import parse_spec  # noqa: E402
+from fgl.io.conll import Sentence, read_conll  # noqa: E402
+from fgl.learn.learner import train_lbfgs  # noqa: E402
+from fgl.compile.factor_graphs import compile_loopy_model  # noqa: E402
+from fgl.lang.parser import parse_spec  # noqa: E402
 from skip_chain_conll2002 import DATA, SPEC, documents, first_docs, linear_spec_text  # noqa: E402
 
 NEVER = ('template skip: (y[i], y[j]) where word[i] == word[j] and regex(word[i], "^$") '

@@ -32,12 +32,12 @@ from pathlib import Path
 
 import numpy as np
 
-from fgl.checks import validate
-from fgl.compiler import compile_model
-from fgl.evaluate import chunks
-from fgl.io import Sentence, read_conll
-from fgl.parser import parse_spec
-from fgl.synth import segment_sequences
+from fgl.lang.checks import validate
+from fgl.compile.sequence import compile_model
+from fgl.io.evaluate import chunks
+from fgl.io.conll import Sentence, read_conll
+from fgl.lang.parser import parse_spec
+from fgl.io.synth import segment_sequences
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "conll2000"

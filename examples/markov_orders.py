@@ -1,6 +1,6 @@
 """First-order vs high-order CRFs on generated k-order Markov data.
 
-Reproduces the synthetic experiment of seed 000 §4.1 / seed 002 §3.1.1: an
+Reproduces the synthetic experiment of Ye et al. 2009 §4.1 / Cuong et al. 2014 §3.1.1: an
 order-k Markov model over n = 5 states with r = 2 possible next states per
 history emits m = 3 Gaussian observations per token; CRFs with all observed
 label patterns up to a maximum order 1..K are trained (sigma_reg = 1) on 500
@@ -15,8 +15,8 @@ import argparse
 import time
 
 from fgl.api import CRF
-from fgl.evaluate import evaluate
-from fgl.synth import markov_sequences
+from fgl.io.evaluate import evaluate
+from fgl.io.synth import markov_sequences
 
 SPEC = """
 model "order-{order} CRF on Markov data"

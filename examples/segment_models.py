@@ -35,9 +35,9 @@ import time
 from pathlib import Path
 
 from fgl.api import CRF
-from fgl.evaluate import chunks, evaluate
-from fgl.io import Sentence, read_conll
-from fgl.synth import segment_sequences
+from fgl.io.evaluate import chunks, evaluate
+from fgl.io.conll import Sentence, read_conll
+from fgl.io.synth import segment_sequences
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "conll2000"

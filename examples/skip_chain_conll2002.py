@@ -1,4 +1,4 @@
-"""Skip-chain against linear-chain CRF on CoNLL-2002 Spanish NER (seed 004 §1.5).
+"""Skip-chain against linear-chain CRF on CoNLL-2002 Spanish NER (Sutton & McCallum §1.5).
 
 Both models use the observation functions of stdlib/skip_chain.fgl; the
 skip-chain model adds its skip template -- edges between identical
@@ -11,7 +11,7 @@ with a dateline sentence such as "Santander , 25 may ( EFE ) ."; a document
 starts at each dateline (and is cut into windows of --doc-window sentences
 if longer).  Prints, for both models: training seconds, BP iteration /
 convergence statistics, per-type and overall P/R/F1 (conlleval rules), and
-the number of *inconsistently mislabelled* tokens of seed 004 Table 1.3 --
+the number of *inconsistently mislabelled* tokens of Sutton & McCallum Table 1.3 --
 tokens mislabelled although the same word is labelled correctly elsewhere
 in the same document.
 
@@ -32,12 +32,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fgl.api import CRF  # noqa: E402
-from fgl.checks import validate  # noqa: E402
-from fgl.evaluate import evaluate  # noqa: E402
-from fgl.io import Sentence, read_conll  # noqa: E402
-from fgl.learner import train_lbfgs  # noqa: E402
-from fgl.loopy_compiler import compile_loopy_model  # noqa: E402
-from fgl.parser import parse_spec  # noqa: E402
+from fgl.lang.checks import validate  # noqa: E402
+from fgl.io.evaluate import evaluate  # noqa: E402
+from fgl.io.conll import Sentence, read_conll  # noqa: E402
+from fgl.learn.learner import train_lbfgs  # noqa: E402
+from fgl.compile.factor_graphs import compile_loopy_model  # noqa: E402
+from fgl.lang.parser import parse_spec  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "conll2002"
 SPEC = ROOT / "stdlib" / "skip_chain.fgl"
@@ -101,7 +101,7 @@ def linear_spec_text(skip_text: str) -> str:
 
 def inconsistent(sentences: list[Sentence], gold, pred) -> Counter:
     """Per gold entity type: tokens mislabelled although the same word is
-    labelled correctly elsewhere in the same document (seed 004 Table 1.3)."""
+    labelled correctly elsewhere in the same document (Sutton & McCallum Table 1.3)."""
     right: dict[tuple[int, str], int] = defaultdict(int)
     for s, g, p in zip(sentences, gold, pred):
         for r, a, b in zip(s.rows, g, p):
@@ -230,7 +230,7 @@ def main() -> int:
             cells.append(f" {s.precision:15.2f} {s.recall:6.2f} {s.f1:6.2f}" if s else f" {'-':>15} {'-':>6} {'-':>6}")
         print(f"{t:<8}" + "".join(cells))
 
-    print(f"\ninconsistently mislabelled tokens on {args.test} (seed 004 Table 1.3)")
+    print(f"\ninconsistently mislabelled tokens on {args.test} (Sutton & McCallum Table 1.3)")
     print(f"{'type':<8}" + "".join(f" {n:>13}" for n in results))
     counts = {n: inconsistent(test, gold, r[0]) for n, r in results.items()}
     for t in TYPES + ["O"]:

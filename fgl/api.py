@@ -15,17 +15,17 @@ from typing import Sequence
 
 import numpy as np
 
-from . import ast
-from .checks import validate
-from .compiler import CompiledModel, Sentences, compile_model, train_settings
-from .evaluate import Report, evaluate
-from .graph_io import read_graphs
-from .io import Sentence, iter_conll, read_conll
-from .loopy_compiler import LoopyModel, compile_loopy_model, needs_loopy
-from .learner import TrainingLog, train_lbfgs
-from .model_io import load_model, save_model
-from .parser import parse_spec, read_spec
-from .program import EncodedData
+from fgl.lang import ast
+from fgl.lang.checks import validate
+from fgl.compile.sequence import CompiledModel, Sentences, compile_model, train_settings
+from fgl.io.evaluate import Report, evaluate
+from fgl.io.graphs import read_graphs
+from fgl.io.conll import Sentence, iter_conll, read_conll
+from fgl.compile.factor_graphs import LoopyModel, compile_loopy_model, needs_loopy
+from fgl.learn.learner import TrainingLog, train_lbfgs
+from fgl.io.model_files import load_model, save_model
+from fgl.lang.parser import parse_spec, read_spec
+from fgl.engines.programs import EncodedData
 
 Rows = Sequence[Sequence[object]]
 

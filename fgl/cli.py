@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import DataError, FglError, SpecError
+from fgl.errors import DataError, FglError, SpecError
 
 EPILOG = """\
 examples:
@@ -92,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_train(a: argparse.Namespace) -> None:
-    from .api import CRF
+    from fgl.api import CRF
 
     crf = CRF(Path(a.spec), sigma=a.sigma, max_iter=a.max_iter, tol=a.tol, jobs=a.jobs,
               verbose=not a.quiet)
@@ -121,7 +121,7 @@ def _warn_convergence(crf, when: str) -> None:
 
 def _report(crf, path: str, encoding: str) -> None:
     """Evaluate every output column (conlleval-style when tags are BIO)."""
-    from .evaluate import evaluate
+    from fgl.io.evaluate import evaluate
 
     sentences, pred = crf.predict_file(path, encoding=encoding)
     _warn_convergence(crf, "decoding")
@@ -140,8 +140,8 @@ def _report(crf, path: str, encoding: str) -> None:
 def _cmd_tag(a: argparse.Namespace) -> None:
     import json
 
-    from .api import CRF
-    from .io import write_conll
+    from fgl.api import CRF
+    from fgl.io.conll import write_conll
 
     crf = CRF.load(a.model, jobs=a.jobs)
     sentences, pred = crf.predict_file(a.file, encoding=a.encoding)
@@ -161,14 +161,14 @@ def _cmd_tag(a: argparse.Namespace) -> None:
 
 
 def _cmd_eval(a: argparse.Namespace) -> None:
-    from .api import CRF
+    from fgl.api import CRF
 
     _report(CRF.load(a.model, jobs=a.jobs), a.file, a.encoding)
 
 
 def _cmd_check(a: argparse.Namespace) -> int:
-    from .checks import check_spec
-    from .parser import parse_spec
+    from fgl.lang.checks import check_spec
+    from fgl.lang.parser import parse_spec
 
     path = Path(a.spec)
     try:
@@ -188,10 +188,10 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
 
 def _cmd_explain(a: argparse.Namespace) -> None:
-    from .api import CRF
-    from .checks import labels_text
-    from .loopy_compiler import LoopyModel
-    from .parser import read_spec
+    from fgl.api import CRF
+    from fgl.lang.checks import labels_text
+    from fgl.compile.factor_graphs import LoopyModel
+    from fgl.lang.parser import read_spec
 
     spec = read_spec(a.spec)
     print(f"spec {a.spec}: {len(spec.observations)} observation functions, "
@@ -215,8 +215,8 @@ def _cmd_explain(a: argparse.Namespace) -> None:
 
 
 def _cmd_draw(a: argparse.Namespace) -> None:
-    from .api import CRF
-    from .draw import factor_graph_dot
+    from fgl.api import CRF
+    from fgl.io.draw import factor_graph_dot
 
     crf = CRF(Path(a.spec))
     dot = factor_graph_dot(crf.spec, crf.read(a.file, encoding=a.encoding), a.instance,

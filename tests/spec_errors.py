@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from fgl.checks import check_spec
+from fgl.lang.checks import check_spec
 from fgl.errors import SpecError
-from fgl.parser import parse_spec
+from fgl.lang.parser import parse_spec
 
 CHECK_FILE = "m.fgl"  # the file name the semantic-check snippets are parsed under
 

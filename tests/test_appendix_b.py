@@ -1,4 +1,4 @@
-"""Seed 002 Appendix B, written as a spec and data through the public API.
+"""Cuong et al. 2014 Appendix B, written as a spec and data through the public API.
 
 Labels {P, O, L}; "Peter goes to Britain and France annually ."; features
 1-8 of Table 10 are (word, label) pairs, feature 9 is the pattern L O L,
@@ -10,10 +10,10 @@ import pytest
 
 from fgl.api import CRF
 from fgl.engines import chain
-from fgl.io import Sentence
+from fgl.io.conll import Sentence
 
 SPEC = """
-model "seed 002 Appendix B"
+model "Cuong et al. 2014 Appendix B"
 columns word, label
 output label
 labels label = [P O L]
@@ -23,7 +23,7 @@ template lol: y[t-2..t] patterns [L O L] ~ regex(word[t], "^France$")
 WORDS = "Peter goes to Britain and France annually .".split()
 GOLD = "P O O L O L O O".split()
 
-# Table 14 of seed 002, as printed (two digits): rows P, O, L, LOL; columns t = 1..8.
+# Table 14 of Cuong et al. 2014, as printed (two digits): rows P, O, L, LOL; columns t = 1..8.
 TABLE_14 = np.array([
     [0.58, 0.21, 0.21, 0.16, 0.16, 0.16, 0.21, 0.21],
     [0.21, 0.58, 0.58, 0.16, 0.68, 0.16, 0.58, 0.58],

@@ -280,7 +280,7 @@ class TestStructure:
         assert [tuple(z) for z in s.patterns] == pats
 
     def test_appendix_b_state_counts(self):
-        # seed 002 Appendix B: Z = {P, O, L, LOL}; P = {eps, P, O, L, LO} and
+        # Cuong et al. 2014 Appendix B: Z = {P, O, L, LOL}; P = {eps, P, O, L, LO} and
         # S = {P, O, L, PP, PO, PL, OP, OO, OL, LP, LO, LL, LOP, LOO, LOL}.
         s = ChainStructure.build(3, [(0,), (1,), (2,), (2, 1, 2)])
         assert s.n_forward == 5
@@ -288,7 +288,7 @@ class TestStructure:
 
 
 # ----------------------------------------------------------------------------
-# the engine: seed 002 Appendix B (ln Z = 12.696, Table 14)
+# the engine: Cuong et al. 2014 Appendix B (ln Z = 12.696, Table 14)
 # ----------------------------------------------------------------------------
 
 # labels P=0, O=1, L=2; patterns P, O, L, LOL; Table 11 potentials (rows t = 1..8)

@@ -20,11 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from brute_force import chain_brute_force, chain_score
-from fgl import program as program_module
-from fgl.checks import validate
-from fgl.compiler import compile_model
-from fgl.io import Sentence
-from fgl.parser import parse_spec
+from fgl.engines import programs as program_module
+from fgl.lang.checks import validate
+from fgl.compile.sequence import compile_model
+from fgl.io.conll import Sentence
+from fgl.lang.parser import parse_spec
 
 HEADER = """
 columns word, label

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from fgl.checks import NONCONTIGUOUS_WINDOW, check_spec, validate
+from fgl.lang.checks import NONCONTIGUOUS_WINDOW, check_spec, validate
 from fgl.errors import SpecError
-from fgl.parser import parse_spec
+from fgl.lang.parser import parse_spec
 
 from spec_errors import CHECK_FILE, assert_at, check_errors, one_error
 from test_parser import EXAMPLE

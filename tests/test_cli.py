@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from fgl.cli import main
-from fgl.io import Sentence, read_conll, write_conll
-from fgl.model_io import load_model
-from fgl.synth import segment_sequences
+from fgl.io.conll import Sentence, read_conll, write_conll
+from fgl.io.model_files import load_model
+from fgl.io.synth import segment_sequences
 
 REPO = Path(__file__).resolve().parents[1]
 STDLIB = REPO / "stdlib"

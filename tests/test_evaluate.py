@@ -1,6 +1,6 @@
 import pytest
 
-from fgl.evaluate import Report, Scores, chunks, evaluate
+from fgl.io.evaluate import Report, Scores, chunks, evaluate
 
 
 def approx(x):

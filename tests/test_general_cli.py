@@ -6,8 +6,8 @@ import json
 import pytest
 
 from fgl.cli import main
-from fgl.io import write_conll
-from fgl.synth import segment_sequences
+from fgl.io.conll import write_conll
+from fgl.io.synth import segment_sequences
 
 FACTORIAL = """columns word, pos, chunk
 output pos, chunk

@@ -1,4 +1,4 @@
-"""General CRF syntax (seed 004): several label layers, hidden layers, skip
+"""General CRF syntax (Sutton & McCallum): several label layers, hidden layers, skip
 (pair) templates with `where`/`within`, graph-structured input, inference
 settings; the exact AST of each and every check that goes with them."""
 from __future__ import annotations
@@ -7,10 +7,10 @@ import pickle
 
 import pytest
 
-from fgl.ast import Call, ColumnRef, Conj, Hidden, LabelRef, Loc, NameRef, PatternSpec, Predicate, Setting
-from fgl.checks import NONCONTIGUOUS_WINDOW, check_spec, validate
+from fgl.lang.ast import Call, ColumnRef, Conj, Hidden, LabelRef, Loc, NameRef, PatternSpec, Predicate, Setting
+from fgl.lang.checks import NONCONTIGUOUS_WINDOW, check_spec, validate
 from fgl.errors import SpecError
-from fgl.parser import parse_spec
+from fgl.lang.parser import parse_spec
 
 import spec_errors
 from spec_errors import CHECK_FILE, assert_at, check_errors, one_error

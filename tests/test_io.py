@@ -3,7 +3,7 @@ import io
 import pytest
 
 from fgl.errors import DataError, FglError
-from fgl.io import Sentence, read_conll, write_conll
+from fgl.io.conll import Sentence, read_conll, write_conll
 
 
 def write(tmp_path, data: bytes, name="d.txt"):

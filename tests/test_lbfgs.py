@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize, rosen, rosen_der
 
-from fgl.lbfgs import _cubic_minimiser, minimize_lbfgs
+from fgl.learn.lbfgs import _cubic_minimiser, minimize_lbfgs
 
 
 def _counted(fun):

@@ -1,5 +1,5 @@
 """The learner: gradient against finite differences, parallel = serial,
-training improves the objective, and (seed 000 §4.1) accuracy rises with the
+training improves the objective, and (Ye et al. 2009 §4.1) accuracy rises with the
 template order up to the order of the generating Markov model."""
 import numpy as np
 import pytest
@@ -7,12 +7,12 @@ import pytest
 from gradcheck import assert_gradient_matches_central_differences
 
 from fgl.api import CRF
-from fgl.compiler import compile_model
-from fgl.evaluate import evaluate
-from fgl.learner import Objective
-from fgl.parser import parse_spec
-from fgl.checks import validate
-from fgl.synth import markov_sequences, segment_sequences
+from fgl.compile.sequence import compile_model
+from fgl.io.evaluate import evaluate
+from fgl.learn.learner import Objective
+from fgl.lang.parser import parse_spec
+from fgl.lang.checks import validate
+from fgl.io.synth import markov_sequences, segment_sequences
 
 WORD_SPEC = """
 columns word, label
@@ -72,7 +72,7 @@ def test_training_lowers_objective_and_beats_chance():
 
 
 def test_accuracy_rises_with_order_up_to_the_true_order():
-    """Seed 000 §4.1: order-2 data; a first-order CRF is beaten by a
+    """Ye et al. 2009 §4.1: order-2 data; a first-order CRF is beaten by a
     second-order one."""
     train, test = markov_sequences(order=2, sigma=1.0, n_train=500, n_test=500, seed=0)
     gold = [s.column(-1) for s in test]

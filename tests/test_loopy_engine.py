@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from fgl.engines.chain import ChainStructure, pattern_marginals
 from fgl.engines.loopy import (BPResult, belief_propagation, bethe_log_z, exact,
                                map_assignment)
-from fgl.factor_graph import FactorGraph
+from fgl.engines.factor_graph import FactorGraph
 
 TOL = 1e-8
 SETTINGS = settings(max_examples=80, deadline=None,

@@ -1,4 +1,4 @@
-"""General CRFs end to end (seed 004 §1.4-1.5): the loopy program on a tree
+"""General CRFs end to end (Sutton & McCallum §1.4-1.5): the loopy program on a tree
 equals the exact chain program; the Bethe objective's gradient matches
 finite differences; skip-chain, factorial, relational-graph and latent
 models train on generated data; loopy models save and load."""
@@ -9,15 +9,15 @@ import pytest
 from gradcheck import assert_gradient_matches_central_differences
 
 from fgl.api import CRF
-from fgl.checks import validate
-from fgl.compiler import compile_model
-from fgl.evaluate import evaluate
-from fgl.io import Sentence
-from fgl.learner import Objective
-from fgl.loopy_compiler import compile_loopy_model
-from fgl.loopy_program import LoopyProgram
-from fgl.parser import parse_spec
-from fgl.synth import segment_sequences
+from fgl.lang.checks import validate
+from fgl.compile.sequence import compile_model
+from fgl.io.evaluate import evaluate
+from fgl.io.conll import Sentence
+from fgl.learn.learner import Objective
+from fgl.compile.factor_graphs import compile_loopy_model
+from fgl.engines.loopy_program import LoopyProgram
+from fgl.lang.parser import parse_spec
+from fgl.io.synth import segment_sequences
 
 CHAIN = """
 columns word, label

@@ -16,7 +16,7 @@ import pytest
 
 from fgl.api import CRF
 from fgl.errors import ModelFileError
-from fgl.model_io import load_model
+from fgl.io.model_files import load_model
 
 from test_cli import HMM, REPO, run, segment_data, write_data
 

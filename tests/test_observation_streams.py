@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fgl.checks import validate
-from fgl.observations import TemplateAttributes, sentence_columns
-from fgl.parser import parse_spec
+from fgl.lang.checks import validate
+from fgl.features.observations import TemplateAttributes, sentence_columns
+from fgl.lang.parser import parse_spec
 
 HEADER = """
 columns word, pos, x:number, label

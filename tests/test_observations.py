@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from fgl.builtins import BUILTINS, regex_classes, shape
-from fgl.checks import validate
-from fgl.observations import TemplateAttributes, sentence_columns
-from fgl.parser import parse_spec
+from fgl.features.builtins import BUILTINS, regex_classes, shape
+from fgl.lang.checks import validate
+from fgl.features.observations import TemplateAttributes, sentence_columns
+from fgl.lang.parser import parse_spec
 
 HEAD = "columns word, x:number, v:vector, label\noutput label\n"
 ROWS = [["Peter", "1.5", "1,2", "P"], ["goes", "-2", "0,3", "O"], ["1999", "0", "4,5", "O"]]

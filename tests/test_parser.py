@@ -7,10 +7,10 @@ import pickle
 
 import pytest
 
-from fgl.ast import (Call, Column, ColumnRef, Conj, Disj, LabelRef, Loc, NameRef, ObsDef, PatternSpec,
+from fgl.lang.ast import (Call, Column, ColumnRef, Conj, Disj, LabelRef, Loc, NameRef, ObsDef, PatternSpec,
                      Setting, Spec, Template)
 from fgl.errors import FglError, SpecError
-from fgl.parser import parse_spec, read_spec
+from fgl.lang.parser import parse_spec, read_spec
 
 EXAMPLE = '''\
 # comment to end of line; whitespace/newlines insignificant

@@ -3,8 +3,8 @@ set-up commands are the ones .ci/run and the test suite rely on."""
 import re
 from pathlib import Path
 
-from fgl.checks import check_spec
-from fgl.parser import parse_spec
+from fgl.lang.checks import check_spec
+from fgl.lang.parser import parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -7,16 +7,16 @@ import pytest
 from gradcheck import assert_gradient_matches_central_differences
 
 from fgl.api import CRF
-from fgl.ast import Loc, Segments
-from fgl.checks import validate
-from fgl.compiler import compile_model
+from fgl.lang.ast import Loc, Segments
+from fgl.lang.checks import validate
+from fgl.compile.sequence import compile_model
 from fgl.errors import DataError
-from fgl.evaluate import evaluate
-from fgl.io import Sentence
-from fgl.learner import Objective
-from fgl.parser import parse_spec
-from fgl.segments import segments_from_tags, tags_from_segments
-from fgl.synth import segment_sequences
+from fgl.io.evaluate import evaluate
+from fgl.io.conll import Sentence
+from fgl.learn.learner import Objective
+from fgl.lang.parser import parse_spec
+from fgl.compile.segmentation import segments_from_tags, tags_from_segments
+from fgl.io.synth import segment_sequences
 
 SEMI = """
 columns word, label

@@ -7,10 +7,10 @@ import pickle
 
 import pytest
 
-from fgl.ast import Call, ColumnRef, Conj, LabelRef, Loc, NameRef, PatternSpec, Segments
-from fgl.checks import NONCONTIGUOUS_SEGMENT_WINDOW, check_spec, validate
+from fgl.lang.ast import Call, ColumnRef, Conj, LabelRef, Loc, NameRef, PatternSpec, Segments
+from fgl.lang.checks import NONCONTIGUOUS_SEGMENT_WINDOW, check_spec, validate
 from fgl.errors import SpecError
-from fgl.parser import parse_spec
+from fgl.lang.parser import parse_spec
 
 import spec_errors
 from spec_errors import CHECK_FILE, assert_at, check_errors, one_error

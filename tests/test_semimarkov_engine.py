@@ -1,5 +1,5 @@
 """The exact high-order semi-Markov engine (``fgl.engines.semimarkov``,
-seed 002 §2) at the level of potential tables, against exhaustive
+Cuong et al. 2014 §2) at the level of potential tables, against exhaustive
 enumeration of every segmentation, the shared oracle cases, and the chain
 engine (L = 1)."""
 from __future__ import annotations

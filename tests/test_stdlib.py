@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from fgl.api import CRF
-from fgl.io import Sentence
-from fgl.parser import read_spec
-from fgl.evaluate import evaluate
-from fgl.program import ChainProgram, SemiMarkovProgram
-from fgl.synth import segment_sequences
+from fgl.io.conll import Sentence
+from fgl.lang.parser import read_spec
+from fgl.io.evaluate import evaluate
+from fgl.engines.programs import ChainProgram, SemiMarkovProgram
+from fgl.io.synth import segment_sequences
 
 STDLIB = Path(__file__).resolve().parents[1] / "stdlib"
 SEMI_SPECS = ["high_order_semi_crf.fgl", "semi_crf.fgl"]

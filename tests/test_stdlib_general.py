@@ -1,5 +1,5 @@
 """The general-CRF specs of the standard library (stdlib/skip_chain.fgl,
-factorial.fgl, relational.fgl, latent.fgl; seed 004 §1.4-1.5): each checks,
+factorial.fgl, relational.fgl, latent.fgl; Sutton & McCallum §1.4-1.5): each checks,
 compiles to the loopy program, trains on small generated data and beats the
 majority-label baseline on held-out generated data.  The generators are
 built so that the structure each spec adds is what the data needs: repeated
@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from fgl.api import CRF
-from fgl.checks import validate
-from fgl.io import Sentence
-from fgl.loopy_compiler import needs_loopy
-from fgl.loopy_program import LoopyData, LoopyProgram
-from fgl.parser import read_spec
+from fgl.lang.checks import validate
+from fgl.io.conll import Sentence
+from fgl.compile.factor_graphs import needs_loopy
+from fgl.engines.loopy_program import LoopyData, LoopyProgram
+from fgl.lang.parser import read_spec
 
 STDLIB = Path(__file__).resolve().parents[1] / "stdlib"
 SPECS = ["skip_chain", "factorial", "relational", "latent"]

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 from fgl.api import CRF
-from fgl.checks import validate
-from fgl.compiler import compile_model
+from fgl.lang.checks import validate
+from fgl.compile.sequence import compile_model
 from fgl.errors import DataError
-from fgl.io import iter_conll, read_conll, write_conll
-from fgl.parser import parse_spec
-from fgl.synth import segment_sequences
+from fgl.io.conll import iter_conll, read_conll, write_conll
+from fgl.lang.parser import parse_spec
+from fgl.io.synth import segment_sequences
 
 CHAIN = """
 columns word, label

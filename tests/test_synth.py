@@ -2,9 +2,9 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from fgl.evaluate import chunks
-from fgl.io import read_conll
-from fgl.synth import (MarkovModel, markov_sequences, segment_sequences,
+from fgl.io.evaluate import chunks
+from fgl.io.conll import read_conll
+from fgl.io.synth import (MarkovModel, markov_sequences, segment_sequences,
                        write_markov_files, write_segment_files)
 
 

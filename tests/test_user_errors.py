@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from fgl.io import Sentence
+from fgl.io.conll import Sentence
 
 from test_cli import HMM, data_files, run, train_model, write_data
 

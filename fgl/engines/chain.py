@@ -1,9 +1,9 @@
-"""Exact pattern-sparse chain engine (seed 000 §3; seed 002 §2 with L = 1).
+"""Exact pattern-sparse chain engine (Ye et al. 2009 §3; Cuong et al. 2014 §2 with L = 1).
 
 A model's label patterns Z (every single label among them) define
 
 * forward states P: the empty sequence, every label, every proper prefix of a
-  pattern (seed 000 §3.1.1) — prefix-closed, so the longest suffix of
+  pattern (Ye et al. 2009 §3.1.1) — prefix-closed, so the longest suffix of
   ``y_{1:t}`` in P is determined by the previous state and the new label
   (Proposition 1);
 * transitions S = P x Y: ``s = p·y``, each with ``next[s]`` (the longest
@@ -12,18 +12,18 @@ A model's label patterns Z (every single label among them) define
   pattern lies in S, so the potential of a transition,
   ``Ψ(t, s) = Σ_{z ∈ Z, z suffix of s} pot[t, z]``, is the pattern's own
   potential plus its parent's Ψ: O(|S|) per position (the conditional
-  backward variables of seed 002 §2.3.2 use the same S).
+  backward variables of Cuong et al. 2014 §2.3.2 use the same S).
 
 Forward, backward, transition marginals and Viterbi then cost O(|P|·n) per
 position, O(T·n·|P|) per sequence — never O(T·n^k).  Pattern marginals
 P(y_{t-|z|+1..t} = z | x) are transition marginals accumulated up the parent
-tree (seed 002 §2.3.2).
+tree (Cuong et al. 2014 §2.3.2).
 
 Sum-product and max-product are one kernel, ``_forward``, parameterised by the
 semiring (``use_max``) and run in log space.  The training path
 (``sequence_marginals``, ``_chunk_expectations``) is the same recursion on
 scaled vectors: each forward/backward vector is normalised and its log scale
-kept (seed 004 §1.4.6), which needs one ``exp`` per transition instead of
+kept (Sutton & McCallum §1.4.6), which needs one ``exp`` per transition instead of
 three; when a scale underflows it falls back to the log-space kernel.  When
 only single labels carry observations (a first-order CRF with plain
 transition weights, or unobserved high-order patterns), every transition
@@ -84,7 +84,7 @@ class ChainStructure:
 
     @property
     def n_backward(self) -> int:
-        """|S| = |P|·n, the number of transitions (backward states, seed 002)."""
+        """|S| = |P|·n, the number of transitions (backward states, Cuong et al. 2014)."""
         return len(self.s_prev)
 
     @classmethod
@@ -166,7 +166,7 @@ def _transition_scores(pot, s_pattern, s_parent, s_order, psi):
 @njit(cache=True, nogil=True)
 def _forward(psi, s_prev, s_next, n_forward, use_max, alpha, back, tmp, acc):
     """Log-space forward pass in the log-sum-exp (use_max False) or max
-    semiring; ``back[t, q]`` records the arg-max transition (seed 000 §3.1.3)."""
+    semiring; ``back[t, q]`` records the arg-max transition (Ye et al. 2009 §3.1.3)."""
     T, S = psi.shape
     alpha[0, :] = -np.inf
     alpha[0, 0] = 0.0
@@ -320,7 +320,7 @@ def _exp_transition_scores(pot, s_pattern, p_suffix, p_order, n_labels, dynamic,
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
 def _scaled_forward_backward(epsi, low, s_next, p_next_run, run_blocks, gather_blocks, n_labels,
                              n_forward, alpha, beta, scale):
-    """Forward and backward on scaled vectors (seed 004 §1.4.6), block by
+    """Forward and backward on scaled vectors (Sutton & McCallum §1.4.6), block by
     block: a block whose successors are a run of states (``run_blocks``) is
     one vector update; the others (``gather_blocks``) gather.  The two kinds
     are separate loops — a loop that may take either form is not
@@ -504,7 +504,7 @@ def _static_cumulative(static_exp, p_suffix, p_order, n_labels):
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
 def _factored_sequence(pot, label_z, run_blocks, gather_blocks, s_next, p_next_run, p_label, cum,
                        c_lo, n_labels, e, low, alpha, beta, scale, g, lab_marg, taken):
-    """The scaled path (seed 004 §1.4.6) when only block ε varies with t —
+    """The scaled path (Sutton & McCallum §1.4.6) when only block ε varies with t —
     every pattern longer than one label is observation-free, as in a
     first-order CRF with plain transition weights.  Each transition factor
     is then ``e[t, y] · cum[p·n + y]``: one ``exp`` per label and token, no

@@ -1,15 +1,15 @@
-"""Belief propagation on discrete factor graphs (seed 004 §1.4.4, §1.5.1).
+"""Belief propagation on discrete factor graphs (Sutton & McCallum §1.4.4, §1.5.1).
 
 General CRFs need marginals p(y_c | x) for the gradient and the most likely
-assignment for prediction (seed 004 §1.4.4).  On a tree, belief propagation
+assignment for prediction (Sutton & McCallum §1.4.4).  On a tree, belief propagation
 — the generalisation of forward-backward — gives both exactly; on a graph
-with cycles (a skip-chain CRF, seed 004 §1.5.1) the same message updates
+with cycles (a skip-chain CRF, Sutton & McCallum §1.5.1) the same message updates
 give the loopy-BP approximation, whose fixed points are the stationary
 points of the Bethe free energy (Yedidia et al., cited in §1.4.4).
 
 Messages live in log space and are renormalised after every update (subtract
 their log-sum-exp, or their max for max-product), the log-domain remedy of
-seed 004 §1.4.6.  For an edge e = (f, v):
+Sutton & McCallum §1.4.6.  For an edge e = (f, v):
 
     m_{f->v}(x_v) = ⊕_{x_f : x_f[v] = x_v} θ_f(x_f) + Σ_{u in f, u != v} m_{u->f}(x_u)
     m_{v->f}(x_v) = Σ_{g ∋ v, g != f} m_{g->v}(x_v)
@@ -25,7 +25,7 @@ change of any message within one pass drops below ``tol``:
 * flooding: every factor->variable message, then every variable->factor
   message (the parallel schedule);
 * TRP (tree-based reparameterisation, Wainwright et al. 2001 — the schedule
-  seed 004 §1.5.1 uses for skip-chain CRFs): for each spanning tree of a
+  Sutton & McCallum §1.5.1 uses for skip-chain CRFs): for each spanning tree of a
   cover, the leaves-to-root then root-to-leaves passes of exact BP on that
   tree, messages on edges outside the tree held fixed as extra inputs.
 
@@ -40,7 +40,7 @@ from typing import Sequence
 import numpy as np
 from numba import njit
 
-from fgl.factor_graph import FactorGraph
+from fgl.engines.factor_graph import FactorGraph
 
 NEG_INF = -np.inf
 
@@ -328,10 +328,10 @@ def belief_propagation(graph: FactorGraph, log_pot: np.ndarray, *, schedule: str
                        use_max: bool = False, damping: float = 0.0, tol: float = 1e-10,
                        max_iter: int = 500, trees: Sequence[np.ndarray] | None = None,
                        init: tuple[np.ndarray, np.ndarray] | None = None) -> BPResult:
-    """Loopy (exact on forests) sum- or max-product BP (seed 004 §1.4.4).
+    """Loopy (exact on forests) sum- or max-product BP (Sutton & McCallum §1.4.4).
 
     ``schedule`` is "flooding" or "trp" (trees from ``trees``, default
-    ``graph.spanning_trees()``; seed 004 §1.5.1).  ``init`` warm-starts from a
+    ``graph.spanning_trees()``; Sutton & McCallum §1.5.1).  ``init`` warm-starts from a
     previous result's ``messages``.  Sum-product: ``log_z`` is the Bethe
     approximation (exact on a forest), beliefs the approximate marginals.
     Max-product: beliefs are the normalised max-marginals, ``map_state`` the
@@ -385,7 +385,7 @@ def belief_propagation(graph: FactorGraph, log_pot: np.ndarray, *, schedule: str
 
 
 def map_assignment(graph: FactorGraph, log_pot: np.ndarray, **kwargs) -> tuple[np.ndarray, float]:
-    """Max-product decode (seed 004 §1.4.4: y* = argmax_y p(y | x)) and its
+    """Max-product decode (Sutton & McCallum §1.4.4: y* = argmax_y p(y | x)) and its
     exact score Σ_f θ_f(y*_f); keyword arguments as ``belief_propagation``.
     Exact on forests; on loopy graphs the argmax of each variable's
     max-marginal belief."""

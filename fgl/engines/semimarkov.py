@@ -1,4 +1,4 @@
-"""Exact high-order semi-Markov engine (seed 002 §2, Cuong et al. 2014).
+"""Exact high-order semi-Markov engine (Cuong et al. 2014 §2).
 
 A segmentation splits the tokens 0..T-1 into consecutive segments of
 length 1..L, each with a label; a label pattern z matches at segment j when

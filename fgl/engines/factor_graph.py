@@ -1,6 +1,6 @@
-"""Discrete factor graphs in flat integer-array form (seed 004 §1.4.4, §1.5).
+"""Discrete factor graphs in flat integer-array form (Sutton & McCallum §1.4.4, §1.5).
 
-A general CRF instance — a linear chain plus skip edges (seed 004 §1.5.1),
+A general CRF instance — a linear chain plus skip edges (Sutton & McCallum §1.5.1),
 or any other set of factors over discrete output variables — is compiled once
 into the integer tables below and reused across training iterations; the
 inference kernels of ``fgl.engines.loopy`` only ever see these arrays and a
@@ -23,7 +23,7 @@ Layout
 * ``var_ptr``: offsets of per-variable vectors (beliefs) in a flat array.
 
 Tree-based reparameterisation (TRP, Wainwright, Jaakkola & Willsky 2001; the
-schedule seed 004 §1.5.1 uses for skip-chain CRFs) needs spanning trees of
+schedule Sutton & McCallum §1.5.1 uses for skip-chain CRFs) needs spanning trees of
 the bipartite variable–factor graph that together cover every edge, each
 with a two-pass message order; ``spanning_trees`` and ``tree_schedule``
 compute them once with networkx, as plain integer arrays.

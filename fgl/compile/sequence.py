@@ -1,10 +1,10 @@
 """The compiler: checked spec + training data -> a program and its features.
 
 It picks the engine from the spec: contiguous label windows of one chain ->
-the exact pattern-sparse chain program (seed 000 §3); ``segments`` declared
--> the exact high-order semi-Markov program (seed 002 §2).  It resolves each
+the exact pattern-sparse chain program (Ye et al. 2009 §3); ``segments`` declared
+-> the exact high-order semi-Markov program (Cuong et al. 2014 §2).  It resolves each
 template's label patterns (explicit, all, or observed in training data,
-seed 000 §4 / seed 002 §3.1), builds the pattern set Z, the forward-state
+Ye et al. 2009 §4 / Cuong et al. 2014 §3.1), builds the pattern set Z, the forward-state
 machine, and the feature table: one weight per (attribute, pattern) pair of a
 template, restricted by default to pairs seen in training ("supported"
 features) — or every pair with ``support = all``.  Templates without
@@ -25,13 +25,13 @@ from typing import Callable, Iterable, Sequence, Union
 
 import numpy as np
 
-from . import ast
-from .engines.chain import ChainStructure
-from .errors import DataError, SpecError
-from .io import Sentence
-from .observations import TemplateAttributes, sentence_columns
-from .program import ChainProgram, EncodedData, SemiMarkovProgram, unit_ones
-from .segments import segments_from_tags, tags_from_segments
+from fgl.lang import ast
+from fgl.engines.chain import ChainStructure
+from fgl.errors import DataError, SpecError
+from fgl.io.conll import Sentence
+from fgl.features.observations import TemplateAttributes, sentence_columns
+from fgl.engines.programs import ChainProgram, EncodedData, SemiMarkovProgram, unit_ones
+from fgl.compile.segmentation import segments_from_tags, tags_from_segments
 
 DEFAULT_SIGMA = 10.0
 # training data: sentences in memory, or a function giving a fresh pass over them
@@ -192,7 +192,7 @@ class CompiledModel:
         order = max(len(z) for z in st.patterns) - 1
         if self.spec.segments is None:
             lines = [
-                "engine: exact pattern-sparse chain (seed 000 §3)",
+                "engine: exact pattern-sparse chain (Ye et al. 2009 §3)",
                 "  why: every template is a contiguous label window y[t-k..t] of one chain,"
                 " so inference is exact in O(T·n·|P|)",
             ]
@@ -203,7 +203,7 @@ class CompiledModel:
             limits = ", ".join(f"{y} {m}" for y, m in zip(self.labels, self.program.label_max)
                                if m != L)
             lines = [
-                "engine: exact high-order semi-Markov (seed 002 §2)",
+                "engine: exact high-order semi-Markov (Cuong et al. 2014 §2)",
                 "  why: the spec declares segments; templates range over segment label"
                 " windows s[j-k..j], so inference is exact in O(T·L·n·|P|)",
                 f"maximum segment length L = {L}" + (f" (per label: {limits})" if limits else ""),

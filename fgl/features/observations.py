@@ -7,7 +7,7 @@ every candidate segment (u, v)), to a list of *items*
 ``bos``) gives an item only where it holds; ``value(x[t])`` gives a real
 value.  A template's *attributes* at t are the items of its observations,
 keyed ``name=text`` (or ``name`` for tests and real values); a feature is an
-attribute conjoined with a label pattern (seed 004 eq. 1.54).
+attribute conjoined with a label pattern (Sutton & McCallum eq. 1.54).
 """
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from . import ast
-from .builtins import TEXT_FUNCTIONS, call_tag, ref_text, regex_classes, text_function
-from .errors import DataError, SpecError
-from .observation_streams import evaluate_streams, template_streams
+from fgl.lang import ast
+from fgl.features.builtins import TEXT_FUNCTIONS, call_tag, ref_text, regex_classes, text_function
+from fgl.errors import DataError, SpecError
+from fgl.features.streams import evaluate_streams, template_streams
 
 Item = tuple[str, str | None, float]
 Spans = list[tuple[int, int]] | None  # None: one position per token
@@ -163,7 +163,7 @@ def _map_items(inner: Evaluator, fn: Callable[[str, str, float], list[Item]]) ->
 
 
 def _either(inner: Evaluator) -> Evaluator:
-    """Seed 004 eq. 1.61: on a pair (i, j), the items of ``inner`` at i OR at
+    """Sutton & McCallum eq. 1.61: on a pair (i, j), the items of ``inner`` at i OR at
     j — one indicator per distinct item."""
     def evaluate(cols: dict[str, list], T: int, spans: Spans) -> list[list[Item]]:
         at_i = inner(cols, T, [(i, i) for i, _ in spans])

@@ -1,6 +1,6 @@
 """Generated data sets for experiments and tests.
 
-:func:`markov_sequences` follows seed 000 §4.1 / seed 002 §3.1.1: a randomly
+:func:`markov_sequences` follows Ye et al. 2009 §4.1 / Cuong et al. 2014 §3.1.1: a randomly
 generated order-k Markov model over n states where each k-history allows at
 most r next states, and each state emits m Gaussian observations.
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .io import Sentence, write_conll
+from fgl.io.conll import Sentence, write_conll
 
 GENERATED = "<generated>"
 

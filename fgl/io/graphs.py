@@ -1,4 +1,4 @@
-"""Graph-structured instances (seed 004 §1.4: relational data), as JSON lines.
+"""Graph-structured instances (Sutton & McCallum §1.4: relational data), as JSON lines.
 
 One graph per line::
 
@@ -17,9 +17,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import ast
-from .errors import DataError
-from .io import Sentence
+from fgl.lang import ast
+from fgl.errors import DataError
+from fgl.io.conll import Sentence
 
 
 @dataclass

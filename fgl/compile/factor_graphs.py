@@ -1,17 +1,17 @@
-"""Compiling general CRFs (seed 004 §1.4, §1.5) into factor graphs.
+"""Compiling general CRFs (Sutton & McCallum §1.4, §1.5) into factor graphs.
 
 Any spec whose cliques are not a contiguous window of one chain — skip-edge
 pair templates, tuples across several label layers, hidden layers, graph
 input — compiles here.  Per *instance* (a sentence; a document when a pair
 template says ``within document``; a graph from JSON lines) the compiler
 lays out the label variables (one per layer and position or node), unrolls
-every clique template into factors (seed 004 eq. 1.41: the template's
+every clique template into factors (Sutton & McCallum eq. 1.41: the template's
 weights are tied across its factors), and builds the instance's
 ``FactorGraph`` once; training reuses it every iteration.
 
 A template's *configurations* are the label tuples of its factor (row-major,
 first variable slowest); its features pair an attribute with a
-configuration (seed 004 eq. 1.54), restricted to configurations seen in
+configuration (Sutton & McCallum eq. 1.54), restricted to configurations seen in
 training (``support observed``, the default for templates with observations
 over observed layers) or all of them.
 """
@@ -24,13 +24,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import ast
-from .compiler import DEFAULT_SIGMA, _loc_error, _settings, train_settings
-from .errors import DataError
-from .factor_graph import FactorGraph
-from .io import Sentence
-from .loopy_program import LoopyData, LoopyProgram
-from .observations import ObservationCompiler, TemplateAttributes, sentence_columns
+from fgl.lang import ast
+from fgl.compile.sequence import DEFAULT_SIGMA, _loc_error, _settings, train_settings
+from fgl.errors import DataError
+from fgl.engines.factor_graph import FactorGraph
+from fgl.io.conll import Sentence
+from fgl.engines.loopy_program import LoopyData, LoopyProgram
+from fgl.features.observations import ObservationCompiler, TemplateAttributes, sentence_columns
 
 MAX_CONFIGS = 100_000
 
@@ -88,7 +88,7 @@ def _infer_settings(spec: ast.Spec) -> tuple[str, dict]:
 class Unroller:
     """Lays out each instance's label variables (layer-major: one per layer
     and position or node) and unrolls every clique template into factors
-    (seed 004 eq. 1.41), evaluating their observations."""
+    (Sutton & McCallum eq. 1.41), evaluating their observations."""
 
     spec: ast.Spec
     layers: list[Layer]
@@ -253,7 +253,7 @@ class LoopyModel:
     def initial_weights(self, seed: int = 0) -> np.ndarray:
         """Zero weights, except small random ones (N(0, 0.1²), fixed seed) on
         templates touching a hidden layer: at zero the hidden values are
-        interchangeable and the gradient keeps them so (seed 004 §1.4.3:
+        interchangeable and the gradient keeps them so (Sutton & McCallum §1.4.3:
         the marginal likelihood is not concave and needs a starting point)."""
         w = np.zeros(self.program.n_features)
         hidden = [ti for ti, t in enumerate(self.templates)
@@ -329,7 +329,7 @@ class LoopyModel:
         lines = [
             f"engine: {'exact enumeration' if method == 'exact' else 'loopy belief propagation'}"
             f"{' with the TRP schedule' if method == 'trp' else ''} over a factor graph per instance"
-            " (seed 004 §1.4.4, §1.5)",
+            " (Sutton & McCallum §1.4.4, §1.5)",
             "  why: some template is not a contiguous label window of one chain"
             " (pair/skip edges, several layers, hidden variables or graph input)",
             f"inference: {method}" + (f" ({knobs})" if knobs else ""),

@@ -4,7 +4,7 @@ Each built-in maps the value of a token column to zero or more observation
 items.  ``BUILTINS`` is the table the checker validates calls against and the
 observation evaluator dispatches on; ``stdlib/BUILTINS.md`` is its reference.
 
-Regex classes follow McCallum 2003 (seed 001 §4.1): character-level classes
+Regex classes follow McCallum 2003 §4.1: character-level classes
 over capitalisation and digits, where ``A`` = [A-Z], ``a`` = [a-z], ``D`` =
 [0-9].
 """
@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from . import ast
+from fgl.lang import ast
 
 
 @dataclass(frozen=True)
@@ -40,14 +40,14 @@ BUILTINS: dict[str, Builtin] = {
     "suffix": Builtin("text", (int,), "text", "last n characters: suffix(word[t], 3)"),
     "shape": Builtin("text", (), "text", "word shape: A for upper, a for lower, D for digit, runs collapsed (Peter -> Aa, 1999 -> D)"),
     "longshape": Builtin("text", (), "text", "word shape without collapsing runs (Peter -> Aaaaa)"),
-    "class": Builtin("text", (), "text", "every regex class of seed 001 §4.1 the token matches (A, A+, Aa+, D+, ...)"),
+    "class": Builtin("text", (), "text", "every regex class of McCallum 2003 §4.1 the token matches (A, A+, Aa+, D+, ...)"),
     "regex": Builtin("text", (str,), "test", 'true when the token matches: regex(word[t], "^[A-Z]")'),
     "lexicon": Builtin("text", (str,), "test", 'true when the token is a line of the file: lexicon(word[t], "cities.txt")'),
     "value": Builtin("number", (), "number", "the real value(s) of a number or vector column"),
     "bias": Builtin(None, (), "test", "always true: a per-label (or per-pattern) bias"),
     "bos": Builtin(None, (), "test", "true at the first token of a sequence"),
     "eos": Builtin(None, (), "test", "true at the last token of a sequence"),
-    "either": Builtin("any", (), "text", "pair templates: the expression (written with t) at both ends, OR-combined (seed 004 eq. 1.61)"),
+    "either": Builtin("any", (), "text", "pair templates: the expression (written with t) at both ends, OR-combined (Sutton & McCallum eq. 1.61)"),
     "tokens": Builtin("text", (), "text", "every whitespace-separated word of the text (a bag)"),
     "length": Builtin(None, (), "text", "segment models: the segment's length in tokens (length=3)"),
 }
@@ -64,7 +64,7 @@ def shape(word: str, collapse: bool = True) -> str:
     return "".join(out)
 
 
-# seed 001 §4.1: character-level regular expressions, mostly capitalisation and
+# McCallum 2003 §4.1: character-level regular expressions, mostly capitalisation and
 # digit patterns; A = [A-Z], a = [a-z], D = [0-9].
 REGEX_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(rx)) for name, rx in (
@@ -89,7 +89,7 @@ REGEX_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 
 
 def regex_classes(word: str) -> list[str]:
-    """Names of every seed-001 regex class that matches the whole token."""
+    """Names of every McCallum 2003 regex class that matches the whole token."""
     return [name for name, rx in REGEX_CLASSES if rx.fullmatch(word)]
 
 

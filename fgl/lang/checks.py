@@ -14,9 +14,9 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from .ast import Call, ColumnRef, Conj, Disj, LabelRef, Loc, NameRef, ObsDef, Predicate, Setting, Spec, Template
-from .builtins import BUILTINS
-from .errors import SpecError
+from fgl.lang.ast import Call, ColumnRef, Conj, Disj, LabelRef, Loc, NameRef, ObsDef, Predicate, Setting, Spec, Template
+from fgl.features.builtins import BUILTINS
+from fgl.errors import SpecError
 
 COLUMN_KINDS = ("text", "number", "vector")
 INFER_METHODS = ("exact", "loopy", "trp")

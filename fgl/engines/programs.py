@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .engines import chain, semimarkov
+from fgl.engines import chain, semimarkov
 
 
 def unit_ones(count: int) -> np.ndarray:
@@ -118,7 +118,7 @@ class Program(Protocol):
     def gold_expectations(self, w: np.ndarray, data: EncodedData, jobs: int) -> tuple[float, np.ndarray]:
         """log Z of the program clamped to the gold labels and its expected
         counts: the gold score and counts when every variable is observed
-        (seed 004 eq. 1.47, 1.52 with hidden variables)."""
+        (Sutton & McCallum eq. 1.47, 1.52 with hidden variables)."""
 
     def decode(self, w: np.ndarray, data: EncodedData, jobs: int
                ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -131,7 +131,7 @@ class Program(Protocol):
 
 @dataclass
 class ChainProgram:
-    """An exact pattern-sparse chain program (seed 000 §3): the state
+    """An exact pattern-sparse chain program (Ye et al. 2009 §3): the state
     machine of the model's patterns plus its feature table.
 
     Feature k belongs to attribute row r when ``row_ptr[r] <= k <
@@ -268,7 +268,7 @@ class ChainProgram:
 
 @dataclass
 class SemiMarkovProgram:
-    """An exact high-order semi-Markov program (seed 002 §2): the state
+    """An exact high-order semi-Markov program (Cuong et al. 2014 §2): the state
     machine over segment labels, segments of at most ``max_length`` tokens
     (``label_max`` per label), and the feature table over span attributes."""
 

@@ -1,7 +1,7 @@
 """The factor graph of one instance, as Graphviz DOT text (for teaching).
 
 Every clique template is unrolled exactly as the loopy compiler does it
-(seed 004 §1.4.1: a template ties the weights of all its factors), so a
+(Sutton & McCallum §1.4.1: a template ties the weights of all its factors), so a
 chain spec shows its chain, a skip-chain spec its long edges, a factorial
 spec its two layers.  Variables are circles labelled ``layer[position]`` and
 the token; factors are small squares labelled with their template.  Render
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import ast
-from .errors import FglError
-from .io import Sentence
-from .loopy_compiler import Layer, Unroller
+from fgl.lang import ast
+from fgl.errors import FglError
+from fgl.io.conll import Sentence
+from fgl.compile.factor_graphs import Layer, Unroller
 
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
 

@@ -195,7 +195,7 @@ class Predicate:
 @dataclass
 class Hidden:
     """``hidden z = [z0 z1 z2]``: a latent label layer, one variable per
-    position, never observed (seed 004 §1.4.3)."""
+    position, never observed (Sutton & McCallum §1.4.3)."""
     name: str
     labels: list[str]
     loc: Loc

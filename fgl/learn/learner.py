@@ -1,14 +1,13 @@
 """The learner: one training engine for every compiled program.
 
-Objective (seed 004 eq. 1.21): the negative conditional log-likelihood plus a
-Gaussian (L2) prior with a per-feature sigma (per template, seed 002
+Objective (Sutton & McCallum eq. 1.21): the negative conditional log-likelihood plus a
+Gaussian (L2) prior with a per-feature sigma (per template, Cuong et al. 2014
 footnote 5),
 
     f(w) = Σ_i [log Z(x_i) - log Z(y_i, x_i)] + Σ_k w_k² / (2 σ_k²),
 
 where Z(y, x) is the program clamped to the gold labels — exp(w·F(x, y))
-when every variable is observed, a sum over the hidden ones otherwise (seed
-004 eq. 1.46-1.48).  Its gradient (seed 004 eq. 1.22, 1.52): expected minus
+when every variable is observed, a sum over the hidden ones otherwise (Sutton & McCallum eq. 1.46-1.48).  Its gradient (Sutton & McCallum eq. 1.22, 1.52): expected minus
 clamped-expected feature counts plus w / σ².  The program supplies both
 (``fgl.program.Program``); L-BFGS (``fgl.lbfgs``) minimises.
 """
@@ -22,8 +21,8 @@ import numpy as np
 from numba import njit
 from threadpoolctl import threadpool_limits
 
-from .lbfgs import minimize_lbfgs
-from .program import EncodedData, Program, resolve_jobs
+from fgl.learn.lbfgs import minimize_lbfgs
+from fgl.engines.programs import EncodedData, Program, resolve_jobs
 
 
 @dataclass

@@ -12,11 +12,11 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 from lark.lexer import PatternStr
 
-from .ast import (Call, Column, ColumnRef, Conj, Disj, Hidden, LabelRef, Loc, NameRef, ObsDef, PatternSpec,
+from fgl.lang.ast import (Call, Column, ColumnRef, Conj, Disj, Hidden, LabelRef, Loc, NameRef, ObsDef, PatternSpec,
                   Predicate, Segments, Setting, Spec, Template)
-from .errors import FglError, SpecError
+from fgl.errors import FglError, SpecError
 
-GRAMMAR_PATH = Path(__file__).parent / "grammar" / "fgl.lark"
+GRAMMAR_PATH = Path(__file__).parent.parent / "grammar" / "fgl.lark"
 
 _LARK = Lark(GRAMMAR_PATH.read_text(encoding="utf-8"), parser="lalr", lexer="contextual",
              propagate_positions=True, maybe_placeholders=False)
@@ -459,7 +459,7 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
 def read_spec(path) -> Spec:
     """Read, parse and validate the spec file at ``path`` (UTF-8).  Relative
     file names in the spec (lexicons) are resolved against its directory."""
-    from .checks import validate
+    from fgl.lang.checks import validate
 
     path = Path(path)
     try:

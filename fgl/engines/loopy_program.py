@@ -1,11 +1,11 @@
 """The loopy program: a general CRF's factor graphs plus its feature table.
 
-It answers the learner's questions with approximate inference (seed 004
+It answers the learner's questions with approximate inference (Sutton & McCallum
 §1.4.4): Σ log Z is the Bethe approximation and the expected counts are
 factor beliefs (at a BP fixed point the Bethe log Z's gradient in θ_f(x) is
 b_f(x)); with hidden layers the gold side is the *clamped* program — the
 same graph with the observed variables fixed — so the objective is the
-marginal likelihood log Z(y, x) - log Z(x) of seed 004 eq. 1.46-1.52.
+marginal likelihood log Z(y, x) - log Z(x) of Sutton & McCallum eq. 1.46-1.52.
 ``infer exact`` swaps BP for enumeration (with its size check).
 """
 from __future__ import annotations
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from .engines import loopy
-from .errors import FglError
-from .factor_graph import FactorGraph
-from .program import cached_gold_expectations, resolve_jobs, thread_pool
+from fgl.engines import loopy
+from fgl.errors import FglError
+from fgl.engines.factor_graph import FactorGraph
+from fgl.engines.programs import cached_gold_expectations, resolve_jobs, thread_pool
 
 
 @dataclass
@@ -47,7 +47,7 @@ class LoopyData:
 @njit(cache=True, nogil=True)
 def _factor_tables(f0, f1, tab_ptr, fac_ptr, fac_row, fac_val, row_ptr, feat_config, w, out):
     """θ_f(x) = Σ over the factor's attributes of value · w[k] for the
-    feature k with configuration x (seed 004 eq. 1.54)."""
+    feature k with configuration x (Sutton & McCallum eq. 1.54)."""
     out[:] = 0.0
     for f in range(f0, f1):
         base = tab_ptr[f - f0]
@@ -174,7 +174,7 @@ class LoopyProgram:
 
     def gold_expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1
                           ) -> tuple[float, np.ndarray]:
-        """The clamped program's log Z(y, x) and expected counts (seed 004
+        """The clamped program's log Z(y, x) and expected counts (Sutton & McCallum
         eq. 1.47, 1.52); without hidden layers, the gold score and counts."""
         if self.has_hidden:
             return self._expect(w, data, jobs, clamped=True)

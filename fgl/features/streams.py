@@ -19,11 +19,11 @@ import itertools
 import re
 from typing import TYPE_CHECKING, Callable
 
-from . import ast
-from .builtins import TEXT_FUNCTIONS, call_tag, ref_text, text_function
+from fgl.lang import ast
+from fgl.features.builtins import TEXT_FUNCTIONS, call_tag, ref_text, text_function
 
 if TYPE_CHECKING:
-    from .observations import ObservationCompiler
+    from fgl.features.observations import ObservationCompiler
 
 Texts = Callable[[dict[str, list], int], list]  # (columns, T) -> text or None per token
 Stream = tuple[str, Texts, bool]                  # name, texts, is a test (key = name)

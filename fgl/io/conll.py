@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, TextIO
 
-from .errors import DataError
+from fgl.errors import DataError
 
 DOCSTART = "-DOCSTART-"
 

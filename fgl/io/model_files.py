@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .compiler import CompiledModel, TemplatePlan
-from .loopy_compiler import Layer, LoopyModel, LoopyTemplate
-from .errors import FglError, ModelFileError
+from fgl.compile.sequence import CompiledModel, TemplatePlan
+from fgl.compile.factor_graphs import Layer, LoopyModel, LoopyTemplate
+from fgl.errors import FglError, ModelFileError
 
 FORMAT = "fgl-model"
 VERSION = 1
@@ -73,8 +73,8 @@ def load_model(path: str | Path) -> tuple[CompiledModel | LoopyModel, np.ndarray
     """Read a model file; returns the compiled model, its weights and the
     training metadata.  Raises ModelFileError for anything but a valid,
     intact fgl model of a supported version."""
-    from .parser import parse_spec
-    from .checks import validate
+    from fgl.lang.parser import parse_spec
+    from fgl.lang.checks import validate
 
     path = Path(path)
     name = str(path)

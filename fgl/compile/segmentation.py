@@ -9,7 +9,7 @@ Data stays one token per line with BIO/IOB or plain labels; the spec's
   B-X I-X ... for type X, O for O.
 * ``change``: a maximal run of one label is a segment; a run longer than the
   label's length limit is cut into pieces of at most that length (adjacent
-  segments may share a label, seed 002 §2).  Segments back to tags: every
+  segments may share a label, Cuong et al. 2014 §2).  Segments back to tags: every
   token gets its segment's label.
 
 A ``bio`` chunk longer than its length limit cannot be represented and is a
@@ -17,9 +17,9 @@ data error naming the line.
 """
 from __future__ import annotations
 
-from . import ast
-from .errors import DataError
-from .io import Sentence
+from fgl.lang import ast
+from fgl.errors import DataError
+from fgl.io.conll import Sentence
 
 Segment = tuple[int, int, str]  # first token, last token, label
 
