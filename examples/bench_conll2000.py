@@ -239,7 +239,7 @@ def jit_warmup(jobs: int) -> dict:
     them, or loads them from its cache (cache=True)."""
     t0 = time.perf_counter()
     import numpy as np
-    from fgl.compile.sequence import compile_model
+    from fgl.registry import compile_model
     from fgl.io.conll import Sentence
     from fgl.lang.parser import read_spec
     import fgl.learner  # noqa: F401  (imports the engines)
@@ -253,12 +253,12 @@ def jit_warmup(jobs: int) -> dict:
     prog = model.program
     w = np.zeros(prog.n_features)
     t0 = time.perf_counter()
-    prog.empirical_counts(data)
+    prog.gold_counts(data)
     prog.expectations(w, data, jobs)
     prog.decode(w, data, jobs)
     first = time.perf_counter() - t0
     t0 = time.perf_counter()
-    prog.empirical_counts(data)
+    prog.gold_counts(data)
     prog.expectations(w, data, jobs)
     prog.decode(w, data, jobs)
     second = time.perf_counter() - t0
@@ -275,7 +275,8 @@ def worker_fgl(a) -> dict:
     res.update(jit_warmup(a.jobs))
     import numpy as np
     from fgl.api import CRF
-    from fgl.compile.sequence import compile_model, train_settings
+    from fgl.registry import compile_model
+    from fgl.lang.settings import train_settings
     from fgl.io.evaluate import evaluate
     from fgl.io.conll import iter_conll, read_conll
     from fgl.learn.learner import train_lbfgs

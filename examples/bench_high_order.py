@@ -34,10 +34,9 @@ import time
 import numpy as np
 
 from fgl.lang.checks import validate
-from fgl.compile.sequence import compile_model
+from fgl.registry import compile_model
 from fgl.engines import chain
 from fgl.lang.parser import parse_spec
-from fgl.engines.programs import EncodedData
 from fgl.io.synth import markov_sequences
 
 SPEC = """
@@ -59,13 +58,6 @@ def best_time(fn, repeats: int) -> float:
         fn()
         best = min(best, time.perf_counter() - t0)
     return best
-
-
-def head(data: EncodedData, n_seq: int) -> EncodedData:
-    """The first ``n_seq`` sequences of ``data`` (views, no copy: the kernels
-    index tokens through ``seq_ptr``)."""
-    return EncodedData(data.seq_ptr[:n_seq + 1], data.tok_ptr, data.tok_row, data.tok_val,
-                       data.gold)
 
 
 def compile_order(train, order: int):
@@ -94,7 +86,7 @@ def table1(args, labels: list[int], orders: list[int]) -> dict:
             prog = model.program
             st = prog.structure
             n_seq = max(1, min(data.n_sequences, args.time_tokens // args.length))
-            sub = head(data, n_seq)
+            sub = data.subset(0, n_seq)
             tokens = sub.n_tokens
             w = np.random.default_rng(args.seed).normal(0.0, 0.1, prog.n_features)
             sec = best_time(lambda: prog.expectations(w, sub, jobs=1), args.repeats)

@@ -39,11 +39,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
 from fgl.lang.checks import validate  # noqa: E402
-from fgl.compile.sequence import compile_model  # noqa: E402
+from fgl.registry import compile_model  # noqa: E402
 from fgl.engines import loopy  # noqa: E402
 from fgl.io.conll import Sentence, read_conll  # noqa: E402
 from fgl.learn.learner import train_lbfgs  # noqa: E402
-from fgl.compile.factor_graphs import compile_loopy_model  # noqa: E402
+from fgl.registry import compile_model as compile_loopy_model  # noqa: E402
 from fgl.lang.parser import parse_spec  # noqa: E402
 from skip_chain_conll2002 import DATA, SPEC, documents, first_docs, linear_spec_text  # noqa: E402
 
@@ -118,7 +118,7 @@ def run_loopy(name, text, train, max_iter, jobs):
            "edges": sum(g.n_edges for g in data.graphs), "skip": skip, "compile_s": compile_s,
            "train_s": log.seconds, "evals": log.evaluations,
            "us_tok_eval": 1e6 * log.eval_seconds / max(log.evaluations, 1) / data.n_tokens,
-           "not_conv": model.program.stats.get("not_converged", 0)}
+           "not_conv": log.inference.not_converged}
     # warm the kernels once, then measure
     bp_throughput(model.program, data, w)
     row.update(bp_throughput(model.program, data, w))

@@ -36,7 +36,7 @@ from fgl.lang.checks import validate  # noqa: E402
 from fgl.io.evaluate import evaluate  # noqa: E402
 from fgl.io.conll import Sentence, read_conll  # noqa: E402
 from fgl.learn.learner import train_lbfgs  # noqa: E402
-from fgl.compile.factor_graphs import compile_loopy_model  # noqa: E402
+from fgl.registry import compile_model as compile_loopy_model  # noqa: E402
 from fgl.lang.parser import parse_spec  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "conll2002"
@@ -116,19 +116,12 @@ def inconsistent(sentences: list[Sentence], gold, pred) -> Counter:
 
 def bp_decode(crf: CRF, data) -> tuple[list[list[str]], dict]:
     """Max-product BP on every encoded instance: the predicted labels per
-    sentence, and the iterations / convergence of each run."""
-    prog = crf.model.program
-    its, bad, states = [], 0, []
+    sentence, and the iterations / convergence of the runs."""
     t0 = time.perf_counter()
-    for i, g in enumerate(data.graphs):
-        res = prog.infer(g, prog.factor_tables(crf.weights, data, i), use_max=True)
-        its.append(res.iterations)
-        bad += not res.converged
-        states.append(res.map_state)
-    stats = {"instances": len(its), "mean_iterations": float(np.mean(its)),
-             "max_iterations": int(max(its)), "not_converged": bad,
-             "seconds": time.perf_counter() - t0}
-    return crf.model.split_predictions(data, states), stats
+    pred = crf.model.decode(crf.weights, data, crf.jobs)
+    stats = {"instances": pred.stats.instances, "max_iterations": pred.stats.max_iterations,
+             "not_converged": pred.stats.not_converged, "seconds": time.perf_counter() - t0}
+    return pred.tokens(), stats
 
 
 def skip_edge_count(model, data) -> int:
@@ -190,7 +183,7 @@ def main() -> int:
     evals = []
 
     def progress(row):
-        evals.append(dict(model.program.stats))
+        evals.append(row["inference"])
 
     w, log = train_lbfgs(model.program, data, model.feat_sigma, max_iter=args.max_iter,
                          jobs=args.jobs, progress=progress)
@@ -200,8 +193,8 @@ def main() -> int:
     test_data = model.encode(strip_labels(test))
     print(f"skip edges in {args.test}: {skip_edge_count(model, test_data)}")
     pred, dec = bp_decode(skip, test_data)
-    train_bp = {"max_iterations": max((e["max_iterations"] for e in evals), default=0),
-                "not_converged": sum(e["not_converged"] for e in evals),
+    train_bp = {"max_iterations": max((e.max_iterations for e in evals), default=0),
+                "not_converged": sum(e.not_converged for e in evals),
                 "iterations": len(evals)}
     results["skip-chain"] = (pred, secs, log, train_bp, dec)
 
@@ -216,8 +209,7 @@ def main() -> int:
     print(f"\nskip-chain BP (TRP): training -- last evaluation of each of "
           f"{train_bp['iterations']} L-BFGS steps: max {train_bp['max_iterations']} BP iterations, "
           f"{train_bp['not_converged']} instance runs not converged; decoding {args.test} -- "
-          f"{dec['instances']} instances, mean {dec['mean_iterations']:.1f} / max "
-          f"{dec['max_iterations']} iterations, {dec['not_converged']} not converged, "
+          f"{dec['instances']} instances, max {dec['max_iterations']} iterations, {dec['not_converged']} not converged, "
           f"{dec['seconds']:.1f}s")
 
     print(f"\nentity P/R/F1 on {args.test} (conlleval chunks)")

@@ -1,10 +1,17 @@
 """fgl: conditional random fields written as text files.
 
-A spec (``.fgl``) names the data columns, observation functions and clique
-templates; ``fgl.compiler`` turns it into an exact chain program (Ye et al. 2009),
-an exact semi-Markov program (Cuong et al. 2014) or factor graphs for loopy belief
-propagation (Sutton & McCallum); ``fgl.learner`` trains any of them.  Start with
-``fgl.CRF`` (``fgl.api``) or the ``fgl`` command (``fgl.cli``).
+The package reads as the pipeline:
+
+* ``fgl.lang`` — the grammar, parser, AST, checks and the settings table;
+* ``fgl.features`` — observation functions and their built-ins;
+* ``fgl.compile`` — the shared front end, then chain and segment models
+  (``sequence``) and general CRFs as factor graphs (``factor_graphs``);
+* ``fgl.engines`` — the exact chain (Ye et al. 2009), semi-Markov (Cuong et
+  al. 2014) and loopy belief propagation (Sutton & McCallum) programs;
+* ``fgl.learn`` — the objective and L-BFGS;
+* ``fgl.io`` — data files, model files, evaluation, drawing;
+* ``fgl.registry`` picks the engine a spec needs; ``fgl.model`` is the one
+  model interface; ``fgl.api`` (``fgl.CRF``) and ``fgl.cli`` are the faces.
 """
 from fgl.api import CRF
 

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from fgl.engines.program import InferenceStats
 from fgl.errors import DataError, FglError, SpecError
 
 EPILOG = """\
@@ -35,8 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     def data_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--encoding", default="utf-8",
                         help="text encoding of data files (default utf-8; e.g. latin-1)")
-        sp.add_argument("--jobs", type=int, default=0,
-                        help="threads for per-sequence work (default 0 = every core)")
+        sp.add_argument("--jobs", type=int, default=None,
+                        help="threads for per-sequence work (0 = every core; default: the "
+                             "spec's `train { jobs = N }`, else every core)")
 
     t = sub.add_parser("train", help="train a spec on a data file",
                        description="Compile SPEC against the training data and fit its weights "
@@ -102,20 +104,19 @@ def _cmd_train(a: argparse.Namespace) -> None:
     print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
           f"{log.evaluations} evaluations, objective {log.objective:.6g} ({log.message})",
           file=sys.stderr)
-    _warn_convergence(crf, "the last training evaluation")
+    _warn_convergence(log.inference, "the last training evaluation")
     crf.save(a.output)
     print(f"wrote {a.output}", file=sys.stderr)
     if a.dev:
         _report(crf, a.dev, a.encoding)
 
 
-def _warn_convergence(crf, when: str) -> None:
+def _warn_convergence(stats: InferenceStats | None, when: str) -> None:
     """Say so when belief propagation stopped at max_iter (general CRFs)."""
-    stats = getattr(crf.model.program, "stats", {})
-    if stats.get("not_converged"):
-        print(f"warning: belief propagation did not converge on {stats['not_converged']} of "
-              f"{stats['instances']} instances in {when} (max_iter {stats['max_iterations']}, "
-              f"final residual {stats['max_residual']:.2g}); consider damping, `infer trp` or "
+    if stats is not None and stats.not_converged:
+        print(f"warning: belief propagation did not converge on {stats.not_converged} of "
+              f"{stats.instances} instances in {when} (max_iter {stats.max_iterations}, "
+              f"final residual {stats.max_residual:.2g}); consider damping, `infer trp` or "
               "more iterations", file=sys.stderr)
 
 
@@ -123,18 +124,17 @@ def _report(crf, path: str, encoding: str) -> None:
     """Evaluate every output column (conlleval-style when tags are BIO)."""
     from fgl.io.evaluate import evaluate
 
-    sentences, pred = crf.predict_file(path, encoding=encoding)
-    _warn_convergence(crf, "decoding")
-    outputs, columns = crf.spec.outputs, [c.name for c in crf.spec.columns]
+    sentences, pred = crf.tag_file(path, encoding=encoding)
+    _warn_convergence(pred.stats, "decoding")
+    outputs, columns = pred.outputs, [c.name for c in crf.spec.columns]
     if sentences and len(sentences[0].rows[0]) != len(columns):
         raise DataError(f"evaluation needs the label column(s) {', '.join(outputs)}",
                         sentences[0].file, sentences[0].lines[0])
-    for k, out in enumerate(outputs):
-        gold = [s.column(columns.index(out)) for s in sentences]
-        guess = pred if len(outputs) == 1 else [[tok[k] for tok in seq] for seq in pred]
+    for out in outputs:
         if len(outputs) > 1:
             print(f"== {out}")
-        print(evaluate(gold, guess).format())
+        gold = [s.column(columns.index(out)) for s in sentences]
+        print(evaluate(gold, pred.layer(out)).format())
 
 
 def _cmd_tag(a: argparse.Namespace) -> None:
@@ -144,8 +144,9 @@ def _cmd_tag(a: argparse.Namespace) -> None:
     from fgl.io.conll import write_conll
 
     crf = CRF.load(a.model, jobs=a.jobs)
-    sentences, pred = crf.predict_file(a.file, encoding=a.encoding)
-    _warn_convergence(crf, "decoding")
+    sentences, tagged = crf.tag_file(a.file, encoding=a.encoding)
+    _warn_convergence(tagged.stats, "decoding")
+    pred = tagged.tokens()
     out = open(a.output, "w", encoding="utf-8") if a.output else sys.stdout
     try:
         if crf.spec.input_format == "graph":  # one JSON line per graph: node id -> labels
@@ -190,28 +191,22 @@ def _cmd_check(a: argparse.Namespace) -> int:
 def _cmd_explain(a: argparse.Namespace) -> None:
     from fgl.api import CRF
     from fgl.lang.checks import labels_text
-    from fgl.compile.factor_graphs import LoopyModel
     from fgl.lang.parser import read_spec
 
     spec = read_spec(a.spec)
     print(f"spec {a.spec}: {len(spec.observations)} observation functions, "
           f"{len(spec.templates)} templates")
+    crf = CRF(spec)
     if not a.train:
         for tpl in spec.templates:
             kind = tpl.patterns.kind.replace("_", " ") if tpl.patterns else "default"
             where = f", {len(tpl.where)} conditions" if tpl.where else ""
             print(f"  {tpl.name}: {labels_text(tpl.labels)} patterns {kind}, "
                   f"{len(tpl.observations)} observations{where}")
+        print(crf.explain())
         print("labels, patterns and state counts depend on the data: add --train FILE")
         return
-    crf = CRF(spec)
-    model, data = crf._compile(crf.read(a.train, encoding=a.encoding), a.train)
-    if isinstance(model, LoopyModel):
-        print(f"training data: {data.n_sequences} instances, {data.n_tokens} positions")
-        print(model.explain(data))
-    else:
-        print(f"training data: {data.n_sequences} sequences, {data.n_tokens} tokens")
-        print(model.explain())
+    print(crf.explain(a.train, encoding=a.encoding))
 
 
 def _cmd_draw(a: argparse.Namespace) -> None:

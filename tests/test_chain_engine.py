@@ -22,10 +22,6 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
-
 from brute_force import (
     chain_all_scores,
     chain_brute_force,
@@ -35,10 +31,14 @@ from brute_force import (
     semimarkov_brute_force,
 )
 from conftest import require_shared, shared_dir
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 if importlib.util.find_spec("fgl.engines.chain") is not None:
     # A broken engine module must fail loudly, so import errors propagate.
-    from fgl.engines.chain import ChainStructure, log_partition, pattern_marginals, viterbi
+    from fgl.engines.chain import log_partition, pattern_marginals, viterbi
+    from fgl.engines.structure import ChainStructure
 
     HAVE_ENGINE = True
 else:  # pragma: no cover - only before the engine exists
@@ -220,7 +220,7 @@ def _oracle_cases(name):
 
 
 def _chain_case(case):
-    lab = {l: i for i, l in enumerate(case["labels"])}
+    lab = {name: i for i, name in enumerate(case["labels"])}
     patterns = [tuple(lab[a] for a in p["pattern"]) for p in case["patterns"]]
     pot = np.array([p["potential"] for p in case["patterns"]], dtype=np.float64).T.copy()
     marg = np.array([p["marginal"] for p in case["patterns"]], dtype=np.float64).T
@@ -240,7 +240,7 @@ def test_brute_force_matches_shared_chain_oracle(case):
 
 @pytest.mark.parametrize("case", _oracle_cases("semimarkov_cases.json"))
 def test_brute_force_matches_shared_semimarkov_oracle(case):
-    lab = {l: i for i, l in enumerate(case["labels"])}
+    lab = {name: i for i, name in enumerate(case["labels"])}
     T, L = case["T"], case["max_segment_length"]
     patterns = [tuple(lab[a] for a in p["pattern"]) for p in case["patterns"]]
     pot, expect = {}, {}

@@ -16,15 +16,17 @@ import contextlib
 
 import numpy as np
 import pytest
+from brute_force import chain_brute_force, chain_score
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brute_force import chain_brute_force, chain_score
-from fgl.engines import programs as program_module
-from fgl.lang.checks import validate
-from fgl.compile.sequence import compile_model
+from fgl.engines import chain, spans
+from fgl.engines import chain_program as program_module
+from fgl.engines.structure import ChainStructure
 from fgl.io.conll import Sentence
+from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
+from fgl.registry import compile_model
 
 HEADER = """
 columns word, label
@@ -134,33 +136,32 @@ def test_expectations_match_enumeration(problem):
     if dense_bytes == 0:
         assert (program.row_dense < 0).all()
     w = np.random.default_rng(seed).normal(0.0, scale, program.n_features)
-    total, grad = program.expectations(w, enc, 1)
+    result = program.expectations(w, enc, 1)
+    total, grad = result.log_z, result.counts
     want_total, want_grad = _brute_force_expectations(program, enc, w)
     magnitude = max(1.0, float(np.abs(w).sum()))
     assert total == pytest.approx(want_total, rel=1e-9, abs=1e-12 * magnitude)
     np.testing.assert_allclose(grad, want_grad, rtol=1e-9, atol=1e-10)
     if scale < 100:  # (at huge weights near-ties make the arg-max fragile)
-        labels, _ = program.decode(w, enc, 1)
+        decoding = program.decode(w, enc, 1)
+        assert decoding.segment_starts is None
         st_ = program.structure
-        for i in range(enc.n_sequences):
-            a, b = int(enc.seq_ptr[i]), int(enc.seq_ptr[i + 1])
+        for i, labels in enumerate(decoding.assignments):
             pot = _reference_potentials(program, enc, w, i)
             *_, best_score = chain_brute_force(st_.n_labels, st_.patterns, pot)
-            assert chain_score(st_.patterns, pot, labels[a:b]) == pytest.approx(best_score, rel=1e-9, abs=1e-9)
+            assert chain_score(st_.patterns, pot, labels) == pytest.approx(best_score, rel=1e-9,
+                                                                           abs=1e-9)
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_each_spec_takes_its_path(name):
     """The factored path is taken exactly when no block but ε varies."""
-    from fgl.engines import chain
-
     rows = [[("x", "A"), ("y", "B"), ("z", "A")], [("y", "B"), ("x", "A")]]
     model, _ = compile_model(validate(parse_spec(SPECS[name], "<test>")), _sentences(rows))
     program = model.program
     st_ = program.structure
     static = np.zeros(len(st_.patterns))
-    _, block_dynamic, _, _ = chain._static_tables(static, st_.s_pattern, program.dynamic,
-                                                  st_.p_suffix, st_.p_order, st_.n_labels)
+    block_dynamic = chain._static_tables(static, program.dynamic, st_.tables).block_dynamic
     assert block_dynamic[0]
     assert block_dynamic[1:].any() == (name == "observed transitions")
 
@@ -173,8 +174,7 @@ def test_unseen_label_gets_no_mass_from_garbage():
                                _sentences(rows))
     program = model.program
     w = np.zeros(program.n_features)
-    total, _ = program.expectations(w, enc, 1)
-    assert total == pytest.approx(2 * np.log(3.0), rel=1e-12)
+    assert program.expectations(w, enc, 1).log_z == pytest.approx(2 * np.log(3.0), rel=1e-12)
 
 
 def test_values_stored_only_once_one_differs_from_1():
@@ -203,17 +203,15 @@ template trans: y[t-1..t]
 def test_potential_api_stays_on_the_scaled_path(monkeypatch):
     """Moderate potentials never need the log-space fallback, also when some
     forward state starts no pattern (its block holds no dynamic pattern)."""
-    from fgl.engines import chain
-
-    st_ = chain.ChainStructure.build(3, [(0,), (1,), (2,), (0, 1, 2), (2, 2)])
-    _, block_dynamic, _, _ = chain._static_tables(
-        np.zeros(5), st_.s_pattern, np.ones(5, np.bool_), st_.p_suffix, st_.p_order, 3)
+    st_ = ChainStructure.build(3, [(0,), (1,), (2,), (0, 1, 2), (2, 2)])
+    block_dynamic = chain._static_tables(np.zeros(5), np.ones(5, np.bool_),
+                                         st_.tables).block_dynamic
     assert not block_dynamic.all()  # e.g. the block of state (1,) holds no pattern
 
     def no_fallback(*args):
         raise AssertionError("fell back to log space")
 
-    monkeypatch.setattr(chain, "_log_sequence", no_fallback)
+    monkeypatch.setattr(spans, "sequence_marginals", no_fallback)
     pot = np.random.default_rng(5).normal(0.0, 1.0, (5, 5))
     log_z, marg = chain.pattern_marginals(st_, pot)
     want_z, want_marg, _, _ = chain_brute_force(3, st_.patterns, pot)

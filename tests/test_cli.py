@@ -227,7 +227,7 @@ def test_explain_without_data_lists_templates_and_hints(capsys):
     assert "3 observation functions, 2 templates" in out
     assert "  state:" in out and "  high_order: y[t-3..t]" in out
     assert "add --train FILE" in out
-    assert "engine:" not in out
+    assert "engine: exact pattern-sparse chain" in out and "why:" in out
 
 
 def test_explain_without_data_shows_single_label_window_plainly(capsys):

@@ -41,7 +41,7 @@ template zz:          z[t-1..t]
 template skip: (pos[i], pos[j]) where word[i] == word[j] and regex(word[i], "^[A-Z]") and j - i <= 200 within document ~ either(lower(word[t]))
 template skip2: (chunk[i], chunk[j]) where word[i-1] != word[j+1] ~ word[i] & word[j], bias
 template skip3: (chunk[i], chunk[j]) within sentence
-infer loopy(damping = 0.5, max_iter = 100, tol = 1e-6, schedule = flooding)
+infer loopy(damping = 0.5, max_iter = 100, tol = 1e-6)
 '''
 
 
@@ -113,13 +113,13 @@ def test_within_without_where(layers):
 def test_loopy_settings(layers):
     assert layers.infer_method == ("loopy", L(13, 1))
     assert layers.infer == [Setting("damping", 0.5, L(13, 13)), Setting("max_iter", 100, L(13, 28)),
-                            Setting("tol", 1e-6, L(13, 44)), Setting("schedule", "flooding", L(13, 56))]
+                            Setting("tol", 1e-6, L(13, 44))]
 
 
 @pytest.mark.parametrize("src, method, settings", [
     ("infer trp(trees = 4, max_iter = 50, tol = 1e-6)", "trp", [("trees", 4), ("max_iter", 50), ("tol", 1e-6)]),
     ("infer exact(max_states = 100000)", "exact", [("max_states", 100000)]),
-    ("infer loopy(schedule = flooding, damping = 0.2)", "loopy", [("schedule", "flooding"), ("damping", 0.2)]),
+    ("infer loopy(damping = 0.2)", "loopy", [("damping", 0.2)]),
 ])
 def test_infer_methods(src, method, settings):
     s = parse_spec("columns word, y\noutput y\ntemplate a: y[t]\n" + src, F)
@@ -553,7 +553,7 @@ def test_unknown_input_format():
     ("infer loopy(damping = -0.1)", 13, ["damping must be"]),
     ("infer loopy(max_iter = 0)", 13, ["max_iter must be a whole number > 0"]),
     ("infer loopy(tol = 0)", 13, ["tol must be a positive number"]),
-    ("infer loopy(schedule = random)", 13, ["schedule must be one of: flooding"]),
+    ("infer loopy(schedule = random)", 13, ["setting 'schedule' is not available"]),
     ("infer trp(trees = 0)", 11, ["trees must be a whole number > 0"]),
     ("infer trp(trees = 2.5)", 11, ["trees must be a whole number > 0", "found 2.5"]),
     ("infer trp(max_iter = -1)", 11, ["max_iter must be a whole number > 0"]),

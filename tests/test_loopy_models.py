@@ -10,11 +10,11 @@ from gradcheck import assert_gradient_matches_central_differences
 
 from fgl.api import CRF
 from fgl.lang.checks import validate
-from fgl.compile.sequence import compile_model
+from fgl.registry import compile_model
 from fgl.io.evaluate import evaluate
 from fgl.io.conll import Sentence
 from fgl.learn.learner import Objective
-from fgl.compile.factor_graphs import compile_loopy_model
+from fgl.registry import compile_model as compile_loopy_model
 from fgl.engines.loopy_program import LoopyProgram
 from fgl.lang.parser import parse_spec
 from fgl.io.synth import segment_sequences
@@ -71,10 +71,8 @@ def test_on_a_chain_the_loopy_program_is_the_chain_program(infer):
     fl, _ = Objective(loopy.program, ldata, sigma_l, jobs=1)(w_loopy)
     # the loopy model has extra zero-weight features (unobserved transitions), same prior term
     assert fl == pytest.approx(fc, rel=1e-8)
-    got = [p for seq in loopy.split_predictions(ldata, loopy.program.decode(w_loopy, ldata, 1))
-           for p in seq]
-    labels, _ = chain.program.decode(w_chain, cdata, 1)
-    assert got == [chain.labels[i] for i in labels]
+    got = loopy.decode(w_loopy, ldata, 1).tokens()
+    assert got == chain.decode(w_chain, cdata, 1).tokens()
 
 
 def test_bethe_gradient_matches_finite_differences():
@@ -98,7 +96,7 @@ def test_skip_chain_trains_and_saves(tmp_path):
     report = evaluate(gold, pred)
     majority = max(sum(y == lab for g in gold for y in g) for lab in {"O"}) / sum(map(len, gold))
     assert report.accuracy / 100 > majority + 0.05
-    assert "loopy belief propagation" in crf.model.explain()
+    assert "loopy belief propagation" in crf.explain()
     crf.save(tmp_path / "skip.fglm")
     assert CRF.load(tmp_path / "skip.fglm").predict(X) == pred
 
@@ -206,6 +204,6 @@ def test_latent_model_gradient_and_training():
     # training broke the symmetry of the hidden values: z0 and z1 rows differ
     zy = crf.weights[np.repeat(crf.model.program.row_template,
                                np.diff(crf.model.program.row_ptr)) == 2]
-    n_y = len(crf.model.labels)
+    n_y = len(crf.model.layers[0].labels)
     assert np.abs(zy[:n_y] - zy[n_y:]).max() > 1e-3
     assert all(len(p) == len(s.rows) for p, s in zip(crf.predict_sentences(data), data))

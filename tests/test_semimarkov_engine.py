@@ -8,14 +8,15 @@ import json
 
 import numpy as np
 import pytest
+from brute_force import semimarkov_brute_force
+from conftest import require_shared
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from brute_force import semimarkov_brute_force
-from conftest import require_shared
-from fgl.engines.chain import ChainStructure, pattern_marginals, viterbi
+from fgl.engines.chain import pattern_marginals, viterbi
 from fgl.engines.semimarkov import segment_marginals, segment_viterbi
+from fgl.engines.structure import ChainStructure
 
 RTOL, ATOL = 1e-9, 1e-12
 

@@ -12,7 +12,8 @@ from fgl.api import CRF
 from fgl.io.conll import Sentence
 from fgl.lang.parser import read_spec
 from fgl.io.evaluate import evaluate
-from fgl.engines.programs import ChainProgram, SemiMarkovProgram
+from fgl.engines.chain_program import ChainProgram
+from fgl.engines.semimarkov_program import SemiMarkovProgram
 from fgl.io.synth import segment_sequences
 
 STDLIB = Path(__file__).resolve().parents[1] / "stdlib"
@@ -59,7 +60,7 @@ def accuracy_and_baseline(crf: CRF, test: list[Sentence]) -> tuple[float, float]
 
 def assert_chain_engine(crf: CRF) -> None:
     assert isinstance(crf.model.program, ChainProgram)
-    assert crf.model.explain().startswith("engine: exact pattern-sparse chain")
+    assert crf.explain().startswith("engine: exact pattern-sparse chain")
 
 
 @pytest.mark.parametrize("name", WORD_LABEL_SPECS)
@@ -133,7 +134,7 @@ def test_semi_markov_spec_learns_segments(data, name):
     train, test = data
     crf = fitted(name, train)
     assert isinstance(crf.model.program, SemiMarkovProgram)
-    assert crf.model.explain().startswith("engine: exact high-order semi-Markov")
+    assert crf.explain().startswith("engine: exact high-order semi-Markov")
     # labels are segment types, not BIO tags
     assert crf.model.labels == sorted({t.split("-")[-1] for s in train for t in s.column(-1)})
     pred = crf.predict_sentences(test)

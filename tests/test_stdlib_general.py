@@ -18,7 +18,7 @@ import pytest
 from fgl.api import CRF
 from fgl.lang.checks import validate
 from fgl.io.conll import Sentence
-from fgl.compile.factor_graphs import needs_loopy
+from fgl import registry
 from fgl.engines.loopy_program import LoopyData, LoopyProgram
 from fgl.lang.parser import read_spec
 
@@ -40,7 +40,7 @@ def _accuracy(gold_seqs, pred_seqs) -> float:
 @pytest.mark.parametrize("name", SPECS)
 def test_spec_checks_and_needs_the_loopy_program(name):
     spec = validate(read_spec(STDLIB / f"{name}.fgl"))
-    assert needs_loopy(spec)
+    assert registry.choose(spec).engine.name == "factor graph"
     assert spec.file.endswith(f"{name}.fgl")
 
 
@@ -114,11 +114,12 @@ def test_skip_chain_links_repeated_names_and_beats_the_linear_chain():
     assert sum(g.n_cycles() for g in data.graphs) > 0
 
     gold = [s.column(-1) for s in test]
-    pred = crf.predict_sentences(_inputs(test))
+    tagged = crf.tag_sentences(_inputs(test))
+    pred = tagged.tokens()
     acc = _accuracy(gold, pred)
     assert acc > _majority(gold) + 0.1
-    stats = crf.model.program.stats            # of the last run: decoding the test documents
-    assert stats["instances"] == 16 and stats["max_iterations"] >= 1
+    stats = tagged.stats                       # of decoding the test documents
+    assert stats.instances == 16 and stats.max_iterations >= 1
 
     # the same observations without the skip template: a (exact) linear chain
     text = (STDLIB / "skip_chain.fgl").read_text(encoding="utf-8")
@@ -269,6 +270,6 @@ def test_latent_crf_trains_by_marginal_likelihood():
     assert rows[-1]["objective"] < rows[0]["objective"]
     gold = [s.column(-1) for s in test]
     pred = crf.predict_sentences(_inputs(test))
-    labels = set(crf.model.labels)
+    labels = set(crf.model.layers[0].labels)
     assert all(len(p) == len(g) and set(p) <= labels for p, g in zip(pred, gold))
     assert _accuracy(gold, pred) > _majority(gold) + 0.2

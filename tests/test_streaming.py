@@ -5,7 +5,7 @@ import pytest
 
 from fgl.api import CRF
 from fgl.lang.checks import validate
-from fgl.compile.sequence import compile_model
+from fgl.registry import compile_model
 from fgl.errors import DataError
 from fgl.io.conll import iter_conll, read_conll, write_conll
 from fgl.lang.parser import parse_spec

@@ -17,51 +17,34 @@ over observed layers) or all of them.
 """
 from __future__ import annotations
 
-import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar, Sequence
 
 import numpy as np
 
-from fgl.lang import ast
-from fgl.compile.sequence import DEFAULT_SIGMA, _loc_error, _settings, train_settings
-from fgl.errors import DataError
+from fgl.compile.frontend import (
+    Layer,
+    TemplatePlan,
+    feature_sigma,
+    label_id,
+    layer_labels,
+    prior_sigma,
+    resolve_patterns,
+    row_templates,
+    template_plan,
+    vocab_from_json,
+    vocab_json,
+)
 from fgl.engines.factor_graph import FactorGraph
-from fgl.io.conll import Sentence
 from fgl.engines.loopy_program import LoopyData, LoopyProgram
+from fgl.errors import DataError
 from fgl.features.observations import ObservationCompiler, TemplateAttributes, sentence_columns
-
-MAX_CONFIGS = 100_000
-
-
-@dataclass
-class Layer:
-    """A label layer: an output column or a hidden layer."""
-
-    name: str
-    labels: list[str]
-    hidden: bool
-
-
-@dataclass
-class LoopyTemplate:
-    """One clique template after compilation."""
-
-    name: str
-    layers: list[int]                # layer of each variable of its factors
-    configs: list[tuple[int, ...]]   # the configurations that carry weights
-    sigma: float
-    support: str
-    has_observations: bool
-
-    @property
-    def width(self) -> int:
-        return len(self.layers)
-
-    @property
-    def patterns(self) -> list[tuple[int, ...]]:  # the name the model file uses
-        return self.configs
+from fgl.io.conll import Sentence
+from fgl.lang import ast
+from fgl.lang.settings import infer_settings
+from fgl.model import Predictions, TokenMarginals
 
 
 @dataclass
@@ -78,10 +61,43 @@ class Instance:
     def size(self) -> int:
         return self.bounds[-1]
 
+    def sentence_at(self, p: int) -> tuple[Sentence, int]:
+        """The sentence holding position ``p`` and p's index in it."""
+        for s, (a, b) in enumerate(zip(self.bounds, self.bounds[1:])):
+            if a <= p < b:
+                return self.sentences[s], p - a
+        raise IndexError(p)
 
-def _infer_settings(spec: ast.Spec) -> tuple[str, dict]:
-    method = spec.infer_method[0] if spec.infer_method else "loopy"
-    return method, _settings(spec.infer)
+
+def group_instances(spec: ast.Spec, sentences: Sequence[Sentence], with_gold: bool
+                    ) -> list[Instance]:
+    """Group sentences into instances — one per sentence, or one per
+    document when a template links pairs ``within document`` — and
+    concatenate their columns."""
+    by_doc = any(t.within == "document" for t in spec.templates)
+    groups: list[list[Sentence]] = []
+    for sent in sentences:
+        if by_doc and groups and groups[-1][-1].doc == sent.doc:
+            groups[-1].append(sent)
+        else:
+            groups.append([sent])
+    out = []
+    for group in groups:
+        cols: dict[str, list] = defaultdict(list)
+        bounds, gold_ok = [0], True
+        for sent in group:
+            c, g = sentence_columns(spec, sent.rows, sent.lines, sent.file)
+            gold_ok &= g is not None
+            for k, v in c.items():
+                cols[k].extend(v)
+            bounds.append(bounds[-1] + len(sent.rows))
+        if with_gold and not gold_ok:
+            sent = group[0]
+            raise DataError(f"this data has no label column(s) {', '.join(spec.outputs)}",
+                            sent.file, sent.lines[0])
+        gold = {o: cols[o] for o in spec.outputs} if gold_ok else None
+        out.append(Instance(group, bounds, dict(cols), gold))
+    return out
 
 
 @dataclass
@@ -98,37 +114,11 @@ class Unroller:
     @classmethod
     def for_spec(cls, spec: ast.Spec, base_dir: Path, layers: list[Layer],
                  lexicons: dict[str, frozenset[str]] | None = None) -> "Unroller":
+        """An unroller whose observations read lexicons relative to
+        ``base_dir`` (or the given loaded ``lexicons``)."""
         attributes = TemplateAttributes(spec, base_dir, lexicons)
         return cls(spec, layers, attributes, ObservationCompiler(spec, base_dir,
                                                                  attributes.lexicons))
-
-    def instances(self, sentences: list[Sentence], with_gold: bool) -> list[Instance]:
-        """Group sentences into instances and concatenate their columns."""
-        by_doc = any(t.within == "document" for t in self.spec.templates)
-        groups: list[list[Sentence]] = []
-        for sent in sentences:
-            if by_doc and groups and groups[-1][-1].doc == sent.doc:
-                groups[-1].append(sent)
-            else:
-                groups.append([sent])
-        outputs = self.spec.outputs
-        out = []
-        for group in groups:
-            cols: dict[str, list] = defaultdict(list)
-            bounds, gold_ok = [0], True
-            for sent in group:
-                c, g = sentence_columns(self.spec, sent.rows, sent.lines, sent.file)
-                gold_ok &= g is not None
-                for k, v in c.items():
-                    cols[k].extend(v)
-                bounds.append(bounds[-1] + len(sent.rows))
-            if with_gold and not gold_ok:
-                sent = group[0]
-                raise DataError(f"this data has no label column(s) {', '.join(outputs)}",
-                                sent.file, sent.lines[0])
-            gold = {o: cols[o] for o in outputs} if gold_ok else None
-            out.append(Instance(group, bounds, dict(cols), gold))
-        return out
 
     def var_index(self, inst: Instance) -> tuple[np.ndarray, int]:
         """Variable id of (layer, position): layer-major."""
@@ -140,7 +130,7 @@ class Unroller:
         var, n = self.var_index(inst)
         out = []
         for ti, tpl in enumerate(self.spec.templates):
-            refs = _variables(tpl)
+            refs = variables(tpl)
             layer_of = [self.layer_index[var] for var, _, _ in refs]
             if all(index == "t" for _, _, index in refs):
                 for a, b in zip(inst.bounds, inst.bounds[1:]):
@@ -150,14 +140,14 @@ class Unroller:
                         pos = [t + off for _, off, _ in refs]
                         if min(pos) < 0 or max(pos) >= b - a:
                             continue
-                        out.append((ti, [int(var[l, a + p]) for l, p in zip(layer_of, pos)],
+                        out.append((ti, [int(var[li, a + p]) for li, p in zip(layer_of, pos)],
                                     attrs[t]))
                 continue
             spans = self._pairs(tpl, inst)
             attrs = self.attributes.evaluate(ti, inst.cols, n, spans)
             for (i, j), items in zip(spans, attrs):
                 ends = [i if index in ("i", "a") else j for _, _, index in refs]
-                out.append((ti, [int(var[l, p]) for l, p in zip(layer_of, ends)], items))
+                out.append((ti, [int(var[li, p]) for li, p in zip(layer_of, ends)], items))
         return out
 
     def _pairs(self, tpl: ast.Template, inst: Instance) -> list[tuple[int, int]]:
@@ -192,7 +182,8 @@ class Unroller:
             cands = [c for c, ok in zip(cands, keep) if ok]
         return cands
 
-    def _holds(self, pred: ast.Predicate, inst: Instance, spans: list[tuple[int, int]]) -> list[bool]:
+    def _holds(self, pred: ast.Predicate, inst: Instance, spans: list[tuple[int, int]]
+               ) -> list[bool]:
         n = inst.size
         left = self.obs.compile(pred.left)(inst.cols, n, spans)
         if pred.kind == "test":
@@ -203,61 +194,70 @@ class Unroller:
 
     @property
     def layer_index(self) -> dict[str, int]:
-        index = {l.name: k for k, l in enumerate(self.layers)}
+        index = {layer.name: k for k, layer in enumerate(self.layers)}
         if len(self.spec.outputs) == 1:
             index["y"] = 0
         return index
 
 
+def variables(tpl: ast.Template) -> list[tuple[str, int, str]]:
+    """The template's variables as (layer, offset, index), oldest first:
+    ``y[t-1..t]`` is two variables, ``(y[i], y[j])`` two."""
+    return [(r.var, off, r.index) for r in tpl.labels for off in range(r.lo, r.hi + 1)]
 
-@dataclass
-class LoopyModel:
-    """Everything needed to score, train and tag a general CRF."""
 
-    spec: ast.Spec
-    base_dir: Path
-    layers: list[Layer]
-    templates: list[LoopyTemplate]
-    vocabs: list[dict[str, int]]
-    program: LoopyProgram
-    feat_sigma: np.ndarray
-    unroller: Unroller = field(repr=False)
+def gold_assignment(inst: Instance, layers: list[Layer], declared: bool) -> np.ndarray:
+    """The gold label id of every variable of an instance (layer-major;
+    -1 for hidden variables)."""
+    n = inst.size
+    g = np.full(len(layers) * n, -1, dtype=np.int64)
+    for k, layer in enumerate(layers):
+        if layer.hidden:
+            continue
+        index = layer.index
+        for p, y in enumerate(inst.gold[layer.name]):
+            i = index.get(y)
+            if i is None:
+                sent, t = inst.sentence_at(p)
+                i = label_id(layer, y, sent.file, sent.lines[t], declared)
+            g[k * n + p] = i
+    return g
 
-    # the names the rest of fgl (API, model files) expects of a model
-    @property
-    def labels(self) -> list[str]:
-        return self.layers[0].labels
 
-    @property
-    def attributes(self) -> TemplateAttributes:
-        return self.unroller.attributes
+class FactorGraphModel:
+    """A general CRF (Sutton & McCallum §1.4, §1.5): a factor graph per
+    instance, run by loopy belief propagation, TRP or enumeration
+    (``fgl.engines.loopy_program``); the ``fgl.model.Model`` interface."""
 
-    @classmethod
-    def assemble(cls, spec: ast.Spec, base_dir: Path, layers: list[Layer],
-                 templates: list[LoopyTemplate], vocabs: list[dict[str, int]],
+    engine: ClassVar[str] = "factor graph"
+
+    def __init__(self, spec: ast.Spec, base_dir: Path, layers: list[Layer],
+                 templates: list[TemplatePlan], vocabs: list[dict[str, int]],
                  row_ptr: np.ndarray, feat_config: np.ndarray,
-                 lexicons: dict[str, frozenset[str]] | None = None) -> "LoopyModel":
-        row_sigma = np.empty(len(row_ptr) - 1)
-        row_template = np.empty(len(row_ptr) - 1, dtype=np.int64)
-        for ti, (plan, vocab) in enumerate(zip(templates, vocabs)):
-            row_sigma[list(vocab.values())] = plan.sigma
-            row_template[list(vocab.values())] = ti
-        cards = [int(np.prod([len(layers[l].labels) for l in t.layers])) for t in templates]
-        method, settings = _infer_settings(spec)
-        program = LoopyProgram(row_ptr, feat_config, row_template, np.array(cards, dtype=np.int64),
-                               method, settings, any(layer.hidden for layer in layers))
-        return cls(spec, base_dir, layers, templates, vocabs, program,
-                   np.repeat(row_sigma, np.diff(row_ptr)),
-                   Unroller.for_spec(spec, base_dir, layers, lexicons))
+                 lexicons: dict[str, frozenset[str]] | None = None):
+        self.spec, self.base_dir, self.layers = spec, base_dir, layers
+        self.templates, self.vocabs = templates, vocabs
+        self.feat_sigma = feature_sigma(templates, vocabs, row_ptr)
+        cards = [int(np.prod([len(layers[li].labels) for li in t.layers])) for t in templates]
+        method, settings = infer_settings(spec)
+        self.program = LoopyProgram(row_ptr, feat_config, row_templates(vocabs, len(row_ptr) - 1),
+                                    np.array(cards, dtype=np.int64), method, settings,
+                                    any(layer.hidden for layer in layers))
+        self.unroller = Unroller.for_spec(spec, base_dir, layers, lexicons)
+
+    @property
+    def lexicons(self) -> dict[str, frozenset[str]]:
+        return self.unroller.attributes.lexicons
 
     def initial_weights(self, seed: int = 0) -> np.ndarray:
         """Zero weights, except small random ones (N(0, 0.1²), fixed seed) on
         templates touching a hidden layer: at zero the hidden values are
-        interchangeable and the gradient keeps them so (Sutton & McCallum §1.4.3:
-        the marginal likelihood is not concave and needs a starting point)."""
+        interchangeable and the gradient keeps them so (Sutton & McCallum
+        §1.4.3: the marginal likelihood is not concave and needs a starting
+        point)."""
         w = np.zeros(self.program.n_features)
         hidden = [ti for ti, t in enumerate(self.templates)
-                  if any(self.layers[l].hidden for l in t.layers)]
+                  if any(self.layers[li].hidden for li in t.layers)]
         if hidden:
             feat_tpl = np.repeat(self.program.row_template, np.diff(self.program.row_ptr))
             mask = np.isin(feat_tpl, hidden)
@@ -266,18 +266,21 @@ class LoopyModel:
 
     # ------------------------------------------------------------ encoding
 
-    def encode(self, sentences: list[Sentence], with_gold: bool = False) -> LoopyData:
-        return self.encode_instances(self.unroller.instances(sentences, with_gold), with_gold)
+    def encode(self, sentences: Sequence[Sentence], with_gold: bool = False) -> LoopyData:
+        instances = group_instances(self.spec, sentences, with_gold)
+        return self._encode(instances, [self.unroller.factors(inst) for inst in instances],
+                            [gold_assignment(inst, self.layers, False)
+                             if with_gold and inst.gold is not None
+                             else np.full(len(self.layers) * inst.size, -1, dtype=np.int64)
+                             for inst in instances])
 
-    def encode_instances(self, instances: list[Instance], with_gold: bool,
-                         unrolled: list | None = None) -> LoopyData:
-        """Factor graphs and factor attribute rows of the instances
-        (``unrolled``: their factors, when the caller has them already)."""
-        graphs, fac_ptr, rows, vals, fac_tpl, gold, inst_fptr = [], [0], [], [], [], [], [0]
-        for k, inst in enumerate(instances):
-            factors = unrolled[k] if unrolled is not None else self.unroller.factors(inst)
-            var, n = self.unroller.var_index(inst)
-            card = [len(self.layers[k].labels) for k in range(len(self.layers)) for _ in range(n)]
+    def _encode(self, instances: list[Instance], unrolled: list, golds: list[np.ndarray]
+                ) -> LoopyData:
+        """Factor graphs and factor attribute rows of the instances."""
+        graphs, fac_ptr, rows, vals, fac_tpl, inst_fptr = [], [0], [], [], [], [0]
+        for inst, factors in zip(instances, unrolled):
+            n = inst.size
+            card = [len(layer.labels) for layer in self.layers for _ in range(n)]
             graphs.append(FactorGraph.from_factors(card, [f[1] for f in factors]))
             for ti, _, items in factors:
                 vocab = self.vocabs[ti]
@@ -289,57 +292,56 @@ class LoopyModel:
                 fac_ptr.append(len(rows))
                 fac_tpl.append(ti)
             inst_fptr.append(inst_fptr[-1] + len(factors))
-            g = np.full(len(self.layers) * n, -1, dtype=np.int64)
-            if with_gold and inst.gold is not None:
-                for k, layer in enumerate(self.layers):
-                    if layer.hidden:
-                        continue
-                    index = {y: i for i, y in enumerate(layer.labels)}
-                    for p, y in enumerate(inst.gold[layer.name]):
-                        if y not in index:
-                            sent = _sentence_at(inst, p)
-                            raise DataError(f"unknown label '{y}'; the model knows: "
-                                            f"{', '.join(layer.labels)}", sent[0].file,
-                                            sent[0].lines[sent[1]])
-                        g[var[k, p]] = index[y]
-            gold.append(g)
         return LoopyData(graphs, np.array(inst_fptr, dtype=np.int64),
                          np.array(fac_ptr, dtype=np.int64), np.array(rows, dtype=np.int64),
                          np.array(vals, dtype=np.float64), np.array(fac_tpl, dtype=np.int64),
-                         gold, [i.size for i in instances], instances)
+                         golds, [i.size for i in instances], instances)
 
-    # ------------------------------------------------------------ output
+    # ------------------------------------------------------------ inference
 
-    def split_predictions(self, data: LoopyData, assignments: list[np.ndarray]
-                          ) -> list[list[str] | list[tuple[str, ...]]]:
-        """Per sentence, the predicted labels of the output layers (a tuple
-        per token when there are several outputs)."""
-        outs = [k for k, l in enumerate(self.layers) if not l.hidden]
-        result = []
-        for inst, x, n in zip(data.instances, assignments, data.sizes):
-            x = x.reshape(len(self.layers), n)
+    @property
+    def _outputs(self) -> list[int]:
+        return [k for k, layer in enumerate(self.layers) if not layer.hidden]
+
+    def _per_sentence(self, data: LoopyData, per_instance: list, fn) -> list[list]:
+        """``fn(layer-major values of instance i reshaped [layers, n], a, b)``
+        for every output layer of every sentence [a, b) of every instance."""
+        out = []
+        for inst, values, n in zip(data.instances, per_instance, data.sizes):
+            values = np.asarray(values).reshape((len(self.layers), n) + np.shape(values)[1:])
             for a, b in zip(inst.bounds, inst.bounds[1:]):
-                per_layer = [[self.layers[k].labels[i] for i in x[k, a:b]] for k in outs]
-                result.append(per_layer[0] if len(outs) == 1 else list(zip(*per_layer)))
-        return result
+                out.append([fn(k, values[k, a:b]) for k in self._outputs])
+        return out
 
-    def explain(self, data: LoopyData | None = None) -> str:
-        method, settings = _infer_settings(self.spec)
+    def decode(self, w: np.ndarray, data: LoopyData, jobs: int) -> Predictions:
+        dec = self.program.decode(w, data, jobs)
+        labels = self._per_sentence(data, dec.assignments,
+                                    lambda k, ids: [self.layers[k].labels[i] for i in ids])
+        return Predictions([self.layers[k].name for k in self._outputs], labels, dec.stats)
+
+    def marginals(self, w: np.ndarray, data: LoopyData, jobs: int) -> TokenMarginals:
+        m = self.program.marginals(w, data, jobs)
+        beliefs = [_stack(b) for b in m.per_instance]
+        probs = self._per_sentence(data, beliefs,
+                                   lambda k, p: p[:, :len(self.layers[k].labels)].copy())
+        outs = [self.layers[k] for k in self._outputs]
+        return TokenMarginals([o.name for o in outs], [o.labels for o in outs], probs, m.stats)
+
+    def log_partition(self, w: np.ndarray, data: LoopyData, jobs: int) -> np.ndarray:
+        return self.program.log_partition(w, data, jobs)
+
+    def describe(self, data: LoopyData | None = None) -> list[str]:
+        method, settings = self.program.method, self.program.settings
         knobs = ", ".join(f"{k} = {v}" for k, v in settings.items())
         lines = [
-            f"engine: {'exact enumeration' if method == 'exact' else 'loopy belief propagation'}"
-            f"{' with the TRP schedule' if method == 'trp' else ''} over a factor graph per instance"
-            " (Sutton & McCallum §1.4.4, §1.5)",
-            "  why: some template is not a contiguous label window of one chain"
-            " (pair/skip edges, several layers, hidden variables or graph input)",
             f"inference: {method}" + (f" ({knobs})" if knobs else ""),
-            "layers: " + "; ".join(f"{l.name}{' (hidden)' if l.hidden else ''}: n = "
-                                   f"{len(l.labels)}" for l in self.layers),
+            "layers: " + "; ".join(f"{layer.name}{' (hidden)' if layer.hidden else ''}: n = "
+                                   f"{len(layer.labels)}" for layer in self.layers),
             f"features: {self.program.n_features}",
             "templates:",
         ]
         for tpl, vocab in zip(self.templates, self.vocabs):
-            lines.append(f"  {tpl.name}: {tpl.width} variables, {len(tpl.configs)} "
+            lines.append(f"  {tpl.name}: {tpl.width} variables, {len(tpl.patterns)} "
                          f"configurations, {len(vocab)} attributes, sigma {tpl.sigma:g}")
         if data is not None:
             F = sum(g.n_factors for g in data.graphs)
@@ -347,123 +349,112 @@ class LoopyModel:
             V = sum(g.n_vars for g in data.graphs)
             cyc = sum(g.n_cycles() for g in data.graphs)
             trees = sum(len(g.spanning_trees()) for g in data.graphs) if method == "trp" else 0
+            lines.append(f"training data: {data.n_sequences} instances, {data.n_tokens} "
+                         "positions")
             lines.append(f"instances: {len(data.graphs)}; variables {V}, factors {F}, "
                          f"edges {E}, independent cycles {cyc}"
                          + (f", TRP trees {trees}" if method == "trp" else ""))
-        return "\n".join(lines)
+        return lines
+
+    # ------------------------------------------------------------ model files
+
+    def header(self) -> dict:
+        return {"layers": [{"name": layer.name, "labels": layer.labels, "hidden": layer.hidden}
+                           for layer in self.layers],
+                "templates": [t.to_json() for t in self.templates],
+                "vocabs": vocab_json(self.vocabs)}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"row_ptr": self.program.row_ptr, "feat_pattern": self.program.feat_config}
+
+    @classmethod
+    def from_header(cls, spec: ast.Spec, base_dir: Path, header: dict,
+                    arrays: dict[str, np.ndarray]) -> "FactorGraphModel":
+        layers = [Layer(str(d["name"]), [str(y) for y in d["labels"]], bool(d["hidden"]))
+                  for d in header["layers"]]
+        return cls(spec, base_dir, layers, [TemplatePlan.from_json(t) for t in header["templates"]],
+                   vocab_from_json(header["vocabs"]), arrays["row_ptr"], arrays["feat_pattern"],
+                   header["lexicons"])
+
+    # ------------------------------------------------------------ compiling
+
+    @classmethod
+    def compile(cls, spec: ast.Spec, sentences: Sequence[Sentence], base_dir: Path | None = None,
+                overrides: dict | None = None, source: str = "<train>",
+                ) -> tuple["FactorGraphModel", LoopyData]:
+        """Compile a general CRF against training data: lay out and unroll
+        every instance once, then read the templates' configurations and
+        features off the gold assignments."""
+        if callable(sentences):
+            sentences = list(sentences())
+        if not sentences:
+            raise DataError("the training data has no sequences", source, 0)
+        base_dir = base_dir or Path(".")
+        instances = group_instances(spec, sentences, with_gold=True)
+        layers = [Layer(name, layer_labels(spec, name, (y for inst in instances
+                                                         for y in inst.gold[name])))
+                  for name in spec.outputs]
+        layers += [Layer(h.name, list(h.labels), True) for h in spec.hidden]
+        unroller = Unroller.for_spec(spec, base_dir, layers)
+        unrolled = [unroller.factors(inst) for inst in instances]
+        golds = [gold_assignment(inst, layers, True) for inst in instances]
+        templates = _plans(spec, layers, unroller.layer_index, unrolled, golds,
+                           prior_sigma(spec, overrides))
+        vocabs, row_ptr, feat_config = _feature_table(templates, layers, unrolled, golds)
+        model = cls(spec, base_dir, layers, templates, vocabs, row_ptr, feat_config,
+                    unroller.attributes.lexicons)
+        return model, model._encode(instances, unrolled, golds)
 
 
-def _variables(tpl: ast.Template) -> list[tuple[str, int, str]]:
-    """The template's variables as (layer, offset, index), oldest first:
-    ``y[t-1..t]`` is two variables, ``(y[i], y[j])`` two."""
-    return [(r.var, off, r.index) for r in tpl.labels for off in range(r.lo, r.hi + 1)]
+def _stack(beliefs: list[np.ndarray]) -> np.ndarray:
+    """Per-variable belief vectors as one [variables, max card] array."""
+    width = max((len(b) for b in beliefs), default=0)
+    out = np.zeros((len(beliefs), width))
+    for i, b in enumerate(beliefs):
+        out[i, :len(b)] = b
+    return out
 
 
-def _sentence_at(inst: Instance, p: int) -> tuple[Sentence, int]:
-    for s, (a, b) in enumerate(zip(inst.bounds, inst.bounds[1:])):
-        if a <= p < b:
-            return inst.sentences[s], p - a
-    raise IndexError(p)
-
-
-def needs_loopy(spec: ast.Spec) -> bool:
-    """True when some clique is not a contiguous window of one chain."""
-    if spec.hidden or spec.input_format == "graph" or len(spec.outputs) > 1:
-        return True
-    return spec.segments is None and any(
-        tpl.where or any(r.index != "t" or r.var != tpl.labels[0].var for r in tpl.labels)
-        for tpl in spec.templates)
-
-
-def _layers(spec: ast.Spec, instances: list[Instance]) -> list[Layer]:
-    layers = []
-    for name in spec.outputs:
-        declared = spec.label_sets.get(name)
-        labels = list(declared[0]) if declared else sorted(
-            {y for inst in instances for y in inst.gold[name]})
-        layers.append(Layer(name, labels, False))
-    layers += [Layer(h.name, list(h.labels), True) for h in spec.hidden]
-    return layers
-
-
-def compile_loopy_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Path | None = None,
-                        overrides: dict[str, object] | None = None, source: str = "<train>",
-                        ) -> tuple[LoopyModel, LoopyData]:
-    """Compile a general CRF against training data."""
-    if not sentences:
-        raise DataError("the training data has no sequences", source, 0)
-    base_dir = base_dir or Path(".")
-    settings = {**train_settings(spec), **(overrides or {})}
-    sigma = float(settings.get("sigma", DEFAULT_SIGMA))
-    unroller = Unroller.for_spec(spec, base_dir, [])
-    instances = unroller.instances(sentences, with_gold=True)
-    layers = unroller.layers = _layers(spec, instances)
-    index = unroller.layer_index
-
-    unrolled = [unroller.factors(inst) for inst in instances]
-    golds = []
-    for inst in instances:
-        _, n = unroller.var_index(inst)
-        g = np.full(len(layers) * n, -1, dtype=np.int64)
-        for k, layer in enumerate(layers):
-            if not layer.hidden:
-                lab = {y: i for i, y in enumerate(layer.labels)}
-                for p, y in enumerate(inst.gold[layer.name]):
-                    if y not in lab:
-                        sent, t = _sentence_at(inst, p)
-                        raise DataError(f"label '{y}' is not among the declared labels: "
-                                        f"{', '.join(layer.labels)}", sent.file, sent.lines[t])
-                    g[k * n + p] = lab[y]
-        golds.append(g)
-
-    templates: list[LoopyTemplate] = []
+def _plans(spec: ast.Spec, layers: list[Layer], layer_index: dict[str, int], unrolled: list,
+           golds: list[np.ndarray], sigma: float) -> list[TemplatePlan]:
+    """Each template's plan: the configurations that carry weights are its
+    explicit patterns, those of the gold assignments (``patterns
+    observed``), or all of them."""
+    plans = []
     for ti, tpl in enumerate(spec.templates):
-        tl = [index[var] for var, _, _ in _variables(tpl)]
-        cards = [len(layers[l].labels) for l in tl]
-        observed = not any(layers[l].hidden for l in tl)
-        seen = sorted({tuple(int(g[v]) for v in vs) for inst_f, g in zip(unrolled, golds)
-                       for t, vs, _ in inst_f if t == ti}) if observed else []
-        kind = tpl.patterns.kind if tpl.patterns else None
-        if kind == "list":
-            configs = []
-            for pat in tpl.patterns.patterns:
-                if len(pat) != len(tl):
-                    raise _loc_error(f"pattern {' '.join(pat)} has {len(pat)} labels; template "
-                                     f"'{tpl.name}' has {len(tl)} variables",
-                                     getattr(pat, "loc", tpl.patterns.loc))
-                try:
-                    configs.append(tuple(layers[l].labels.index(y) for l, y in zip(tl, pat)))
-                except ValueError:
-                    raise _loc_error(f"unknown label in pattern {' '.join(pat)} of template "
-                                     f"'{tpl.name}'", getattr(pat, "loc", tpl.patterns.loc)) from None
-        elif kind in ("observed", "observed_upto") and observed:
-            configs = seen
-        else:
-            total = int(np.prod(cards))
-            if total > MAX_CONFIGS:
-                raise _loc_error(f"template '{tpl.name}' has {total} label configurations; "
-                                 "use 'patterns observed' or fewer variables", tpl.loc)
-            configs = list(itertools.product(*(range(c) for c in cards)))
-        opts = _settings(tpl.options)
-        support = str(opts.get("support", "observed" if tpl.observations and observed else "all"))
-        templates.append(LoopyTemplate(tpl.name, tl, configs, float(opts.get("sigma", sigma)),
-                                       support, bool(tpl.observations)))
+        var_layers = [layer_index[var] for var, _, _ in variables(tpl)]
+        observed = not any(layers[li].hidden for li in var_layers)
 
-    # features: (attribute row, configuration) pairs
+        def seen(lengths: list[int], ti: int = ti) -> set[tuple[int, ...]]:
+            return {tuple(int(g[v]) for v in vs) for inst_f, g in zip(unrolled, golds)
+                    for t, vs, _ in inst_f if t == ti}
+
+        patterns = resolve_patterns(tpl, layers, var_layers, seen, can_observe=observed,
+                                    exact_length=True)
+        plans.append(template_plan(tpl, var_layers, patterns, sigma,
+                                   "observed" if tpl.observations and observed else "all"))
+    return plans
+
+
+def _feature_table(templates: list[TemplatePlan], layers: list[Layer], unrolled: list,
+                   golds: list[np.ndarray]) -> tuple[list[dict[str, int]], np.ndarray, np.ndarray]:
+    """Features are (attribute row, configuration) pairs: per row, the
+    configurations it was seen with in gold factors (``support observed``)
+    or all its template's configurations.  Configurations are flat indices
+    into the factor table (row-major, first variable slowest)."""
     vocabs: list[dict[str, int]] = [{} for _ in templates]
     row_configs: list[set[int]] = []
     row_tpl: list[int] = []
     strides = []
     for tpl in templates:
-        cards = [len(layers[l].labels) for l in tpl.layers]
+        cards = [len(layers[li].labels) for li in tpl.layers]
         strides.append([int(np.prod(cards[k + 1:])) for k in range(len(cards))])
-    config_sets = [{sum(c * s for c, s in zip(conf, st)) for conf in tpl.configs}
+    config_sets = [{sum(c * s for c, s in zip(conf, st)) for conf in tpl.patterns}
                    for tpl, st in zip(templates, strides)]
     for inst_f, g in zip(unrolled, golds):
         for ti, vs, items in inst_f:
-            tpl = templates[ti]
             gold_cfg = None
-            if tpl.support == "observed":
+            if templates[ti].support == "observed":
                 gold_cfg = sum(int(g[v]) * s for v, s in zip(vs, strides[ti]))
                 if gold_cfg not in config_sets[ti]:
                     gold_cfg = None
@@ -482,6 +473,4 @@ def compile_loopy_model(spec: ast.Spec, sentences: list[Sentence], base_dir: Pat
     row_ptr[1:] = np.cumsum([len(c) for c in row_configs])
     feat_config = np.fromiter((c for cs in row_configs for c in sorted(cs)), dtype=np.int64,
                               count=int(row_ptr[-1]))
-    model = LoopyModel.assemble(spec, base_dir, layers, templates, vocabs, row_ptr, feat_config,
-                                unroller.attributes.lexicons)
-    return model, model.encode_instances(instances, with_gold=True, unrolled=unrolled)
+    return vocabs, row_ptr, feat_config

@@ -1,42 +1,57 @@
-"""The compiler: checked spec + training data -> a program and its features.
+"""Compiling chain and segment models: spec + training data -> program.
 
-It picks the engine from the spec: contiguous label windows of one chain ->
-the exact pattern-sparse chain program (Ye et al. 2009 §3); ``segments`` declared
--> the exact high-order semi-Markov program (Cuong et al. 2014 §2).  It resolves each
-template's label patterns (explicit, all, or observed in training data,
-Ye et al. 2009 §4 / Cuong et al. 2014 §3.1), builds the pattern set Z, the forward-state
-machine, and the feature table: one weight per (attribute, pattern) pair of a
+A chain model (every template a contiguous label window ``y[t-k..t]``) runs
+on the exact pattern-sparse chain program (Ye et al. 2009 §3); a segment
+model (``segments`` declared) on the exact high-order semi-Markov program
+(Cuong et al. 2014 §2).  Both are the same compilation over *units* —
+tokens for a chain, candidate segments (u, d) at index u·L + d - 1 for a
+segment model — so ``SequenceModel`` holds it once and ``ChainModel`` /
+``SegmentModel`` supply only what differs: the units' attributes, the gold
+segmentation, the program and how decoded segments become tags.
+
+The feature table has one weight per (attribute, pattern) pair of a
 template, restricted by default to pairs seen in training ("supported"
-features) — or every pair with ``support = all``.  Templates without
-observations (pure label-pattern weights, e.g. transitions) get every
-pattern.
-
-Observations are evaluated on *units*: tokens for a chain, candidate
-segments (u, d) — unit u·L + d - 1 — for a semi-Markov model.
+features) or every pair with ``support = all``; templates without
+observations get every pattern.  Training data is read twice when given as
+a re-readable source — labels and patterns first, then features — and never
+held whole.
 """
 from __future__ import annotations
 
-import itertools
 import sys
 from array import array
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence, Union
+from typing import Callable, ClassVar, Iterable, Sequence, Union
 
 import numpy as np
 
-from fgl.lang import ast
-from fgl.engines.chain import ChainStructure
-from fgl.errors import DataError, SpecError
-from fgl.io.conll import Sentence
-from fgl.features.observations import TemplateAttributes, sentence_columns
-from fgl.engines.programs import ChainProgram, EncodedData, SemiMarkovProgram, unit_ones
+from fgl.compile.frontend import (
+    Layer,
+    TemplatePlan,
+    feature_sigma,
+    label_id,
+    loc_error,
+    prior_sigma,
+    resolve_patterns,
+    template_plan,
+    vocab_from_json,
+    vocab_json,
+)
 from fgl.compile.segmentation import segments_from_tags, tags_from_segments
+from fgl.engines.chain_program import ChainProgram
+from fgl.engines.data import EncodedData, unit_ones
+from fgl.engines.semimarkov_program import SemiMarkovProgram
+from fgl.engines.structure import ChainStructure
+from fgl.errors import DataError
+from fgl.features.observations import TemplateAttributes, sentence_columns
+from fgl.io.conll import Sentence
+from fgl.lang import ast
+from fgl.model import Predictions, TokenMarginals
 
-DEFAULT_SIGMA = 10.0
 # training data: sentences in memory, or a function giving a fresh pass over them
 Sentences = Union[Sequence[Sentence], Callable[[], Iterable[Sentence]]]
-MAX_ALL_PATTERNS = 200_000
+Segment = tuple[int, int, str]
+UnitAttributes = list[list[list[tuple[str, float]]]]
 
 
 class UnitRows:
@@ -62,70 +77,76 @@ class UnitRows:
         return np.frombuffer(self.ptr, dtype=np.int64), rows, vals
 
 
-@dataclass
-class TemplatePlan:
-    """One clique template after compilation."""
+class SequenceModel:
+    """A compiled chain or segment model: its label layer, template plans,
+    attribute vocabularies and program (the ``fgl.model.Model`` interface).
+    Subclasses define the units and the program."""
 
-    name: str
-    width: int                      # labels in the window, k + 1
-    patterns: list[tuple[int, ...]]  # label-id tuples, oldest first
-    sigma: float
-    support: str                     # "observed" | "all"
-    has_observations: bool
+    engine: ClassVar[str]
+    const_key: ClassVar[str | None] = None   # an attribute scored once, not per unit
 
-
-@dataclass
-class CompiledModel:
-    """Everything needed to score, train and tag: labels, templates, the
-    attribute vocabularies and the program.  Saved by ``fgl.model_io``."""
-
-    spec: ast.Spec
-    base_dir: Path
-    labels: list[str]
-    templates: list[TemplatePlan]
-    vocabs: list[dict[str, int]]     # per template: attribute key -> row id
-    program: ChainProgram | SemiMarkovProgram
-    feat_sigma: np.ndarray
-    attributes: TemplateAttributes = field(repr=False)
-
-    @classmethod
-    def assemble(cls, spec: ast.Spec, base_dir: Path, labels: list[str],
+    def __init__(self, spec: ast.Spec, base_dir: Path, layer: Layer,
                  templates: list[TemplatePlan], patterns: list[tuple[int, ...]],
                  vocabs: list[dict[str, int]], row_ptr: np.ndarray, feat_pattern: np.ndarray,
-                 lexicons: dict[str, frozenset[str]] | None = None) -> "CompiledModel":
-        """Build the program and per-feature sigmas from the compiled parts
-        (used by the compiler and by model loading)."""
-        structure = ChainStructure.build(len(labels), patterns)
-        row_sigma = np.empty(len(row_ptr) - 1)
-        for plan, vocab in zip(templates, vocabs):
-            row_sigma[list(vocab.values())] = plan.sigma
-        feat_sigma = np.repeat(row_sigma, np.diff(row_ptr))
-        if spec.segments is None:
-            const_rows = np.array([v["bias"] for v in vocabs if "bias" in v], dtype=np.int64)
-            program = ChainProgram(structure, row_ptr, feat_pattern, const_rows)
-        else:
-            program = SemiMarkovProgram(structure, row_ptr, feat_pattern,
-                                        spec.segments.max_length, _label_limits(spec, labels))
-        return cls(spec, base_dir, labels, templates, vocabs, program, feat_sigma,
-                   TemplateAttributes(spec, base_dir, lexicons))
+                 lexicons: dict[str, frozenset[str]] | None = None):
+        self.spec, self.base_dir, self.layers = spec, base_dir, [layer]
+        self.templates, self.vocabs = templates, vocabs
+        self.structure = ChainStructure.build(len(layer.labels), patterns)
+        self.program = self._program(row_ptr, feat_pattern)
+        self.feat_sigma = feature_sigma(templates, vocabs, row_ptr)
+        self.attributes = TemplateAttributes(spec, base_dir, lexicons)
 
-    @property
-    def label_index(self) -> dict[str, int]:
-        return {y: i for i, y in enumerate(self.labels)}
+    # ------------------------------------------------------------ per engine
 
     @property
     def units_per_token(self) -> int:
-        return 1 if self.spec.segments is None else self.spec.segments.max_length
+        return self.span_limit(self.spec)
 
-    def unit_attributes(self, cols: dict[str, list], T: int) -> list[list[list[tuple[str, float]]]]:
-        """Per template, the (attribute, value) lists of every unit."""
-        return _unit_attributes(self.attributes, cols, T, self.units_per_token,
-                                self.spec.segments is not None)
+    @classmethod
+    def span_limit(cls, spec: ast.Spec) -> int:
+        """Units per token: the longest span one unit covers (1 for a chain)."""
+        return 1
 
-    def encode(self, sentences: list[Sentence], with_gold: bool = False) -> EncodedData:
-        """Encode sentences for the engines; attributes never seen in
+    def _program(self, row_ptr: np.ndarray, feat_pattern: np.ndarray):
+        raise NotImplementedError
+
+    @classmethod
+    def _declared(cls, spec: ast.Spec) -> list[str] | None:
+        """The spec's declared labels of the units, if any."""
+        return None
+
+    @classmethod
+    def _gold_segments(cls, spec: ast.Spec, tags: list[str], sent: Sentence) -> list[Segment]:
+        raise NotImplementedError
+
+    @classmethod
+    def _unit_attributes(cls, attributes: TemplateAttributes, cols: dict[str, list], T: int,
+                         L: int) -> UnitAttributes:
+        raise NotImplementedError
+
+    def _tags(self, labels: np.ndarray, starts: np.ndarray | None) -> list[str]:
+        raise NotImplementedError
+
+    def _describe_engine(self) -> list[str]:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ the interface
+
+    @property
+    def labels(self) -> list[str]:
+        return self.layers[0].labels
+
+    @property
+    def lexicons(self) -> dict[str, frozenset[str]]:
+        return self.attributes.lexicons
+
+    def initial_weights(self) -> np.ndarray:
+        return np.zeros(self.program.n_features)
+
+    def encode(self, sentences: Sequence[Sentence], with_gold: bool = False) -> EncodedData:
+        """Encode sentences for the engine; attributes never seen in
         training have no weights and are skipped."""
-        const_key = _const_key(self.spec)
+        L = self.units_per_token
         seq_ptr = [0]
         units = UnitRows()
         gold: list[int] = []
@@ -133,303 +154,212 @@ class CompiledModel:
         for sent in sentences:
             cols, tags = sentence_columns(self.spec, sent.rows, sent.lines, sent.file)
             T = len(sent.rows)
-            per_template = self.unit_attributes(cols, T)
-            for unit in range(T * self.units_per_token):
+            per_template = self._unit_attributes(self.attributes, cols, T, L)
+            for unit in range(T * L):
                 rows, vals = [], []
                 for vocab, tpl_rows in zip(self.vocabs, per_template):
                     for key, v in tpl_rows[unit]:
                         r = vocab.get(key)
-                        if r is not None and key != const_key:
+                        if r is not None and key != self.const_key:
                             rows.append(r)
                             vals.append(v)
                 units.add(rows, vals)
             if with_gold:
                 if tags is None:
                     raise DataError("this data has no label column", sent.file, sent.lines[0])
-                ids, st = self._gold(tags, sent)
-                gold.extend(ids)
-                starts.extend(st)
+                for u, v, y in self._gold_segments(self.spec, tags, sent):
+                    gold.extend([label_id(self.layers[0], y, sent.file, sent.lines[u], False)]
+                                * (v - u + 1))
+                    starts.extend([1] + [0] * (v - u))
             seq_ptr.append(seq_ptr[-1] + T)
         tok_ptr, tok_row, tok_val = units.arrays()
         return EncodedData(np.array(seq_ptr, dtype=np.int64), tok_ptr, tok_row, tok_val,
                            np.array(gold, dtype=np.int64) if with_gold else None,
-                           np.array(starts, dtype=np.int64) if with_gold else None,
-                           self.units_per_token)
+                           np.array(starts, dtype=np.int64) if with_gold else None, L)
 
-    def _gold(self, tags: list[str], sent: Sentence) -> tuple[list[int], list[int]]:
-        """Gold label ids per token and segment starts (every token starts
-        one in a chain model)."""
-        lab = self.label_index
-        if self.spec.segments is None:
-            segs = [(t, t, y) for t, y in enumerate(tags)]
-        else:
-            segs = segments_from_tags(tags, self.spec.segments, sent)
-        ids, starts = [0] * len(tags), [0] * len(tags)
-        for u, v, y in segs:
-            if y not in lab:
-                raise DataError(f"unknown label '{y}'; the model knows: {', '.join(self.labels)}",
-                                sent.file, sent.lines[u])
-            ids[u:v + 1] = [lab[y]] * (v - u + 1)
-            starts[u] = 1
-        return ids, starts
+    def decode(self, w: np.ndarray, data: EncodedData, jobs: int) -> Predictions:
+        dec = self.program.decode(w, data, jobs)
+        starts = dec.segment_starts or [None] * len(dec.assignments)
+        return Predictions([self.layers[0].name],
+                           [[self._tags(a, s)] for a, s in zip(dec.assignments, starts)],
+                           dec.stats)
 
-    def tags(self, labels: np.ndarray, starts: np.ndarray | None) -> list[str]:
-        """Token tags of one decoded sequence (segments back to BIO tags or
-        label runs in a segment model)."""
-        if starts is None:
-            return [self.labels[i] for i in labels]
-        segs, u = [], 0
-        for t in range(1, len(labels) + 1):
-            if t == len(labels) or starts[t]:
-                segs.append((u, t - 1, self.labels[labels[u]]))
-                u = t
-        return tags_from_segments(segs, len(labels), self.spec.segments.boundary)
+    def marginals(self, w: np.ndarray, data: EncodedData, jobs: int) -> TokenMarginals:
+        m = self.program.marginals(w, data, jobs)
+        return TokenMarginals([self.layers[0].name], [self.labels],
+                              [[probs] for probs in m.per_instance], m.stats)
 
-    def explain(self) -> str:
-        """The compiled program, its sizes, and why this engine."""
-        st = self.program.structure
-        n, P, S = st.n_labels, st.n_forward, st.n_backward
-        order = max(len(z) for z in st.patterns) - 1
-        if self.spec.segments is None:
-            lines = [
-                "engine: exact pattern-sparse chain (Ye et al. 2009 §3)",
-                "  why: every template is a contiguous label window y[t-k..t] of one chain,"
-                " so inference is exact in O(T·n·|P|)",
-            ]
-            cost = (f"cost of one pass: O(T·n·|P|) = {S} transition updates per token"
-                    f" (a dense order-{order} chain would need n^{order + 1} = {n ** (order + 1)})")
-        else:
-            L = self.program.max_length
-            limits = ", ".join(f"{y} {m}" for y, m in zip(self.labels, self.program.label_max)
-                               if m != L)
-            lines = [
-                "engine: exact high-order semi-Markov (Cuong et al. 2014 §2)",
-                "  why: the spec declares segments; templates range over segment label"
-                " windows s[j-k..j], so inference is exact in O(T·L·n·|P|)",
-                f"maximum segment length L = {L}" + (f" (per label: {limits})" if limits else ""),
-            ]
-            cost = (f"cost of one pass: O(T·L·n·|P|) = {L}·{S} = {L * S} span-transition"
-                    f" updates per token")
-        lines += [
-            f"labels (n = {n}): {' '.join(self.labels)}",
-            f"patterns |Z| = {len(st.patterns)}, maximum order {order}",
-            f"forward states |P| = {P}, backward states |S| = |P|·n = {S}",
-            cost,
-            f"features: {self.program.n_features}",
-            "templates:",
-        ]
+    def log_partition(self, w: np.ndarray, data: EncodedData, jobs: int) -> np.ndarray:
+        return self.program.log_partition(w, data, jobs)
+
+    def describe(self, data: EncodedData | None = None) -> list[str]:
+        st = self.structure
+        lines = [f"labels (n = {st.n_labels}): {' '.join(self.labels)}",
+                 f"patterns |Z| = {len(st.patterns)}, maximum order "
+                 f"{max(len(z) for z in st.patterns) - 1}",
+                 f"forward states |P| = {st.n_forward}, backward states |S| = |P|·n = "
+                 f"{st.n_backward}",
+                 *self._describe_engine(),
+                 f"features: {self.program.n_features}", "templates:"]
+        row_len = np.diff(self.program.row_ptr)
         for tpl, vocab in zip(self.templates, self.vocabs):
-            nfeat = int(sum(self.program.row_ptr[r + 1] - self.program.row_ptr[r]
-                            for r in vocab.values()))
+            nfeat = int(row_len[list(vocab.values())].sum())
             lines.append(f"  {tpl.name}: window {tpl.width}, {len(tpl.patterns)} patterns, "
                          f"{len(vocab)} attributes, {nfeat} features, sigma {tpl.sigma:g}, "
                          f"support {tpl.support}")
-        return "\n".join(lines)
+        if data is not None:
+            lines.append(f"training data: {data.n_sequences} sequences, {data.n_tokens} tokens")
+        return lines
+
+    # ------------------------------------------------------------ model files
+
+    def header(self) -> dict:
+        return {"layers": [{"name": self.layers[0].name, "labels": self.labels, "hidden": False}],
+                "templates": [t.to_json() for t in self.templates],
+                "patterns": [list(z) for z in self.structure.patterns],
+                "vocabs": vocab_json(self.vocabs)}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"row_ptr": self.program.row_ptr, "feat_pattern": self.program.feat_pattern}
+
+    @classmethod
+    def from_header(cls, spec: ast.Spec, base_dir: Path, header: dict,
+                    arrays: dict[str, np.ndarray]) -> "SequenceModel":
+        (layer,) = header["layers"]
+        return cls(spec, base_dir, Layer(str(layer["name"]), [str(y) for y in layer["labels"]]),
+                   [TemplatePlan.from_json(t) for t in header["templates"]],
+                   [tuple(int(v) for v in z) for z in header["patterns"]],
+                   vocab_from_json(header["vocabs"]), arrays["row_ptr"], arrays["feat_pattern"],
+                   header["lexicons"])
+
+    # ------------------------------------------------------------ compiling
+
+    @classmethod
+    def compile(cls, spec: ast.Spec, sentences: Sentences, base_dir: Path | None = None,
+                overrides: dict | None = None, source: str = "<train>",
+                ) -> tuple["SequenceModel", EncodedData]:
+        """Compile a checked spec against training data (read from
+        ``source``); returns the model and the encoded training data (with
+        gold labels).  ``sentences`` is a list, or a function returning a
+        fresh iterator over them (e.g. ``lambda: iter_conll(path)``): the
+        data is then read twice and never held whole."""
+        if not callable(sentences) and iter(sentences) is sentences:  # a one-pass iterator
+            sentences = list(sentences)
+        read = sentences if callable(sentences) else (lambda: sentences)
+        base_dir = base_dir or Path(".")
+        attributes = TemplateAttributes(spec, base_dir)
+        layer, gold, spans = cls._read_gold(spec, read, source)
+        plans = cls._plans(spec, layer, gold, prior_sigma(spec, overrides))
+        z_list = list(dict.fromkeys([(y,) for y in range(len(layer.labels))]
+                                    + [z for p in plans for z in p.patterns]))
+        table = _FeatureTable(cls, spec, plans, z_list, attributes)
+        table.read(read, gold, spans, source)
+        row_ptr, feat_pattern, vocabs, units = table.finish()
+        model = cls(spec, base_dir, layer, plans, z_list, vocabs, row_ptr, feat_pattern,
+                    attributes.lexicons)
+        seq_ptr = np.zeros(len(gold) + 1, dtype=np.int64)
+        seq_ptr[1:] = np.cumsum([segs[-1][1] + 1 if segs else 0 for segs in spans])
+        gold_tokens, starts = [], []
+        for segs, seq in zip(spans, gold):
+            for (u, v), y in zip(segs, seq):
+                gold_tokens.extend([y] * (v - u + 1))
+                starts.extend([1] + [0] * (v - u))
+        data = EncodedData(seq_ptr, *units, np.array(gold_tokens, dtype=np.int64),
+                           np.array(starts, dtype=np.int64), model.units_per_token)
+        return model, data
+
+    @classmethod
+    def _read_gold(cls, spec: ast.Spec, read: Callable[[], Iterable[Sentence]], source: str
+                   ) -> tuple[Layer, list[list[int]], list[list[tuple[int, int]]]]:
+        """First pass: the label layer, and per sentence the gold label id and
+        (first, last) token of each gold segment (each token, in a chain)."""
+        declared = cls._declared(spec)
+        declared_layer = Layer(spec.outputs[0], declared) if declared else None
+        gold_segs: list[list[Segment]] = []
+        for sent in read():
+            _, tags = sentence_columns(spec, sent.rows, sent.lines, sent.file)
+            if tags is None:
+                raise DataError(f"training data needs the label column '{spec.outputs[0]}'",
+                                sent.file, sent.lines[0])
+            segs = cls._gold_segments(spec, tags, sent)
+            if declared_layer is not None:
+                for u, _, y in segs:
+                    label_id(declared_layer, y, sent.file, sent.lines[u], True)
+            gold_segs.append([(u, v, sys.intern(y)) for u, v, y in segs])
+        if not gold_segs:
+            raise DataError("the training data has no sequences", source, 0)
+        layer = declared_layer or Layer(spec.outputs[0], sorted(
+            {y for segs in gold_segs for _, _, y in segs}))
+        index = layer.index
+        gold = [[index[y] for _, _, y in segs] for segs in gold_segs]
+        spans = [[(u, v) for u, v, _ in segs] for segs in gold_segs]
+        return layer, gold, spans
+
+    @classmethod
+    def _plans(cls, spec: ast.Spec, layer: Layer, gold: list[list[int]], sigma: float
+               ) -> list[TemplatePlan]:
+        def observed(lengths: list[int]) -> Iterable[tuple[int, ...]]:
+            for seq in gold:
+                for m in lengths:
+                    for t in range(m - 1, len(seq)):
+                        yield tuple(seq[t - m + 1:t + 1])
+
+        plans = []
+        for tpl in spec.templates:
+            width = 1 - min(ref.lo for ref in tpl.labels)  # y[t-k..t]: k + 1 labels
+            patterns = resolve_patterns(tpl, [layer], [0] * width, observed)
+            plans.append(template_plan(tpl, [0] * width, patterns, sigma,
+                                       "observed" if tpl.observations else "all"))
+        return plans
 
 
-def _unit_attributes(attributes: TemplateAttributes, cols: dict[str, list], T: int, L: int,
-                     segments: bool) -> list[list[list[tuple[str, float]]]]:
-    """Attributes per template of every unit: per token, or per candidate
-    segment (u, d) at index u·L + d - 1 (empty past the end)."""
-    if not segments:
-        return attributes(cols, T)
-    spans = [(u, u + d - 1) for u in range(T) for d in range(1, L + 1) if u + d <= T]
-    per_template = attributes(cols, T, spans)
-    out = []
-    for rows in per_template:
-        units: list[list[tuple[str, float]]] = [[] for _ in range(T * L)]
-        for (u, v), items in zip(spans, rows):
-            units[u * L + v - u] = items
-        out.append(units)
-    return out
+class _FeatureTable:
+    """Second pass of compiling: attribute rows, their supported patterns and
+    every unit's rows (flat CSR arrays filled sentence by sentence)."""
 
+    def __init__(self, model_cls: type[SequenceModel], spec: ast.Spec, plans: list[TemplatePlan],
+                 z_list: list[tuple[int, ...]], attributes: TemplateAttributes):
+        self.cls, self.spec, self.plans, self.attributes = model_cls, spec, plans, attributes
+        self.L = model_cls.span_limit(spec)
+        self.n_z = len(z_list)
+        z_index = {z: i for i, z in enumerate(z_list)}
+        self.pattern_sets = [{z: z_index[z] for z in p.patterns} for p in plans]
+        self.lengths = [sorted({len(z) for z in p.patterns}) for p in plans]
+        self.vocabs: list[dict[str, int]] = [{} for _ in plans]
+        # supported patterns per row: the first in row_first (-1: none yet),
+        # any others as codes row·|Z| + pattern in row_more — most rows have
+        # one, and a set per row is costly
+        self.row_first = array("q")
+        self.row_more: set[int] = set()
+        self.row_template = array("i")
+        self.units = UnitRows()
 
-def _const_key(spec: ast.Spec) -> str | None:
-    """The attribute a chain program scores on its own, not per token: the
-    constant ``bias`` row of each template (``ChainProgram.const_rows``)."""
-    return "bias" if spec.segments is None else None
+    def read(self, read: Callable[[], Iterable[Sentence]], gold: list[list[int]],
+             spans: list[list[tuple[int, int]]], source: str) -> None:
+        n_read = 0
+        for i, sent in enumerate(read()):
+            if i >= len(gold):
+                break
+            n_read += 1
+            self.add(sent, gold[i], spans[i])
+        if n_read != len(gold):
+            raise DataError(f"the training data changed while it was read: {len(gold)} "
+                            f"sequences on the first pass, {n_read} on the second", source, 0)
 
-
-def _label_limits(spec: ast.Spec, labels: list[str]) -> np.ndarray:
-    seg = spec.segments
-    limits = np.full(len(labels), seg.max_length, dtype=np.int64)
-    for name, m in seg.per_label.items():
-        if name not in labels:
-            raise _loc_error(f"segment length limit for unknown label '{name}'; the labels are: "
-                             f"{', '.join(labels)}", getattr(name, "loc", seg.loc))
-        limits[labels.index(name)] = min(int(m), seg.max_length)
-    return limits
-
-
-def _loc_error(message: str, loc: ast.Loc) -> SpecError:
-    return SpecError(message, loc.file, loc.line, loc.col)
-
-
-def _settings(items: list[ast.Setting]) -> dict[str, object]:
-    return {s.key: s.value for s in items}
-
-
-def train_settings(spec: ast.Spec) -> dict[str, object]:
-    """The spec's ``train { ... }`` block as a dict."""
-    return _settings(spec.train)
-
-
-def _window(tpl: ast.Template) -> int:
-    """Labels in the template's window y[t-k..t] (written as a range or as
-    a tuple of positions; the checker ensures it is contiguous)."""
-    return 1 - min(ref.lo for ref in tpl.labels)
-
-
-def _resolve_patterns(tpl: ast.Template, labels: list[str], gold: list[list[int]]
-                      ) -> list[tuple[int, ...]]:
-    width = _window(tpl)
-    spec = tpl.patterns
-    kind = spec.kind if spec is not None else ("all" if width <= 2 else "observed")
-    if kind == "list":
-        index = {y: i for i, y in enumerate(labels)}
-        out = []
-        for pat in spec.patterns:
-            for y in pat:
-                if y not in index:
-                    # the parser attaches a location to each label and pattern
-                    loc = getattr(y, "loc", getattr(pat, "loc", spec.loc))
-                    raise _loc_error(f"unknown label '{y}' in pattern of template '{tpl.name}';"
-                                     f" the training data has: {', '.join(labels)}", loc)
-            out.append(tuple(index[y] for y in pat))
-        return list(dict.fromkeys(out))
-    if kind == "all":
-        count = len(labels) ** width
-        if count > MAX_ALL_PATTERNS:
-            loc = spec.loc if spec else tpl.loc
-            raise _loc_error(f"'patterns all' over a window of {width} labels makes {count} "
-                             f"patterns; use 'patterns observed'", loc)
-        return list(itertools.product(range(len(labels)), repeat=width))
-    lengths = range(1, width + 1) if kind == "observed_upto" else [width]
-    seen: dict[tuple[int, ...], None] = {}
-    for seq in gold:
-        for m in lengths:
-            for t in range(m - 1, len(seq)):
-                seen.setdefault(tuple(seq[t - m + 1:t + 1]), None)
-    return sorted(seen, key=lambda z: (len(z), z))
-
-
-def _feature_table(plans: list[TemplatePlan], pattern_sets: list[dict], row_first: array,
-                   row_more: set[int], row_template: array, new_id: np.ndarray, n_z: int
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """The features as CSR over the renumbered rows: a row's supported
-    patterns (its first, plus codes row·|Z| + pattern in ``row_more``), or
-    every pattern of its template when the template has ``support = all``;
-    patterns ascending within a row."""
-    first = np.frombuffer(row_first, dtype=np.int64)
-    template = np.frombuffer(row_template, dtype=np.int32)
-    rows = np.arange(len(first))
-    every = np.array([plan.support == "all" for plan in plans])
-    observed = ~every[template] & (first >= 0)
-    more = np.fromiter(row_more, dtype=np.int64, count=len(row_more))
-    pair_row, pair_z = [rows[observed], more // n_z], [first[observed], more % n_z]
-    for ti in np.flatnonzero(every):
-        tpl_rows = rows[template == ti]
-        zs = np.array(sorted(pattern_sets[ti].values()), dtype=np.int64)
-        pair_row.append(np.repeat(tpl_rows, len(zs)))
-        pair_z.append(np.tile(zs, len(tpl_rows)))
-    row_id = new_id[np.concatenate(pair_row)].astype(np.int64)
-    z = np.concatenate(pair_z)
-    order = np.argsort(row_id * n_z + z, kind="stable")
-    row_ptr = np.zeros(len(first) + 1, dtype=np.int64)
-    row_ptr[1:] = np.cumsum(np.bincount(row_id, minlength=len(first)))
-    return row_ptr, z[order]
-
-
-def compile_model(spec: ast.Spec, sentences: Sentences, base_dir: Path | None = None,
-                  overrides: dict[str, object] | None = None, source: str = "<train>",
-                  ) -> tuple[CompiledModel, EncodedData]:
-    """Compile a checked spec against training data (read from ``source``);
-    returns the model and the encoded training data (with gold labels).
-
-    ``sentences`` is a list, or a function returning a fresh iterator over
-    them (e.g. ``lambda: iter_conll(path)``): the data is then read twice —
-    labels and patterns first, then features — and never held whole."""
-    if not callable(sentences) and iter(sentences) is sentences:  # a one-pass iterator
-        sentences = list(sentences)
-    read = sentences if callable(sentences) else (lambda: sentences)
-    base_dir = base_dir or Path(".")
-    settings = {**train_settings(spec), **(overrides or {})}
-    attributes = TemplateAttributes(spec, base_dir)
-    L = 1 if spec.segments is None else spec.segments.max_length
-    chain = spec.segments is None
-
-    # gold units: per sentence the tags (chain: one unit per token) or the
-    # (first token, last token, label) of each gold segment
-    declared = spec.label_sets.get(spec.outputs[0]) if chain else None
-    gold_units: list[list] = []
-    for sent in read():
-        _, tags = sentence_columns(spec, sent.rows, sent.lines, sent.file)
-        if tags is None:
-            raise DataError(f"training data needs the label column '{spec.outputs[0]}'",
-                            sent.file, sent.lines[0])
-        units = ([(t, t, y) for t, y in enumerate(tags)] if chain
-                 else segments_from_tags(tags, spec.segments, sent))
-        if declared:
-            for u, _, y in units:
-                if y not in declared[0]:
-                    raise DataError(f"label '{y}' is not among the declared labels: "
-                                    f"{', '.join(declared[0])}", sent.file, sent.lines[u])
-        gold_units.append([sys.intern(y) for _, _, y in units] if chain
-                          else [(u, v, sys.intern(y)) for u, v, y in units])
-    if not gold_units:
-        raise DataError("the training data has no sequences", source, 0)
-    labels = list(declared[0]) if declared else sorted(
-        {y for units in gold_units for y in (units if chain else (seg[2] for seg in units))})
-    index = {y: i for i, y in enumerate(labels)}
-    gold = [[index[y] for y in units] if chain else [index[y] for _, _, y in units]
-            for units in gold_units]
-    spans = None if chain else [[(u, v) for u, v, _ in units] for units in gold_units]
-    del gold_units
-
-    sigma = float(settings.get("sigma", DEFAULT_SIGMA))
-    plans = []
-    for tpl in spec.templates:
-        opts = _settings(tpl.options)
-        plans.append(TemplatePlan(
-            tpl.name, _window(tpl), _resolve_patterns(tpl, labels, gold),
-            float(opts.get("sigma", sigma)),
-            str(opts.get("support", "observed" if tpl.observations else "all")),
-            bool(tpl.observations)))
-    singles = [(y,) for y in range(len(labels))]
-    z_list = list(dict.fromkeys(singles + [z for p in plans for z in p.patterns]))
-    z_index = {z: i for i, z in enumerate(z_list)}
-
-    # attribute rows, their supported patterns, and every unit's rows (flat
-    # CSR arrays filled sentence by sentence, to keep memory low)
-    vocabs: list[dict[str, int]] = [{} for _ in plans]
-    # supported patterns per row: the first in row_first (-1: none yet), any
-    # others as codes row·|Z| + pattern in row_more — most rows have one, and
-    # a set per row is costly
-    n_z = len(z_list)
-    row_first = array("q")
-    row_more: set[int] = set()
-    row_template = array("i")
-    units = UnitRows()
-    const_key = _const_key(spec)
-    pattern_sets = [{z: z_index[z] for z in p.patterns} for p in plans]
-    lengths = [sorted({len(z) for z in p.patterns}) for p in plans]
-    n_read = 0
-    for i, sent in enumerate(read()):
-        if i >= len(gold):
-            break
-        n_read += 1
-        cols, _ = sentence_columns(spec, sent.rows, sent.lines, sent.file)
-        seq = gold[i]
+    def add(self, sent: Sentence, seq: list[int], spans: list[tuple[int, int]]) -> None:
+        L, const_key = self.L, self.cls.const_key
+        cols, _ = sentence_columns(self.spec, sent.rows, sent.lines, sent.file)
         T = len(sent.rows)
-        per_template = _unit_attributes(attributes, cols, T, L, not chain)
-        # gold segment j covers unit u·L + v - u; a chain's unit t is token t
-        gold_unit = None if chain else {u * L + v - u: j for j, (u, v) in enumerate(spans[i])}
+        per_template = self.cls._unit_attributes(self.attributes, cols, T, L)
+        # gold segment j covers unit u·L + v - u (with L = 1, unit t is token t)
+        gold_unit = None if L == 1 else {u * L + v - u: j for j, (u, v) in enumerate(spans)}
         seq_rows: list[list[int]] = [[] for _ in range(T * L)]
         seq_vals: list[list[float]] = [[] for _ in range(T * L)]
-        for ti, plan in enumerate(plans):
-            vocab, pset = vocabs[ti], pattern_sets[ti]
+        row_first, row_more, n_z = self.row_first, self.row_more, self.n_z
+        for ti, plan in enumerate(self.plans):
+            vocab, pset = self.vocabs[ti], self.pattern_sets[ti]
             for unit, items in enumerate(per_template[ti]):
-                j = unit if chain else gold_unit.get(unit)
+                j = unit if gold_unit is None else gold_unit.get(unit)
                 if j is None:  # not a gold segment: only attributes seen on gold ones
                     for key, v in items:
                         r = vocab.get(key)
@@ -439,7 +369,7 @@ def compile_model(spec: ast.Spec, sentences: Sentences, base_dir: Path | None = 
                     continue
                 matched = []
                 if plan.support == "observed":
-                    for m in lengths[ti]:
+                    for m in self.lengths[ti]:
                         if m <= j + 1:
                             z = pset.get(tuple(seq[j - m + 1:j + 1]))
                             if z is not None:
@@ -449,7 +379,7 @@ def compile_model(spec: ast.Spec, sentences: Sentences, base_dir: Path | None = 
                     if r is None:
                         r = vocab[key] = len(row_first)
                         row_first.append(-1)
-                        row_template.append(ti)
+                        self.row_template.append(ti)
                     for z in matched:
                         first = row_first[r]
                         if first < 0:
@@ -460,39 +390,139 @@ def compile_model(spec: ast.Spec, sentences: Sentences, base_dir: Path | None = 
                         seq_rows[unit].append(r)
                         seq_vals[unit].append(v)
         for r_list, v_list in zip(seq_rows, seq_vals):
-            units.add(r_list, v_list)
-    if n_read != len(gold):
-        raise DataError(f"the training data changed while it was read: {len(gold)} sequences "
-                        f"on the first pass, {n_read} on the second", source, 0)
+            self.units.add(r_list, v_list)
 
-    # number rows by how often they occur, so the weights scored for most
-    # tokens share cache lines (about 10% faster per evaluation on CoNLL-2000)
-    unit_ptr, unit_rows, values = units.arrays()
-    order = np.argsort(-np.bincount(unit_rows, minlength=len(row_template)), kind="stable")
-    new_id = np.empty(len(order), dtype=np.int32)
-    new_id[order] = np.arange(len(order))
-    for vocab in vocabs:
-        for key, r in vocab.items():
-            vocab[key] = int(new_id[r])
-    for lo in range(0, len(unit_rows), 1 << 20):  # renumber in place, a block at a time
-        block = unit_rows[lo:lo + (1 << 20)]
-        block[:] = new_id[block]
-    row_ptr, feat_pattern = _feature_table(plans, pattern_sets, row_first, row_more, row_template,
-                                           new_id, n_z)
-    model = CompiledModel.assemble(spec, base_dir, labels, plans, z_list, vocabs, row_ptr,
-                                   feat_pattern, attributes.lexicons)
-    seq_ptr = np.zeros(len(gold) + 1, dtype=np.int64)
-    if chain:
-        seq_ptr[1:] = np.cumsum([len(seq) for seq in gold])
-        gold_tokens = [y for seq in gold for y in seq]
-        starts = [1] * len(gold_tokens)
-    else:
-        seq_ptr[1:] = np.cumsum([sum(v - u + 1 for u, v in segs) for segs in spans])
-        gold_tokens, starts = [], []
-        for segs, seq in zip(spans, gold):
-            for (u, v), y in zip(segs, seq):
-                gold_tokens.extend([y] * (v - u + 1))
-                starts.extend([1] + [0] * (v - u))
-    data = EncodedData(seq_ptr, unit_ptr, unit_rows, values,
-                       np.array(gold_tokens, dtype=np.int64), np.array(starts, dtype=np.int64), L)
-    return model, data
+    def finish(self) -> tuple[np.ndarray, np.ndarray, list[dict[str, int]], tuple]:
+        """(row_ptr, feat_pattern, vocabularies, unit arrays), with rows
+        numbered by how often they occur, so the weights scored for most
+        tokens share cache lines (about 10% faster per evaluation on
+        CoNLL-2000)."""
+        unit_ptr, unit_rows, values = self.units.arrays()
+        order = np.argsort(-np.bincount(unit_rows, minlength=len(self.row_template)),
+                           kind="stable")
+        new_id = np.empty(len(order), dtype=np.int32)
+        new_id[order] = np.arange(len(order))
+        for vocab in self.vocabs:
+            for key, r in vocab.items():
+                vocab[key] = int(new_id[r])
+        for lo in range(0, len(unit_rows), 1 << 20):  # renumber in place, a block at a time
+            block = unit_rows[lo:lo + (1 << 20)]
+            block[:] = new_id[block]
+        row_ptr, feat_pattern = self._table(new_id)
+        return row_ptr, feat_pattern, self.vocabs, (unit_ptr, unit_rows, values)
+
+    def _table(self, new_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The features as CSR over the renumbered rows: a row's supported
+        patterns, or every pattern of its template when the template has
+        ``support = all``; patterns ascending within a row."""
+        n_z = self.n_z
+        first = np.frombuffer(self.row_first, dtype=np.int64)
+        template = np.frombuffer(self.row_template, dtype=np.int32)
+        rows = np.arange(len(first))
+        every = np.array([plan.support == "all" for plan in self.plans])
+        observed = ~every[template] & (first >= 0)
+        more = np.fromiter(self.row_more, dtype=np.int64, count=len(self.row_more))
+        pair_row, pair_z = [rows[observed], more // n_z], [first[observed], more % n_z]
+        for ti in np.flatnonzero(every):
+            tpl_rows = rows[template == ti]
+            zs = np.array(sorted(self.pattern_sets[ti].values()), dtype=np.int64)
+            pair_row.append(np.repeat(tpl_rows, len(zs)))
+            pair_z.append(np.tile(zs, len(tpl_rows)))
+        row_id = new_id[np.concatenate(pair_row)].astype(np.int64)
+        z = np.concatenate(pair_z)
+        order = np.argsort(row_id * n_z + z, kind="stable")
+        row_ptr = np.zeros(len(first) + 1, dtype=np.int64)
+        row_ptr[1:] = np.cumsum(np.bincount(row_id, minlength=len(first)))
+        return row_ptr, z[order]
+
+
+class ChainModel(SequenceModel):
+    """A linear-chain model of any order on the exact pattern-sparse chain
+    program (Ye et al. 2009 §3).  The constant ``bias`` attribute of each
+    template is scored once per call, not per token."""
+
+    engine = "chain"
+    const_key = "bias"
+
+    def _program(self, row_ptr: np.ndarray, feat_pattern: np.ndarray) -> ChainProgram:
+        const_rows = np.array([v["bias"] for v in self.vocabs if "bias" in v], dtype=np.int64)
+        return ChainProgram(self.structure, row_ptr, feat_pattern, const_rows)
+
+    @classmethod
+    def _declared(cls, spec: ast.Spec) -> list[str] | None:
+        declared = spec.label_sets.get(spec.outputs[0])
+        return list(declared[0]) if declared else None
+
+    @classmethod
+    def _gold_segments(cls, spec: ast.Spec, tags: list[str], sent: Sentence) -> list[Segment]:
+        return [(t, t, y) for t, y in enumerate(tags)]
+
+    @classmethod
+    def _unit_attributes(cls, attributes: TemplateAttributes, cols: dict[str, list], T: int,
+                         L: int) -> UnitAttributes:
+        return attributes(cols, T)
+
+    def _tags(self, labels: np.ndarray, starts: np.ndarray | None) -> list[str]:
+        return [self.labels[i] for i in labels]
+
+    def _describe_engine(self) -> list[str]:
+        st = self.structure
+        order = max(len(z) for z in st.patterns) - 1
+        n = st.n_labels
+        return [f"cost of one pass: O(T·n·|P|) = {st.n_backward} transition updates per token"
+                f" (a dense order-{order} chain would need n^{order + 1} = {n ** (order + 1)})"]
+
+
+class SegmentModel(SequenceModel):
+    """A (high-order) semi-Markov model on the exact semi-Markov program
+    (Cuong et al. 2014 §2): labels belong to segments of up to L tokens."""
+
+    engine = "segments"
+
+    @classmethod
+    def span_limit(cls, spec: ast.Spec) -> int:
+        return spec.segments.max_length
+
+    def _program(self, row_ptr: np.ndarray, feat_pattern: np.ndarray) -> SemiMarkovProgram:
+        seg = self.spec.segments
+        limits = np.full(len(self.labels), seg.max_length, dtype=np.int64)
+        for name, m in seg.per_label.items():
+            if name not in self.labels:
+                raise loc_error(f"segment length limit for unknown label '{name}'; the labels "
+                                f"are: {', '.join(self.labels)}", getattr(name, "loc", seg.loc))
+            limits[self.labels.index(name)] = min(int(m), seg.max_length)
+        return SemiMarkovProgram(self.structure, row_ptr, feat_pattern, seg.max_length, limits)
+
+    @classmethod
+    def _gold_segments(cls, spec: ast.Spec, tags: list[str], sent: Sentence) -> list[Segment]:
+        return segments_from_tags(tags, spec.segments, sent)
+
+    @classmethod
+    def _unit_attributes(cls, attributes: TemplateAttributes, cols: dict[str, list], T: int,
+                         L: int) -> UnitAttributes:
+        """Per template, the attributes of candidate segment (u, d) at unit
+        u·L + d - 1 (empty past the end)."""
+        spans = [(u, u + d - 1) for u in range(T) for d in range(1, L + 1) if u + d <= T]
+        out = []
+        for rows in attributes(cols, T, spans):
+            units: list[list[tuple[str, float]]] = [[] for _ in range(T * L)]
+            for (u, v), items in zip(spans, rows):
+                units[u * L + v - u] = items
+            out.append(units)
+        return out
+
+    def _tags(self, labels: np.ndarray, starts: np.ndarray | None) -> list[str]:
+        segs, u = [], 0
+        for t in range(1, len(labels) + 1):
+            if t == len(labels) or starts[t]:
+                segs.append((u, t - 1, self.labels[labels[u]]))
+                u = t
+        return tags_from_segments(segs, len(labels), self.spec.segments.boundary)
+
+    def _describe_engine(self) -> list[str]:
+        L, S = self.program.max_length, self.structure.n_backward
+        limits = ", ".join(f"{y} {m}" for y, m in zip(self.labels, self.program.label_max)
+                           if m != L)
+        return [f"maximum segment length L = {L}" + (f" (per label: {limits})" if limits else ""),
+                f"cost of one pass: O(T·L·n·|P|) = {L}·{S} = {L * S} span-transition"
+                f" updates per token"]

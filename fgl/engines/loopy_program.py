@@ -18,7 +18,8 @@ from numba import njit
 from fgl.engines import loopy
 from fgl.errors import FglError
 from fgl.engines.factor_graph import FactorGraph
-from fgl.engines.programs import cached_gold_expectations, resolve_jobs, thread_pool
+from fgl.engines.data import map_instances
+from fgl.engines.program import Decoding, Expectations, InferenceStats, Marginals
 
 
 @dataclass
@@ -94,9 +95,8 @@ class LoopyProgram:
     row_template: np.ndarray
     template_size: np.ndarray
     method: str              # "loopy" | "trp" | "exact"
-    settings: dict
+    settings: dict           # the infer block, defaults filled (fgl.lang.settings)
     has_hidden: bool
-    stats: dict = field(default_factory=dict)
 
     @property
     def n_features(self) -> int:
@@ -117,24 +117,17 @@ class LoopyProgram:
         s = self.settings
         if self.method == "exact":
             try:
-                return loopy.exact(graph, table, int(s.get("max_states", 1_000_000)))
+                return loopy.exact(graph, table, int(s["max_states"]))
             except ValueError as e:
                 raise FglError(f"infer exact: {e}; use `infer loopy` or `infer trp`") from None
         return loopy.belief_propagation(
             graph, table, schedule="trp" if self.method == "trp" else "flooding",
-            use_max=use_max, damping=float(s.get("damping", 0.0)),
-            tol=float(s.get("tol", 1e-8)), max_iter=int(s.get("max_iter", 200)),
+            use_max=use_max, damping=float(s.get("damping", 0.0)),  # (TRP runs undamped)
+            tol=float(s["tol"]), max_iter=int(s["max_iter"]),
             trees=graph.spanning_trees(int(s["trees"])) if "trees" in s and self.method == "trp"
             else None, init=init)
 
-    def _run(self, jobs: int, n: int, fn) -> list:
-        jobs = min(resolve_jobs(jobs), max(n, 1))
-        if jobs == 1:
-            return [fn(i) for i in range(n)]
-        return list(thread_pool(jobs).map(fn, range(n)))
-
-    def _expect(self, w: np.ndarray, data: LoopyData, jobs: int, clamped: bool
-                ) -> tuple[float, np.ndarray]:
+    def _expect(self, w: np.ndarray, data: LoopyData, jobs: int, clamped: bool) -> Expectations:
         def work(i: int) -> tuple[loopy.BPResult, np.ndarray]:
             g = data.graphs[i]
             table = self.factor_tables(w, data, i)
@@ -147,16 +140,17 @@ class LoopyProgram:
                                   self.feat_config, res.factor_beliefs, grad)
             return res, grad
 
-        results = self._run(jobs, data.n_sequences, work)
-        self.stats = _convergence([r[0] for r in results])
-        return (float(sum(r[0].log_z for r in results)),
-                np.sum([r[1] for r in results], axis=0) if results else np.zeros(self.n_features))
+        results = map_instances(jobs, data.n_sequences, work)
+        return Expectations(
+            float(sum(r[0].log_z for r in results)),
+            np.sum([r[1] for r in results], axis=0) if results else np.zeros(self.n_features),
+            InferenceStats.of([r[0] for r in results]))
 
-    def expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> tuple[float, np.ndarray]:
+    def expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> Expectations:
         """Σ Bethe log Z(x) and the belief-expected feature counts."""
         return self._expect(w, data, jobs, clamped=False)
 
-    def empirical_counts(self, data: LoopyData) -> np.ndarray:
+    def gold_counts(self, data: LoopyData) -> np.ndarray:
         """Feature counts of the gold assignment (fully observed models)."""
         counts = np.zeros(self.n_features)
         for i, g in enumerate(data.graphs):
@@ -172,32 +166,33 @@ class LoopyProgram:
                                   self.feat_config, onehot, counts)
         return counts
 
-    def gold_expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1
-                          ) -> tuple[float, np.ndarray]:
-        """The clamped program's log Z(y, x) and expected counts (Sutton & McCallum
-        eq. 1.47, 1.52); without hidden layers, the gold score and counts."""
-        if self.has_hidden:
-            return self._expect(w, data, jobs, clamped=True)
-        return cached_gold_expectations(self, w, data)
+    def clamped_expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1
+                             ) -> Expectations:
+        """The clamped program's log Z(y, x) and expected counts (Sutton &
+        McCallum eq. 1.47, 1.52): the observed variables fixed to their gold
+        labels, the hidden ones summed out."""
+        return self._expect(w, data, jobs, clamped=True)
 
-    def decode(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> list[np.ndarray]:
+    def decode(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> Decoding:
         """Max-product MAP assignment of every instance's variables."""
         def work(i: int) -> loopy.BPResult:
             return self.infer(data.graphs[i], self.factor_tables(w, data, i), use_max=True)
 
-        results = self._run(jobs, data.n_sequences, work)
-        self.stats = _convergence(results)
-        return [r.map_state for r in results]
+        results = map_instances(jobs, data.n_sequences, work)
+        return Decoding([r.map_state for r in results], stats=InferenceStats.of(results))
 
-    def variable_marginals(self, w: np.ndarray, data: LoopyData) -> list[list[np.ndarray]]:
-        return [self.infer(g, self.factor_tables(w, data, i)).var_beliefs
-                for i, g in enumerate(data.graphs)]
+    def _beliefs(self, w: np.ndarray, data: LoopyData, jobs: int) -> list[loopy.BPResult]:
+        return map_instances(jobs, data.n_sequences,
+                             lambda i: self.infer(data.graphs[i], self.factor_tables(w, data, i)))
 
+    def marginals(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> Marginals:
+        """Per instance, the (approximate) marginal of every variable: a
+        list of one belief vector per variable."""
+        results = self._beliefs(w, data, jobs)
+        return Marginals([r.var_beliefs for r in results], InferenceStats.of(results))
 
-def _convergence(results: list[loopy.BPResult]) -> dict:
-    """Instances run, how many did not converge, the most iterations used and
-    the largest final residual."""
-    return {"instances": len(results),
-            "not_converged": sum(not r.converged for r in results),
-            "max_iterations": max((r.iterations for r in results), default=0),
-            "max_residual": max((r.residual for r in results), default=0.0)}
+    def log_partition(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> np.ndarray:
+        """Bethe log Z(x) of every instance (exact on trees and with
+        ``infer exact``)."""
+        return np.array([r.log_z for r in self._beliefs(w, data, jobs)])
+

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fgl.lang import ast
+from fgl.compile.factor_graphs import Unroller, group_instances
+from fgl.compile.frontend import Layer
 from fgl.errors import FglError
 from fgl.io.conll import Sentence
-from fgl.compile.factor_graphs import Layer, Unroller
+from fgl.lang import ast
 
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
 
@@ -35,7 +36,7 @@ def factor_graph_dot(spec: ast.Spec, sentences: list[Sentence], instance: int = 
     layers = [Layer(o, [], False) for o in spec.outputs] + \
         [Layer(h.name, list(h.labels), True) for h in spec.hidden]
     unroller = Unroller.for_spec(spec, base_dir or Path("."), layers)
-    instances = unroller.instances(sentences, with_gold=False)
+    instances = group_instances(spec, sentences, with_gold=False)
     if not 0 <= instance < len(instances):
         raise FglError(f"instance {instance} does not exist; the data has {len(instances)}")
     inst = instances[instance]

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from fgl.compile.sequence import CompiledModel, TemplatePlan
-from fgl.compile.factor_graphs import Layer, LoopyModel, LoopyTemplate
+from fgl import registry
 from fgl.errors import FglError, ModelFileError
+from fgl.lang.checks import validate
+from fgl.lang.parser import parse_spec
 
 FORMAT = "fgl-model"
-VERSION = 1
+VERSION = 2
 _ARRAYS = ("row_ptr", "feat_pattern", "weights")
 
 
@@ -31,51 +32,25 @@ def _digest(header: bytes, arrays: dict[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
-def save_model(path: str | Path, model: CompiledModel | LoopyModel, weights: np.ndarray,
-               meta: dict | None = None) -> None:
-    """Write ``model`` and its ``weights`` to ``path``."""
-    vocab_keys = []
-    for vocab in model.vocabs:
-        keys = sorted(vocab, key=vocab.__getitem__)
-        vocab_keys.append({"keys": keys, "rows": [vocab[k] for k in keys]})
-    header = {
-        "format": FORMAT, "version": VERSION,
-        "spec_file": model.spec.file, "spec_text": model.spec.text,
-        "templates": [{"name": t.name, "width": t.width, "patterns": t.patterns,
-                       "sigma": t.sigma, "support": t.support,
-                       "has_observations": t.has_observations,
-                       **({"layers": t.layers} if isinstance(model, LoopyModel) else {})}
-                      for t in model.templates],
-        "vocabs": vocab_keys,
-        "lexicons": {k: sorted(v) for k, v in model.attributes.lexicons.items()},
-        "meta": meta or {},
-    }
-    if isinstance(model, LoopyModel):
-        header["kind"] = "loopy"
-        header["layers"] = [{"name": l.name, "labels": l.labels, "hidden": l.hidden}
-                            for l in model.layers]
-        feat = model.program.feat_config
-    else:
-        header["kind"] = "chain"
-        header["labels"] = model.labels
-        header["patterns"] = [list(z) for z in model.program.structure.patterns]
-        feat = model.program.feat_pattern
+def save_model(path: str | Path, model, weights: np.ndarray, meta: dict | None = None) -> None:
+    """Write ``model`` (any ``fgl.model.Model``) and its ``weights`` to
+    ``path``."""
+    header = {"format": FORMAT, "version": VERSION, "engine": model.engine,
+              "spec_file": model.spec.file, "spec_text": model.spec.text,
+              "lexicons": {k: sorted(v) for k, v in model.lexicons.items()},
+              **model.header(), "meta": meta or {}}
     raw = json.dumps(header, ensure_ascii=False).encode("utf-8")
-    arrays = {"row_ptr": model.program.row_ptr, "feat_pattern": feat,
-              "weights": np.asarray(weights, dtype=np.float64)}
+    arrays = {**model.arrays(), "weights": np.asarray(weights, dtype=np.float64)}
     digest = _digest(raw, arrays)
     with open(path, "wb") as fh:
         np.savez_compressed(fh, header=np.frombuffer(raw, dtype=np.uint8),
                             digest=np.frombuffer(digest.encode("ascii"), dtype=np.uint8), **arrays)
 
 
-def load_model(path: str | Path) -> tuple[CompiledModel | LoopyModel, np.ndarray, dict]:
+def load_model(path: str | Path) -> tuple[object, np.ndarray, dict]:
     """Read a model file; returns the compiled model, its weights and the
     training metadata.  Raises ModelFileError for anything but a valid,
     intact fgl model of a supported version."""
-    from fgl.lang.parser import parse_spec
-    from fgl.lang.checks import validate
-
     path = Path(path)
     name = str(path)
     if not path.exists():
@@ -105,23 +80,9 @@ def load_model(path: str | Path) -> tuple[CompiledModel | LoopyModel, np.ndarray
         raise ModelFileError("corrupt model file: the header is not a JSON object", name)
     try:
         spec = validate(parse_spec(header["spec_text"], header["spec_file"]))
-        vocabs = [dict(zip(v["keys"], v["rows"])) for v in header["vocabs"]]
-        lexicons = {k: frozenset(v) for k, v in header["lexicons"].items()}
-        base_dir = Path(header["spec_file"]).parent
-        if header.get("kind") == "loopy":
-            layers = [Layer(l["name"], l["labels"], l["hidden"]) for l in header["layers"]]
-            plans = [LoopyTemplate(t["name"], t["layers"], [tuple(z) for z in t["patterns"]],
-                                   t["sigma"], t["support"], t["has_observations"])
-                     for t in header["templates"]]
-            model = LoopyModel.assemble(spec, base_dir, layers, plans, vocabs, arrays["row_ptr"],
-                                        arrays["feat_pattern"], lexicons)
-        else:
-            plans = [TemplatePlan(t["name"], t["width"], [tuple(z) for z in t["patterns"]],
-                                  t["sigma"], t["support"], t["has_observations"])
-                     for t in header["templates"]]
-            model = CompiledModel.assemble(
-                spec, base_dir, header["labels"], plans, [tuple(z) for z in header["patterns"]],
-                vocabs, arrays["row_ptr"], arrays["feat_pattern"], lexicons)
+        header["lexicons"] = {k: frozenset(v) for k, v in header["lexicons"].items()}
+        engine = registry.by_name(header["engine"])
+        model = engine.model.from_header(spec, Path(header["spec_file"]).parent, header, arrays)
     except FglError as e:
         raise ModelFileError(f"the model's embedded spec does not load: {e}", name) from None
     except (KeyError, TypeError, ValueError, IndexError) as e:

@@ -7,9 +7,10 @@ footnote 5),
     f(w) = Σ_i [log Z(x_i) - log Z(y_i, x_i)] + Σ_k w_k² / (2 σ_k²),
 
 where Z(y, x) is the program clamped to the gold labels — exp(w·F(x, y))
-when every variable is observed, a sum over the hidden ones otherwise (Sutton & McCallum eq. 1.46-1.48).  Its gradient (Sutton & McCallum eq. 1.22, 1.52): expected minus
-clamped-expected feature counts plus w / σ².  The program supplies both
-(``fgl.program.Program``); L-BFGS (``fgl.lbfgs``) minimises.
+when every variable is observed, a sum over the hidden ones otherwise
+(Sutton & McCallum eq. 1.46-1.48).  Its gradient (Sutton & McCallum eq.
+1.22, 1.52): expected minus clamped-expected feature counts plus w / σ².  The program supplies both
+(``fgl.engines.program.Program``); L-BFGS (``fgl.learn.lbfgs``) minimises.
 """
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ import numpy as np
 from numba import njit
 from threadpoolctl import threadpool_limits
 
+from fgl.engines.data import resolve_jobs
+from fgl.engines.program import InferenceStats, Program
 from fgl.learn.lbfgs import minimize_lbfgs
-from fgl.engines.programs import EncodedData, Program, resolve_jobs
 
 
 @dataclass
@@ -36,6 +38,7 @@ class TrainingLog:
     objective: float = float("nan")
     converged: bool = False
     message: str = ""
+    inference: InferenceStats | None = None  # approximate inference in the last evaluation
 
 
 @njit(cache=True, nogil=True)
@@ -52,24 +55,38 @@ def _add_prior(grad, w, inv_var):
 
 
 class Objective:
-    """f(w) and ∇f(w) for a program on encoded training data."""
+    """f(w) and ∇f(w) for a program on encoded training data.
 
-    def __init__(self, program: Program, data: EncodedData, sigma: np.ndarray, jobs: int = 0):
+    With every variable observed, the gold side is the score w·F(x, y) of
+    the gold counts F, computed once here; with hidden variables it is the
+    clamped program, run at every evaluation.  ``stats`` holds the last
+    evaluation's approximate-inference statistics (None for exact engines).
+    """
+
+    def __init__(self, program: Program, data: object, sigma: np.ndarray, jobs: int = 0):
         self.program, self.data, self.jobs = program, data, resolve_jobs(jobs)
         sigma = np.asarray(sigma, dtype=np.float64)
         if sigma.size and (sigma == sigma.flat[0]).all():  # one prior for every weight
             sigma = sigma.flat[:1]
         self.inv_var = 1.0 / np.square(sigma)
+        self.gold_counts = None if program.has_hidden else program.gold_counts(data)
+        self.stats: InferenceStats | None = None
 
     def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
-        log_z, grad = self.program.expectations(w, self.data, self.jobs)
-        gold_log_z, observed = self.program.gold_expectations(w, self.data, self.jobs)
-        grad -= observed  # ``grad`` is the program's fresh array: update it in place
+        model = self.program.expectations(w, self.data, self.jobs)
+        grad = model.counts  # the program's fresh array: update it in place
+        if self.gold_counts is None:
+            gold = self.program.clamped_expectations(w, self.data, self.jobs)
+            gold_log_z, observed = gold.log_z, gold.counts
+        else:
+            gold_log_z, observed = float(w @ self.gold_counts), self.gold_counts
+        grad -= observed
+        self.stats = model.stats
         prior = _add_prior(grad, w, self.inv_var) if len(w) else 0.0
-        return float(log_z - gold_log_z + prior), grad
+        return float(model.log_z - gold_log_z + prior), grad
 
 
-def train_lbfgs(program: Program, data: EncodedData, sigma: np.ndarray, *,
+def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
                 max_iter: int = 200, tol: float = 1e-5, period: int = 10, jobs: int = 0,
                 w0: np.ndarray | None = None,
                 progress: Callable[[dict], None] | None = None) -> tuple[np.ndarray, TrainingLog]:
@@ -79,7 +96,8 @@ def train_lbfgs(program: Program, data: EncodedData, sigma: np.ndarray, *,
     less than ``tol`` (relative) over the last ``period`` iterations, or
     when the gradient norm falls below 1e-5·max(1, ‖w‖) — CRFsuite's
     stopping rules.  ``progress`` receives each iteration's row (iteration,
-    objective, gradient norm, evaluations, seconds).
+    objective, gradient norm, evaluations, seconds, and the approximate
+    inference statistics of the last evaluation or None).
     """
     objective = Objective(program, data, sigma, jobs)
     log = TrainingLog()
@@ -96,7 +114,8 @@ def train_lbfgs(program: Program, data: EncodedData, sigma: np.ndarray, *,
     def callback(it: int, f: float, w: np.ndarray, g: np.ndarray, evaluations: int) -> bool:
         history.append(f)
         row = {"iteration": it, "objective": f, "gradient_norm": float(np.linalg.norm(g)),
-               "evaluations": evaluations, "seconds": time.perf_counter() - start}
+               "evaluations": evaluations, "seconds": time.perf_counter() - start,
+               "inference": objective.stats}
         log.iterations.append(row)
         if progress is not None:
             progress(row)
@@ -114,6 +133,7 @@ def train_lbfgs(program: Program, data: EncodedData, sigma: np.ndarray, *,
                                 max_iter=max_iter, callback=callback)
     log.seconds = time.perf_counter() - start
     log.objective = float(result.f)
+    log.inference = objective.stats
     log.converged = result.converged
     if not log.message:
         log.message = result.message

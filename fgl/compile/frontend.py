@@ -1,0 +1,180 @@
+"""The compile front end shared by every engine.
+
+Whatever program a spec compiles to, the same questions come first: which
+labels each layer has (declared, or those seen in training), the gold label
+ids of the training data, each template's label patterns (explicit, all, or
+those observed in training: Ye et al. 2009 §4, Cuong et al. 2014 §3.1) and
+its prior sigma, and per attribute row its template and sigma.  This module
+answers them once; ``fgl.compile.sequence`` (chain and segments) and
+``fgl.compile.factor_graphs`` add only what is their own.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable, Iterable
+
+import numpy as np
+
+from fgl.errors import DataError, SpecError
+from fgl.lang import ast
+from fgl.lang.settings import template_options, train_settings
+
+# the most label patterns (configurations) one template may enumerate
+MAX_PATTERNS = 200_000
+
+
+@dataclass
+class Layer:
+    """A label layer: an output column or a hidden layer."""
+
+    name: str
+    labels: list[str]
+    hidden: bool = False
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        return {y: i for i, y in enumerate(self.labels)}
+
+
+@dataclass
+class TemplatePlan:
+    """One clique template after compilation: the layer of each of its
+    variables (oldest first), the label patterns that carry weights, its
+    prior sigma and which (attribute, pattern) pairs get a weight."""
+
+    name: str
+    layers: list[int]
+    patterns: list[tuple[int, ...]]  # label-id tuples, one id per variable (or a suffix)
+    sigma: float
+    support: str                     # "observed" | "all"
+    has_observations: bool
+
+    @property
+    def width(self) -> int:
+        return len(self.layers)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "layers": self.layers,
+                "patterns": [list(z) for z in self.patterns], "sigma": self.sigma,
+                "support": self.support, "has_observations": self.has_observations}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "TemplatePlan":
+        return cls(str(d["name"]), [int(v) for v in d["layers"]],
+                   [tuple(int(v) for v in z) for z in d["patterns"]], float(d["sigma"]),
+                   str(d["support"]), bool(d["has_observations"]))
+
+
+def loc_error(message: str, loc: ast.Loc) -> SpecError:
+    """A spec error at ``loc``."""
+    return SpecError(message, loc.file, loc.line, loc.col)
+
+
+def layer_labels(spec: ast.Spec, name: str, seen: Iterable[str]) -> list[str]:
+    """The labels of output ``name``: declared in the spec, else the sorted
+    labels ``seen`` in training."""
+    declared = spec.label_sets.get(name)
+    return list(declared[0]) if declared else sorted(set(seen))
+
+
+def label_id(layer: Layer, label: str, file: str, line: int, declared: bool) -> int:
+    """The id of ``label`` in ``layer``, or a DataError at ``file:line``
+    (``declared``: the layer's labels are the spec's declared set)."""
+    i = layer.index.get(label)
+    if i is None:
+        if declared:
+            raise DataError(f"label '{label}' is not among the declared labels: "
+                            f"{', '.join(layer.labels)}", file, line)
+        raise DataError(f"unknown label '{label}'; the model knows: {', '.join(layer.labels)}",
+                        file, line)
+    return i
+
+
+def resolve_patterns(tpl: ast.Template, layers: list[Layer], var_layers: list[int],
+                     observed: Callable[[list[int]], Iterable[tuple[int, ...]]],
+                     can_observe: bool = True, exact_length: bool = False
+                     ) -> list[tuple[int, ...]]:
+    """The label patterns of template ``tpl`` over variables in
+    ``var_layers``: an explicit list, ``all`` (the default for windows of at
+    most two labels and for templates over hidden layers), or the patterns
+    ``observed`` in training — ``observed(lengths)`` yields the gold label
+    tuples of those lengths (``observed upto``: every length 1..k+1).
+    ``exact_length``: an explicit pattern must name every variable (a
+    chain's may be a suffix of its window)."""
+    width = len(var_layers)
+    kind = tpl.patterns.kind if tpl.patterns is not None else None
+    if kind is None:
+        kind = "all" if width <= 2 or not can_observe else "observed"
+    if kind == "list":
+        out = []
+        for pat in tpl.patterns.patterns:
+            loc = getattr(pat, "loc", tpl.patterns.loc)
+            if exact_length and len(pat) != width:
+                raise loc_error(f"pattern {' '.join(pat)} has {len(pat)} labels; template "
+                                f"'{tpl.name}' has {width} variables", loc)
+            pat_layers = var_layers[-len(pat):] if len(pat) <= width else [var_layers[0]] * len(pat)
+            ids = []
+            for y, li in zip(pat, pat_layers):
+                index = layers[li].index
+                if y not in index:
+                    raise loc_error(f"unknown label '{y}' in pattern of template '{tpl.name}';"
+                                    f" the training data has: {', '.join(layers[li].labels)}",
+                                    getattr(y, "loc", loc))
+                ids.append(index[y])
+            out.append(tuple(ids))
+        return list(dict.fromkeys(out))
+    if kind == "all" or not can_observe:
+        sizes = [len(layers[li].labels) for li in var_layers]
+        count = int(np.prod(sizes, dtype=object))
+        if count > MAX_PATTERNS:
+            raise loc_error(f"'patterns all' over template '{tpl.name}' makes {count} label "
+                            f"patterns (more than {MAX_PATTERNS}); use 'patterns observed'",
+                            tpl.patterns.loc if tpl.patterns else tpl.loc)
+        return list(itertools.product(*(range(n) for n in sizes)))
+    lengths = list(range(1, width + 1)) if kind == "observed_upto" else [width]
+    return sorted(set(observed(lengths)), key=lambda z: (len(z), z))
+
+
+def template_plan(tpl: ast.Template, var_layers: list[int], patterns: list[tuple[int, ...]],
+                  sigma: float, default_support: str) -> TemplatePlan:
+    """A template's plan with its options (sigma, support) resolved."""
+    opts = template_options(tpl, sigma)
+    return TemplatePlan(tpl.name, var_layers, patterns, float(opts["sigma"]),
+                        str(opts.get("support", default_support)), bool(tpl.observations))
+
+
+def prior_sigma(spec: ast.Spec, overrides: dict | None) -> float:
+    """The Gaussian prior sigma in effect (the spec's, or an override)."""
+    return float(train_settings(spec, overrides)["sigma"])
+
+
+def row_templates(vocabs: list[dict[str, int]], n_rows: int) -> np.ndarray:
+    """The template of every attribute row."""
+    out = np.zeros(n_rows, dtype=np.int64)
+    for ti, vocab in enumerate(vocabs):
+        out[np.fromiter(vocab.values(), dtype=np.int64, count=len(vocab))] = ti
+    return out
+
+
+def feature_sigma(templates: list[TemplatePlan], vocabs: list[dict[str, int]],
+                  row_ptr: np.ndarray) -> np.ndarray:
+    """The prior sigma of every feature: its template's (Cuong et al. 2014,
+    footnote 5: one sigma per template, e.g. per order)."""
+    sigma = np.array([t.sigma for t in templates], dtype=np.float64)
+    rows = row_templates(vocabs, len(row_ptr) - 1)
+    return np.repeat(sigma[rows] if len(templates) else np.zeros(len(rows)), np.diff(row_ptr))
+
+
+def vocab_json(vocabs: list[dict[str, int]]) -> list[dict]:
+    """Attribute vocabularies as JSON (keys in row order)."""
+    out = []
+    for vocab in vocabs:
+        keys = sorted(vocab, key=vocab.__getitem__)
+        out.append({"keys": keys, "rows": [vocab[k] for k in keys]})
+    return out
+
+
+def vocab_from_json(items: list[dict]) -> list[dict[str, int]]:
+    return [dict(zip(v["keys"], (int(r) for r in v["rows"]))) for v in items]

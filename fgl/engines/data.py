@@ -1,0 +1,112 @@
+"""Encoded data and parallel work for the exact sequence engines.
+
+``EncodedData`` is the integer-indexed form of a data set that the chain and
+semi-Markov kernels read: per unit (a token; or a candidate segment for a
+semi-Markov program), the active attribute rows and their values (CSR),
+built once per data set.  Work is split into contiguous runs of sequences,
+one thread each (the numba kernels release the GIL).
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+def unit_ones(count: int) -> np.ndarray:
+    """The values of ``count`` binary attributes: a read-only view of one
+    1.0 (stride 0), so binary data sets store no values at all."""
+    return np.broadcast_to(np.ones(1), (count,))
+
+
+@dataclass
+class EncodedData:
+    """Sequences as flat integer arrays (CSR over units: tokens for chain
+    programs; (token, segment length) pairs, ``units_per_token`` = L of them
+    per token, for semi-Markov programs)."""
+
+    seq_ptr: np.ndarray   # [N+1] token offset of each sequence
+    tok_ptr: np.ndarray   # [units+1] offset of each unit's attributes
+    tok_row: np.ndarray   # [nnz] attribute row (template, attribute) ids, int32
+    tok_val: np.ndarray   # [nnz] attribute values (``unit_ones`` when all are 1)
+    gold: np.ndarray | None  # [tokens] gold (segment) label ids, or None
+    starts: np.ndarray | None = None  # [tokens] 1 where a gold segment starts
+    units_per_token: int = 1
+
+    @property
+    def n_sequences(self) -> int:
+        return len(self.seq_ptr) - 1
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.seq_ptr[-1])
+
+    def subset(self, i0: int, i1: int) -> "EncodedData":
+        """Sequences ``i0..i1-1`` on their own (views, no copies)."""
+        a, b = int(self.seq_ptr[i0]), int(self.seq_ptr[i1])
+        m = self.units_per_token
+        lo, hi = int(self.tok_ptr[a * m]), int(self.tok_ptr[b * m])
+        return EncodedData(self.seq_ptr[i0:i1 + 1] - a, self.tok_ptr[a * m:b * m + 1] - lo,
+                           self.tok_row[lo:hi], self.tok_val[lo:hi],
+                           None if self.gold is None else self.gold[a:b],
+                           None if self.starts is None else self.starts[a:b], m)
+
+    def split(self, flat: np.ndarray) -> list[np.ndarray]:
+        """A flat per-token array cut into one view per sequence."""
+        return [flat[self.seq_ptr[i]:self.seq_ptr[i + 1]] for i in range(self.n_sequences)]
+
+    def chunks(self, jobs: int) -> list[tuple[int, int]]:
+        """Split the sequences into ``jobs`` contiguous runs of about equal
+        token counts (the unit of parallel work)."""
+        n = self.n_sequences
+        jobs = max(1, min(jobs, n))
+        bounds = np.searchsorted(self.seq_ptr, np.linspace(0, self.n_tokens, jobs + 1)[1:-1])
+        cuts = [0, *sorted(set(int(b) for b in bounds)), n]
+        return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+
+
+def resolve_jobs(jobs: int | None) -> int:
+    """``None`` or 0 means every core."""
+    return jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def thread_pool(workers: int) -> ThreadPoolExecutor:
+    """A pool of ``workers`` threads, made once and reused by every
+    evaluation (the numba kernels release the GIL)."""
+    if workers not in _POOLS:
+        _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="fgl")
+    return _POOLS[workers]
+
+
+def run_parallel(jobs: int, data: EncodedData, fn: Callable,
+                 scratch: Callable[[], tuple] | None = None) -> list:
+    """Run ``fn(i0, i1, *scratch())`` on contiguous runs of sequences, one
+    thread each.  ``scratch`` (the per-part output arrays) is called here,
+    in the calling thread: arrays a worker thread allocates come from its
+    own malloc arena, whose freed memory the other threads cannot reuse."""
+    args = [(i0, i1, *(scratch() if scratch else ())) for i0, i1 in data.chunks(resolve_jobs(jobs))]
+    if len(args) == 1:
+        return [fn(*args[0])]
+    return list(thread_pool(len(args)).map(lambda a: fn(*a), args))
+
+
+def map_instances(jobs: int, n: int, fn: Callable[[int], object]) -> list:
+    """``[fn(i) for i in range(n)]``, on up to ``jobs`` threads."""
+    jobs = min(resolve_jobs(jobs), max(n, 1))
+    if jobs == 1:
+        return [fn(i) for i in range(n)]
+    return list(thread_pool(jobs).map(fn, range(n)))
+
+
+def summed(results: list[tuple[float, np.ndarray]]) -> tuple[float, np.ndarray]:
+    """Sum per-thread (log Z, expected counts), in place in the first."""
+    grad = results[0][1]
+    for _, g in results[1:]:
+        grad += g
+    return sum(r[0] for r in results), grad

@@ -1,0 +1,98 @@
+"""What every compiled program offers the learner and the models.
+
+A *program* is an engine's batch interface: the integer tables of one
+compiled model plus the methods that answer, for a batch of encoded
+instances, the three questions of inference — Σ log Z with the expected
+feature counts, the MAP assignment, and the marginals — so the learner
+(``fgl.learn.learner``) is one piece of code for every engine.  Results come
+back as the dataclasses below; nothing is stored on the program between
+calls.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+
+@dataclass
+class InferenceStats:
+    """How approximate inference went over a batch (loopy belief
+    propagation): instances run, how many stopped at ``max_iter`` without
+    converging, the most iterations used and the largest final residual."""
+
+    instances: int = 0
+    not_converged: int = 0
+    max_iterations: int = 0
+    max_residual: float = 0.0
+
+    @classmethod
+    def of(cls, results: list) -> "InferenceStats":
+        """Summarise per-instance results that have ``converged``,
+        ``iterations`` and ``residual``."""
+        return cls(len(results), sum(not r.converged for r in results),
+                   max((r.iterations for r in results), default=0),
+                   max((r.residual for r in results), default=0.0))
+
+
+@dataclass
+class Expectations:
+    """Σ_i log Z(x_i) over a batch and the expected feature counts
+    E[f_k] summed over it (``stats``: None for exact engines)."""
+
+    log_z: float
+    counts: np.ndarray
+    stats: InferenceStats | None = None
+
+
+@dataclass
+class Decoding:
+    """The MAP assignment of every instance of a batch.
+
+    ``assignments[i]`` holds the label id of every variable of instance i in
+    the program's own order (tokens for chains; layer-major variables for
+    factor graphs); ``segment_starts[i]`` marks with 1 the first token of
+    each segment (segment programs only, else None)."""
+
+    assignments: list[np.ndarray]
+    segment_starts: list[np.ndarray] | None = None
+    stats: InferenceStats | None = None
+
+
+@dataclass
+class Marginals:
+    """Per instance, the marginal distribution of every variable:
+    ``per_instance[i]`` is a [variables, labels] array (exact engines: the
+    tokens of a sequence; factor graphs: a list of per-variable vectors)."""
+
+    per_instance: list[Any]
+    stats: InferenceStats | None = None
+
+
+class Program(Protocol):
+    """The engine interface (``ChainProgram``, ``SemiMarkovProgram``,
+    ``LoopyProgram``).  ``data`` is the engine's own encoded batch."""
+
+    n_features: int
+    has_hidden: bool
+
+    def expectations(self, w: np.ndarray, data: Any, jobs: int) -> Expectations:
+        """Σ_i log Z(x_i) and the expected feature counts under the model."""
+
+    def gold_counts(self, data: Any) -> np.ndarray:
+        """Feature counts of the gold assignment (fully observed data)."""
+
+    def clamped_expectations(self, w: np.ndarray, data: Any, jobs: int) -> Expectations:
+        """log Z(y, x) of the program clamped to the observed labels and its
+        expected counts (Sutton & McCallum eq. 1.47, 1.52); needed only when
+        ``has_hidden``."""
+
+    def decode(self, w: np.ndarray, data: Any, jobs: int) -> Decoding:
+        """The MAP assignment of every instance."""
+
+    def marginals(self, w: np.ndarray, data: Any, jobs: int) -> Marginals:
+        """Every variable's marginal distribution."""
+
+    def log_partition(self, w: np.ndarray, data: Any, jobs: int) -> np.ndarray:
+        """log Z(x_i) of every instance."""

@@ -1,0 +1,68 @@
+"""Semantic checks of a parsed spec.
+
+``check_spec`` returns every mistake it finds, in source order, each a
+``SpecError`` at the offending token that says what was found and what was
+expected; ``validate`` raises the first.  Names and labels produced by
+``fgl.parser`` carry their own ``.loc`` (see ``fgl.parser.Located``); for
+hand-built specs the enclosing node's Loc is used instead.
+
+The checker is one class made of a part per concern (declarations, named
+observations, expressions, pair and other templates, settings); the parts
+share the state of ``CheckerBase`` and call each other through ``self``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from fgl.errors import SpecError
+from fgl.lang.ast import Spec
+from fgl.lang.checks.declarations import DeclarationChecks
+from fgl.lang.checks.expressions import ExpressionChecks
+from fgl.lang.checks.messages import (
+    GRAPH_TEMPLATES,
+    NEED_GRAPH,
+    NEED_SEGMENTS,
+    NEEDS_EDGE,
+    NEEDS_WHERE,
+    NONCONTIGUOUS_SEGMENT_WINDOW,
+    NONCONTIGUOUS_WINDOW,
+    SEGMENTS_AND_PAIRS,
+)
+from fgl.lang.checks.observations import ObservationChecks
+from fgl.lang.checks.settings import SettingChecks
+from fgl.lang.checks.templates import TemplateChecks
+from fgl.lang.checks.text import labels_text
+
+__all__ = ["GRAPH_TEMPLATES", "NEED_GRAPH", "NEED_SEGMENTS", "NEEDS_EDGE", "NEEDS_WHERE",
+           "NONCONTIGUOUS_SEGMENT_WINDOW", "NONCONTIGUOUS_WINDOW", "SEGMENTS_AND_PAIRS",
+           "check_spec", "labels_text", "validate"]
+
+
+class _Checker(DeclarationChecks, ObservationChecks, ExpressionChecks, TemplateChecks,
+               SettingChecks):
+    def run(self) -> list[SpecError]:
+        self.check_input()
+        self.check_columns()
+        self.check_outputs()
+        self.check_label_sets()
+        self.check_hidden()
+        self.check_segments()
+        self.check_observations()
+        self.check_templates()
+        self.check_train()
+        self.check_infer()
+        return sorted(self.errors, key=lambda e: (e.line, e.col))
+
+
+def check_spec(spec: Spec, base_dir: Path | None = None) -> list[SpecError]:
+    """Every semantic error in ``spec``, in source order.  ``base_dir`` is
+    where relative file names (lexicons) are looked up; None skips that."""
+    return _Checker(spec, base_dir).run()
+
+
+def validate(spec: Spec, base_dir: Path | None = None) -> Spec:
+    """Return ``spec`` unchanged if it has no semantic errors, else raise the first."""
+    errors = check_spec(spec, base_dir)
+    if errors:
+        raise errors[0]
+    return spec

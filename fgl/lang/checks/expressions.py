@@ -1,0 +1,159 @@
+"""Checks of observation expressions: column references (read where the
+context allows), names, built-in calls and either(...) (Sutton & McCallum
+eq. 1.61)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from fgl.features.builtins import BUILTINS
+from fgl.lang.ast import Call, ColumnRef, Conj, Disj, NameRef
+from fgl.lang.checks.context import Context
+from fgl.lang.checks.indexes import IndexChecks
+from fgl.lang.checks.messages import FUNCTIONS, NEED_SEGMENTS, ZERO_ARG
+from fgl.lang.checks.text import did_you_mean, loc_of, offsets, show
+
+_GIVES = {"text": "text", "number": "numbers", "test": "a yes/no test"}
+
+
+class ExpressionChecks(IndexChecks):
+    def expr(self, e) -> str | None:
+        """Check an observation expression; return what it gives: "text",
+        "number", "test" (yes/no), or None when it is broken."""
+        if isinstance(e, ColumnRef):
+            return self.column_ref(e)
+        if isinstance(e, NameRef):
+            return self.name_ref(e)
+        if isinstance(e, Call):
+            return self.call(e)
+        if isinstance(e, (Conj, Disj)):
+            kinds = [self.expr(p) for p in e.parts]
+            if None in kinds:
+                return None
+            return "number" if "number" in kinds else "text" if "text" in kinds else "test"
+        raise TypeError(f"not an observation expression: {e!r}")
+
+    def column_ref(self, e: ColumnRef) -> str | None:
+        problem = self.base_problem(e)
+        if problem:
+            self.error(e.loc, problem)
+        elif e.lo_base == e.hi_base:
+            if e.lo > e.hi:
+                self.error(e.loc, f"bad offset range {offsets(e.lo, e.hi, e.lo_base)}: "
+                                  f"the start must not come after the end")
+        elif (e.lo_base, e.hi_base) == ("v", "u"):     # u <= v
+            shown = offsets(e.lo, e.hi, 'v', 'u')
+            if e.lo >= e.hi:
+                self.error(e.loc, f"bad offset range {shown}: the start must not come after the "
+                                  f"end (u, the first token, is never after v, the last)")
+            else:
+                self.error(e.loc, f"bad offset range {shown}: its order depends on the segment's "
+                                  f"length; ranges between u and v must run from a u-based to a "
+                                  f"v-based end or keep one base, as in {e.column}[u-1..v+1]")
+        col = self.columns.get(e.column)
+        if col is None:
+            self.error(e.loc, f"unknown column '{e.column}'; expected one of: "
+                              f"{', '.join(self.inputs) or '(none)'}"
+                              f"{did_you_mean(e.column, self.inputs)}")
+            return None
+        if e.column in self.outputs:
+            self.error(e.loc, f"'{e.column}' is an output (label) column; observations may only "
+                              f"read input columns")
+            return None
+        return {"text": "text", "number": "number", "vector": "number"}.get(col.kind)
+
+    def name_ref(self, e: NameRef) -> str | None:
+        at_t = e.name in self.obs or e.name in ("bos", "eos")
+        what = "the named observation" if e.name in self.obs else "the built-in"
+        if at_t and self.ctx is Context.PAIR:
+            self.error(e.loc, f"{what} '{e.name}' is read at t, but a pair template has two ends "
+                              f"i and j; read it at both ends with either({e.name}), or write its "
+                              f"expression with word[i] / word[j]")
+            return None
+        if at_t and self.ctx is Context.WHERE:
+            self.error(e.loc, f"a `where` clause cannot use {what} '{e.name}' (it is read at "
+                              f"t); write the expression with the pair's ends, as in "
+                              f"word[i] == word[j]")
+            return None
+        if e.name in ("bos", "eos") and self.graph:
+            self.error(e.loc, f"'{e.name}' marks an end of a sequence, but a graph model (`input "
+                              f"graph`) has no sequence; use bias or node attributes instead")
+            return None
+        if e.name in self.obs:
+            return self.obs_kind(e.name)
+        b = BUILTINS.get(e.name)
+        if b is not None:
+            if e.name == "length" and self.spec.segments is None:
+                self.error(e.loc, f"'length' is the length of a segment but this is not a "
+                                  f"segment model; {NEED_SEGMENTS}")
+                return None
+            if b.takes is None:
+                return b.gives
+            self.error(e.loc, f"'{e.name}' is a function and needs an argument, as in "
+                              f"{e.name}(word[t])")
+            return None
+        hint = f"; '{e.name}' is a column: read it as {e.name}[t]" if e.name in self.columns else ""
+        self.error(e.loc, f"undefined observation '{e.name}'; expected a name defined with `obs` "
+                          f"or one of {', '.join(ZERO_ARG)}"
+                          f"{did_you_mean(e.name, list(self.obs) + ZERO_ARG)}{hint}")
+        return None
+
+    def call(self, e: Call) -> str | None:
+        b = BUILTINS.get(e.func)
+        if b is None:
+            self.expr(e.arg)
+            self.error(e.loc, f"unknown function '{e.func}'; expected one of: "
+                              f"{', '.join(FUNCTIONS)}{did_you_mean(e.func, FUNCTIONS)}")
+            return None
+        if b.takes is None:
+            self.error(e.loc, f"'{e.func}' takes no argument; write it bare: {e.func}")
+            return b.gives
+        if e.func == "either":
+            return self.either(e)
+        arg_kind = self.expr(e.arg)
+        self.params(e, b.params)
+        if arg_kind is not None and arg_kind != b.takes:
+            what = (f"'{e.arg.column}' is {self.columns[e.arg.column].kind}"
+                    if isinstance(e.arg, ColumnRef) else "its argument gives " + _GIVES[arg_kind])
+            need = "a text column" if b.takes == "text" else "a number or vector column"
+            self.error(e.arg.loc, f"{e.func}() needs {need}; {what}")
+        return b.gives
+
+    def either(self, e: Call) -> str | None:
+        """``either(expr)``: the expression, written with t, at both ends of
+        a pair template; it gives what its expression gives."""
+        self.params(e, BUILTINS["either"].params)
+        if self.ctx is not Context.PAIR:
+            hint = ("; in a graph model read both nodes directly, as in title[a] | title[b]"
+                    if self.graph else "")
+            self.error(e.loc, f"either(...) is only for the observations of a pair template "
+                              f"(y[i], y[j]), as in ~ either(lower(word[t])){hint}")
+            return None
+        with self.reading(Context.EITHER):
+            return self.expr(e.arg)
+
+    def params(self, e: Call, types: tuple[type, ...]) -> None:
+        if len(e.params) != len(types):
+            wanted = ("no parameters" if not types else
+                      f"{len(types)} parameter{'s' if len(types) > 1 else ''} "
+                      f"({', '.join('a whole number' if t is int else 'a string' for t in types)})")
+            self.error(e.loc, f"{e.func}() takes {wanted} after its argument; "
+                              f"found {len(e.params)}")
+            return
+        for p, t in zip(e.params, types):
+            loc = loc_of(p, e.loc)
+            if t is int:
+                if not (isinstance(p, int) and not isinstance(p, bool) and p > 0):
+                    self.error(loc, f"{e.func}() needs a positive whole number, as in "
+                                    f"{e.func}(word[t], 3); found {show(p)}")
+            elif not isinstance(p, str):
+                self.error(loc, f"{e.func}() needs a \"string\" parameter; found {show(p)}")
+            elif e.func == "regex":
+                try:
+                    re.compile(p)
+                except re.error as x:
+                    self.error(loc, f"bad regular expression {show(p)}: {x}")
+            elif e.func == "lexicon" and self.base_dir is not None:
+                path = Path(p) if Path(p).is_absolute() else self.base_dir / p
+                if not path.is_file():
+                    self.error(loc, f"lexicon file {show(p)} not found (looked for {path})")

@@ -1,0 +1,195 @@
+"""Every setting a spec can give, in one table.
+
+A spec sets training in ``train { ... }``, inference in ``infer METHOD(...)``
+and per template options in ``template ...: ... (sigma = s, support = all)``.
+Each ``SettingDef`` of ``SETTINGS`` names its block and key, the validator the
+checker (``fgl.lang.checks``) applies, the default, what reads it, and — for a
+setting nothing implements yet — why the checker refuses it.  ``train_settings``,
+``infer_settings`` and ``template_options`` give the values in effect;
+``settings_markdown`` renders the table as ``docs/settings.md``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from fgl.errors import FglError
+from fgl.lang import ast
+
+INFER_METHODS = ("exact", "loopy", "trp")
+DEFAULT_INFER_METHOD = "loopy"
+OVERRIDES = ("sigma", "max_iter", "tol", "jobs")  # train settings a caller may override
+
+
+# ---------------------------------------------------------------- validators
+
+@dataclass(frozen=True)
+class Rule:
+    """A validator: ``rule(value)`` is None when the value is fine, else
+    what was expected (``rule.expected``)."""
+    expected: str
+    accepts: Callable[[object], bool]
+
+    def __call__(self, value: object) -> str | None:
+        return None if self.accepts(value) else self.expected
+
+
+def _is_num(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def whole_number(low: int) -> Rule:
+    """A whole number >= ``low``."""
+    return Rule("a whole number > 0" if low == 1 else f"a whole number >= {low}",
+                lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low)
+
+
+def _choice(*names: str) -> Rule:
+    return Rule("one of: " + ", ".join(names), lambda v: isinstance(v, str) and v in names)
+
+
+POSITIVE = Rule("a positive number", lambda v: _is_num(v) and v > 0)
+NON_NEGATIVE = Rule("a number >= 0", lambda v: _is_num(v) and v >= 0)
+DAMPING = Rule("a number d with 0 <= d < 1", lambda v: _is_num(v) and 0 <= v < 1)
+
+
+# ---------------------------------------------------------------- the table
+
+@dataclass(frozen=True)
+class SettingDef:
+    """One setting: ``key`` in ``block`` ("train", "infer exact", "infer
+    loopy", "infer trp" or "template")."""
+    block: str
+    key: str
+    validator: Rule
+    default: object | None          # None: no default (see ``meaning``)
+    read_by: str                    # what reads it
+    meaning: str                    # one line for the docs
+    refusal: str | None = None      # why the checker refuses it (nothing implements it)
+
+
+_LEARNER = "learner: {} (fgl.learn.learner)"
+_ENGINE = "{} engine: {} (fgl.engines.loopy_program)"
+_COMPILERS = "compilers: {} (fgl.compile.sequence, fgl.compile.factor_graphs)"
+
+SETTINGS: tuple[SettingDef, ...] = (
+    SettingDef("train", "sigma", POSITIVE, 10.0,
+               _COMPILERS.format("prior sigma of every template without its own"),
+               "Gaussian prior sigma of the weights (L2 regularisation)"),
+    SettingDef("train", "max_iter", whole_number(1), 200,
+               _LEARNER.format("L-BFGS iteration limit"), "the most L-BFGS iterations"),
+    SettingDef("train", "tol", POSITIVE, 1e-5,
+               _LEARNER.format("L-BFGS stopping tolerance"),
+               "stop when the objective improves by less than this (relative) over 10 iterations"),
+    SettingDef("train", "jobs", whole_number(0), 0,
+               "API: worker threads for training and tagging (fgl.api)",
+               "worker threads; 0 means one per core"),
+    SettingDef("train", "trainer", _choice("lbfgs"), None, "nothing (refused)",
+               "the optimiser",
+               refusal="only L-BFGS training exists (other trainers are not implemented yet)"),
+    SettingDef("train", "l1", NON_NEGATIVE, None, "nothing (refused)",
+               "L1 penalty of the weights",
+               refusal="L1 / elastic-net regularisation (OWL-QN) is not implemented yet"),
+    SettingDef("infer exact", "max_states", whole_number(1), 1_000_000,
+               _ENGINE.format("exact", "enumeration size limit"),
+               "the most joint label assignments one instance may have"),
+    SettingDef("infer loopy", "damping", DAMPING, 0.0,
+               _ENGINE.format("loopy", "message damping"),
+               "keep this share of each old message (0: none)"),
+    SettingDef("infer loopy", "max_iter", whole_number(1), 200,
+               _ENGINE.format("loopy", "iteration limit"), "the most passes of the schedule"),
+    SettingDef("infer loopy", "tol", POSITIVE, 1e-8,
+               _ENGINE.format("loopy", "convergence tolerance"),
+               "stop when no message changes by more than this in one pass"),
+    SettingDef("infer loopy", "schedule", _choice("flooding"), None, "nothing (refused)",
+               "the message schedule",
+               refusal="only the flooding schedule exists for `infer loopy` "
+                       "(use `infer trp` for tree schedules)"),
+    SettingDef("infer trp", "max_iter", whole_number(1), 200,
+               _ENGINE.format("TRP", "iteration limit"), "the most passes over the trees"),
+    SettingDef("infer trp", "tol", POSITIVE, 1e-8,
+               _ENGINE.format("TRP", "convergence tolerance"),
+               "stop when no message changes by more than this in one pass"),
+    SettingDef("infer trp", "trees", whole_number(1), None,
+               _ENGINE.format("TRP", "number of spanning trees"),
+               "the most spanning trees of the TRP schedule (Sutton & McCallum §1.5.1); "
+               "absent: as many as cover every edge"),
+    SettingDef("template", "sigma", POSITIVE, None,
+               _COMPILERS.format("prior sigma of this template's weights"),
+               "Gaussian prior sigma of this template's weights; absent: the train sigma"),
+    SettingDef("template", "support", _choice("observed", "all"), None,
+               _COMPILERS.format("which weights exist"),
+               "weights for the (attribute, pattern) pairs seen in training, or for all; "
+               "absent: observed for templates with observations (the engine decides)"),
+)
+
+
+def block_settings(block: str) -> dict[str, SettingDef]:
+    """The settings of ``block``, by key, in table order."""
+    return {s.key: s for s in SETTINGS if s.block == block}
+
+
+def _defaults(block: str) -> dict[str, object]:
+    return {k: s.default for k, s in block_settings(block).items() if s.default is not None}
+
+
+# ---------------------------------------------------------------- values in effect
+
+def check_override(key: str, value: object) -> None:
+    """Raise ``FglError`` unless ``value`` is a valid override (from the
+    command line or the API) of the train setting ``key``."""
+    if key not in OVERRIDES:
+        raise FglError(f"unknown train setting override '{key}'; expected one of: "
+                       f"{', '.join(OVERRIDES)}")
+    problem = block_settings("train")[key].validator(value)
+    if problem:
+        raise FglError(f"the {key} override must be {problem}; found {value!r}")
+
+
+def train_settings(spec: ast.Spec,
+                   overrides: Mapping[str, object] | None = None) -> dict[str, object]:
+    """The train settings in effect: every default, then the spec's
+    ``train { ... }`` values, then the non-None ``overrides`` (each checked
+    with ``check_override``)."""
+    out = _defaults("train")
+    out.update((s.key, s.value) for s in spec.train)
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            check_override(key, value)
+            out[key] = value
+    return out
+
+
+def infer_settings(spec: ast.Spec) -> tuple[str, dict[str, object]]:
+    """The inference method (default ``loopy``) and its settings in effect:
+    the defaults, then the spec's values.  TRP's ``trees`` has no default:
+    absent means as many trees as it takes to cover every edge."""
+    method = spec.infer_method[0] if spec.infer_method else DEFAULT_INFER_METHOD
+    out = _defaults(f"infer {method}")
+    out.update((s.key, s.value) for s in spec.infer)
+    return method, out
+
+
+def template_options(tpl: ast.Template, sigma: float) -> dict[str, object]:
+    """A template's options in effect: its ``sigma`` (default: the train
+    ``sigma``) and ``support`` only when given (its default depends on the
+    engine, so the compilers choose it)."""
+    return {"sigma": sigma, **{s.key: s.value for s in tpl.options}}
+
+
+# ---------------------------------------------------------------- docs
+
+def settings_markdown() -> str:
+    """The table as Markdown: the text of ``docs/settings.md``."""
+    rows = ["# Settings", "",
+            "Every setting a spec can give, generated from `fgl/lang/settings.py` by",
+            "`settings_markdown()`. Settings read by nothing are refused by the checker.", "",
+            "| block | key | type / range | default | read by | meaning |",
+            "|---|---|---|---|---|---|"]
+    for s in SETTINGS:
+        default = "—" if s.default is None else str(s.default)
+        read_by = f"{s.read_by}: {s.refusal}" if s.refusal else s.read_by
+        rows.append(f"| {s.block} | `{s.key}` | {s.validator.expected} | {default} | {read_by} "
+                    f"| {s.meaning} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,129 @@
+"""Which engine a spec needs, and why: the one place an engine is chosen.
+
+Each ``Engine`` names the model class that compiles and runs it and a test
+that, given a checked spec, returns the reason this engine is the one (or
+None).  ``choose`` asks them in order — the general factor-graph engine
+first, since any non-chain clique needs it; then segments; the exact chain
+otherwise — and ``explain`` and model files read the choice from here.
+Nothing outside this module branches on the kind of a model or program.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from fgl.compile.factor_graphs import FactorGraphModel
+from fgl.compile.sequence import ChainModel, SegmentModel
+from fgl.errors import FglError
+from fgl.lang import ast
+from fgl.lang.checks import labels_text
+from fgl.model import Model
+
+
+@dataclass(frozen=True)
+class Engine:
+    """An engine: its name, the model class that implements it, what it is
+    (with the paper it follows) and when a spec needs it."""
+
+    name: str
+    model: type[Model]
+    title: str
+    needed_because: Callable[[ast.Spec], str | None]
+
+
+def _factor_graph_reason(spec: ast.Spec) -> str | None:
+    if spec.input_format == "graph":
+        return "the input is graph-structured (`input graph`): one factor graph per graph"
+    if spec.hidden:
+        names = ", ".join(h.name for h in spec.hidden)
+        return (f"the spec has hidden layers ({names}), summed out by clamped inference "
+                "(Sutton & McCallum §1.4.3)")
+    if len(spec.outputs) > 1:
+        return (f"the spec has several label layers ({', '.join(spec.outputs)}), linked per "
+                "position (a factorial CRF, Sutton & McCallum §1.4.1)")
+    if spec.segments is not None:
+        return None
+    for tpl in spec.templates:
+        if tpl.where or any(r.index != "t" or r.var != tpl.labels[0].var for r in tpl.labels):
+            return (f"template '{tpl.name}' links {labels_text(tpl.labels)}, which is not a "
+                    "contiguous label window of one chain (a skip edge or pair)")
+    return None
+
+
+def _segments_reason(spec: ast.Spec) -> str | None:
+    if spec.segments is None:
+        return None
+    return ("the spec declares `segments`; templates range over segment label windows "
+            "s[j-k..j], so inference is exact in O(T·L·n·|P|)")
+
+
+def _chain_reason(spec: ast.Spec) -> str | None:
+    return ("every template is a contiguous label window y[t-k..t] of one chain, so "
+            "inference is exact in O(T·n·|P|)")
+
+
+ENGINES: tuple[Engine, ...] = (
+    Engine("factor graph", FactorGraphModel,
+           "belief propagation over a factor graph per instance (Sutton & McCallum §1.4.4, §1.5)",
+           _factor_graph_reason),
+    Engine("segments", SegmentModel, "exact high-order semi-Markov (Cuong et al. 2014 §2)",
+           _segments_reason),
+    Engine("chain", ChainModel, "exact pattern-sparse chain (Ye et al. 2009 §3)", _chain_reason),
+)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The engine chosen for a spec and the reason."""
+
+    engine: Engine
+    reason: str
+
+    @property
+    def model(self) -> type[Model]:
+        return self.engine.model
+
+    def title(self, spec: ast.Spec) -> str:
+        """What runs, with the spec's inference method for factor graphs."""
+        if self.engine.name != "factor graph":
+            return self.engine.title
+        method = spec.infer_method[0] if spec.infer_method else "loopy"
+        run = {"exact": "exact enumeration", "trp": "loopy belief propagation with the TRP "
+               "schedule"}.get(method, "loopy belief propagation")
+        return f"{run} over a factor graph per instance (Sutton & McCallum §1.4.4, §1.5)"
+
+
+def choose(spec: ast.Spec) -> Choice:
+    """The engine ``spec`` needs, and why."""
+    for engine in ENGINES:
+        reason = engine.needed_because(spec)
+        if reason is not None:
+            return Choice(engine, reason)
+    raise AssertionError("the chain engine takes every spec the others do not")
+
+
+def by_name(name: str) -> Engine:
+    """The engine called ``name`` (as model files record it)."""
+    for engine in ENGINES:
+        if engine.name == name:
+            return engine
+    raise FglError(f"unknown engine '{name}'; this fgl has: "
+                   f"{', '.join(e.name for e in ENGINES)}")
+
+
+def explain(spec: ast.Spec, model: Model | None = None, data: object | None = None) -> str:
+    """The engine chosen for ``spec`` and why, then the compiled program's
+    sizes when a ``model`` (compiled against ``data``) is given."""
+    choice = choose(spec)
+    lines = [f"engine: {choice.title(spec)}", f"  why: {choice.reason}"]
+    if model is not None:
+        lines += model.describe(data)
+    return "\n".join(lines)
+
+
+def compile_model(spec: ast.Spec, sentences: object, base_dir: Path | None = None,
+                  overrides: dict | None = None, source: str = "<train>") -> tuple[Model, object]:
+    """Compile ``spec`` against training ``sentences`` with the engine it
+    needs; returns the model and the encoded training data."""
+    return choose(spec).model.compile(spec, sentences, base_dir or Path("."), overrides, source)

@@ -1,0 +1,167 @@
+"""The table of settings (fgl.lang.settings): the values in effect, the
+overrides a caller may give, the settings the checker refuses, and the
+generated docs/settings.md."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from spec_errors import CHECK_FILE, check_errors, one_error
+
+from fgl.errors import FglError
+from fgl.lang.parser import parse_spec
+from fgl.lang.settings import (
+    INFER_METHODS,
+    SETTINGS,
+    check_override,
+    infer_settings,
+    settings_markdown,
+    template_options,
+    train_settings,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+# three lines every snippet builds on; snippets start at line 4
+BASE = "columns word, chunk\noutput chunk\ntemplate base: y[t] ~ word[t]\n"
+
+
+def spec(src: str = ""):
+    return parse_spec(BASE + src, CHECK_FILE)
+
+
+def message_at(src: str) -> tuple[int, int, str]:
+    e = one_error(check_errors(BASE + src))
+    assert e.file == CHECK_FILE
+    return e.line, e.col, e.message
+
+
+# ---------------------------------------------------------------- refused settings
+
+L1 = ("train: setting 'l1' is not available: L1 / elastic-net regularisation (OWL-QN) is not "
+      "implemented yet; remove it")
+TRAINER = ("train: setting 'trainer' is not available: only L-BFGS training exists (other "
+           "trainers are not implemented yet); remove it")
+SCHEDULE = ("infer loopy: setting 'schedule' is not available: only the flooding schedule exists "
+            "for `infer loopy` (use `infer trp` for tree schedules); remove it")
+
+
+def test_l1_is_refused():
+    assert message_at("train {\n  sigma = 1\n  l1 = 0.5\n}") == (6, 3, L1)
+
+
+def test_trainer_is_refused():
+    assert message_at("train { max_iter = 5 trainer = lbfgs }") == (4, 22, TRAINER)
+
+
+def test_schedule_is_refused():
+    assert message_at("infer loopy(damping = 0.5, schedule = flooding)") == (4, 28, SCHEDULE)
+
+
+@pytest.mark.parametrize("src, message", [
+    ("train { l1 = -0.5 }", L1),
+    ("train { trainer = sgd }", TRAINER),
+    ("infer loopy(schedule = random)", SCHEDULE),
+])
+def test_refused_whatever_the_value(src, message):
+    assert message_at(src)[2] == message
+
+
+def test_refused_settings_are_not_offered():
+    assert message_at("train { lone = 1 }")[2] == (
+        "unknown setting 'lone' for train; expected one of: sigma, max_iter, tol, jobs")
+    assert message_at("infer loopy(trees = 2)")[2] == (
+        "unknown setting 'trees' for infer loopy; expected one of: damping, max_iter, tol")
+
+
+def test_refused_settings_have_no_default():
+    refused = [s for s in SETTINGS if s.refusal is not None]
+    assert [(s.block, s.key) for s in refused] == [
+        ("train", "trainer"), ("train", "l1"), ("infer loopy", "schedule")]
+    assert all(s.default is None for s in refused)
+
+
+# ---------------------------------------------------------------- the table
+
+def test_every_default_is_valid():
+    for s in SETTINGS:
+        if s.default is not None:
+            assert s.validator(s.default) is None, (s.block, s.key, s.default)
+
+
+def test_keys_are_unique_per_block_and_blocks_known():
+    blocks = {"train", "template"} | {f"infer {m}" for m in INFER_METHODS}
+    assert {s.block for s in SETTINGS} == blocks
+    pairs = [(s.block, s.key) for s in SETTINGS]
+    assert len(pairs) == len(set(pairs))
+    assert all(s.read_by and s.meaning for s in SETTINGS)
+
+
+def test_docs_settings_md_is_the_rendered_table():
+    assert (ROOT / "docs" / "settings.md").read_text(encoding="utf-8") == settings_markdown()
+
+
+# ---------------------------------------------------------------- values in effect
+
+def test_train_defaults():
+    assert train_settings(spec()) == {"sigma": 10.0, "max_iter": 200, "tol": 1e-5, "jobs": 0}
+
+
+def test_train_spec_values_then_overrides():
+    s = spec("train { sigma = 2 max_iter = 50 jobs = 4 }")
+    assert train_settings(s) == {"sigma": 2, "max_iter": 50, "tol": 1e-5, "jobs": 4}
+    got = train_settings(s, {"sigma": 0.5, "max_iter": None, "tol": 1e-3, "jobs": 1})
+    assert got == {"sigma": 0.5, "max_iter": 50, "tol": 1e-3, "jobs": 1}
+
+
+def test_train_overrides_are_checked():
+    with pytest.raises(FglError, match="the sigma override must be a positive number; found 0"):
+        train_settings(spec(), {"sigma": 0})
+
+
+@pytest.mark.parametrize("src, method, settings", [
+    ("", "loopy", {"damping": 0.0, "max_iter": 200, "tol": 1e-8}),
+    ("infer loopy(damping = 0.5)", "loopy", {"damping": 0.5, "max_iter": 200, "tol": 1e-8}),
+    ("infer trp", "trp", {"max_iter": 200, "tol": 1e-8}),
+    ("infer trp(trees = 3, tol = 1e-4)", "trp", {"max_iter": 200, "tol": 1e-4, "trees": 3}),
+    ("infer exact", "exact", {"max_states": 1_000_000}),
+    ("infer exact(max_states = 50)", "exact", {"max_states": 50}),
+])
+def test_infer_settings(src, method, settings):
+    assert infer_settings(spec(src)) == (method, settings)
+
+
+def test_template_options():
+    s = spec("template a: y[t-1..t]\ntemplate b: y[t] ~ word[t] (sigma = 2, support = all)")
+    base, a, b = s.templates
+    assert template_options(base, 10.0) == {"sigma": 10.0}
+    assert template_options(a, 3.0) == {"sigma": 3.0}
+    assert template_options(b, 10.0) == {"sigma": 2, "support": "all"}
+
+
+# ---------------------------------------------------------------- overrides
+
+@pytest.mark.parametrize("key, value", [
+    ("sigma", 1e-3), ("sigma", 100), ("max_iter", 1), ("tol", 1e-9), ("jobs", 0), ("jobs", 8),
+])
+def test_good_overrides(key, value):
+    check_override(key, value)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("sigma", 0, "the sigma override must be a positive number; found 0"),
+    ("sigma", -1.0, "the sigma override must be a positive number; found -1.0"),
+    ("sigma", math.nan, "the sigma override must be a positive number; found nan"),
+    ("sigma", math.inf, "the sigma override must be a positive number; found inf"),
+    ("sigma", "10", "the sigma override must be a positive number; found '10'"),
+    ("max_iter", -5, "the max_iter override must be a whole number > 0; found -5"),
+    ("max_iter", 2.5, "the max_iter override must be a whole number > 0; found 2.5"),
+    ("tol", -1, "the tol override must be a positive number; found -1"),
+    ("jobs", -2, "the jobs override must be a whole number >= 0; found -2"),
+    ("l1", 0.1, "unknown train setting override 'l1'; expected one of: sigma, max_iter, tol, "
+                "jobs"),
+])
+def test_bad_overrides(key, value, message):
+    with pytest.raises(FglError) as info:
+        check_override(key, value)
+    assert str(info.value) == message
