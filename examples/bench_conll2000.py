@@ -144,7 +144,7 @@ def toy_l2_check(pycrfsuite, c2: float) -> dict:
     nll = 0.0
     for x, y in zip(xs, ys):
         def score(lab):
-            s = sum(state.get((a, l), 0.0) for item, l in zip(x, lab) for a in item)
+            s = sum(state.get((a, tag), 0.0) for item, tag in zip(x, lab) for a in item)
             return s + sum(trans.get((p, q), 0.0) for p, q in zip(lab, lab[1:]))
         z = [score(lab) for lab in itertools.product("XY", repeat=len(x))]
         m = max(z)
@@ -239,10 +239,11 @@ def jit_warmup(jobs: int) -> dict:
     them, or loads them from its cache (cache=True)."""
     t0 = time.perf_counter()
     import numpy as np
-    from fgl.registry import compile_model
+
+    import fgl.learn.learner  # noqa: F401  (imports the engines)
     from fgl.io.conll import Sentence
     from fgl.lang.parser import read_spec
-    import fgl.learner  # noqa: F401  (imports the engines)
+    from fgl.registry import compile_model
     t_import = time.perf_counter() - t0
     spec = read_spec(SPEC)
     rows = [[["He", "PRP", "B-NP"], ["reckons", "VBZ", "B-VP"], ["the", "DT", "B-NP"],
@@ -262,8 +263,10 @@ def jit_warmup(jobs: int) -> dict:
     prog.expectations(w, data, jobs)
     prog.decode(w, data, jobs)
     second = time.perf_counter() - t0
+    cache_dir = os.environ.get("NUMBA_CACHE_DIR",
+                               "(default: __pycache__ beside the fgl.engines modules)")
     return {"import_s": t_import, "jit_s": first - second, "jit_second_call_s": second,
-            "numba_cache_dir": os.environ.get("NUMBA_CACHE_DIR", "(default: fgl/engines/__pycache__)")}
+            "numba_cache_dir": cache_dir}
 
 
 def worker_jit(a) -> dict:
@@ -274,13 +277,14 @@ def worker_fgl(a) -> dict:
     res: dict = {"name": f"fgl jobs={a.jobs}", "jobs": a.jobs, "in_memory": a.train_in_memory}
     res.update(jit_warmup(a.jobs))
     import numpy as np
+
     from fgl.api import CRF
-    from fgl.registry import compile_model
-    from fgl.lang.settings import train_settings
-    from fgl.io.evaluate import evaluate
     from fgl.io.conll import iter_conll, read_conll
-    from fgl.learn.learner import train_lbfgs
+    from fgl.io.evaluate import evaluate
     from fgl.lang.parser import read_spec
+    from fgl.lang.settings import train_settings
+    from fgl.learn.learner import train_lbfgs
+    from fgl.registry import compile_model
 
     t0 = time.perf_counter()
     test = read_conll(a.data / "test.txt")
@@ -348,6 +352,7 @@ def cross_check(a, model, data, prog, w_fgl) -> dict:
     sets must coincide, and fgl's objective there must equal CRFsuite's loss."""
     import numpy as np
     import pycrfsuite
+
     from fgl.learn.learner import Objective
 
     tg = pycrfsuite.Tagger()
@@ -393,7 +398,8 @@ def _version(dist: str) -> str:
 
 # ---------------------------------------------------------------- parent
 
-def run_worker(a, kind: str, jobs: int, extra: list[str] = (), env: dict | None = None) -> dict | None:
+def run_worker(a, kind: str, jobs: int, extra: list[str] = (),
+               env: dict | None = None) -> dict | None:
     if a.blas_threads is not None:
         env = {**(env or os.environ), **{v: str(a.blas_threads) for v in BLAS_VARS}}
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", kind, "--jobs", str(jobs),
@@ -407,7 +413,8 @@ def run_worker(a, kind: str, jobs: int, extra: list[str] = (), env: dict | None 
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT)]
     if proc.returncode != 0 or not lines:
-        log(f"    worker {kind} jobs={jobs} failed (exit {proc.returncode}); its output:\n{proc.stdout}")
+        log(f"    worker {kind} jobs={jobs} failed (exit {proc.returncode}); "
+            f"its output:\n{proc.stdout}")
         return None
     res = json.loads(lines[-1][len(RESULT):])
     res["process_s"] = time.perf_counter() - t0
@@ -417,7 +424,8 @@ def run_worker(a, kind: str, jobs: int, extra: list[str] = (), env: dict | None 
 
 ROWS = [
     # label, key or function, format, ratio?
-    ("train sentences / tokens", lambda r: f"{r['train_sentences']} / {r['train_tokens']}", None, False),
+    ("train sentences / tokens",
+     lambda r: f"{r['train_sentences']} / {r['train_tokens']}", None, False),
     ("read data s", "read_s", "{:.2f}", True),
     ("feature extraction s (train)", "extract_s", "{:.2f}", True),
     ("  crfsuite featgen in train() s", "featgen_s", "{:.2f}", False),
@@ -468,7 +476,8 @@ def print_table(cols: list[tuple[str, dict | None]], base: dict | None) -> None:
         vals = [value(r, key) for _, r in cols]
         if all(v is None for v in vals):
             continue
-        cells = [label] + ["-" if v is None else (v if fmt is None else fmt.format(v)) for v in vals]
+        cells = [label] + ["-" if v is None else (v if fmt is None else fmt.format(v))
+                           for v in vals]
         b = value(base, key)
         for _, r in ratio_cols:
             v = value(r, key)
@@ -476,8 +485,11 @@ def print_table(cols: list[tuple[str, dict | None]], base: dict | None) -> None:
             cells.append(f"{v / b:.2f}x" if ok else "")
         body.append(cells)
     widths = [max(len(str(row[i])) for row in [head] + body) for i in range(len(head))]
-    line = lambda row: "  ".join(str(c).ljust(widths[0]) if i == 0 else str(c).rjust(widths[i])
-                                 for i, c in enumerate(row))
+
+    def line(row) -> str:
+        return "  ".join(str(c).ljust(widths[0]) if i == 0 else str(c).rjust(widths[i])
+                         for i, c in enumerate(row))
+
     print(line(head))
     print("  ".join("-" * w for w in widths))
     for row in body:
@@ -498,8 +510,9 @@ def parent(a) -> None:
     cores = os.cpu_count() or 1
     sigma = 1.0 / math.sqrt(2.0 * a.c2)
     print(f"CoNLL-2000 chunking, CRFsuite feature set; data {a.data}")
-    print(f"mode: {'quick (first %d training sentences)' % QUICK_SENTENCES if a.quick else 'full'}; "
-          f"max iterations: {a.max_iter if a.max_iter is not None else 'default (crfsuite: none, fgl: spec)'}; "
+    mode = f"quick (first {QUICK_SENTENCES} training sentences)" if a.quick else "full"
+    max_iter = a.max_iter if a.max_iter is not None else "default (crfsuite: none, fgl: spec)"
+    print(f"mode: {mode}; max iterations: {max_iter}; "
           f"{cores} cores; python {sys.version.split()[0]}")
     blas = ({v: os.environ[v] for v in BLAS_VARS if v in os.environ} if a.blas_threads is None
             else {v: str(a.blas_threads) for v in BLAS_VARS})
@@ -529,7 +542,8 @@ def parent(a) -> None:
     print_table(cols, crf)
     print("fgl 1 core and fgl {0} cores read the training file as `fgl train` does (twice, "
           "streamed, never held);\n'fgl {0} cores, lists' reads it into lists first, as the "
-          "CRFsuite worker does. For the streamed runs 'read data' is the test file only.".format(cores))
+          "CRFsuite worker does. For the streamed runs 'read data' is the test file "
+          "only.".format(cores))
     print()
     for name, r in cols:
         if r is None:
@@ -552,7 +566,8 @@ def parent(a) -> None:
                   f"max_iter {r['max_iter']}, tol {r['tol']:g}; jit second call "
                   f"{r['jit_second_call_s']:.4f}s; cache {r['numba_cache_dir']}")
     if crf is not None and fgl1 is not None:
-        print(f"final objectives: crfsuite {crf['objective']:.2f}, fgl 1 core {fgl1['objective']:.2f}"
+        print(f"final objectives: crfsuite {crf['objective']:.2f}, "
+              f"fgl 1 core {fgl1['objective']:.2f}"
               + (f", fgl {cores} cores {fgln['objective']:.2f}" if fgln else "")
               + f"; features crfsuite {crf['n_features']:,} vs fgl {fgl1['n_features']:,}"
               + ("" if crf["n_features"] == fgl1["n_features"] else "  <-- DIFFERENT"))
@@ -562,7 +577,8 @@ def parent(a) -> None:
                   f"{x['crfsuite_only']} CRFsuite features without an fgl feature, "
                   f"{x['fgl_only_or_zero']} fgl features absent from the CRFsuite model "
                   f"(dropped there when exactly zero); fgl objective at CRFsuite's weights "
-                  f"{x['fgl_objective_at_crfsuite_w']:.2f} (CRFsuite reports {crf['objective']:.2f}), "
+                  f"{x['fgl_objective_at_crfsuite_w']:.2f} "
+                  f"(CRFsuite reports {crf['objective']:.2f}), "
                   f"at fgl's own {x['fgl_objective_at_fgl_w']:.2f}; max |w_crfsuite - w_fgl| "
                   f"{x['max_abs_w_diff']:.3g}")
     if jit_runs:
@@ -572,14 +588,16 @@ def parent(a) -> None:
             if r is None:
                 print(f"  run {i}: failed")
             else:
-                print(f"  run {i}: jit/cache load {r['jit_s']:.2f}s  (import fgl {r['import_s']:.2f}s, "
+                print(f"  run {i}: jit/cache load {r['jit_s']:.2f}s  "
+                      f"(import fgl {r['import_s']:.2f}s, "
                       f"process {r['process_s']:.1f}s)")
         print("  run 1 compiles every kernel; run 2 loads them from the cache that run 1 wrote.")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder with train.txt, test.txt")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA,
+                    help="folder with train.txt, test.txt")
     ap.add_argument("--max-iter", type=int, default=None, help="cap L-BFGS iterations (both)")
     ap.add_argument("--quick", action="store_true",
                     help=f"first {QUICK_SENTENCES} training sentences, max-iter {QUICK_ITER}")

@@ -1,11 +1,11 @@
 """Cost of the exact pattern-sparse chain engine as the CRF order grows.
 
-The engine (``fgl/engines/chain.py``, Ye et al. 2009 §3) runs forward/backward over
+The engine (``fgl.engines.chain``, Ye et al. 2009 §3) runs forward/backward over
 the transitions S = P x Y of the model's forward states P, so one
 objective+gradient evaluation should cost O(|P|·n) per token — not O(n^k).
 Two tables, printed only (nothing is asserted):
 
-Table 1 — scaling with order.  Data from ``fgl.synth.markov_sequences`` (an
+Table 1 — scaling with order.  Data from ``fgl.io.synth.markov_sequences`` (an
 order-k_true Markov model, r = 2 successors per history, m = 3 Gaussian
 observations); for each label count n and maximum CRF order 1..K the spec
 below (all observed label patterns up to that order) is compiled and one
@@ -33,11 +33,12 @@ import time
 
 import numpy as np
 
-from fgl.lang.checks import validate
-from fgl.registry import compile_model
 from fgl.engines import chain
-from fgl.lang.parser import parse_spec
+from fgl.engines.structure import ChainStructure
 from fgl.io.synth import markov_sequences
+from fgl.lang.checks import validate
+from fgl.lang.parser import parse_spec
+from fgl.registry import compile_model
 
 SPEC = """
 model "order-{order} CRF on Markov data (benchmark)"
@@ -99,18 +100,18 @@ def table1(args, labels: list[int], orders: list[int]) -> dict:
     return models
 
 
-def dense_structure(n: int, order: int) -> chain.ChainStructure:
+def dense_structure(n: int, order: int) -> ChainStructure:
     pats = [z for length in range(1, order + 2)
             for z in itertools.product(range(n), repeat=length)]
-    return chain.ChainStructure.build(n, pats)
+    return ChainStructure.build(n, pats)
 
 
-def run(structure: chain.ChainStructure, pots: list[np.ndarray]) -> list[float]:
+def run(structure: ChainStructure, pots: list[np.ndarray]) -> list[float]:
     """log Z of every sequence through the public potential-level API."""
     return [chain.pattern_marginals(structure, p)[0] for p in pots]
 
 
-def kernel_runner(structure: chain.ChainStructure, pots: list[np.ndarray]):
+def kernel_runner(structure: ChainStructure, pots: list[np.ndarray]):
     """The same computation with the scratch arrays allocated once (the
     engine's internal kernel, as the training path calls it): isolates the
     O(T·|P|·n) recursion from allocating O(T·|P|·n) workspace per call."""
@@ -132,7 +133,8 @@ def table2(args, models: dict, labels: list[int], orders: list[int]) -> None:
           "pattern_marginals; kernel = the same ratio with workspace allocated once;\n"
           "  ns sp / ns de = kernel seconds / (|P|n·tokens) for sparse / dense")
     hdr = (f"{'n':>3} {'order':>5} {'|P|n sparse':>11} {'|P|n dense':>11} {'predicted':>9} "
-           f"{'seqs':>4} {'sparse s':>9} {'dense s':>9} {'measured':>8} {'kernel':>8} {'ns sp':>6} {'ns de':>6} {'build s':>7} "
+           f"{'seqs':>4} {'sparse s':>9} {'dense s':>9} {'measured':>8} {'kernel':>8} "
+           f"{'ns sp':>6} {'ns de':>6} {'build s':>7} "
            f"{'max|dlogZ|':>10}")
     print(hdr)
     print("-" * len(hdr))

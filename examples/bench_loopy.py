@@ -38,14 +38,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
-from fgl.lang.checks import validate  # noqa: E402
-from fgl.registry import compile_model  # noqa: E402
+from skip_chain_conll2002 import DATA, SPEC, documents, first_docs, linear_spec_text  # noqa: E402
+
 from fgl.engines import loopy  # noqa: E402
 from fgl.io.conll import Sentence, read_conll  # noqa: E402
-from fgl.learn.learner import train_lbfgs  # noqa: E402
-from fgl.registry import compile_model as compile_loopy_model  # noqa: E402
+from fgl.lang.checks import validate  # noqa: E402
 from fgl.lang.parser import parse_spec  # noqa: E402
-from skip_chain_conll2002 import DATA, SPEC, documents, first_docs, linear_spec_text  # noqa: E402
+from fgl.learn.learner import train_lbfgs  # noqa: E402
+from fgl.registry import compile_model  # noqa: E402
+from fgl.registry import compile_model as compile_loopy_model  # noqa: E402
 
 NEVER = ('template skip: (y[i], y[j]) where word[i] == word[j] and regex(word[i], "^$") '
          'within document ~ bias\ninfer trp(max_iter = 50, tol = 1e-4)\n')
@@ -60,13 +61,15 @@ def generated_documents(n_docs: int, seed: int = 0) -> list[Sentence]:
     filler = [f"w{k}" for k in range(300)]
     out, line = [], 1
     for d in range(n_docs):
-        names = [("".join(rng.choice(list("BCDFGKLMNPRST"), 1)) + "".join(rng.choice(list("aeioulnrst"), 5)),
+        names = [("".join(rng.choice(list("BCDFGKLMNPRST"), 1))
+                  + "".join(rng.choice(list("aeioulnrst"), 5)),
                   str(rng.choice(list(cues)))) for _ in range(rng.integers(4, 7))]
         for _ in range(25):
             rows = [[str(w), "NC", "O"] for w in rng.choice(filler, rng.integers(5, 20))]
             for name, typ in [names[k] for k in rng.choice(len(names), rng.integers(0, 3))]:
                 at = int(rng.integers(0, len(rows) + 1))
-                ins = ([[cues[typ], "SP", "O"]] if rng.random() < 0.5 else []) + [[name, "NP", f"B-{typ}"]]
+                cue = [[cues[typ], "SP", "O"]] if rng.random() < 0.5 else []
+                ins = cue + [[name, "NP", f"B-{typ}"]]
                 rows[at:at] = ins
             out.append(Sentence(rows, list(range(line, line + len(rows))), d, "<generated>"))
             line += len(rows) + 1
@@ -103,7 +106,8 @@ def bp_throughput(program, data, weights) -> dict:
         t_kernel += time.perf_counter() - t0
     n = len(data.graphs)
     return {"msgs_per_s": msgs / t_infer, "kernel_msgs_per_s": msgs / t_kernel,
-            "mean_iters": iters / n, "sched_ratio": sched_len / max(edges2, 1), "infer_ms": 1e3 * t_infer / n,
+            "mean_iters": iters / n, "sched_ratio": sched_len / max(edges2, 1),
+            "infer_ms": 1e3 * t_infer / n,
             "overhead_ms": 1e3 * (t_infer - t_kernel) / n}
 
 
@@ -145,7 +149,8 @@ def main() -> int:
     args = ap.parse_args()
 
     if (DATA / "esp.train").exists() and not args.generated:
-        train = first_docs(documents(read_conll(DATA / "esp.train", encoding="latin-1"), 40), args.docs)
+        docs = documents(read_conll(DATA / "esp.train", encoding="latin-1"), 40)
+        train = first_docs(docs, args.docs)
         source = f"CoNLL-2002 esp.train, first {args.docs} documents"
     else:
         train = generated_documents(args.docs)
@@ -164,23 +169,28 @@ def main() -> int:
             run_loopy("skip / flooding", flooding, train, args.max_iter, args.jobs)]
 
     head = (f"{'model':<22} {'inst':>5} {'edges':>7} {'skip':>6} {'compile s':>9} {'train s':>8} "
-            f"{'us/tok/eval':>11} {'BP its':>6} {'upd/msg':>7} {'Mmsg/s':>7} {'kernel':>7} {'infer ms':>8} "
+            f"{'us/tok/eval':>11} {'BP its':>6} {'upd/msg':>7} {'Mmsg/s':>7} {'kernel':>7} "
+            f"{'infer ms':>8} "
             f"{'ovh ms':>6}")
     print(head)
     print("-" * len(head))
     for r in rows:
-        bp = (f"{r['mean_iters']:6.1f} {r['sched_ratio']:7.2f} {r['msgs_per_s'] / 1e6:7.2f} {r['kernel_msgs_per_s'] / 1e6:7.2f} "
-              f"{r['infer_ms']:8.2f} {r['overhead_ms']:6.2f}") if "msgs_per_s" in r else \
-            f"{'-':>6} {'-':>7} {'-':>7} {'-':>7} {'-':>8} {'-':>6}"
-        print(f"{r['model']:<22} {r['instances']:5d} {r['edges']:7d} {r['skip']:6d} {r['compile_s']:9.2f} "
-              f"{r['train_s']:8.1f} {r['us_tok_eval']:11.1f} {bp}")
+        if "msgs_per_s" in r:
+            bp = (f"{r['mean_iters']:6.1f} {r['sched_ratio']:7.2f} {r['msgs_per_s'] / 1e6:7.2f} "
+                  f"{r['kernel_msgs_per_s'] / 1e6:7.2f} "
+                  f"{r['infer_ms']:8.2f} {r['overhead_ms']:6.2f}")
+        else:
+            bp = f"{'-':>6} {'-':>7} {'-':>7} {'-':>7} {'-':>8} {'-':>6}"
+        print(f"{r['model']:<22} {r['instances']:5d} {r['edges']:7d} {r['skip']:6d} "
+              f"{r['compile_s']:9.2f} {r['train_s']:8.1f} {r['us_tok_eval']:11.1f} {bp}")
     print("\nus/tok/eval: training seconds per objective evaluation per token (threads: "
           f"{args.jobs or 'all cores'}); BP its: mean BP iterations per instance at the trained "
           "weights; Mmsg/s: million messages (edges x 2 x iterations) per second of program.infer, "
           "single thread; upd/msg: message updates one BP iteration actually computes per "
           "message (TRP sends each tree's edges up and down, and an edge may lie in several trees, "
           "so TRP's real update rate is Mmsg/s x upd/msg); kernel: the same counted against the "
-          "numba loop alone; infer ms: program.infer per instance; ovh: the part of it outside the kernel.")
+          "numba loop alone; infer ms: program.infer per instance; ovh: the part of it outside "
+          "the kernel.")
     return 0
 
 

@@ -18,7 +18,7 @@ L = 1 the equivalent chain spec (the same observations on tokens, the same
 label patterns) is timed on the chain engine for comparison; both must give
 the same |Z|, |P|, |S| and feature count.
 
-Data: generated (``fgl.synth.segment_sequences``) and, when present,
+Data: generated (``fgl.io.synth.segment_sequences``) and, when present,
 CoNLL-2000 (first N training sentences, NP and VP chunks only).
 
     python examples/bench_semimarkov.py                 # ~a few minutes
@@ -32,12 +32,12 @@ from pathlib import Path
 
 import numpy as np
 
-from fgl.lang.checks import validate
-from fgl.registry import compile_model
-from fgl.io.evaluate import chunks
 from fgl.io.conll import Sentence, read_conll
-from fgl.lang.parser import parse_spec
+from fgl.io.evaluate import chunks
 from fgl.io.synth import segment_sequences
+from fgl.lang.checks import validate
+from fgl.lang.parser import parse_spec
+from fgl.registry import compile_model
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "conll2000"

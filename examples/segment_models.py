@@ -18,7 +18,7 @@ L: the script prints the longest NP/VP chunk, takes L = min(that, --max-len)
 and drops the training sentences holding a longer chunk (fgl refuses a BIO
 chunk longer than the limit).  O is limited to segments of one token,
 which is what ``from bio`` makes of O tokens.  ``--generated`` (and the
-fallback when CoNLL-2000 is absent) uses ``fgl.synth.segment_sequences``
+fallback when CoNLL-2000 is absent) uses ``fgl.io.synth.segment_sequences``
 (columns ``word label``; no POS features).
 
 Prints chunk P/R/F1, token accuracy, L-BFGS iterations, compile and
@@ -35,8 +35,8 @@ import time
 from pathlib import Path
 
 from fgl.api import CRF
-from fgl.io.evaluate import chunks, evaluate
 from fgl.io.conll import Sentence, read_conll
+from fgl.io.evaluate import chunks, evaluate
 from fgl.io.synth import segment_sequences
 
 REPO = Path(__file__).resolve().parents[1]
@@ -185,8 +185,10 @@ def main() -> None:
     longest = longest_chunk(train)
     longest_test = longest_chunk(test)
     top = max(longest.values())
-    print("longest chunk in training data: " + ", ".join(f"{k} {v}" for k, v in sorted(longest.items()))
-          + "; in test data: " + ", ".join(f"{k} {v}" for k, v in sorted(longest_test.items())))
+    print("longest chunk in training data: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(longest.items()))
+          + "; in test data: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(longest_test.items())))
     L = min(top, a.max_len)
     if top > L:
         keep = [s for s in train if all(b - a_ <= L for _, a_, b in chunks(s.column(-1), "iob"))]

@@ -3,8 +3,9 @@
 Both models use the observation functions of stdlib/skip_chain.fgl; the
 skip-chain model adds its skip template -- edges between identical
 capitalised words in the same document, with the OR of the two ends'
-observations (eq. 1.61) -- and runs TRP belief propagation; the linear chain
-(the same spec without the skip template) runs the exact chain engine.
+observations (Sutton & McCallum eq. 1.61) -- and runs TRP belief
+propagation; the linear chain (the same spec without the skip template) runs
+the exact chain engine.
 
 The Spanish files have no -DOCSTART- lines, but every EFE news item opens
 with a dateline sentence such as "Santander , 25 may ( EFE ) ."; a document
@@ -32,12 +33,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fgl.api import CRF  # noqa: E402
-from fgl.lang.checks import validate  # noqa: E402
-from fgl.io.evaluate import evaluate  # noqa: E402
 from fgl.io.conll import Sentence, read_conll  # noqa: E402
+from fgl.io.evaluate import evaluate  # noqa: E402
+from fgl.lang.checks import validate  # noqa: E402
+from fgl.lang.parser import parse_spec  # noqa: E402
 from fgl.learn.learner import train_lbfgs  # noqa: E402
 from fgl.registry import compile_model as compile_loopy_model  # noqa: E402
-from fgl.lang.parser import parse_spec  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "conll2002"
 SPEC = ROOT / "stdlib" / "skip_chain.fgl"
@@ -133,7 +134,8 @@ def skip_edge_count(model, data) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--train-docs", type=int, default=100, help="first N training documents (0: all)")
+    ap.add_argument("--train-docs", type=int, default=100,
+                    help="first N training documents (0: all)")
     ap.add_argument("--test", choices=["testa", "testb"], default="testa")
     ap.add_argument("--test-docs", type=int, default=0, help="first N test documents (0: all)")
     ap.add_argument("--max-iter", type=int, default=50, help="L-BFGS iterations for both models")
@@ -155,8 +157,8 @@ def main() -> int:
         sizes = Counter()
         for s in sents:
             sizes[s.doc] += len(s)
-        print(f"{name}: {len(sizes)} documents, {len(sents)} sentences, {sum(sizes.values())} tokens "
-              f"(largest document {max(sizes.values())} tokens)")
+        print(f"{name}: {len(sizes)} documents, {len(sents)} sentences, "
+              f"{sum(sizes.values())} tokens (largest document {max(sizes.values())} tokens)")
 
     skip_text = SPEC.read_text(encoding="utf-8")
     linear_text = linear_spec_text(skip_text)
@@ -209,7 +211,8 @@ def main() -> int:
     print(f"\nskip-chain BP (TRP): training -- last evaluation of each of "
           f"{train_bp['iterations']} L-BFGS steps: max {train_bp['max_iterations']} BP iterations, "
           f"{train_bp['not_converged']} instance runs not converged; decoding {args.test} -- "
-          f"{dec['instances']} instances, max {dec['max_iterations']} iterations, {dec['not_converged']} not converged, "
+          f"{dec['instances']} instances, max {dec['max_iterations']} iterations, "
+          f"{dec['not_converged']} not converged, "
           f"{dec['seconds']:.1f}s")
 
     print(f"\nentity P/R/F1 on {args.test} (conlleval chunks)")
@@ -219,7 +222,10 @@ def main() -> int:
         cells = []
         for rep in reports.values():
             s = rep.overall if t == "overall" else rep.chunks.get(t)
-            cells.append(f" {s.precision:15.2f} {s.recall:6.2f} {s.f1:6.2f}" if s else f" {'-':>15} {'-':>6} {'-':>6}")
+            if s:
+                cells.append(f" {s.precision:15.2f} {s.recall:6.2f} {s.f1:6.2f}")
+            else:
+                cells.append(f" {'-':>15} {'-':>6} {'-':>6}")
         print(f"{t:<8}" + "".join(cells))
 
     print(f"\ninconsistently mislabelled tokens on {args.test} (Sutton & McCallum Table 1.3)")

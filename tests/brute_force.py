@@ -81,7 +81,8 @@ def chain_score(patterns: Sequence[Sequence[int]], pot: np.ndarray, y: Sequence[
     return math.fsum(float(pot[t, k]) for t, k in chain_matches(pats, list(y)))
 
 
-def chain_enumerate(n_labels: int, patterns: Sequence[Sequence[int]], pot) -> Iterator[Tuple[Tuple[int, ...], float, List[Tuple[int, int]]]]:
+def chain_enumerate(n_labels: int, patterns: Sequence[Sequence[int]], pot
+                    ) -> Iterator[Tuple[Tuple[int, ...], float, List[Tuple[int, int]]]]:
     """Yield (labelling, score, matches) for every labelling in lexicographic order."""
     pats = _check_patterns(n_labels, patterns)
     pot = np.asarray(pot, dtype=np.float64)
@@ -118,7 +119,8 @@ def chain_brute_force(n_labels: int, patterns: Sequence[Sequence[int]], pot):
     return logZ, marg, best_labels, scores[best_i]
 
 
-def chain_all_scores(n_labels: int, patterns: Sequence[Sequence[int]], pot) -> Dict[Tuple[int, ...], float]:
+def chain_all_scores(n_labels: int, patterns: Sequence[Sequence[int]], pot
+                     ) -> Dict[Tuple[int, ...], float]:
     """{labelling: score} for every labelling (for margin / uniqueness checks)."""
     return {y: s for y, s, _ in chain_enumerate(n_labels, patterns, pot)}
 
@@ -149,7 +151,8 @@ def semimarkov_segmentations(n_labels: int, T: int, L: int) -> Iterator[List[Tup
             yield [(u, v, a) for (u, v), a in zip(spans, labs)]
 
 
-def semimarkov_matches(patterns: Sequence[Pattern], seg: Sequence[Tuple[int, int, int]]) -> List[Tuple[int, int, int]]:
+def semimarkov_matches(patterns: Sequence[Pattern], seg: Sequence[Tuple[int, int, int]]
+                       ) -> List[Tuple[int, int, int]]:
     """All (k, u, v): pattern k fires at the segment (u, v) of segmentation seg."""
     labels = [a for _, _, a in seg]
     out = []

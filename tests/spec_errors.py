@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fgl.lang.checks import check_spec
 from fgl.errors import SpecError
+from fgl.lang.checks import check_spec
 from fgl.lang.parser import parse_spec
 
 CHECK_FILE = "m.fgl"  # the file name the semantic-check snippets are parsed under

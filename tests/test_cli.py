@@ -19,7 +19,7 @@ STDLIB = REPO / "stdlib"
 HMM = STDLIB / "hmm_like.fgl"
 
 
-# ---------------------------------------------------------------- helpers (shared by sibling test files)
+# ---------------------------------------------------- helpers (shared by sibling test files)
 
 def segment_data(seed: int = 1, n_train: int = 40, n_test: int = 20, length: int = 12):
     """Small BIO-tagged ``word label`` train/test sets."""
@@ -176,7 +176,7 @@ def test_progress_lines_unless_quiet(capsys, tmp_path):
     code, _, err = run(capsys, "train", HMM, "--train", train, "-o", tmp_path / "a.fglm",
                        "--max-iter", "3")
     assert code == 0
-    progress = [l for l in err.split("\n") if l.startswith("iter ")]
+    progress = [line for line in err.split("\n") if line.startswith("iter ")]
     assert len(progress) == 3
     assert "objective" in progress[0] and "|grad|" in progress[0]
     assert "compiled in" in err
@@ -184,7 +184,7 @@ def test_progress_lines_unless_quiet(capsys, tmp_path):
     code, _, err = run(capsys, "train", HMM, "--train", train, "-o", tmp_path / "b.fglm",
                        "--max-iter", "3", "-q")
     assert code == 0
-    assert not [l for l in err.split("\n") if l.startswith("iter ")]
+    assert not [line for line in err.split("\n") if line.startswith("iter ")]
     assert "compiled in" not in err
     assert "wrote" in err                    # the one-line summary stays
 

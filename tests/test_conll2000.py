@@ -10,8 +10,8 @@ from pathlib import Path
 from conftest import require_shared
 
 from fgl.api import CRF
-from fgl.io.evaluate import evaluate
 from fgl.io.conll import read_conll
+from fgl.io.evaluate import evaluate
 
 STDLIB = Path(__file__).resolve().parents[1] / "stdlib"
 

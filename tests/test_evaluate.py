@@ -138,7 +138,8 @@ def test_scores_zero_when_undefined():
 
 
 def test_format_contains_scores():
-    r = evaluate([["B-PER", "I-PER", "O", "B-LOC", "B-LOC"]], [["B-PER", "I-PER", "O", "B-LOC", "I-LOC"]])
+    r = evaluate([["B-PER", "I-PER", "O", "B-LOC", "B-LOC"]],
+                 [["B-PER", "I-PER", "O", "B-LOC", "I-LOC"]])
     text = r.format()
     assert isinstance(r, Report)
     assert "40.00" in text            # overall F1

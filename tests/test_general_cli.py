@@ -67,8 +67,8 @@ def test_factorial_train_tag_eval(files, capsys):
                  "-o", str(d / "f.fglm"), "-q"]) == 0
     capsys.readouterr()
     assert main(["tag", str(d / "f.fglm"), str(d / "three.txt")]) == 0
-    lines = [l.split() for l in capsys.readouterr().out.splitlines() if l.strip()]
-    assert all(len(l) == 5 for l in lines)          # word pos chunk + predicted pos, chunk
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert all(len(row) == 5 for row in rows)       # word pos chunk + predicted pos, chunk
     assert main(["eval", str(d / "f.fglm"), str(d / "three.txt")]) == 0
     out = capsys.readouterr().out
     assert "== pos" in out and "== chunk" in out and "accuracy" in out
@@ -80,7 +80,7 @@ def test_graph_train_and_tag_as_json(files, capsys):
                  "-o", str(d / "g.fglm"), "-q"]) == 0
     capsys.readouterr()
     assert main(["tag", str(d / "g.fglm"), str(d / "g.jsonl")]) == 0
-    rows = [json.loads(l) for l in capsys.readouterr().out.splitlines()]
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(rows) == 3 and set(rows[0]["labels"]) == {f"n{k}" for k in range(6)}
     assert set(rows[0]["labels"].values()) <= {"L0", "L1"}
 
@@ -144,7 +144,8 @@ def test_draw_writes_the_factor_graph_as_dot(files, capsys):
     d = files
     assert main(["draw", str(d / "skip.fgl"), str(d / "two.txt"), "--instance", "1"]) == 0
     dot = capsys.readouterr().out
-    words = [l.split()[0] for l in (d / "two.txt").read_text().split("\n\n")[1].splitlines()]
+    second = (d / "two.txt").read_text().split("\n\n")[1]
+    words = [line.split()[0] for line in second.splitlines()]
     T = len(words)
     assert dot.startswith("graph ") and dot.rstrip().endswith("}")
     assert dot.count("shape=circle") == T                      # one variable per token

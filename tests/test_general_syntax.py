@@ -6,14 +6,24 @@ from __future__ import annotations
 import pickle
 
 import pytest
-
-from fgl.lang.ast import Call, ColumnRef, Conj, Hidden, LabelRef, Loc, NameRef, PatternSpec, Predicate, Setting
-from fgl.lang.checks import NONCONTIGUOUS_WINDOW, check_spec, validate
-from fgl.errors import SpecError
-from fgl.lang.parser import parse_spec
-
 import spec_errors
 from spec_errors import CHECK_FILE, assert_at, check_errors, one_error
+
+from fgl.errors import SpecError
+from fgl.lang.ast import (
+    Call,
+    ColumnRef,
+    Conj,
+    Hidden,
+    LabelRef,
+    Loc,
+    NameRef,
+    PatternSpec,
+    Predicate,
+    Setting,
+)
+from fgl.lang.checks import NONCONTIGUOUS_WINDOW, check_spec, validate
+from fgl.lang.parser import parse_spec
 
 F = "gen.fgl"
 
@@ -28,7 +38,12 @@ def tpl(spec, name):
 
 # ---------------------------------------------------------------- AST: layers, hidden, skip edges
 
-LAYERS = '''\
+# line 10 of LAYERS: one spec line, too long to write on one line here
+SKIP_LINE = ('template skip: (pos[i], pos[j]) where word[i] == word[j] '
+             'and regex(word[i], "^[A-Z]") and j - i <= 200 within document '
+             '~ either(lower(word[t]))')
+
+LAYERS = f'''\
 columns word, pos, chunk
 output pos, chunk
 hidden z = [z0 z1 z2]
@@ -38,7 +53,7 @@ template cross:       (pos[t], chunk[t]) ~ word[t]
 template cross2:      (pos[t-1], chunk[t])
 template zp:          (z[t], pos[t])
 template zz:          z[t-1..t]
-template skip: (pos[i], pos[j]) where word[i] == word[j] and regex(word[i], "^[A-Z]") and j - i <= 200 within document ~ either(lower(word[t]))
+{SKIP_LINE}
 template skip2: (chunk[i], chunk[j]) where word[i-1] != word[j+1] ~ word[i] & word[j], bias
 template skip3: (chunk[i], chunk[j]) within sentence
 infer loopy(damping = 0.5, max_iter = 100, tol = 1e-6)
@@ -65,10 +80,13 @@ def test_several_outputs_and_hidden_layer(layers):
 def test_cross_layer_tuples(layers):
     assert tpl(layers, "pos_state").labels == [LabelRef("pos", 0, 0, L(4, 23))]
     assert tpl(layers, "chunk_trans").labels == [LabelRef("chunk", -1, 0, L(5, 23))]
-    assert tpl(layers, "cross").labels == [LabelRef("pos", 0, 0, L(6, 24)), LabelRef("chunk", 0, 0, L(6, 32))]
+    assert tpl(layers, "cross").labels == [LabelRef("pos", 0, 0, L(6, 24)),
+                                           LabelRef("chunk", 0, 0, L(6, 32))]
     assert tpl(layers, "cross").observations == [ColumnRef("word", 0, 0, L(6, 44))]
-    assert tpl(layers, "cross2").labels == [LabelRef("pos", -1, -1, L(7, 24)), LabelRef("chunk", 0, 0, L(7, 34))]
-    assert tpl(layers, "zp").labels == [LabelRef("z", 0, 0, L(8, 24)), LabelRef("pos", 0, 0, L(8, 30))]
+    assert tpl(layers, "cross2").labels == [LabelRef("pos", -1, -1, L(7, 24)),
+                                            LabelRef("chunk", 0, 0, L(7, 34))]
+    assert tpl(layers, "zp").labels == [LabelRef("z", 0, 0, L(8, 24)),
+                                        LabelRef("pos", 0, 0, L(8, 30))]
     assert tpl(layers, "zz").labels == [LabelRef("z", -1, 0, L(9, 23))]
 
 
@@ -79,18 +97,22 @@ def test_chain_templates_have_empty_where(layers):
 
 def test_skip_template_exact_ast(layers):
     t = tpl(layers, "skip")
-    assert t.labels == [LabelRef("pos", 0, 0, L(10, 17), index="i"), LabelRef("pos", 0, 0, L(10, 25), index="j")]
+    assert t.labels == [LabelRef("pos", 0, 0, L(10, 17), index="i"),
+                        LabelRef("pos", 0, 0, L(10, 25), index="j")]
     assert t.where == [
         Predicate("eq", ColumnRef("word", 0, 0, L(10, 39), lo_base="i", hi_base="i"),
                   ColumnRef("word", 0, 0, L(10, 50), lo_base="j", hi_base="j"), None, L(10, 39)),
-        Predicate("test", Call("regex", ColumnRef("word", 0, 0, L(10, 68), "i", "i"), ["^[A-Z]"], L(10, 62)),
+        Predicate("test",
+                  Call("regex", ColumnRef("word", 0, 0, L(10, 68), "i", "i"), ["^[A-Z]"],
+                       L(10, 62)),
                   None, None, L(10, 62)),
         Predicate("distance", None, None, 200, L(10, 91)),
     ]
     assert type(t.where[2].value) is not bool and t.where[2].value.loc == L(10, 100)
     assert t.within == "document" and t.within.loc == L(10, 111)
-    assert t.observations == [Call("either", Call("lower", ColumnRef("word", 0, 0, L(10, 135)), [], L(10, 129)),
-                                   [], L(10, 122))]
+    assert t.observations == [
+        Call("either", Call("lower", ColumnRef("word", 0, 0, L(10, 135)), [], L(10, 129)),
+             [], L(10, 122))]
     assert t.patterns is None and t.options == []
 
 
@@ -117,7 +139,8 @@ def test_loopy_settings(layers):
 
 
 @pytest.mark.parametrize("src, method, settings", [
-    ("infer trp(trees = 4, max_iter = 50, tol = 1e-6)", "trp", [("trees", 4), ("max_iter", 50), ("tol", 1e-6)]),
+    ("infer trp(trees = 4, max_iter = 50, tol = 1e-6)", "trp",
+     [("trees", 4), ("max_iter", 50), ("tol", 1e-6)]),
     ("infer exact(max_states = 100000)", "exact", [("max_states", 100000)]),
     ("infer loopy(damping = 0.2)", "loopy", [("damping", 0.2)]),
 ])
@@ -136,14 +159,18 @@ def test_where_and_within_pickle_with_the_template(layers):
 
 # ---------------------------------------------------------------- AST: graph input
 
-GRAPH = '''\
+# line 7 of GRAPH: one spec line, too long to write on one line here
+SAME_LINE = ('template same: (label[a], label[b]) where edge(a, b, "cites") '
+             'and venue[a] == venue[b] patterns [ML ML], [DB DB]')
+
+GRAPH = f'''\
 input graph
 columns title, venue:text, year:number, label
 output label
 labels label = [ML DB]
 template node: y[a] ~ tokens(title[a]), venue[a]
 template cites: (y[a], y[b]) where edge(a, b, "cites") ~ bias
-template same: (label[a], label[b]) where edge(a, b, "cites") and venue[a] == venue[b] patterns [ML ML], [DB DB]
+{SAME_LINE}
 '''
 
 
@@ -165,11 +192,13 @@ def test_graph_input_and_columns(graph):
 def test_graph_templates_exact_ast(graph):
     node = tpl(graph, "node")
     assert node.labels == [LabelRef("y", 0, 0, L(5, 16), index="a")]
-    assert node.observations == [Call("tokens", ColumnRef("title", 0, 0, L(5, 30), "a", "a"), [], L(5, 23)),
-                                 ColumnRef("venue", 0, 0, L(5, 41), "a", "a")]
+    assert node.observations == [
+        Call("tokens", ColumnRef("title", 0, 0, L(5, 30), "a", "a"), [], L(5, 23)),
+        ColumnRef("venue", 0, 0, L(5, 41), "a", "a")]
     assert node.where == [] and node.within is None
     cites = tpl(graph, "cites")
-    assert cites.labels == [LabelRef("y", 0, 0, L(6, 18), index="a"), LabelRef("y", 0, 0, L(6, 24), index="b")]
+    assert cites.labels == [LabelRef("y", 0, 0, L(6, 18), index="a"),
+                            LabelRef("y", 0, 0, L(6, 24), index="b")]
     assert cites.where == [Predicate("edge", None, None, "cites", L(6, 36))]
     assert cites.where[0].value.loc == L(6, 47)
     assert cites.observations == [NameRef("bias", L(6, 58))]
@@ -186,7 +215,8 @@ def test_input_conll_is_the_default():
 
 def test_new_words_are_names_where_a_name_is_expected():
     s = parse_spec("columns input, hidden, where, within, edge, i, a, b, y\noutput y\n"
-                   "obs and = input[t] & hidden[t] & where[t] & within[t] & edge[t] & i[t] & a[t] & b[t]\n"
+                   "obs and = input[t] & hidden[t] & where[t] & within[t] & edge[t] "
+                   "& i[t] & a[t] & b[t]\n"
                    "template within: y[t] ~ and", F)
     assert check_spec(s) == []
     assert s.observations[0].name == "and" and s.templates[0].name == "within"
@@ -207,7 +237,8 @@ def test_second_input_statement():
 
 
 def test_edge_names_a_then_b():
-    at(syntax_error('template c: (y[a], y[b]) where edge(b, a, "x")'), 1, 37, "unexpected 'b'", "'a'")
+    at(syntax_error('template c: (y[a], y[b]) where edge(b, a, "x")'), 1, 37,
+       "unexpected 'b'", "'a'")
 
 
 def test_edge_needs_a_type():
@@ -215,11 +246,13 @@ def test_edge_needs_a_type():
 
 
 def test_distance_needs_a_whole_number():
-    at(syntax_error("template s: (y[i], y[j]) where j - i <= x"), 1, 41, "unexpected 'x'", "a number")
+    at(syntax_error("template s: (y[i], y[j]) where j - i <= x"), 1, 41,
+       "unexpected 'x'", "a number")
 
 
 def test_where_needs_a_predicate():
-    at(syntax_error("template s: (y[i], y[j]) where ~ bias"), 1, 32, "unexpected '~'", "'edge'", "'j'")
+    at(syntax_error("template s: (y[i], y[j]) where ~ bias"), 1, 32,
+       "unexpected '~'", "'edge'", "'j'")
 
 
 def test_label_window_keeps_one_base():
@@ -290,7 +323,8 @@ def test_where_reads_at_i_or_j():
 
 
 def test_where_cannot_use_a_named_observation():
-    at_m(only("obs w = word[t]\ntemplate s: (y[i], y[j]) where w"), 5, 32, "named observation 'w'", "read at t")
+    at_m(only("obs w = word[t]\ntemplate s: (y[i], y[j]) where w"), 5, 32,
+         "named observation 'w'", "read at t")
 
 
 def test_where_range_over_i_and_j():
@@ -299,14 +333,15 @@ def test_where_range_over_i_and_j():
 
 
 def test_distance_must_be_positive():
-    at_m(only("template s: (y[i], y[j]) where j - i <= 0"), 4, 41, "`j - i <= N` needs a whole number N >= 1",
-         "found 0")
+    at_m(only("template s: (y[i], y[j]) where j - i <= 0"), 4, 41,
+         "`j - i <= N` needs a whole number N >= 1", "found 0")
     at_m(only("template s: (y[i], y[j]) where j - i <= -5"), 4, 41, "found -5")
     assert errors("template s: (y[i], y[j]) where j - i <= 1") == []
 
 
 def test_where_regex_and_lexicon_are_checked_as_in_obs(tmp_path):
-    at_m(only('template s: (y[i], y[j]) where regex(word[i], "[A")'), 4, 47, "bad regular expression '[A'")
+    at_m(only('template s: (y[i], y[j]) where regex(word[i], "[A")'), 4, 47,
+         "bad regular expression '[A'")
     at_m(only('template s: (y[i], y[j]) where regex(word[i])'), 4, 32, "regex() takes 1 parameter")
     e = only('template s: (y[i], y[j]) where lexicon(word[j], "no.txt")', base_dir=tmp_path)
     at_m(e, 4, 49, "lexicon file 'no.txt' not found")
@@ -330,22 +365,25 @@ def test_pair_observation_at_t():
 def test_pair_observation_named_or_bos():
     at_m(only("obs w = word[t]\ntemplate s: (y[i], y[j]) within document ~ w"), 5, 44,
          "named observation 'w' is read at t", "either(w)")
-    at_m(only("template s: (y[i], y[j]) within document ~ eos"), 4, 44, "'eos' is read at t", "either(eos)")
-    assert errors("obs w = word[t] & bos\ntemplate s: (y[i], y[j]) within document ~ either(w), either(bos)") == []
+    at_m(only("template s: (y[i], y[j]) within document ~ eos"), 4, 44,
+         "'eos' is read at t", "either(eos)")
+    assert errors("obs w = word[t] & bos\n"
+                  "template s: (y[i], y[j]) within document ~ either(w), either(bos)") == []
 
 
 def test_either_must_be_written_with_t():
     at_m(only("template s: (y[i], y[j]) within document ~ either(word[i])"), 4, 51,
          "either(...) applies its expression at both ends", "write it with t", "found word[i]")
-    at_m(only("template s: (y[i], y[j]) within document ~ either(word[u])"), 4, 51, "write it with t",
-         "found word[u]")
+    at_m(only("template s: (y[i], y[j]) within document ~ either(word[u])"), 4, 51,
+         "write it with t", "found word[u]")
 
 
 def test_either_outside_a_pair_template():
     at_m(only("template s: y[t] ~ either(word[t])"), 4, 20,
          "either(...) is only for the observations of a pair template")
     at_m(only("obs e = either(word[t])"), 4, 9, "either(...) is only for")
-    at_m(only("template s: (y[i], y[j]) within document ~ either(either(word[t]))"), 4, 51, "either(...) is only for")
+    at_m(only("template s: (y[i], y[j]) within document ~ either(either(word[t]))"), 4, 51,
+         "either(...) is only for")
 
 
 def test_either_takes_no_parameters():
@@ -373,7 +411,8 @@ def test_pair_patterns_are_checked():
     base = BASE.replace("output chunk", "output chunk\nlabels chunk = [B I O]")
     at_m(only("template s: (y[i], y[j]) within document patterns [B I O]", base), 5, 51,
          "pattern [B I O] has 3 labels", "only 2 positions")
-    at_m(only("template s: (y[i], y[j]) within document patterns [B X]", base), 5, 54, "unknown label 'X'")
+    at_m(only("template s: (y[i], y[j]) within document patterns [B X]", base), 5, 54,
+         "unknown label 'X'")
 
 
 # ---------------------------------------------------------------- checks: layers and hidden
@@ -382,7 +421,8 @@ LAYERS_BASE = "columns word, pos, chunk\noutput pos, chunk\ntemplate base: pos[t
 
 
 def test_cross_layer_tuples_are_fine():
-    assert errors("template c: (pos[t-2], chunk[t])\ntemplate d: (pos[t], chunk[t-1], pos[t+1])", LAYERS_BASE) == []
+    assert errors("template c: (pos[t-2], chunk[t])\n"
+                  "template d: (pos[t], chunk[t-1], pos[t+1])", LAYERS_BASE) == []
 
 
 def test_one_layer_tuple_keeps_the_window_rule():
@@ -400,15 +440,16 @@ def test_y_ambiguous_with_several_outputs():
 
 def test_label_var_must_be_output_or_hidden():
     base = "columns word, chunk\noutput chunk\nhidden z = [a b]\ntemplate base: (z[t], y[t])\n"
-    at_m(only("template c: q[t-1..t]", base), 5, 13, "'q' is not an output", "y or an output: chunk",
-         "or a hidden layer: z")
+    at_m(only("template c: q[t-1..t]", base), 5, 13,
+         "'q' is not an output", "y or an output: chunk", "or a hidden layer: z")
 
 
 HIDDEN_BASE = "columns word, chunk\noutput chunk\ntemplate base: y[t]\n"
 
 
 def test_hidden_layer_templates_are_fine():
-    assert errors("hidden z = [z0 z1 z2]\ntemplate zy: (z[t], y[t])\ntemplate zz: z[t-1..t] patterns [z0 z1]\n"
+    assert errors("hidden z = [z0 z1 z2]\ntemplate zy: (z[t], y[t])\n"
+                  "template zz: z[t-1..t] patterns [z0 z1]\n"
                   "template zw: z[t] ~ word[t]", HIDDEN_BASE) == []
 
 
@@ -420,8 +461,8 @@ def test_hidden_window_rule_and_patterns():
 
 
 def test_hidden_name_clashes_with_column():
-    at_m(only("hidden word = [a b]", HIDDEN_BASE), 4, 8, "hidden layer 'word' clashes with the column 'word'",
-         "1:9")
+    at_m(only("hidden word = [a b]", HIDDEN_BASE), 4, 8,
+         "hidden layer 'word' clashes with the column 'word'", "1:9")
     at_m(only("hidden chunk = [a b]", HIDDEN_BASE), 4, 8, "clashes with the output 'chunk'")
 
 
@@ -430,11 +471,13 @@ def test_hidden_name_clashes_with_y():
 
 
 def test_duplicate_hidden_layer():
-    at_m(only("hidden z = [a b]\nhidden z = [c d]", HIDDEN_BASE), 5, 8, "duplicate hidden layer 'z'", "4:1")
+    at_m(only("hidden z = [a b]\nhidden z = [c d]", HIDDEN_BASE), 5, 8,
+         "duplicate hidden layer 'z'", "4:1")
 
 
 def test_hidden_needs_two_labels():
-    at_m(only("hidden z = [a]", HIDDEN_BASE), 4, 1, "hidden layer 'z' needs at least 2 labels", "found 1")
+    at_m(only("hidden z = [a]", HIDDEN_BASE), 4, 1,
+         "hidden layer 'z' needs at least 2 labels", "found 1")
     at_m(only("hidden z = []", HIDDEN_BASE), 4, 1, "found 0")
 
 
@@ -448,8 +491,8 @@ def test_hidden_cannot_be_an_output():
 
 
 def test_labels_statement_for_hidden_layer():
-    at_m(only("hidden z = [a b]\nlabels z = [a b]", HIDDEN_BASE), 5, 8, "`labels z`", "hidden layer",
-         "given in `hidden z = [...]`", "4:1")
+    at_m(only("hidden z = [a b]\nlabels z = [a b]", HIDDEN_BASE), 5, 8,
+         "`labels z`", "hidden layer", "given in `hidden z = [...]`", "4:1")
 
 
 def test_hidden_with_segments():
@@ -468,40 +511,45 @@ template base: y[a]
 
 def test_graph_templates_are_fine():
     assert errors('template c: (y[a], y[b]) where edge(a, b, "cites") and venue[a] != venue[b] '
-                  'and regex(title[b], "^A") ~ tokens(title[a]) & venue[b], value(year[a]), bias', G) == []
+                  'and regex(title[b], "^A") '
+                  '~ tokens(title[a]) & venue[b], value(year[a]), bias', G) == []
     assert errors("obs t = tokens(title[a])\ntemplate n: y[a] ~ t", G) == []
 
 
 def test_graph_template_over_t():
-    at_m(only("template c: y[t-1..t]", G), 5, 13, "in a graph model (`input graph`) templates range over nodes",
+    at_m(only("template c: y[t-1..t]", G), 5, 13,
+         "in a graph model (`input graph`) templates range over nodes",
          "y[a]", "edge(a, b", "found y[t-1..t]")
-    at_m(only('template c: (y[i], y[j]) where edge(a, b, "x")', G), 5, 14, "templates range over nodes",
-         "found y[i]")
+    at_m(only('template c: (y[i], y[j]) where edge(a, b, "x")', G), 5, 14,
+         "templates range over nodes", "found y[i]")
 
 
 def test_graph_pair_needs_edge():
-    at_m(only("template c: (y[a], y[b]) ~ bias", G), 5, 14, "a pair template (y[a], y[b]) needs a `where` clause",
-         'edge(a, b, "type")')
+    at_m(only("template c: (y[a], y[b]) ~ bias", G), 5, 14,
+         "a pair template (y[a], y[b]) needs a `where` clause", 'edge(a, b, "type")')
     at_m(only("template c: (y[a], y[b]) where venue[a] == venue[b]", G), 5, 14, "edge(a, b")
 
 
 def test_graph_pair_shape():
-    at_m(only('template c: (y[b], y[a]) where edge(a, b, "x")', G), 5, 14, "a and then b", "found (y[b], y[a])")
+    at_m(only('template c: (y[b], y[a]) where edge(a, b, "x")', G), 5, 14,
+         "a and then b", "found (y[b], y[a])")
     at_m(only('template c: y[b]', G), 5, 13, "a one-node template labels its node a", "found y[b]")
 
 
 def test_graph_label_offset():
-    at_m(only("template c: y[a+1]", G), 5, 13, "a graph node has no neighbours by offset", "found y[a+1]")
+    at_m(only("template c: y[a+1]", G), 5, 13,
+         "a graph node has no neighbours by offset", "found y[a+1]")
 
 
 def test_graph_column_offset():
-    at_m(only("template c: y[a] ~ title[a-1]", G), 5, 20, "a graph node has no neighbours by offset",
-         "use an edge template", "found title[a-1]")
+    at_m(only("template c: y[a] ~ title[a-1]", G), 5, 20,
+         "a graph node has no neighbours by offset", "use an edge template", "found title[a-1]")
 
 
 def test_graph_column_at_t_u_v_i_j():
     for ref in ("title[t]", "title[u]", "title[v]", "title[i]", "title[j+1]"):
-        at_m(only(f"template c: y[a] ~ {ref}", G), 5, 20, "read node attributes at a node", f"found {ref}")
+        at_m(only(f"template c: y[a] ~ {ref}", G), 5, 20,
+             "read node attributes at a node", f"found {ref}")
 
 
 def test_graph_column_at_b_in_node_template():
@@ -509,7 +557,8 @@ def test_graph_column_at_b_in_node_template():
 
 
 def test_graph_where_on_one_node():
-    at_m(only('template c: y[a] where edge(a, b, "x")', G), 5, 24, "a `where` clause belongs to a pair template")
+    at_m(only('template c: y[a] where edge(a, b, "x")', G), 5, 24,
+         "a `where` clause belongs to a pair template")
 
 
 def test_graph_distance_and_within():
@@ -538,12 +587,15 @@ def test_graph_and_segments():
 
 
 def test_node_refs_need_input_graph():
-    at_m(only("template c: y[a] ~ bias"), 4, 13, "y[a] labels a graph node", "declare `input graph`")
-    at_m(only("template c: y[t] ~ word[a]"), 4, 20, "word[a] reads a graph node", "declare `input graph`")
+    at_m(only("template c: y[a] ~ bias"), 4, 13,
+         "y[a] labels a graph node", "declare `input graph`")
+    at_m(only("template c: y[t] ~ word[a]"), 4, 20,
+         "word[a] reads a graph node", "declare `input graph`")
 
 
 def test_unknown_input_format():
-    at_m(only("", "input jsonl\n" + BASE), 1, 7, "unknown input format 'jsonl'", "input conll", "input graph")
+    at_m(only("", "input jsonl\n" + BASE), 1, 7,
+         "unknown input format 'jsonl'", "input conll", "input graph")
 
 
 # ---------------------------------------------------------------- checks: inference
@@ -559,7 +611,8 @@ def test_unknown_input_format():
     ("infer trp(max_iter = -1)", 11, ["max_iter must be a whole number > 0"]),
     ("infer trp(tol = -1e-6)", 11, ["tol must be a positive number"]),
     ("infer exact(max_states = 0)", 13, ["max_states must be a whole number > 0"]),
-    ("infer exact(max_states = 1e5)", 13, ["max_states must be a whole number > 0", "found 100000.0"]),
+    ("infer exact(max_states = 1e5)", 13,
+     ["max_states must be a whole number > 0", "found 100000.0"]),
     ("infer exact(tol = 1)", 13, ["unknown setting 'tol' for infer exact", "max_states"]),
 ])
 def test_infer_bad_settings(src, col, words):

@@ -37,7 +37,8 @@ def test_docstart_boundaries_and_doc_counting(tmp_path):
             b"-DOCSTART- -X- O\n\n-DOCSTART- -X- O\n\nd W\n\ne V\n")
     s = read_conll(write(tmp_path, data))
     # The DOCSTART line ends the sentence "a b" even without a blank line.
-    assert [x.rows for x in s] == [[["a", "X"], ["b", "Y"]], [["c", "Z"]], [["d", "W"]], [["e", "V"]]]
+    assert [x.rows for x in s] == [[["a", "X"], ["b", "Y"]], [["c", "Z"]], [["d", "W"]],
+                                   [["e", "V"]]]
     # First DOCSTART (nothing before it) keeps doc 0; two DOCSTARTs with no
     # tokens between them advance the counter once.
     assert [x.doc for x in s] == [0, 1, 2, 2]
@@ -124,7 +125,8 @@ def test_missing_and_empty_files(tmp_path):
 
 
 def test_write_conll_format_and_extra():
-    sents = [Sentence([["a", "X"], ["b", "Y"]], [1, 2], 0, "f"), Sentence([["c", "Z"]], [4], 0, "f")]
+    sents = [Sentence([["a", "X"], ["b", "Y"]], [1, 2], 0, "f"),
+             Sentence([["c", "Z"]], [4], 0, "f")]
     buf = io.StringIO()
     write_conll(buf, sents, extra=[[["P1"], ["P2"]], [["P3"]]])
     assert buf.getvalue() == "a X P1\nb Y P2\n\nc Z P3\n\n"

@@ -1,4 +1,4 @@
-"""The L-BFGS optimiser (``fgl.lbfgs``): minima of known functions, the
+"""The L-BFGS optimiser (``fgl.learn.lbfgs``): minima of known functions, the
 strong Wolfe conditions at every accepted step, agreement with scipy's
 L-BFGS-B on a CRF-like convex problem, and its stopping rules."""
 import math

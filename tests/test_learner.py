@@ -3,16 +3,15 @@ training improves the objective, and (Ye et al. 2009 §4.1) accuracy rises with 
 template order up to the order of the generating Markov model."""
 import numpy as np
 import pytest
-
 from gradcheck import assert_gradient_matches_central_differences
 
 from fgl.api import CRF
-from fgl.registry import compile_model
 from fgl.io.evaluate import evaluate
-from fgl.learn.learner import Objective
-from fgl.lang.parser import parse_spec
-from fgl.lang.checks import validate
 from fgl.io.synth import markov_sequences, segment_sequences
+from fgl.lang.checks import validate
+from fgl.lang.parser import parse_spec
+from fgl.learn.learner import Objective
+from fgl.registry import compile_model
 
 WORD_SPEC = """
 columns word, label
@@ -39,7 +38,8 @@ def _compiled(spec_text, sentences):
 
 
 @pytest.mark.parametrize("spec_text,data", [
-    (WORD_SPEC, lambda: segment_sequences(n_types=2, vocab=12, n_train=6, n_test=1, length=9, seed=3)[0]),
+    (WORD_SPEC,
+     lambda: segment_sequences(n_types=2, vocab=12, n_train=6, n_test=1, length=9, seed=3)[0]),
     (NUMBER_SPEC, lambda: markov_sequences(order=2, n_train=5, n_test=1, length=8, seed=4)[0]),
 ])
 def test_gradient_matches_central_differences(spec_text, data):
@@ -80,7 +80,8 @@ def test_accuracy_rises_with_order_up_to_the_true_order():
     X = [[r[:-1] for r in s.rows] for s in test]
     acc = {}
     for order in (1, 2):
-        spec = NUMBER_SPEC.replace("y[t-2..t] patterns observed", f"y[t-{order}..t] patterns observed upto")
+        spec = NUMBER_SPEC.replace("y[t-2..t] patterns observed",
+                                   f"y[t-{order}..t] patterns observed upto")
         crf = CRF(spec, sigma=1.0).fit_sentences(train)
         acc[order] = evaluate(gold, crf.predict(X), scheme="plain").accuracy
     assert acc[2] > acc[1] + 1.0, acc

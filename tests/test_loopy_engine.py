@@ -1,4 +1,4 @@
-"""Tests of ``fgl.factor_graph`` and the belief-propagation engine
+"""Tests of ``fgl.engines.factor_graph`` and the belief-propagation engine
 ``fgl.engines.loopy`` at the level of log-potential tables.
 
 Oracle: ``brute`` below enumerates every assignment straight from the
@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fgl.engines.chain import ChainStructure, pattern_marginals
-from fgl.engines.loopy import (BPResult, belief_propagation, bethe_log_z, exact,
-                               map_assignment)
+from fgl.engines.chain import pattern_marginals
 from fgl.engines.factor_graph import FactorGraph
+from fgl.engines.loopy import BPResult, belief_propagation, bethe_log_z, exact, map_assignment
+from fgl.engines.structure import ChainStructure
 
 TOL = 1e-8
 SETTINGS = settings(max_examples=80, deadline=None,

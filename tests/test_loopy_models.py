@@ -9,15 +9,15 @@ import pytest
 from gradcheck import assert_gradient_matches_central_differences
 
 from fgl.api import CRF
-from fgl.lang.checks import validate
-from fgl.registry import compile_model
-from fgl.io.evaluate import evaluate
-from fgl.io.conll import Sentence
-from fgl.learn.learner import Objective
-from fgl.registry import compile_model as compile_loopy_model
 from fgl.engines.loopy_program import LoopyProgram
-from fgl.lang.parser import parse_spec
+from fgl.io.conll import Sentence
+from fgl.io.evaluate import evaluate
 from fgl.io.synth import segment_sequences
+from fgl.lang.checks import validate
+from fgl.lang.parser import parse_spec
+from fgl.learn.learner import Objective
+from fgl.registry import compile_model
+from fgl.registry import compile_model as compile_loopy_model
 
 CHAIN = """
 columns word, label
@@ -59,7 +59,8 @@ def test_on_a_chain_the_loopy_program_is_the_chain_program(infer):
             lr = lvocab[key]
             c_feats = range(chain.program.row_ptr[r], chain.program.row_ptr[r + 1])
             l_feats = range(loopy.program.row_ptr[lr], loopy.program.row_ptr[lr + 1])
-            cpat = {chain.program.structure.patterns[chain.program.feat_pattern[k]]: k for k in c_feats}
+            cpat = {chain.program.structure.patterns[chain.program.feat_pattern[k]]: k
+                    for k in c_feats}
             n = len(loopy.layers[0].labels)
             for k in l_feats:
                 cfg = int(loopy.program.feat_config[k])
@@ -77,7 +78,8 @@ def test_on_a_chain_the_loopy_program_is_the_chain_program(infer):
 
 def test_bethe_gradient_matches_finite_differences():
     data = _data(n=4, length=8, vocab=4)   # small vocabulary: many skip edges, real loops
-    spec = _spec(CHAIN.format(extra=SKIP, infer="infer loopy(tol = 1e-13, max_iter = 2000, damping = 0.3)"))
+    infer = "infer loopy(tol = 1e-13, max_iter = 2000, damping = 0.3)"
+    spec = _spec(CHAIN.format(extra=SKIP, infer=infer))
     model, enc = compile_loopy_model(spec, data)
     assert sum(g.n_cycles() for g in enc.graphs) > 0
     objective = Objective(model.program, enc, model.feat_sigma, jobs=1)
@@ -172,8 +174,9 @@ def test_relational_graph_model_uses_links(tmp_path):
     graphs, pred = crf.predict_file(test)
     acc = np.mean([p == g[-1] for gr, seq in zip(graphs, pred) for p, g in zip(seq, gr.rows)])
     assert acc > 0.6
+    row_ptr = crf.model.program.row_ptr
     w = crf.weights[crf.model.program.row_template[
-        np.repeat(np.arange(len(crf.model.program.row_ptr) - 1), np.diff(crf.model.program.row_ptr))] == 1]
+        np.repeat(np.arange(len(row_ptr) - 1), np.diff(row_ptr))] == 1]
     # the citation template learned to prefer equal topics: diagonal > off-diagonal
     assert w[0] + w[3] > w[1] + w[2]
 

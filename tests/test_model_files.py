@@ -13,12 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_cli import HMM, REPO, run, segment_data, write_data
 
 from fgl.api import CRF
 from fgl.errors import ModelFileError
 from fgl.io.model_files import load_model
-
-from test_cli import HMM, REPO, run, segment_data, write_data
 
 SPEC = REPO / "stdlib" / "linear_chain_obs_transitions.fgl"
 

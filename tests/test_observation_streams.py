@@ -1,12 +1,12 @@
 """The column-wise fast path for token observations
-(``fgl.observation_streams``) gives exactly the attribute keys, values and
+(``fgl.features.streams``) gives exactly the attribute keys, values and
 order of the general evaluators, and steps aside where it cannot."""
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fgl.lang.checks import validate
 from fgl.features.observations import TemplateAttributes, sentence_columns
+from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 
 HEADER = """

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from fgl.features.builtins import BUILTINS, regex_classes, shape
-from fgl.lang.checks import validate
 from fgl.features.observations import TemplateAttributes, sentence_columns
+from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 
 HEAD = "columns word, x:number, v:vector, label\noutput label\n"
@@ -79,7 +79,8 @@ def test_shape():
 
 
 def test_every_builtin_is_documented():
-    doc = (Path(__file__).resolve().parents[1] / "stdlib" / "BUILTINS.md").read_text(encoding="utf-8")
+    path = Path(__file__).resolve().parents[1] / "stdlib" / "BUILTINS.md"
+    doc = path.read_text(encoding="utf-8")
     for name in BUILTINS:
         assert f"`{name}" in doc, name
 

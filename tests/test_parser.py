@@ -7,9 +7,22 @@ import pickle
 
 import pytest
 
-from fgl.lang.ast import (Call, Column, ColumnRef, Conj, Disj, LabelRef, Loc, NameRef, ObsDef, PatternSpec,
-                     Setting, Spec, Template)
 from fgl.errors import FglError, SpecError
+from fgl.lang.ast import (
+    Call,
+    Column,
+    ColumnRef,
+    Conj,
+    Disj,
+    LabelRef,
+    Loc,
+    NameRef,
+    ObsDef,
+    PatternSpec,
+    Setting,
+    Spec,
+    Template,
+)
 from fgl.lang.parser import parse_spec, read_spec
 
 EXAMPLE = '''\
@@ -58,7 +71,8 @@ def noloc(node):
         return (type(node).__name__,) + tuple(
             noloc(getattr(node, f.name)) for f in dataclasses.fields(node) if f.name != "loc")
     if isinstance(node, (list, tuple)):
-        return type(node)(noloc(x) for x in node) if isinstance(node, list) else tuple(noloc(x) for x in node)
+        items = (noloc(x) for x in node)
+        return type(node)(items) if isinstance(node, list) else tuple(items)
     return node
 
 
@@ -89,14 +103,19 @@ def test_observations_exact_ast(spec):
     assert obs["w"] == ObsDef("w", ColumnRef("word", -2, 2, L(7, 12)), L(7, 1))
     assert obs["ww"] == ObsDef("ww", Conj([ColumnRef("word", -1, -1, L(8, 12)),
                                            ColumnRef("word", 0, 0, L(8, 24))], L(8, 12)), L(8, 1))
-    assert obs["suf"].expr == Call("suffix", Call("lower", ColumnRef("word", 0, 0, L(10, 25)), [], L(10, 19)),
+    assert obs["suf"].expr == Call("suffix",
+                                   Call("lower", ColumnRef("word", 0, 0, L(10, 25)), [], L(10, 19)),
                                    [3], L(10, 12))
-    assert obs["cap"].expr == Call("regex", ColumnRef("word", 0, 0, L(11, 18)), ["^[A-Z]"], L(11, 12))
+    assert obs["cap"].expr == Call("regex", ColumnRef("word", 0, 0, L(11, 18)), ["^[A-Z]"],
+                                   L(11, 12))
     assert noloc(obs["lw"].expr) == noloc(Call("lower", ColumnRef("word", 0, 0, None), [], None))
-    assert noloc(obs["lex"].expr) == noloc(Call("lexicon", ColumnRef("word", 0, 0, None), ["names.txt"], None))
+    assert noloc(obs["lex"].expr) == noloc(Call("lexicon", ColumnRef("word", 0, 0, None),
+                                                ["names.txt"], None))
     assert noloc(obs["x"].expr) == noloc(Call("value", ColumnRef("x1", -1, 1, None), [], None))
-    assert obs["edge"].expr == Disj([NameRef("bos", L(14, 12)), NameRef("eos", L(14, 18))], L(14, 12))
-    assert obs["both"].expr == Conj([NameRef("w", L(15, 12)), NameRef("edge", L(15, 16))], L(15, 12))
+    assert obs["edge"].expr == Disj([NameRef("bos", L(14, 12)), NameRef("eos", L(14, 18))],
+                                    L(14, 12))
+    assert obs["both"].expr == Conj([NameRef("w", L(15, 12)), NameRef("edge", L(15, 16))],
+                                    L(15, 12))
 
 
 def test_templates_exact_ast(spec):
@@ -107,13 +126,16 @@ def test_templates_exact_ast(spec):
         [NameRef("w", L(17, 24)), NameRef("ww", L(17, 27)), ColumnRef("pos", -1, 1, L(17, 31)),
          Call("lower", ColumnRef("word", 0, 0, L(17, 52)), [], L(17, 46))],
         [Setting("sigma", 5, L(17, 62)), Setting("support", "all", L(17, 73))], L(17, 1))
-    assert t["trans"] == Template("trans", [LabelRef("y", -1, 0, L(18, 17))], None, [], [], L(18, 1))
+    assert t["trans"] == Template("trans", [LabelRef("y", -1, 0, L(18, 17))], None, [], [],
+                                  L(18, 1))
     assert t["ho"].patterns == PatternSpec("observed", [], L(19, 27))
     assert t["ho3"].patterns == PatternSpec("observed_upto", [], L(20, 27))
     assert t["ho3"].labels == [LabelRef("y", -3, 0, L(20, 17))]
-    assert t["ex"].patterns == PatternSpec("list", [("B-NP", "I-NP", "I-NP"), ("O", "B-NP")], L(21, 27))
+    assert t["ex"].patterns == PatternSpec("list", [("B-NP", "I-NP", "I-NP"), ("O", "B-NP")],
+                                           L(21, 27))
     assert t["full"].patterns == PatternSpec("all", [], L(22, 27))
-    assert noloc(t["full"].observations) == noloc([Call("lower", ColumnRef("word", 0, 0, None), [], None)])
+    assert noloc(t["full"].observations) == noloc(
+        [Call("lower", ColumnRef("word", 0, 0, None), [], None)])
     assert t["skip"].labels == [LabelRef("y", -2, -2, L(23, 18)), LabelRef("y", 0, 0, L(23, 26))]
     assert t["skip"].patterns is None and t["skip"].observations == [] and t["skip"].options == []
 
@@ -126,10 +148,12 @@ def test_train_and_infer(spec):
 
 
 def test_infer_with_settings():
-    s = parse_spec('infer loopy(damping = 0.5, max_iter = 100, schedule = residual, tag = "a b")', F)
+    s = parse_spec('infer loopy(damping = 0.5, max_iter = 100, schedule = residual, '
+                   'tag = "a b")', F)
     assert s.infer_method == ("loopy", L(1, 1))
     assert noloc(s.infer) == noloc([Setting("damping", 0.5, None), Setting("max_iter", 100, None),
-                                    Setting("schedule", "residual", None), Setting("tag", "a b", None)])
+                                    Setting("schedule", "residual", None),
+                                    Setting("tag", "a b", None)])
     assert parse_spec("infer trp()", F).infer_method[0] == "trp"
 
 
@@ -149,11 +173,14 @@ def test_setting_values_signed_and_float_forms():
     ("word[t+1..t-1]", ColumnRef("word", 1, -1, None)),          # parsed; the checker reports it
     ("bias", NameRef("bias", None)),
     ("prefix(word[t], 3)", Call("prefix", ColumnRef("word", 0, 0, None), [3], None)),
-    ('regex(word[t], "a\\"b\\\\c\\d")', Call("regex", ColumnRef("word", 0, 0, None), ['a"b\\c\\d'], None)),
-    ("a | b & c", Disj([NameRef("a", None), Conj([NameRef("b", None), NameRef("c", None)], None)], None)),
+    ('regex(word[t], "a\\"b\\\\c\\d")',
+     Call("regex", ColumnRef("word", 0, 0, None), ['a"b\\c\\d'], None)),
+    ("a | b & c",
+     Disj([NameRef("a", None), Conj([NameRef("b", None), NameRef("c", None)], None)], None)),
     ("a & b | c & d", Disj([Conj([NameRef("a", None), NameRef("b", None)], None),
                             Conj([NameRef("c", None), NameRef("d", None)], None)], None)),
-    ("(a | b) & c", Conj([Disj([NameRef("a", None), NameRef("b", None)], None), NameRef("c", None)], None)),
+    ("(a | b) & c",
+     Conj([Disj([NameRef("a", None), NameRef("b", None)], None), NameRef("c", None)], None)),
     ("a & b & c", Conj([NameRef("a", None), NameRef("b", None), NameRef("c", None)], None)),
     ("lower(a | b)", Call("lower", Disj([NameRef("a", None), NameRef("b", None)], None), [], None)),
     ("((a))", NameRef("a", None)),
@@ -164,12 +191,14 @@ def test_expressions(src, expected):
 
 def test_parenthesised_group_locs():
     e = parse_expr("(a | b) & c")
-    assert e.loc == Loc(F, 1, 9) and e.parts[0].loc == Loc(F, 1, 10) and e.parts[1].loc == Loc(F, 1, 19)
+    assert e.loc == Loc(F, 1, 9)
+    assert e.parts[0].loc == Loc(F, 1, 10) and e.parts[1].loc == Loc(F, 1, 19)
 
 
 def test_template_options_versus_call():
     # `w (sigma = 1)` is options, `w(x)` a call; whitespace does not matter
-    t = parse_spec("template a: y[t] ~ w (sigma = 1)\ntemplate b: y[t] ~ lower(w)(sigma=2)", F).templates
+    t = parse_spec("template a: y[t] ~ w (sigma = 1)\n"
+                   "template b: y[t] ~ lower(w)(sigma=2)", F).templates
     assert noloc(t[0].observations) == noloc([NameRef("w", None)])
     assert noloc(t[0].options) == noloc([Setting("sigma", 1, None)])
     assert noloc(t[1].observations) == noloc([Call("lower", NameRef("w", None), [], None)])
@@ -185,7 +214,8 @@ def test_template_options_without_observations():
 def test_several_outputs_and_named_label_refs():
     s = parse_spec("columns w, pos, chunk output pos, chunk template t: (pos[t-1], pos[t])", F)
     assert s.outputs == ["pos", "chunk"] and s.output_locs == [Loc(F, 1, 30), Loc(F, 1, 35)]
-    assert noloc(s.templates[0].labels) == noloc([LabelRef("pos", -1, -1, None), LabelRef("pos", 0, 0, None)])
+    assert noloc(s.templates[0].labels) == noloc([LabelRef("pos", -1, -1, None),
+                                                  LabelRef("pos", 0, 0, None)])
 
 
 def test_model_name_may_be_a_bare_name():
@@ -197,7 +227,8 @@ def test_model_name_may_be_a_bare_name():
 
 def test_unicode_labels_names_and_strings():
     s = parse_spec('columns wört, étiq\noutput étiq\nlabels étiq = [B-人名 "日本 語" Ä]\n'
-                   'obs ü = regex(wört[t], "^[ÄÖÜ]") template t: y[t-1..t] patterns [B-人名 "日本 語"]', F)
+                   'obs ü = regex(wört[t], "^[ÄÖÜ]") '
+                   'template t: y[t-1..t] patterns [B-人名 "日本 語"]', F)
     assert [c.name for c in s.columns] == ["wört", "étiq"]
     assert s.label_sets["étiq"][0] == ["B-人名", "日本 語", "Ä"]
     assert s.observations[0].name == "ü" and s.observations[0].expr.params == ["^[ÄÖÜ]"]
@@ -253,7 +284,8 @@ def test_located_names_pickle_as_plain_values(spec):
     ("obs w = word[t+x]", 1, 16, ["unexpected 'x'", "a whole number"]),
     ("labels y = [a, b]", 1, 14, ["unexpected ','", "']'", "a label", 'a "string"']),
     ('model "abc\ncolumns a', 1, 7, ['\'"\'', "not closed"]),
-    ("columns a\n\ntemplate t: y[t] patterns some", 3, 27, ["unexpected 'some'", "'all'", "'observed'", "'['"]),
+    ("columns a\n\ntemplate t: y[t] patterns some", 3, 27,
+     ["unexpected 'some'", "'all'", "'observed'", "'['"]),
     ("template t: y[t] ~ w (sigma 5)", 1, 29, ["unexpected '5'"]),
     ("train { sigma = 1 ", 1, 18, ["end of file", "'}'", "a name"]),
     ("infer loopy(damping = )", 1, 23, ["unexpected ')'", "a number", "a name"]),
@@ -286,7 +318,8 @@ def test_second_single_statement_is_an_error(stmt):
 def test_second_label_set_for_one_output_is_an_error():
     with pytest.raises(SpecError) as info:
         parse_spec("labels c = [a]\nlabels c = [b]", F)
-    assert (info.value.line, info.value.col) == (2, 1) and "already declared at 1:1" in info.value.message
+    assert (info.value.line, info.value.col) == (2, 1)
+    assert "already declared at 1:1" in info.value.message
 
 
 def test_no_lark_exception_escapes_on_any_prefix():

@@ -18,7 +18,7 @@ def test_readme_spec_example_checks():
 
 
 def test_ci_runs_the_readme_test_command():
-    command = "pip install -e '.[test]' && python -m pytest -q"
+    command = "pip install -e '.[test]' && python -m ruff check . && python -m pytest -q"
     assert command in README
     assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 

@@ -3,20 +3,19 @@ differences, L = 1 equals the chain model, training, tagging to BIO,
 save/load, explain."""
 import numpy as np
 import pytest
-
 from gradcheck import assert_gradient_matches_central_differences
 
 from fgl.api import CRF
+from fgl.compile.segmentation import segments_from_tags, tags_from_segments
+from fgl.errors import DataError
+from fgl.io.conll import Sentence
+from fgl.io.evaluate import evaluate
+from fgl.io.synth import segment_sequences
 from fgl.lang.ast import Loc, Segments
 from fgl.lang.checks import validate
-from fgl.registry import compile_model
-from fgl.errors import DataError
-from fgl.io.evaluate import evaluate
-from fgl.io.conll import Sentence
-from fgl.learn.learner import Objective
 from fgl.lang.parser import parse_spec
-from fgl.compile.segmentation import segments_from_tags, tags_from_segments
-from fgl.io.synth import segment_sequences
+from fgl.learn.learner import Objective
+from fgl.registry import compile_model
 
 SEMI = """
 columns word, label

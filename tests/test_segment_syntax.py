@@ -6,14 +6,13 @@ from __future__ import annotations
 import pickle
 
 import pytest
-
-from fgl.lang.ast import Call, ColumnRef, Conj, LabelRef, Loc, NameRef, PatternSpec, Segments
-from fgl.lang.checks import NONCONTIGUOUS_SEGMENT_WINDOW, check_spec, validate
-from fgl.errors import SpecError
-from fgl.lang.parser import parse_spec
-
 import spec_errors
 from spec_errors import CHECK_FILE, assert_at, check_errors, one_error
+
+from fgl.errors import SpecError
+from fgl.lang.ast import Call, ColumnRef, Conj, LabelRef, Loc, NameRef, PatternSpec, Segments
+from fgl.lang.checks import NONCONTIGUOUS_SEGMENT_WINDOW, check_spec, validate
+from fgl.lang.parser import parse_spec
 
 F = "seg.fgl"
 
@@ -61,7 +60,8 @@ def tpl(spec, name):
 # ---------------------------------------------------------------- AST
 
 def test_segments_statement(spec):
-    assert spec.segments == Segments(max_length=6, per_label={"NP": 8, "VP": 4}, boundary="change", loc=L(4, 1))
+    assert spec.segments == Segments(max_length=6, per_label={"NP": 8, "VP": 4}, boundary="change",
+                                     loc=L(4, 1))
     assert type(spec.segments.max_length) is not bool and spec.segments.max_length == 6
     assert list(spec.segments.per_label) == ["NP", "VP"]
     # names and numbers remember where they were written
@@ -101,7 +101,8 @@ def test_unchecked_numbers_parse():
     ("after", ColumnRef("word", 1, 1, L(9, 14), "v", "v")),
     ("inside", ColumnRef("word", 0, 0, L(10, 14), "u", "v")),
     ("len", NameRef("length", L(11, 14))),
-    ("fl", Conj([ColumnRef("word", 0, 0, L(12, 14), "u", "u"), NameRef("length", L(12, 24))], L(12, 14))),
+    ("fl", Conj([ColumnRef("word", 0, 0, L(12, 14), "u", "u"), NameRef("length", L(12, 24))],
+                L(12, 14))),
     ("around", ColumnRef("word", -1, 1, L(13, 14), "u", "v")),
     ("tail", ColumnRef("word", -2, 0, L(14, 14), "v", "v")),
 ])
@@ -110,7 +111,8 @@ def test_segment_column_refs(spec, name, expected):
 
 
 def test_call_on_last_token(spec):
-    assert obs(spec, "last") == Call("lower", ColumnRef("word", 0, 0, L(7, 20), "v", "v"), [], L(7, 14))
+    assert obs(spec, "last") == Call("lower", ColumnRef("word", 0, 0, L(7, 20), "v", "v"), [],
+                                     L(7, 14))
 
 
 def test_token_column_refs_keep_base_t():
@@ -126,8 +128,10 @@ def test_segment_label_windows(spec):
     assert tpl(spec, "ho").labels == [LabelRef("s", -2, 0, L(18, 17), "j")]
     assert tpl(spec, "ho").patterns == PatternSpec("observed_upto", [], L(18, 27))
     assert tpl(spec, "ex").patterns == PatternSpec("list", [("NP", "VP"), ("O", "NP")], L(19, 27))
-    assert tpl(spec, "pair").labels == [LabelRef("s", -1, -1, L(20, 18), "j"), LabelRef("s", 0, 0, L(20, 26), "j")]
-    assert [n.name for n in tpl(spec, "seg").observations] == ["first", "last", "before", "after", "inside", "len"]
+    assert tpl(spec, "pair").labels == [LabelRef("s", -1, -1, L(20, 18), "j"),
+                                        LabelRef("s", 0, 0, L(20, 26), "j")]
+    assert [n.name for n in tpl(spec, "seg").observations] == ["first", "last", "before", "after",
+                                                               "inside", "len"]
     t = parse_spec("template a: y[t-1..t]", F).templates[0]
     assert t.labels == [LabelRef("y", -1, 0, L(1, 13), "t")]
 
@@ -143,7 +147,8 @@ def test_new_words_are_keywords_only_where_they_stand():
 
 def test_full_spec_validates(spec):
     assert check_spec(spec) == []
-    bio = (SPEC.replace('segments max 6 [NP = 8, "VP" = 4] from change', "segments max 6 [NP = 8, VP = 4]")
+    bio = (SPEC.replace('segments max 6 [NP = 8, "VP" = 4] from change',
+                        "segments max 6 [NP = 8, VP = 4]")
            .replace("[NP VP O]", "[B-NP I-NP B-VP I-VP O]"))
     assert validate(parse_spec(bio, F)) is not None
 
@@ -180,7 +185,8 @@ def test_segments_from_needs_a_name():
 
 def test_column_cannot_be_read_at_j():
     # j (an end of a pair template) parses since general CRFs; the checker rejects it elsewhere
-    assert parse_spec("obs o = word[j]", F).observations[0].expr == ColumnRef("word", 0, 0, L(1, 9), "j", "j")
+    expr = parse_spec("obs o = word[j]", F).observations[0].expr
+    assert expr == ColumnRef("word", 0, 0, L(1, 9), "j", "j")
     errs = check_spec(parse_spec("obs o = word[j]", F))
     e = next(e for e in errs if "word[j]" in e.message)
     at(e, 1, 9, "pair template", "word[t]")
@@ -244,7 +250,8 @@ def test_token_column_in_segment_model():
 
 
 def test_token_column_in_named_observation_of_segment_model():
-    at_m(only("obs w = lower(word[t])\ntemplate a: s[j] ~ w"), 5, 15, "in a segment model", "found word[t]")
+    at_m(only("obs w = lower(word[t])\ntemplate a: s[j] ~ w"), 5, 15,
+         "in a segment model", "found word[t]")
 
 
 def test_segment_labels_must_be_s():
@@ -256,7 +263,8 @@ def test_segment_window_must_end_at_j():
 
 
 def test_segment_window_reversed():
-    at_m(only("template a: s[j..j-1]"), 5, 13, "bad offset range j..j-1", "start must not come after the end")
+    at_m(only("template a: s[j..j-1]"), 5, 13,
+         "bad offset range j..j-1", "start must not come after the end")
 
 
 def test_noncontiguous_segment_tuple():
@@ -271,12 +279,15 @@ def test_segment_pattern_labels_use_segment_names():
 
 
 def test_segment_pattern_longer_than_window():
-    at_m(only("template a: s[j-1..j] patterns [NP VP O]"), 5, 32, "3 labels", "s[j-1..j]", "only 2 positions")
+    at_m(only("template a: s[j-1..j] patterns [NP VP O]"), 5, 32,
+         "3 labels", "s[j-1..j]", "only 2 positions")
 
 
 def test_max_must_be_positive_whole_number():
-    at_m(only("template a: s[j]", seg_header("segments max 0")), 4, 14, "max must be a whole number > 0", "found 0")
-    at_m(only("template a: s[j]", seg_header("segments max 2.5")), 4, 14, "max must be", "found 2.5")
+    at_m(only("template a: s[j]", seg_header("segments max 0")), 4, 14,
+         "max must be a whole number > 0", "found 0")
+    at_m(only("template a: s[j]", seg_header("segments max 2.5")), 4, 14,
+         "max must be", "found 2.5")
     at_m(only("template a: s[j]", seg_header("segments max -3")), 4, 14, "max must be", "found -3")
 
 
@@ -303,7 +314,8 @@ def test_per_label_name_must_be_a_segment_label():
     assert errors("template a: s[j]", seg_header("segments max 6 [B-NP = 2] from change")) == []
     # without declared labels there is nothing to check against
     no_labels = SEG.replace("labels chunk = [B-NP I-NP B-VP I-VP O]\n", "")
-    assert errors("template a: s[j]", no_labels.replace("segments max 6", "segments max 6 [PP = 3]")) == []
+    per_label = no_labels.replace("segments max 6", "segments max 6 [PP = 3]")
+    assert errors("template a: s[j]", per_label) == []
 
 
 def test_segment_template_needs_segments():
@@ -324,11 +336,13 @@ def test_s_at_t_hints_at_segments():
 
 
 def test_length_takes_no_argument():
-    at_m(only("template a: s[j] ~ length(word[u])"), 5, 20, "'length' takes no argument", "write it bare: length")
+    at_m(only("template a: s[j] ~ length(word[u])"), 5, 20,
+         "'length' takes no argument", "write it bare: length")
 
 
 @pytest.mark.parametrize("ref, col_text", [("word[v..u]", "v..u"), ("word[u+2..u]", "u+2..u"),
-                                           ("word[v+1..u]", "v+1..u"), ("word[v-1..v-2]", "v-1..v-2")])
+                                           ("word[v+1..u]", "v+1..u"),
+                                           ("word[v-1..v-2]", "v-1..v-2")])
 def test_range_start_after_end(ref, col_text):
     at_m(only(f"template a: s[j] ~ {ref}"), 5, 20, f"bad offset range {col_text}",
          "start must not come after the end")
@@ -340,5 +354,6 @@ def test_range_of_ambiguous_order():
 
 
 def test_good_ranges():
-    src = "template a: s[j] ~ word[u..v], word[u-1..v+1], word[u+1..v-1], word[u..u+2], word[v-2..v]"
+    src = ("template a: s[j] ~ word[u..v], word[u-1..v+1], word[u+1..v-1], word[u..u+2], "
+           "word[v-2..v]")
     assert errors(src, SEG) == []

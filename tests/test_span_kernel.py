@@ -11,7 +11,8 @@ On random pattern sets and random models, from small potentials to
 returns must equal the span kernel's (sum semiring).  In the max semiring
 the span kernel's MAP labelling must score what it claims and match an
 explicit n^k-state dynamic programme (``brute_force.chain_dense_dp``), and
-spans of length > 1 that the label limits forbid must change nothing.
+spans of length > 1 that the label limits forbid must change nothing; a
+label's limit must act as a -inf potential on its longer spans.
 ``batch_expectations`` (feature scoring, dense rows, constant rows, path
 choice and fallback together) is checked the same way on random encoded
 data through ``ChainProgram``.
@@ -154,7 +155,7 @@ def test_factored_path_equals_span_kernel(model):
         np.testing.assert_allclose(fast_z, log_z, rtol=RTOL, atol=magnitude(pot))
         np.testing.assert_allclose(lab_marg, marg[:, :n], rtol=RTOL, atol=ATOL)
         taken *= cum
-        spans.accumulate_up(taken, tables)
+        spans.accumulate_up(taken, tables.p_suffix, tables.p_order, n)
         np.testing.assert_allclose(taken, marg.sum(axis=0), rtol=RTOL, atol=1e-10)
     else:
         np.testing.assert_array_equal(taken, 0.0)  # untouched when it gives up
@@ -197,6 +198,37 @@ def test_forbidden_longer_spans_leave_sums_unchanged(model, L):
     assert got == pytest.approx(log_z, rel=RTOL, abs=magnitude(pot))
     np.testing.assert_allclose(work.marg[:, 0, :], marg, rtol=RTOL, atol=ATOL)
     np.testing.assert_array_equal(work.marg[:, 1:, :], 0.0)
+
+
+@settings(max_examples=150, **SLOW)
+@given(models(max_n=3, max_T=6), st.integers(2, 3), st.data())
+def test_label_length_limits_equal_forbidding_potentials(model, L, data):
+    """Per-label limits (Cuong et al. 2014 §2) give what a -inf potential on
+    every too-long span of the label gives."""
+    n, patterns, _, _ = model
+    st_ = ChainStructure.build(n, patterns)
+    T = data.draw(st.integers(1, 6))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    pot = rng.normal(0.0, 2.0, (T, L, len(patterns)))
+    limits = np.array([data.draw(st.integers(1, L)) for _ in range(n)], dtype=np.int64)
+    forbidden = pot.copy()
+    for y in range(n):
+        forbidden[:, limits[y]:, patterns.index((y,))] = -np.inf
+    everything = np.full(n, L, dtype=np.int64)
+    runs = []
+    for p, lim in [(pot, limits), (forbidden, everything)]:
+        work = spans.workspace(T, L, st_.tables)
+        log_z = spans.sequence_marginals(p, T, st_.tables, lim, work)
+        labels, starts = np.empty(T, dtype=np.int64), np.empty(T, dtype=np.int64)
+        best = spans.viterbi(p, T, st_.tables, lim, spans.workspace(T, L, st_.tables), labels,
+                             starts)
+        runs.append((log_z, work.marg.copy(), labels, starts, best))
+    (z1, m1, l1, s1, b1), (z2, m2, l2, s2, b2) = runs
+    assert z1 == pytest.approx(z2, rel=RTOL, abs=magnitude(pot))
+    np.testing.assert_allclose(m1, m2, rtol=RTOL, atol=ATOL)
+    assert b1 == pytest.approx(b2, rel=RTOL, abs=magnitude(pot))
+    np.testing.assert_array_equal(l1, l2)
+    np.testing.assert_array_equal(s1, s2)
 
 
 # --------------------------------------------------------------------------

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from fgl.api import CRF
-from fgl.io.conll import Sentence
-from fgl.lang.parser import read_spec
-from fgl.io.evaluate import evaluate
 from fgl.engines.chain_program import ChainProgram
 from fgl.engines.semimarkov_program import SemiMarkovProgram
+from fgl.io.conll import Sentence
+from fgl.io.evaluate import evaluate
 from fgl.io.synth import segment_sequences
+from fgl.lang.parser import read_spec
 
 STDLIB = Path(__file__).resolve().parents[1] / "stdlib"
 SEMI_SPECS = ["high_order_semi_crf.fgl", "semi_crf.fgl"]

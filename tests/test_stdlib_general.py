@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fgl.api import CRF
-from fgl.lang.checks import validate
-from fgl.io.conll import Sentence
 from fgl import registry
+from fgl.api import CRF
 from fgl.engines.loopy_program import LoopyData, LoopyProgram
+from fgl.io.conll import Sentence
+from fgl.lang.checks import validate
 from fgl.lang.parser import read_spec
 
 STDLIB = Path(__file__).resolve().parents[1] / "stdlib"
@@ -71,7 +71,10 @@ def skip_documents(n_docs: int, seed: int) -> list[Sentence]:
         order = first + rest   # every name's cue comes before its ambiguous mentions
         for name, typ, informative in order:
             rows = [[w, "NC", "O"] for w in rng.choice(filler, rng.integers(1, 4))]
-            cue = ("mr" if typ == "PER" else "in") if informative else rng.choice(["saw", "near", "about"])
+            if informative:
+                cue = "mr" if typ == "PER" else "in"
+            else:
+                cue = rng.choice(["saw", "near", "about"])
             rows.append([cue, "SP", "O"])
             rows.append([name, "NP", f"B-{typ}"])
             rows += [[w, "NC", "O"] for w in rng.choice(filler, rng.integers(1, 4))]
@@ -157,7 +160,8 @@ def two_layer_sentences(n: int, seed: int) -> list[Sentence]:
         for _ in range(rng.integers(2, 5)):
             kind = rng.choice(["NP", "NP", "VP", "PP", "PU"])
             if kind == "NP":
-                tags = (["DT"] if rng.random() < 0.6 else []) + ["JJ"] * int(rng.integers(0, 3)) + ["NN"]
+                tags = ((["DT"] if rng.random() < 0.6 else [])
+                        + ["JJ"] * int(rng.integers(0, 3)) + ["NN"])
                 for k, p in enumerate(tags):
                     rows.append([str(rng.choice(vocab[p])), p, "B-NP" if k == 0 else "I-NP"])
             elif kind == "VP":
@@ -174,7 +178,7 @@ def test_factorial_crf_labels_both_layers():
     train, test = two_layer_sentences(60, seed=3), two_layer_sentences(30, seed=4)
     crf = CRF(STDLIB / "factorial.fgl", max_iter=40).fit_sentences(train)
     assert isinstance(crf.model.program, LoopyProgram)
-    assert [l.name for l in crf.model.layers] == ["pos", "chunk"]
+    assert [layer.name for layer in crf.model.layers] == ["pos", "chunk"]
     data = crf.model.encode(test)
     assert sum(g.n_cycles() for g in data.graphs) > 0     # the ladder of two chains has loops
     pred = crf.predict_sentences(_inputs(test, n_out=2))
@@ -197,13 +201,15 @@ def citation_graphs(path: Path, n_graphs: int, seed: int) -> Path:
         topics = rng.integers(0, 3, 10)
         nodes = []
         for k, z in enumerate(topics):
-            words = [f"t{z}w{rng.integers(0, 5)}" if rng.random() < 0.35 else f"c{rng.integers(0, 20)}"
+            words = [f"t{z}w{rng.integers(0, 5)}" if rng.random() < 0.35
+                     else f"c{rng.integers(0, 20)}"
                      for _ in range(3)]
             nodes.append({"id": f"p{k}", "words": " ".join(words).upper(), "label": f"T{z}"})
         edges = [{"source": f"p{a}", "target": f"p{b}", "type": "cites"}
                  for a in range(10) for b in range(a + 1, 10)
                  if rng.random() < (0.45 if topics[a] == topics[b] else 0.03)]
-        edges += [{"source": "p0", "target": "p1", "type": "mentions"}]  # another edge type: ignored
+        # another edge type: ignored
+        edges += [{"source": "p0", "target": "p1", "type": "mentions"}]
         lines.append(json.dumps({"nodes": nodes, "edges": edges}))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -265,7 +271,7 @@ def test_latent_crf_trains_by_marginal_likelihood():
     crf = CRF(STDLIB / "latent.fgl", max_iter=25).fit_sentences(train)
     prog = crf.model.program
     assert isinstance(prog, LoopyProgram) and prog.has_hidden
-    assert [l.hidden for l in crf.model.layers] == [False, True]
+    assert [layer.hidden for layer in crf.model.layers] == [False, True]
     rows = crf.training_log.iterations
     assert rows[-1]["objective"] < rows[0]["objective"]
     gold = [s.column(-1) for s in test]

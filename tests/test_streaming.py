@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 from fgl.api import CRF
-from fgl.lang.checks import validate
-from fgl.registry import compile_model
 from fgl.errors import DataError
 from fgl.io.conll import iter_conll, read_conll, write_conll
-from fgl.lang.parser import parse_spec
 from fgl.io.synth import segment_sequences
+from fgl.lang.checks import validate
+from fgl.lang.parser import parse_spec
+from fgl.registry import compile_model
 
 CHAIN = """
 columns word, label
@@ -63,7 +63,8 @@ def test_a_source_that_changes_between_passes_is_refused(data_file):
     spec = validate(parse_spec(CHAIN, "<test>"))
     sentences = read_conll(data_file)
     passes = iter([sentences, sentences[:-3]])
-    with pytest.raises(DataError, match="changed while it was read: 30 sequences on the first pass, 27"):
+    with pytest.raises(DataError,
+                       match="changed while it was read: 30 sequences on the first pass, 27"):
         compile_model(spec, lambda: iter(next(passes)), source="train.txt")
 
 

@@ -2,10 +2,15 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from fgl.io.evaluate import chunks
 from fgl.io.conll import read_conll
-from fgl.io.synth import (MarkovModel, markov_sequences, segment_sequences,
-                       write_markov_files, write_segment_files)
+from fgl.io.evaluate import chunks
+from fgl.io.synth import (
+    MarkovModel,
+    markov_sequences,
+    segment_sequences,
+    write_markov_files,
+    write_segment_files,
+)
 
 
 def labels(sents):
@@ -82,7 +87,8 @@ def test_observations_follow_state_means():
     assert len({tuple(m) for m in means}) == len(means)
     # sigma > 0: observations spread around the mean with roughly that std
     train, _ = markov_sequences(sigma=0.5, n_train=300, n_test=0, seed=2)
-    xs = np.array([[float(a) for a in row[:-1]] for s in train for row in s.rows if row[-1] == "s0"])
+    xs = np.array([[float(a) for a in row[:-1]]
+                   for s in train for row in s.rows if row[-1] == "s0"])
     mu = np.array(next(iter(by_label["s0"])), dtype=float)
     assert np.allclose(xs.mean(axis=0), mu, atol=0.05)
     assert np.allclose(xs.std(axis=0), 0.5, atol=0.05)

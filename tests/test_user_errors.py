@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from test_cli import HMM, data_files, run, train_model, write_data
 
 from fgl.io.conll import Sentence
-
-from test_cli import HMM, data_files, run, train_model, write_data
 
 BASE = "columns word, label\noutput label\n"
 
@@ -62,7 +61,8 @@ def test_syntax_error(capsys, tmp_path):
 
 def test_syntax_error_inside_brackets(capsys, tmp_path):
     spec = write_spec(tmp_path, "template s: y[t] ~ word[t+]\n")
-    train_fails(capsys, tmp_path, spec, f"{spec}:3:27: ", "unexpected ']'", "expected a whole number")
+    train_fails(capsys, tmp_path, spec, f"{spec}:3:27: ",
+                "unexpected ']'", "expected a whole number")
 
 
 def test_check_reports_syntax_error_like_other_spec_errors(capsys, tmp_path):
@@ -100,7 +100,8 @@ def test_unknown_function(capsys, tmp_path):
 
 def test_bad_offset_range_in_observation(capsys, tmp_path):
     spec = write_spec(tmp_path, "template s: y[t] ~ word[t+1..t-1]\n")
-    check_fails(capsys, spec, 3, 20, "bad offset range t+1..t-1", "start must not come after the end")
+    check_fails(capsys, spec, 3, 20,
+                "bad offset range t+1..t-1", "start must not come after the end")
     train_fails(capsys, tmp_path, spec, f"{spec}:3:20: bad offset range")
 
 
@@ -236,7 +237,8 @@ def test_unknown_gold_label_at_eval_counts_as_an_error(capsys, tmp_path):
     assert "processed 4 tokens with" in out
     acc = float(out.split("accuracy:")[1].split("%")[0])
     assert acc <= 50.0                          # both NEW tokens are wrong
-    new_rows = [l.split() for l in out.split("\n") if l.startswith(("B-NEW", "I-NEW", "NEW"))]
+    new_rows = [line.split() for line in out.split("\n")
+                if line.startswith(("B-NEW", "I-NEW", "NEW"))]
     assert new_rows, out
     for r in new_rows:
         assert r[-2] == "0" and r[-1] == "0"    # found 0, correct 0

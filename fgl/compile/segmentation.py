@@ -17,9 +17,9 @@ data error naming the line.
 """
 from __future__ import annotations
 
-from fgl.lang import ast
 from fgl.errors import DataError
 from fgl.io.conll import Sentence
+from fgl.lang import ast
 
 Segment = tuple[int, int, str]  # first token, last token, label
 

@@ -7,7 +7,8 @@ model (``segments`` declared) on the exact high-order semi-Markov program
 tokens for a chain, candidate segments (u, d) at index u·L + d - 1 for a
 segment model — so ``SequenceModel`` holds it once and ``ChainModel`` /
 ``SegmentModel`` supply only what differs: the units' attributes, the gold
-segmentation, the program and how decoded segments become tags.
+segmentation, the program and how decoded segments become tags.  That is
+why the two models share one module.
 
 The feature table has one weight per (attribute, pattern) pair of a
 template, restricted by default to pairs seen in training ("supported"

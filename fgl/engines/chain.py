@@ -21,16 +21,14 @@ unobserved high-order patterns), every transition factor is a label factor
 times a constant, and ``_factored_sequence`` needs one ``exp`` per label and
 token and no per-token transition table.
 
-Why one module of some 680 lines: the scaled and the factored path share
+Why one module of some 700 lines: the scaled and the factored path share
 their block loops (``_forward_push``, ``_backward_step``) and the range
 checks that decide when to fall back (the constants below), and the batch
 kernels choose between them per sequence; apart, the rule for when the fast
 paths are exact would be spread over modules.
 
-``ChainStructure`` lives in ``fgl.engines.structure``; it is imported here for
-the potential-table API's signatures, which keeps
-``fgl.engines.chain.ChainStructure`` importable for the callers that still
-import it from here (``fgl.compile.sequence``, ``tests/test_loopy_engine.py``).
+``ChainStructure`` (``fgl.engines.structure``) types the potential-table
+API's arguments.
 """
 from __future__ import annotations
 
@@ -98,6 +96,8 @@ def _static_tables(static, dynamic, tables):
     n = tables.n_labels
     P = tables.n_forward
     s_pattern = tables.s_pattern
+    p_order = tables.p_order
+    p_suffix = tables.p_suffix
     static_exp = np.ones(P * n)
     block_dynamic = np.zeros(P, dtype=np.bool_)
     for s in range(P * n):
@@ -108,15 +108,19 @@ def _static_tables(static, dynamic, tables):
     cum_lo = np.ones(P)
     cum_hi = np.ones(P)
     for i in range(1, P):
-        p = tables.p_order[i]
-        q = tables.p_suffix[p]
+        p = p_order[i]
+        q = p_suffix[p]
         f_lo = np.inf
         f_hi = 0.0
         for y in range(n):
             f_lo = min(f_lo, static_exp[p * n + y])
             f_hi = max(f_hi, static_exp[p * n + y])
-        cum_lo[p] = cum_lo[q] * f_lo
-        cum_hi[p] = cum_hi[q] * f_hi
+        lo = cum_lo[q] * f_lo
+        hi = cum_hi[q] * f_hi
+        # 0·inf (static potentials beyond ±709 on one suffix chain) bounds
+        # nothing: 0 and inf send the sequence to the span kernel
+        cum_lo[p] = lo if lo == lo else 0.0
+        cum_hi[p] = hi if hi == hi else np.inf
     return ScaledTables(dynamic, block_dynamic, static_exp, cum_lo, cum_hi)
 
 
@@ -141,6 +145,8 @@ def _exp_transition_scores(pot, tables, sc, epsi, low):
     dynamic = sc.dynamic
     block_dynamic = sc.block_dynamic
     static_exp = sc.static_exp
+    cum_lo = sc.cum_lo
+    cum_hi = sc.cum_hi
     lo = np.exp(_MIN_EXPONENT)
     hi = np.exp(_MAX_EXPONENT)
     shift = 0.0
@@ -175,8 +181,8 @@ def _exp_transition_scores(pot, tables, sc, epsi, low):
                 f = static_exp[base:base + n]
                 for y in range(n):
                     dst[y] = src[y] * f[y]
-                mn = min(mn, eps_lo * sc.cum_lo[p])  # a bound: exact enough to be safe
-                mx = max(mx, sc.cum_hi[p])
+                mn = min(mn, eps_lo * cum_lo[p])  # a bound: exact enough to be safe
+                mx = max(mx, cum_hi[p])
         if not (mn >= lo and mx <= hi):
             return np.nan
         low[t] = mn
@@ -192,6 +198,11 @@ def _scaled_forward_backward(epsi, low, tables, alpha, beta, scale):
     falls back to log space."""
     T = epsi.shape[0]
     n = tables.n_labels
+    P = tables.n_forward
+    s_next = tables.s_next
+    p_next_run = tables.p_next_run
+    run_blocks = tables.run_blocks
+    gather_blocks = tables.gather_blocks
     alpha[0, :] = 0.0
     alpha[0, 0] = 1.0
     log_scale = 0.0
@@ -201,17 +212,18 @@ def _scaled_forward_backward(epsi, low, tables, alpha, beta, scale):
         e_row = epsi[t]
         prev = alpha[t]
         if _may_underflow(prev, low[t]):  # a·epsi may underflow: check every product
-            for p in range(tables.n_forward):
+            for p in range(P):
                 a = prev[p]
                 for y in range(n):
                     if a != 0.0 and a * e_row[p * n + y] < _TINY:
                         return np.nan
-        _forward_push(prev, e_row, tables, row)
+        _forward_push(prev, e_row, s_next, p_next_run, run_blocks, gather_blocks, n, row)
         scale[t] = _normalise(row)
         log_scale += np.log(scale[t])
     beta[T, :] = 1.0
     for t in range(T - 1, -1, -1):
-        if not _backward_step(epsi[t], beta[t + 1], 1.0 / scale[t], tables, beta[t]):
+        if not _backward_step(epsi[t], beta[t + 1], 1.0 / scale[t], s_next, p_next_run,
+                              run_blocks, gather_blocks, n, beta[t]):
             return np.nan
     return log_scale
 
@@ -239,23 +251,21 @@ def _may_underflow(prev, low):
 
 
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
-def _forward_push(prev, factor, tables, out):
+def _forward_push(prev, factor, s_next, p_next_run, run_blocks, gather_blocks, n, out):
     """out[next(p·y)] += prev[p] · factor[p·n + y] for every forward state p
     and label y.  A block whose successors are a run of states
     (``run_blocks``) is one vector update; the others (``gather_blocks``)
     gather — separate loops, as a loop that may take either form is not
-    vectorised."""
-    n = tables.n_labels
-    p_next_run = tables.p_next_run
-    s_next = tables.s_next
-    for p in tables.run_blocks:
+    vectorised.  (Per-step helpers take their arrays, not the tables
+    bundle: a bundle passed to a call that is not inlined is copied.)"""
+    for p in run_blocks:
         a = prev[p]
         q0 = p_next_run[p]
         dst = out[q0:q0 + n]
         src = factor[p * n:(p + 1) * n]
         for y in range(n):
             dst[y] += a * src[y]
-    for p in tables.gather_blocks:
+    for p in gather_blocks:
         a = prev[p]
         base = p * n
         for y in range(n):
@@ -263,14 +273,11 @@ def _forward_push(prev, factor, tables, out):
 
 
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
-def _backward_step(factor, nxt, inv, tables, out):
+def _backward_step(factor, nxt, inv, s_next, p_next_run, run_blocks, gather_blocks, n, out):
     """out[p] = inv · Σ_y factor[p·n + y] · nxt[next(p·y)] for every forward
     state p, run blocks and gather blocks in separate loops; False when a
     value reached _HUGE (the scaled path would lose precision)."""
-    n = tables.n_labels
-    p_next_run = tables.p_next_run
-    s_next = tables.s_next
-    for p in tables.run_blocks:
+    for p in run_blocks:
         q0 = p_next_run[p]
         src = factor[p * n:(p + 1) * n]
         tgt = nxt[q0:q0 + n]
@@ -278,7 +285,7 @@ def _backward_step(factor, nxt, inv, tables, out):
         for y in range(n):
             acc += src[y] * tgt[y]
         out[p] = acc * inv
-    for p in tables.gather_blocks:
+    for p in gather_blocks:
         base = p * n
         acc = 0.0
         for y in range(n):
@@ -299,12 +306,16 @@ def _scaled_marginals(epsi, alpha, beta, scale, tables, marg):
     n = tables.n_labels
     p_next_run = tables.p_next_run
     s_next = tables.s_next
+    p_suffix = tables.p_suffix
+    p_order = tables.p_order
+    run_blocks = tables.run_blocks
+    gather_blocks = tables.gather_blocks
     for t in range(T):
         m_row = marg[t]
         e_row = epsi[t]
         nb = beta[t + 1]
         inv = 1.0 / scale[t]
-        for p in tables.run_blocks:
+        for p in run_blocks:
             a = alpha[t, p] * inv
             q0 = p_next_run[p]
             dst = m_row[p * n:(p + 1) * n]
@@ -312,12 +323,12 @@ def _scaled_marginals(epsi, alpha, beta, scale, tables, marg):
             nxt = nb[q0:q0 + n]
             for y in range(n):
                 dst[y] = a * src[y] * nxt[y]
-        for p in tables.gather_blocks:
+        for p in gather_blocks:
             a = alpha[t, p] * inv
             base = p * n
             for y in range(n):
                 m_row[base + y] = a * e_row[base + y] * nb[s_next[base + y]]
-        spans.accumulate_up(m_row, tables)
+        spans.accumulate_up(m_row, p_suffix, p_order, n)
 
 
 @njit(cache=True, nogil=True)
@@ -343,10 +354,11 @@ def _static_cumulative(static_exp, tables):
     a dynamic pattern, ``epsi[t, p·n + y] = epsi[t, y] · cum[p·n + y]``."""
     n = tables.n_labels
     p_order = tables.p_order
+    p_suffix = tables.p_suffix
     cum = np.ones(p_order.shape[0] * n)
     for i in range(1, p_order.shape[0]):
         p = p_order[i]
-        q = tables.p_suffix[p]
+        q = p_suffix[p]
         for y in range(n):
             cum[p * n + y] = static_exp[p * n + y] * (cum[q * n + y] if q > 0 else 1.0)
     return cum
@@ -375,6 +387,8 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
     p_label = tables.p_label
     p_next_run = tables.p_next_run
     s_next = tables.s_next
+    run_blocks = tables.run_blocks
+    gather_blocks = tables.gather_blocks
     lo = np.exp(_MIN_EXPONENT)
     shift = 0.0
     for t in range(T):
@@ -404,7 +418,7 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
                 for y in range(n):
                     if a != 0.0 and a * e[t, y] * cum[q * n + y] < _TINY:
                         return np.nan
-        _forward_push(prev, cum, tables, row)
+        _forward_push(prev, cum, s_next, p_next_run, run_blocks, gather_blocks, n, row)
         for q in range(1, P):  # every state but ε ends in its label's factor
             row[q] *= e[t, p_label[q]]
         scale[t] = _normalise(row)
@@ -416,19 +430,20 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
         gt[0] = 0.0
         for q in range(1, P):
             gt[q] = e[t, p_label[q]] * nb[q]
-        if not _backward_step(cum, gt, 1.0 / scale[t], tables, beta[t]):
+        if not _backward_step(cum, gt, 1.0 / scale[t], s_next, p_next_run, run_blocks,
+                              gather_blocks, n, beta[t]):
             return np.nan
     for t in range(T):
         inv = 1.0 / scale[t]
         gt = g[t]
-        for p in tables.run_blocks:  # no test for a = 0: a branch here stops vectorisation
+        for p in run_blocks:  # no test for a = 0: a branch here stops vectorisation
             a = alpha[t, p] * inv
             q0 = p_next_run[p]
             dst = taken[p * n:(p + 1) * n]
             src = gt[q0:q0 + n]
             for y in range(n):
                 dst[y] += a * src[y]
-        for p in tables.gather_blocks:
+        for p in gather_blocks:
             a = alpha[t, p] * inv
             base = p * n
             for y in range(n):
@@ -521,8 +536,9 @@ def viterbi(st: ChainStructure, pot: np.ndarray) -> tuple[np.ndarray, float]:
 def static_potentials(features, tables, w):
     """The constant rows' potential of every pattern."""
     out = np.zeros(tables.n_patterns)
+    feat_pattern = features.feat_pattern
     for k in features.const_feats:
-        out[features.feat_pattern[k]] += w[k]
+        out[feat_pattern[k]] += w[k]
     return out
 
 
@@ -537,6 +553,8 @@ def potentials(a, T, units, features, tables, w, static, fill, w_dense, lab, pot
     n = tables.n_labels
     label_z = tables.label_z
     unit_ptr = units.unit_ptr
+    unit_row = units.unit_row
+    unit_val = units.unit_val
     row_ptr = features.row_ptr
     feat_pattern = features.feat_pattern
     row_dense = features.row_dense
@@ -546,8 +564,8 @@ def potentials(a, T, units, features, tables, w, static, fill, w_dense, lab, pot
             row[z] = static[z]
         lab[:] = 0.0
         for j in range(unit_ptr[a + t], unit_ptr[a + t + 1]):
-            r = units.unit_row[j]
-            v = units.unit_val[j]
+            r = unit_row[j]
+            v = unit_val[j]
             d = row_dense[r]
             if d >= 0:
                 src = w_dense[d]
@@ -568,6 +586,8 @@ def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_d
     hold every single-label pattern."""
     seq_ptr = units.seq_ptr
     unit_ptr = units.unit_ptr
+    unit_row = units.unit_row
+    unit_val = units.unit_val
     row_ptr = features.row_ptr
     feat_s = features.feat_s
     row_dense = features.row_dense
@@ -633,8 +653,8 @@ def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_d
                     marg_sum[s] += m_row[s]
             labels = m_row[:n]  # P(y_t = y): block ε, accumulated
             for j in range(unit_ptr[a + t], unit_ptr[a + t + 1]):
-                r = units.unit_row[j]
-                v = units.unit_val[j]
+                r = unit_row[j]
+                v = unit_val[j]
                 d = row_dense[r]
                 if d >= 0:
                     dst = grad_dense[d]
@@ -645,7 +665,7 @@ def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_d
                         grad[k] += v * m_row[feat_s[k]]
     if factored:  # (cum is finite only then)
         own_sum *= cum
-    spans.accumulate_up(own_sum, tables)
+    spans.accumulate_up(own_sum, tables.p_suffix, tables.p_order, n)
     for k in features.const_feats:
         grad[k] += marg_sum[feat_s[k]] + own_sum[feat_s[k]]
     return total

@@ -271,7 +271,8 @@ class FactorGraph:
             E = self.n_edges
             self._cache["flood"] = (
                 np.concatenate([np.arange(E), np.arange(E)]).astype(np.int64),
-                np.concatenate([np.full(E, FACTOR_TO_VAR), np.full(E, VAR_TO_FACTOR)]).astype(np.int64))
+                np.concatenate([np.full(E, FACTOR_TO_VAR),
+                                np.full(E, VAR_TO_FACTOR)]).astype(np.int64))
         return self._cache["flood"]
 
     def decode_order(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -5,7 +5,8 @@ assignment for prediction (Sutton & McCallum §1.4.4).  On a tree, belief propag
 — the generalisation of forward-backward — gives both exactly; on a graph
 with cycles (a skip-chain CRF, Sutton & McCallum §1.5.1) the same message updates
 give the loopy-BP approximation, whose fixed points are the stationary
-points of the Bethe free energy (Yedidia et al., cited in §1.4.4).
+points of the Bethe free energy (Yedidia et al., cited in
+Sutton & McCallum §1.4.4).
 
 Messages live in log space and are renormalised after every update (subtract
 their log-sum-exp, or their max for max-product), the log-domain remedy of
@@ -29,7 +30,8 @@ change of any message within one pass drops below ``tol``:
   cover, the leaves-to-root then root-to-leaves passes of exact BP on that
   tree, messages on edges outside the tree held fixed as extra inputs.
 
-Both schedules are integer arrays built by ``fgl.factor_graph.FactorGraph``;
+Both schedules are integer arrays built by
+``fgl.engines.factor_graph.FactorGraph``;
 the kernels below run them over the flat arrays.
 """
 from __future__ import annotations
@@ -57,7 +59,8 @@ class BPResult:
     converged: bool
     map_state: np.ndarray | None = None   # decoded assignment (max-product and exact)
     map_score: float | None = None        # its score Σ_f θ_f(x_f)
-    messages: tuple[np.ndarray, np.ndarray] | None = None  # (factor->var, var->factor), for warm starts
+    # (factor->var, var->factor), for warm starts
+    messages: tuple[np.ndarray, np.ndarray] | None = None
 
 
 # --------------------------------------------------------------------------
@@ -453,6 +456,7 @@ def exact(graph: FactorGraph, log_pot: np.ndarray, max_states: int = 1_000_000) 
         fb[graph.tab_ptr[f]:graph.tab_ptr[f + 1]] = marg.transpose(np.argsort(order)).reshape(-1)
     flat = int(np.argmax(score))
     map_state = np.asarray(np.unravel_index(flat, score.shape), dtype=np.int64).reshape(V)
-    return BPResult(log_z=float(log_z), var_beliefs=[np.asarray(b, dtype=np.float64) for b in var_b],
+    return BPResult(log_z=float(log_z),
+                    var_beliefs=[np.asarray(b, dtype=np.float64) for b in var_b],
                     factor_beliefs=fb, iterations=0, residual=0.0, converged=True,
                     map_state=map_state, map_score=float(score.reshape(-1)[flat]))

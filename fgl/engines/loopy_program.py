@@ -1,7 +1,7 @@
 """The loopy program: a general CRF's factor graphs plus its feature table.
 
-It answers the learner's questions with approximate inference (Sutton & McCallum
-§1.4.4): Σ log Z is the Bethe approximation and the expected counts are
+It answers the learner's questions with approximate inference
+(Sutton & McCallum §1.4.4): Σ log Z is the Bethe approximation and the expected counts are
 factor beliefs (at a BP fixed point the Bethe log Z's gradient in θ_f(x) is
 b_f(x)); with hidden layers the gold side is the *clamped* program — the
 same graph with the observed variables fixed — so the objective is the
@@ -16,10 +16,10 @@ import numpy as np
 from numba import njit
 
 from fgl.engines import loopy
-from fgl.errors import FglError
-from fgl.engines.factor_graph import FactorGraph
 from fgl.engines.data import map_instances
+from fgl.engines.factor_graph import FactorGraph
 from fgl.engines.program import Decoding, Expectations, InferenceStats, Marginals
+from fgl.errors import FglError
 
 
 @dataclass
@@ -168,8 +168,8 @@ class LoopyProgram:
 
     def clamped_expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1
                              ) -> Expectations:
-        """The clamped program's log Z(y, x) and expected counts (Sutton &
-        McCallum eq. 1.47, 1.52): the observed variables fixed to their gold
+        """The clamped program's log Z(y, x) and expected counts
+        (Sutton & McCallum eq. 1.47, 1.52): the observed variables fixed to their gold
         labels, the hidden ones summed out."""
         return self._expect(w, data, jobs, clamped=True)
 

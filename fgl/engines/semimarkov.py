@@ -68,6 +68,8 @@ def potentials(a, T, L, units, features, w, pot):
     pattern z active on span (u, d) of the sequence of T tokens from token
     ``a``."""
     unit_ptr = units.unit_ptr
+    unit_row = units.unit_row
+    unit_val = units.unit_val
     row_ptr = features.row_ptr
     feat_pattern = features.feat_pattern
     for u in range(T):
@@ -76,8 +78,8 @@ def potentials(a, T, L, units, features, w, pot):
             row[:] = 0.0
             unit = (a + u) * L + dm
             for j in range(unit_ptr[unit], unit_ptr[unit + 1]):
-                r = units.unit_row[j]
-                v = units.unit_val[j]
+                r = unit_row[j]
+                v = unit_val[j]
                 for k in range(row_ptr[r], row_ptr[r + 1]):
                     row[feat_pattern[k]] += v * w[k]
 
@@ -88,6 +90,8 @@ def batch_expectations(i0, i1, L, units, features, tables, max_len, w, grad):
     tokens of label y, at most L); expected feature counts into ``grad``."""
     seq_ptr = units.seq_ptr
     unit_ptr = units.unit_ptr
+    unit_row = units.unit_row
+    unit_val = units.unit_val
     row_ptr = features.row_ptr
     feat_s = features.feat_s
     max_t = spans.longest(seq_ptr, i0, i1)
@@ -107,8 +111,8 @@ def batch_expectations(i0, i1, L, units, features, tables, max_len, w, grad):
                 unit = (a + u) * L + dm
                 m_row = marg[u, dm]
                 for j in range(unit_ptr[unit], unit_ptr[unit + 1]):
-                    r = units.unit_row[j]
-                    v = units.unit_val[j]
+                    r = unit_row[j]
+                    v = unit_val[j]
                     for k in range(row_ptr[r], row_ptr[r + 1]):
                         grad[k] += v * m_row[feat_s[k]]
     return total

@@ -233,15 +233,13 @@ def backward(T, tables, work):
             row[p] = m + np.log(a)
 
 
-@njit(cache=True, nogil=True)
-def accumulate_up(row, tables):
+@njit(cache=True, nogil=True, inline="always")
+def accumulate_up(row, p_suffix, p_order, n):
     """Add each block p·Y of a transition row into its parent block
     p_suffix[p]·Y, longest states first (children before parents), so that
     a transition's value becomes the total over every transition it is a
-    suffix of."""
-    n = tables.n_labels
-    p_order = tables.p_order
-    p_suffix = tables.p_suffix
+    suffix of.  Inlined into its callers, once per row: it takes the arrays
+    it reads rather than the ``StateTables`` bundle."""
     for i in range(p_order.shape[0] - 1, 0, -1):
         p = p_order[i]
         # slices of one row: LLVM vectorises these (indices into the same
@@ -262,8 +260,11 @@ def marginals(T, tables, log_z, work):
     beta = work.beta
     marg = work.marg
     L = psi.shape[1]
+    n = tables.n_labels
     s_prev = tables.s_prev
     s_next = tables.s_next
+    p_suffix = tables.p_suffix
+    p_order = tables.p_order
     S = s_prev.shape[0]
     for u in range(T):
         a_row = alpha[u]
@@ -276,7 +277,7 @@ def marginals(T, tables, log_z, work):
             nb = beta[u + dm + 1]
             for s in range(S):
                 m_row[s] = np.exp(a_row[s_prev[s]] + ps[s] + nb[s_next[s]] - log_z)
-            accumulate_up(m_row, tables)
+            accumulate_up(m_row, p_suffix, p_order, n)
 
 
 @njit(cache=True, nogil=True)
@@ -299,7 +300,10 @@ def viterbi(pot, T, tables, max_len, work, labels, starts):
     span_scores(pot, T, tables, max_len, work.psi)
     forward(T, tables, True, work)
     alpha = work.alpha
-    S = tables.s_prev.shape[0]
+    back = work.back
+    s_prev = tables.s_prev
+    s_label = tables.s_label
+    S = s_prev.shape[0]
     q = 0
     best = -np.inf
     for p in range(tables.n_forward):
@@ -308,15 +312,15 @@ def viterbi(pot, T, tables, max_len, work, labels, starts):
             q = p
     v = T
     while v > 0:
-        code = work.back[v, q]
+        code = back[v, q]
         dm = code // S
         s = code - dm * S
         u = v - dm - 1
         for t in range(u, v):
-            labels[t] = tables.s_label[s]
+            labels[t] = s_label[s]
             starts[t] = 0
         starts[u] = 1
-        q = tables.s_prev[s]
+        q = s_prev[s]
         v = u
     return best
 
@@ -331,8 +335,13 @@ def gold_counts(units, gold, starts, L, features, tables, counts):
     ``features.const_feats`` on every span whose transition they suffix."""
     seq_ptr = units.seq_ptr
     unit_ptr = units.unit_ptr
+    unit_row = units.unit_row
+    unit_val = units.unit_val
     row_ptr = features.row_ptr
     feat_s = features.feat_s
+    const_feats = features.const_feats
+    n = tables.n_labels
+    s_next = tables.s_next
     s_parent = tables.s_parent
     on = np.zeros(s_parent.shape[0], dtype=np.bool_)
     for i in range(seq_ptr.shape[0] - 1):
@@ -343,23 +352,23 @@ def gold_counts(units, gold, starts, L, features, tables, counts):
             v = u + 1
             while v < b and starts[v] == 0:
                 v += 1
-            s = q * tables.n_labels + gold[u]
+            s = q * n + gold[u]
             x = s
             while x >= 0:
                 on[x] = True
                 x = s_parent[x]
             unit = u * L + (v - u - 1)
             for j in range(unit_ptr[unit], unit_ptr[unit + 1]):
-                r = units.unit_row[j]
+                r = unit_row[j]
                 for k in range(row_ptr[r], row_ptr[r + 1]):
                     if on[feat_s[k]]:
-                        counts[k] += units.unit_val[j]
-            for k in features.const_feats:
+                        counts[k] += unit_val[j]
+            for k in const_feats:
                 if on[feat_s[k]]:
                     counts[k] += 1.0
             x = s
             while x >= 0:
                 on[x] = False
                 x = s_parent[x]
-            q = tables.s_next[s]
+            q = s_next[s]
             u = v

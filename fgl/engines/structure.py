@@ -38,7 +38,6 @@ class StateTables(NamedTuple):
     s_next: np.ndarray         # [S] longest suffix of p·y in P
     s_pattern: np.ndarray      # [S] pattern id of p·y, or -1
     s_parent: np.ndarray       # [S] longest proper suffix of p·y in S, or -1
-    s_order: np.ndarray        # [S] transitions by increasing length
     p_suffix: np.ndarray       # [P] longest proper suffix of p in P (-1 for ε)
     p_order: np.ndarray        # [P] forward states by increasing length
     p_next_run: np.ndarray     # [P] q0 when next(p·y) = q0 + y for every y, else -1
@@ -60,7 +59,6 @@ class ChainStructure:
     s_next: np.ndarray      # [S] longest suffix of p·y in P
     s_pattern: np.ndarray   # [S] pattern id of p·y, or -1
     s_parent: np.ndarray    # [S] longest proper suffix of p·y in S, or -1
-    s_order: np.ndarray     # [S] transitions by increasing length
     pattern_s: np.ndarray   # [Z] the transition equal to each pattern
     p_suffix: np.ndarray    # [P] longest proper suffix of p in P (-1 for ε): the
                             #     parent of p·y is p_suffix[p]·y, block by block
@@ -72,8 +70,8 @@ class ChainStructure:
     def __post_init__(self) -> None:
         self.tables = StateTables(
             self.n_labels, self.n_forward, len(self.patterns), self.s_prev, self.s_label,
-            self.s_next, self.s_pattern, self.s_parent, self.s_order, self.p_suffix,
-            self.p_order, self.p_next_run, self.p_label, np.flatnonzero(self.p_next_run >= 0),
+            self.s_next, self.s_pattern, self.s_parent, self.p_suffix, self.p_order,
+            self.p_next_run, self.p_label, np.flatnonzero(self.p_next_run >= 0),
             np.flatnonzero(self.p_next_run < 0), self.s_pattern[:self.n_labels].copy())
 
     @property
@@ -105,7 +103,6 @@ class ChainStructure:
                                 key=lambda p: (len(p), p))
         p_index = {p: i for i, p in enumerate(forward)}
         z_index = {z: i for i, z in enumerate(patterns)}
-        n_s = len(forward) * n_labels
         s_seq = [forward[i] + (y,) for i in range(len(forward)) for y in range(n_labels)]
         s_index = {s: i for i, s in enumerate(s_seq)}
 
@@ -121,7 +118,6 @@ class ChainStructure:
         s_next = np.array([longest_suffix(s, p_index, False) for s in s_seq], dtype=np.int64)
         s_pattern = np.array([z_index.get(s, -1) for s in s_seq], dtype=np.int64)
         s_parent = np.array([longest_suffix(s, s_index, True) for s in s_seq], dtype=np.int64)
-        s_order = np.array(sorted(range(n_s), key=lambda i: len(s_seq[i])), dtype=np.int64)
         pattern_s = np.array([s_index[z] for z in patterns], dtype=np.int64)
         # every proper suffix search ends at ε (index 0), which the helper skips
         p_suffix = np.array([max(longest_suffix(p, p_index, True), 0) if p else -1
@@ -133,4 +129,4 @@ class ChainStructure:
                               nxt[:, 0], -1).astype(np.int64)
         p_label = np.array([p[-1] if p else -1 for p in forward], dtype=np.int64)
         return cls(n_labels, patterns, forward, s_prev, s_label, s_next, s_pattern,
-                   s_parent, s_order, pattern_s, p_suffix, p_order, p_next_run, p_label)
+                   s_parent, pattern_s, p_suffix, p_order, p_next_run, p_label)

@@ -38,18 +38,28 @@ BUILTINS: dict[str, Builtin] = {
     "lower": Builtin("text", (), "text", "lowercase form of the token"),
     "prefix": Builtin("text", (int,), "text", "first n characters: prefix(word[t], 3)"),
     "suffix": Builtin("text", (int,), "text", "last n characters: suffix(word[t], 3)"),
-    "shape": Builtin("text", (), "text", "word shape: A for upper, a for lower, D for digit, runs collapsed (Peter -> Aa, 1999 -> D)"),
+    "shape": Builtin("text", (), "text",
+                     "word shape: A for upper, a for lower, D for digit, runs collapsed "
+                     "(Peter -> Aa, 1999 -> D)"),
     "longshape": Builtin("text", (), "text", "word shape without collapsing runs (Peter -> Aaaaa)"),
-    "class": Builtin("text", (), "text", "every regex class of McCallum 2003 §4.1 the token matches (A, A+, Aa+, D+, ...)"),
-    "regex": Builtin("text", (str,), "test", 'true when the token matches: regex(word[t], "^[A-Z]")'),
-    "lexicon": Builtin("text", (str,), "test", 'true when the token is a line of the file: lexicon(word[t], "cities.txt")'),
+    "class": Builtin("text", (), "text",
+                     "every regex class of McCallum 2003 §4.1 the token matches "
+                     "(A, A+, Aa+, D+, ...)"),
+    "regex": Builtin("text", (str,), "test",
+                     'true when the token matches: regex(word[t], "^[A-Z]")'),
+    "lexicon": Builtin("text", (str,), "test",
+                       'true when the token is a line of the file: '
+                       'lexicon(word[t], "cities.txt")'),
     "value": Builtin("number", (), "number", "the real value(s) of a number or vector column"),
     "bias": Builtin(None, (), "test", "always true: a per-label (or per-pattern) bias"),
     "bos": Builtin(None, (), "test", "true at the first token of a sequence"),
     "eos": Builtin(None, (), "test", "true at the last token of a sequence"),
-    "either": Builtin("any", (), "text", "pair templates: the expression (written with t) at both ends, OR-combined (Sutton & McCallum eq. 1.61)"),
+    "either": Builtin("any", (), "text",
+                      "pair templates: the expression (written with t) at both ends, "
+                      "OR-combined (Sutton & McCallum eq. 1.61)"),
     "tokens": Builtin("text", (), "text", "every whitespace-separated word of the text (a bag)"),
-    "length": Builtin(None, (), "text", "segment models: the segment's length in tokens (length=3)"),
+    "length": Builtin(None, (), "text",
+                      "segment models: the segment's length in tokens (length=3)"),
 }
 
 

@@ -16,10 +16,10 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from fgl.lang import ast
-from fgl.features.builtins import TEXT_FUNCTIONS, call_tag, ref_text, regex_classes, text_function
 from fgl.errors import DataError, SpecError
+from fgl.features.builtins import TEXT_FUNCTIONS, call_tag, ref_text, regex_classes, text_function
 from fgl.features.streams import evaluate_streams, template_streams
+from fgl.lang import ast
 
 Item = tuple[str, str | None, float]
 Spans = list[tuple[int, int]] | None  # None: one position per token
@@ -72,7 +72,8 @@ class ObservationCompiler:
 
         if ref.lo_base != ref.hi_base:  # u..v: a bag of every token in the range
             label = f"{name}[{ref_text(ref.lo_base, ref.lo)}..{ref_text(ref.hi_base, ref.hi)}]"
-        offsets = [(off, f"{name}[{ref_text(ref.lo_base, off)}]") for off in range(ref.lo, ref.hi + 1)]
+        offsets = [(off, f"{name}[{ref_text(ref.lo_base, off)}]")
+                   for off in range(ref.lo, ref.hi + 1)]
 
         def evaluate(cols: dict[str, list], T: int, spans: Spans) -> list[list[Item]]:
             values = cols[name]
@@ -97,7 +98,9 @@ class ObservationCompiler:
                         if 0 <= i < T:
                             row.extend(items(lab, values[i]))
                 else:
-                    for i in range(max(0, base[ref.lo_base] + ref.lo), min(T, base[ref.hi_base] + ref.hi + 1)):
+                    first = max(0, base[ref.lo_base] + ref.lo)
+                    stop = min(T, base[ref.hi_base] + ref.hi + 1)
+                    for i in range(first, stop):
                         row.extend(items(label, values[i]))
                 out.append(row)
             return out
@@ -131,13 +134,16 @@ class ObservationCompiler:
             fn = text_function(call)
             return _map_items(inner, lambda nm, tx, v: [(tag.format(nm), fn(tx), v)])
         if func == "class":
-            return _map_items(inner, lambda nm, tx, v: [(tag.format(nm), c, v) for c in regex_classes(tx)])
+            return _map_items(inner, lambda nm, tx, v: [(tag.format(nm), c, v)
+                                                        for c in regex_classes(tx)])
         if func == "regex":
             rx = re.compile(call.params[0])
-            return _map_items(inner, lambda nm, tx, v: [(tag.format(nm), None, v)] if rx.search(tx) else [])
+            return _map_items(inner, lambda nm, tx, v: ([(tag.format(nm), None, v)]
+                                                        if rx.search(tx) else []))
         if func == "lexicon":
             words = self._lexicon(call)
-            return _map_items(inner, lambda nm, tx, v: [(tag.format(nm), None, v)] if tx in words else [])
+            return _map_items(inner, lambda nm, tx, v: ([(tag.format(nm), None, v)]
+                                                        if tx in words else []))
         raise SpecError(f"unknown function '{func}'", call.loc.file, call.loc.line, call.loc.col)
 
     def _lexicon(self, call: ast.Call) -> frozenset[str]:
@@ -263,7 +269,8 @@ def sentence_columns(spec: ast.Spec, rows: list[list[str]], lines: list[int], fi
     has_gold = width == n_all
     if width not in (n_all, n_in) or (not has_gold and any(
             names.index(o) < n_in for o in spec.outputs)):
-        raise DataError(f"expected {n_all} columns ({' '.join(names)}), found {width}", file, lines[0])
+        raise DataError(f"expected {n_all} columns ({' '.join(names)}), found {width}",
+                        file, lines[0])
     cols: dict[str, list] = {}
     kept = names if has_gold else [n for n in names if n not in spec.outputs]
     for j, col in enumerate(spec.columns):

@@ -1,6 +1,6 @@
 """Column-wise evaluation of the common observations at token positions.
 
-The general evaluators (``fgl.observations``) build an item tuple per
+The general evaluators (``fgl.features.observations``) build an item tuple per
 position and item.  Most observations of a chain spec give at most one item
 per token, with value 1: a text column at an offset (``word[t-1]``), a
 conjunction of such (``pos[t-1] & pos[t]``), a text built-in applied to one
@@ -19,8 +19,8 @@ import itertools
 import re
 from typing import TYPE_CHECKING, Callable
 
-from fgl.lang import ast
 from fgl.features.builtins import TEXT_FUNCTIONS, call_tag, ref_text, text_function
+from fgl.lang import ast
 
 if TYPE_CHECKING:
     from fgl.features.observations import ObservationCompiler

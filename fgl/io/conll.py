@@ -34,7 +34,8 @@ DOCSTART = "-DOCSTART-"
 
 _BREAK = re.compile(r"\r\n|\r|\n")
 # Whitespace that str.split() would split on but that is part of a field here.
-_OTHER_SPACE = re.compile("[\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+_OTHER_SPACE = re.compile("[\x0b\x0c\x1c-\x1f\x85\xa0\u1680"
+                          "\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 
 
 @dataclass
@@ -170,7 +171,8 @@ def _parse(text: str, name: str, n_columns: int | None,
         elif len(fields) != expected:
             found = len(fields)
             raise DataError(
-                f"expected {_columns_phrase(expected, column_names)}, found {found}: {line.strip()!r}",
+                f"expected {_columns_phrase(expected, column_names)}, "
+                f"found {found}: {line.strip()!r}",
                 name, lineno)
         rows.append(fields)
         nums.append(lineno)
@@ -209,7 +211,8 @@ def write_conll(stream: TextIO, sentences: list[Sentence],
             prev_doc = sent.doc
         ext = extra[i] if extra is not None else None
         if ext is not None and len(ext) != len(sent.rows):
-            raise ValueError(f"extra for sentence {i} has {len(ext)} tokens, expected {len(sent.rows)}")
+            raise ValueError(f"extra for sentence {i} has {len(ext)} tokens, "
+                             f"expected {len(sent.rows)}")
         for j, row in enumerate(sent.rows):
             fields = row if ext is None else [*row, *ext[j]]
             for f in fields:

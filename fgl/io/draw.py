@@ -1,11 +1,12 @@
 """The factor graph of one instance, as Graphviz DOT text (for teaching).
 
-Every clique template is unrolled exactly as the loopy compiler does it
-(Sutton & McCallum §1.4.1: a template ties the weights of all its factors), so a
-chain spec shows its chain, a skip-chain spec its long edges, a factorial
-spec its two layers.  Variables are circles labelled ``layer[position]`` and
-the token; factors are small squares labelled with their template.  Render
-with ``dot -Tpng graph.dot -o graph.png``.
+Every clique template is unrolled exactly as the general-CRF compiler
+(``fgl.compile.factor_graphs``) does it (Sutton & McCallum §1.4.1: a template
+ties the weights of all its factors), so a chain spec shows its chain, a
+skip-chain spec its long edges, a factorial spec its two layers.  Variables
+are circles labelled ``layer[position]`` and the token; factors are small
+squares labelled with their template.  Render with
+``dot -Tpng graph.dot -o graph.png``.
 """
 from __future__ import annotations
 

@@ -88,9 +88,11 @@ class Report:
         return "\n".join(out) + "\n"
 
 
-def _table(title: str, rows: dict[str, Scores], total: tuple[str, Scores] | None = None) -> list[str]:
+def _table(title: str, rows: dict[str, Scores],
+           total: tuple[str, Scores] | None = None) -> list[str]:
     width = max([len(title), 7, *(len(k) for k in rows)])
-    head = f"{title:<{width}}  {'precision':>9}  {'recall':>7}  {'F1':>7}  {'gold':>6}  {'found':>6}  {'correct':>7}"
+    head = (f"{title:<{width}}  {'precision':>9}  {'recall':>7}  {'F1':>7}  "
+            f"{'gold':>6}  {'found':>6}  {'correct':>7}")
     lines = [head, "-" * len(head)]
 
     def row(name: str, s: Scores) -> str:
@@ -128,7 +130,8 @@ def chunks(tags: list[str], scheme: str = "iob") -> list[tuple[str, int, int]]:
     prev = "O"
     for i, tag in enumerate(tags):
         p, typ = _split(tag)
-        continues = open_type is not None and typ == open_type and prev in ("B", "I") and p in ("I", "E")
+        continues = (open_type is not None and typ == open_type
+                     and prev in ("B", "I") and p in ("I", "E"))
         if not continues and open_type is not None:
             out.append((open_type, start, i))
             open_type = None

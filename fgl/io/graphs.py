@@ -17,9 +17,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fgl.lang import ast
 from fgl.errors import DataError
 from fgl.io.conll import Sentence
+from fgl.lang import ast
 
 
 @dataclass

@@ -1,9 +1,10 @@
 """The spec's abstract syntax: plain dataclasses, one per construct.
 
 The lark grammar (``grammar/fgl.lark``) is the single source of the syntax;
-``fgl.parser`` turns its parse tree into these nodes, ``fgl.checks`` validates
-them, and ``fgl.compiler`` consumes them.  Every node carries a ``Loc`` so any
-later stage can report ``file:line:col``.
+``fgl.lang.parser`` turns its parse tree into these nodes, ``fgl.lang.checks``
+validates them, and the compilers (``fgl.compile.frontend``, then
+``fgl.compile.sequence`` or ``fgl.compile.factor_graphs``) consume them.
+Every node carries a ``Loc`` so any later stage can report ``file:line:col``.
 """
 from __future__ import annotations
 

@@ -1,20 +1,44 @@
-"""Parse a model spec into the AST of ``fgl.ast``.
+"""Parse a model spec into the AST of ``fgl.lang.ast``.
 
 The syntax lives in ``grammar/fgl.lark``; this module only turns lark's parse
 tree into AST nodes (one Transformer method per grammar rule) and lark's
-exceptions into ``SpecError`` messages a spec author can act on.
+exceptions into ``SpecError`` messages a spec author can act on.  It is one
+module because both halves follow the grammar rule by rule: the
+Transformer's methods and the wording of what each rule expected.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+from lark.exceptions import (
+    LarkError,
+    UnexpectedCharacters,
+    UnexpectedInput,
+    UnexpectedToken,
+    VisitError,
+)
 from lark.lexer import PatternStr
 
-from fgl.lang.ast import (Call, Column, ColumnRef, Conj, Disj, Hidden, LabelRef, Loc, NameRef, ObsDef, PatternSpec,
-                  Predicate, Segments, Setting, Spec, Template)
 from fgl.errors import FglError, SpecError
+from fgl.lang.ast import (
+    Call,
+    Column,
+    ColumnRef,
+    Conj,
+    Disj,
+    Hidden,
+    LabelRef,
+    Loc,
+    NameRef,
+    ObsDef,
+    PatternSpec,
+    Predicate,
+    Segments,
+    Setting,
+    Spec,
+    Template,
+)
 
 GRAMMAR_PATH = Path(__file__).parent.parent / "grammar" / "fgl.lark"
 
@@ -204,10 +228,12 @@ class _ToAst(Transformer):
         return Predicate("test", ch[0], None, None, self._loc(meta))
 
     def pred_distance(self, meta, ch):
-        return Predicate("distance", None, None, LocatedInt(int(ch[0]), self._loc(ch[0])), self._loc(meta))
+        return Predicate("distance", None, None, LocatedInt(int(ch[0]), self._loc(ch[0])),
+                         self._loc(meta))
 
     def pred_edge(self, meta, ch):
-        return Predicate("edge", None, None, Located(_unquote(ch[0]), self._loc(ch[0])), self._loc(meta))
+        return Predicate("edge", None, None, Located(_unquote(ch[0]), self._loc(ch[0])),
+                         self._loc(meta))
 
     def train(self, meta, ch):
         return ("train", self._loc(meta), ch)
@@ -384,8 +410,8 @@ def _describe(terminal: str) -> str:
     return f"'{pattern.value}'" if isinstance(pattern, PatternStr) else terminal.lower()
 
 
-_STATEMENT_KEYWORDS = {"MODEL", "INPUT", "COLUMNS", "OUTPUT", "LABELS", "HIDDEN", "SEGMENTS", "OBS", "TEMPLATE",
-                       "TRAIN", "INFER"}
+_STATEMENT_KEYWORDS = {"MODEL", "INPUT", "COLUMNS", "OUTPUT", "LABELS", "HIDDEN", "SEGMENTS",
+                       "OBS", "TEMPLATE", "TRAIN", "INFER"}
 
 
 def _expected(names) -> str:
@@ -393,8 +419,8 @@ def _expected(names) -> str:
     words = []
     if _STATEMENT_KEYWORDS <= names:     # many keywords: say what they mean instead
         names -= _STATEMENT_KEYWORDS | {"$END"}
-        words.append(("a new statement (model, input, columns, output, labels, hidden, segments, obs, "
-                     "template, train, infer)"))
+        words.append(("a new statement (model, input, columns, output, labels, hidden, "
+                      "segments, obs, template, train, infer)"))
     words = sorted({_describe(n) for n in names}, key=lambda w: (not w.startswith("'"), w)) + words
     if not words:
         return ""
@@ -412,6 +438,9 @@ def _accepted(e: UnexpectedToken):
         return e.expected
 
 
+_OPEN_STRING = "'\"' starting a string that is not closed on its line"
+
+
 def _syntax_error(e: UnexpectedInput, text: str, file: str) -> SpecError:
     if isinstance(e, UnexpectedToken):
         tok = e.token
@@ -421,13 +450,14 @@ def _syntax_error(e: UnexpectedInput, text: str, file: str) -> SpecError:
             if not text.strip():
                 line, col = 1, 1
             return SpecError(f"unexpected end of file{_expected(_accepted(e))}", file, line, col)
-        found = "'\"' starting a string that is not closed on its line" if tok.value == '"' else f"'{tok.value}'"
+        found = _OPEN_STRING if tok.value == '"' else f"'{tok.value}'"
         return SpecError(f"unexpected {found}{_expected(_accepted(e))}", file, tok.line, tok.column)
     if isinstance(e, UnexpectedCharacters):
         char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
-        found = "'\"' starting a string that is not closed on its line" if char == '"' else f"'{char}'"
+        found = _OPEN_STRING if char == '"' else f"'{char}'"
         return SpecError(f"unexpected {found}{_expected(e.allowed)}", file, e.line, e.column)
-    return SpecError(f"syntax error: {e}", file, getattr(e, "line", 0) or 0, getattr(e, "column", 0) or 0)
+    return SpecError(f"syntax error: {e}", file,
+                     getattr(e, "line", 0) or 0, getattr(e, "column", 0) or 0)
 
 
 # ---------------------------------------------------------------- API
