@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Hashable, Iterable, Sequence
 
 import numpy as np
 
@@ -32,16 +32,26 @@ from fgl.model import Model, Predictions, TokenMarginals
 Rows = Sequence[Sequence[object]]
 
 
-def _as_sentences(X: Sequence[Rows], y: Sequence[Sequence] | None, what: str) -> list[Sentence]:
+def _as_sentences(X: Sequence[Rows], y: Sequence[Sequence] | None, what: str,
+                  documents: Sequence[Hashable] | None = None) -> list[Sentence]:
+    """Sequences as sentences; ``documents`` gives each sequence's document
+    (consecutive sequences with the same id form one document, as between
+    ``-DOCSTART-`` lines of a file); by default each sequence is its own."""
     if y is not None and len(X) != len(y):
         raise ValueError(f"{what}: X has {len(X)} sequences but y has {len(y)}")
-    out = []
+    if documents is not None and len(documents) != len(X):
+        raise ValueError(f"{what}: X has {len(X)} sequences but documents has "
+                         f"{len(documents)} entries")
+    out, doc = [], 0
     for i, rows in enumerate(X):
         if y is not None and len(rows) != len(y[i]):
             raise ValueError(f"{what}: sequence {i} has {len(rows)} tokens but {len(y[i])} labels")
+        if i and (documents is None or documents[i] != documents[i - 1]):
+            doc += 1
         fields = [[_text(v) for v in row] + (_labels(y[i][j]) if y is not None else [])
                   for j, row in enumerate(rows)]
-        out.append(Sentence(fields, list(range(1, len(rows) + 1)), 0, f"<{what} sequence {i}>"))
+        out.append(Sentence(fields, list(range(1, len(rows) + 1)), doc,
+                            f"<{what} sequence {i}>"))
     return out
 
 
@@ -115,20 +125,25 @@ class CRF:
 
     # ------------------------------------------------------------ training
 
-    def fit(self, X: Sequence[Rows], y: Sequence[Sequence]) -> "CRF":
-        """Train on sequences ``X`` with label sequences ``y``."""
-        return self.fit_sentences(_as_sentences(X, y, "train"))
+    def fit(self, X: Sequence[Rows], y: Sequence[Sequence],
+            documents: Sequence[Hashable] | None = None) -> "CRF":
+        """Train on sequences ``X`` with label sequences ``y``.  ``documents``
+        (one id per sequence; consecutive equal ids form a document) is what
+        ``within document`` templates link across; by default every
+        sequence is a document of its own."""
+        return self.fit_sentences(_as_sentences(X, y, "train", documents))
 
     def fit_file(self, path: str | Path, encoding: str = "utf-8") -> "CRF":
         """Train on a data file holding the spec's columns.  Chain and
         segment models read a column file twice rather than holding it."""
         return self.fit_sentences(self._source(path, encoding), source=str(path))
 
-    def compile(self, X: Sequence[Rows], y: Sequence[Sequence]) -> "CRF":
+    def compile(self, X: Sequence[Rows], y: Sequence[Sequence],
+                documents: Sequence[Hashable] | None = None) -> "CRF":
         """Compile the spec against labelled data without training: labels,
         patterns and features are fixed and the weights are the engine's
         starting point."""
-        self.model, _ = self._compile(_as_sentences(X, y, "train"))
+        self.model, _ = self._compile(_as_sentences(X, y, "train", documents))
         self.weights = self.model.initial_weights()
         return self
 
@@ -170,10 +185,11 @@ class CRF:
     def predict_sentences(self, sentences: Sequence[Sentence]) -> list[list]:
         return self.tag_sentences(sentences).tokens()
 
-    def predict(self, X: Sequence[Rows]) -> list[list]:
+    def predict(self, X: Sequence[Rows], documents: Sequence[Hashable] | None = None
+                ) -> list[list]:
         """The most likely label sequence of each input sequence (with
         several output layers, a tuple of labels per token)."""
-        return self.predict_sentences(_as_sentences(X, None, "predict"))
+        return self.predict_sentences(_as_sentences(X, None, "predict", documents))
 
     def tag_file(self, path: str | Path, encoding: str = "utf-8"
                  ) -> tuple[list[Sentence], Predictions]:
@@ -187,40 +203,46 @@ class CRF:
         sentences, pred = self.tag_file(path, encoding)
         return sentences, pred.tokens()
 
-    def marginals(self, X: Sequence[Rows]) -> TokenMarginals:
+    def marginals(self, X: Sequence[Rows], documents: Sequence[Hashable] | None = None
+                  ) -> TokenMarginals:
         """Per-token label marginals of every output layer."""
         model = self._fitted()
-        data = model.encode(_as_sentences(X, None, "predict"))
+        data = model.encode(_as_sentences(X, None, "predict", documents))
         return model.marginals(self.weights, data, self.jobs)
 
-    def predict_marginals(self, X: Sequence[Rows]) -> list[list[dict]]:
+    def predict_marginals(self, X: Sequence[Rows], documents: Sequence[Hashable] | None = None
+                          ) -> list[list[dict]]:
         """P(y_t = label | x) for every token, as one ``{label: p}`` dict per
         token; with several output layers, ``{layer: {label: p}}``."""
-        m = self.marginals(X)
+        m = self.marginals(X, documents)
         if len(m.outputs) == 1:
             return m.dicts()
         per_layer = [m.dicts(name) for name in m.outputs]
         return [[dict(zip(m.outputs, tok)) for tok in zip(*seqs)] for seqs in zip(*per_layer)]
 
-    def log_partition(self, X: Sequence[Rows]) -> list[float]:
-        """log Z(x) of each input instance under the current weights (the
-        Bethe approximation for loopy models)."""
+    def log_partition(self, X: Sequence[Rows], documents: Sequence[Hashable] | None = None
+                      ) -> list[float]:
+        """log Z(x) of each input instance (a sequence, or a document for
+        ``within document`` templates) under the current weights (the Bethe
+        approximation for loopy models)."""
         model = self._fitted()
-        data = model.encode(_as_sentences(X, None, "predict"))
+        data = model.encode(_as_sentences(X, None, "predict", documents))
         return [float(v) for v in model.log_partition(self.weights, data, self.jobs)]
 
-    def score(self, X: Sequence[Rows], y: Sequence[Sequence]) -> float:
+    def score(self, X: Sequence[Rows], y: Sequence[Sequence],
+              documents: Sequence[Hashable] | None = None) -> float:
         """Token accuracy (0-1) of the predictions against ``y`` (every
         output layer's labels must be right)."""
-        pred = self.predict(X)
+        pred = self.predict(X, documents)
         norm = [[tuple(v) if isinstance(v, list) else v for v in seq] for seq in y]
         total = sum(len(s) for s in y)
         return sum(a == b for p, g in zip(pred, norm) for a, b in zip(p, g)) / max(total, 1)
 
-    def evaluate(self, X: Sequence[Rows], y: Sequence[Sequence]) -> Report | dict[str, Report]:
+    def evaluate(self, X: Sequence[Rows], y: Sequence[Sequence],
+                 documents: Sequence[Hashable] | None = None) -> Report | dict[str, Report]:
         """conlleval-style report: accuracy, per-chunk-type and per-label
         P/R/F1; with several output layers, one report per layer."""
-        pred = self.tag_sentences(_as_sentences(X, None, "predict"))
+        pred = self.tag_sentences(_as_sentences(X, None, "predict", documents))
         if len(pred.outputs) == 1:
             return evaluate([list(s) for s in y], pred.layer(pred.outputs[0]))
         return {name: evaluate([[tok[k] for tok in s] for s in y], pred.layer(name))
@@ -256,6 +278,10 @@ class CRF:
 
 
 def _print_progress(row: dict) -> None:
+    bp = row.get("inference")
+    effort = "" if bp is None else (
+        f"  BP: <= {bp.max_iterations} iterations, residual {bp.max_residual:.2g}, "
+        f"{bp.not_converged}/{bp.instances} not converged")
     print(f"iter {row['iteration']:4d}  objective {row['objective']:.6g}  "
           f"|grad| {row['gradient_norm']:.4g}  evals {row['evaluations']}  "
-          f"{row['seconds']:.1f}s", file=sys.stderr)
+          f"{row['seconds']:.1f}s{effort}", file=sys.stderr)

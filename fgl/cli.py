@@ -104,20 +104,31 @@ def _cmd_train(a: argparse.Namespace) -> None:
     print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
           f"{log.evaluations} evaluations, objective {log.objective:.6g} ({log.message})",
           file=sys.stderr)
-    _warn_convergence(log.inference, "the last training evaluation")
+    _warn_convergence(crf.spec, log.inference, "the last training evaluation")
     crf.save(a.output)
     print(f"wrote {a.output}", file=sys.stderr)
     if a.dev:
         _report(crf, a.dev, a.encoding)
 
 
-def _warn_convergence(stats: InferenceStats | None, when: str) -> None:
-    """Say so when belief propagation stopped at max_iter (general CRFs)."""
-    if stats is not None and stats.not_converged:
-        print(f"warning: belief propagation did not converge on {stats.not_converged} of "
-              f"{stats.instances} instances in {when} (max_iter {stats.max_iterations}, "
-              f"final residual {stats.max_residual:.2g}); consider damping, `infer trp` or "
-              "more iterations", file=sys.stderr)
+def _warn_convergence(spec, stats: InferenceStats | None, when: str) -> None:
+    """Say so when belief propagation stopped at max_iter (general CRFs),
+    with advice that fits the spec's `infer` settings."""
+    if stats is None or not stats.not_converged:
+        return
+    from fgl.lang.settings import infer_settings
+
+    method, settings = infer_settings(spec)
+    advice = [f"more iterations (`max_iter` is {settings['max_iter']})"]
+    if method == "loopy":
+        if not settings["damping"]:
+            advice.insert(0, "damping (`infer loopy(damping = 0.5)`)")
+        advice.append("the tree schedule `infer trp`")
+    advice.append(f"a looser `tol` (now {settings['tol']:g})")
+    print(f"warning: belief propagation did not converge on {stats.not_converged} of "
+          f"{stats.instances} instances in {when} (max_iter {stats.max_iterations}, "
+          f"final residual {stats.max_residual:.2g}); consider {', '.join(advice[:-1])} or "
+          f"{advice[-1]}", file=sys.stderr)
 
 
 def _report(crf, path: str, encoding: str) -> None:
@@ -125,7 +136,7 @@ def _report(crf, path: str, encoding: str) -> None:
     from fgl.io.evaluate import evaluate
 
     sentences, pred = crf.tag_file(path, encoding=encoding)
-    _warn_convergence(pred.stats, "decoding")
+    _warn_convergence(crf.spec, pred.stats, "decoding")
     outputs, columns = pred.outputs, [c.name for c in crf.spec.columns]
     if sentences and len(sentences[0].rows[0]) != len(columns):
         raise DataError(f"evaluation needs the label column(s) {', '.join(outputs)}",
@@ -141,11 +152,11 @@ def _cmd_tag(a: argparse.Namespace) -> None:
     import json
 
     from fgl.api import CRF
-    from fgl.io.conll import write_conll
+    from fgl.io.conll import has_docstart, write_conll
 
     crf = CRF.load(a.model, jobs=a.jobs)
     sentences, tagged = crf.tag_file(a.file, encoding=a.encoding)
-    _warn_convergence(tagged.stats, "decoding")
+    _warn_convergence(crf.spec, tagged.stats, "decoding")
     pred = tagged.tokens()
     out = open(a.output, "w", encoding="utf-8") if a.output else sys.stdout
     try:
@@ -155,7 +166,7 @@ def _cmd_tag(a: argparse.Namespace) -> None:
                                  ensure_ascii=False), file=out)
         else:
             extra = [[list(y) if isinstance(y, tuple) else [y] for y in labels] for labels in pred]
-            write_conll(out, sentences, extra)
+            write_conll(out, sentences, extra, docstart=has_docstart(a.file, a.encoding))
     finally:
         if a.output:
             out.close()

@@ -340,9 +340,11 @@ class FactorGraphModel:
             f"features: {self.program.n_features}",
             "templates:",
         ]
-        for tpl, vocab in zip(self.templates, self.vocabs):
+        factors = np.bincount(data.fac_tpl, minlength=len(self.templates)) if data else None
+        for ti, (tpl, vocab) in enumerate(zip(self.templates, self.vocabs)):
             lines.append(f"  {tpl.name}: {tpl.width} variables, {len(tpl.patterns)} "
-                         f"configurations, {len(vocab)} attributes, sigma {tpl.sigma:g}")
+                         f"configurations, {len(vocab)} attributes, sigma {tpl.sigma:g}"
+                         + (f", {factors[ti]} factors in the data" if data else ""))
         if data is not None:
             F = sum(g.n_factors for g in data.graphs)
             E = sum(g.n_edges for g in data.graphs)
@@ -354,9 +356,15 @@ class FactorGraphModel:
             lines.append(f"instances: {len(data.graphs)}; variables {V}, factors {F}, "
                          f"edges {E}, independent cycles {cyc}"
                          + (f", TRP trees {trees}" if method == "trp" else ""))
+            big = max(range(len(data.graphs)), key=lambda i: data.graphs[i].n_vars, default=None)
+            if big is not None:
+                g = data.graphs[big]
+                lines.append(f"largest instance: #{big}, {g.n_vars} variables, "
+                             f"{g.n_factors} factors, {g.n_cycles()} independent cycles")
         return lines
 
     # ------------------------------------------------------------ model files
+    # fgl.model's file methods, as in SequenceModel: the same shape over other fields
 
     def header(self) -> dict:
         return {"layers": [{"name": layer.name, "labels": layer.labels, "hidden": layer.hidden}

@@ -213,6 +213,7 @@ class SequenceModel:
         return lines
 
     # ------------------------------------------------------------ model files
+    # fgl.model's file methods, as in FactorGraphModel: the same shape over other fields
 
     def header(self) -> dict:
         return {"layers": [{"name": self.layers[0].name, "labels": self.labels, "hidden": False}],

@@ -135,6 +135,7 @@ def _exp_transition_scores(pot, tables, sc, epsi, low):
     bound each static block's values relative to block ε.  Returns Σ_t
     shift_t and stores the smallest epsi of each t in ``low``, or returns
     NaN when a value left [exp(_MIN_EXPONENT), exp(_MAX_EXPONENT)]."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
     T = pot.shape[0]
     n = tables.n_labels
     P = tables.n_forward
@@ -196,6 +197,7 @@ def _scaled_forward_backward(epsi, low, tables, alpha, beta, scale):
     of the product of forward scales, or NaN when a product came near the
     ends of the floating-point range (mass could be lost), so the caller
     falls back to log space."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
     T = epsi.shape[0]
     n = tables.n_labels
     P = tables.n_forward
@@ -203,6 +205,8 @@ def _scaled_forward_backward(epsi, low, tables, alpha, beta, scale):
     p_next_run = tables.p_next_run
     run_blocks = tables.run_blocks
     gather_blocks = tables.gather_blocks
+    # _factored_sequence repeats this frame around the shared steps (_forward_push,
+    # _normalise); its underflow check and its label factor differ
     alpha[0, :] = 0.0
     alpha[0, 0] = 1.0
     log_scale = 0.0
@@ -302,6 +306,7 @@ def _scaled_marginals(epsi, alpha, beta, scale, tables, marg):
     """Transition marginals from the scaled vectors, accumulated block by
     block into the parent blocks (longest first), so that ``marg[t, s]`` =
     P(s is a suffix of y_{1:t})."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
     T = epsi.shape[0]
     n = tables.n_labels
     p_next_run = tables.p_next_run
@@ -380,6 +385,7 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
     Returns log Z, or NaN (``taken`` untouched) when the scaled values would
     not be exact — the range checks of ``_scaled_sequence``, with ``c_lo``
     the smallest ``cum_lo``."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
     T = pot.shape[0]
     n = tables.n_labels
     P = tables.n_forward
@@ -405,6 +411,8 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
         low[t] = e_lo * c_lo
         if not low[t] >= lo:
             return np.nan
+    # the forward frame of _scaled_forward_backward: its steps are shared
+    # (_forward_push, _normalise); its underflow check and the label factor are not
     alpha[0, :] = 0.0
     alpha[0, 0] = 1.0
     log_scale = 0.0
@@ -550,6 +558,7 @@ def potentials(a, T, units, features, tables, w, static, fill, w_dense, lab, pot
     a per-token row can touch must be among them).  A dense row d =
     ``row_dense[r]`` >= 0 adds its weight vector ``w_dense[d]`` over the
     labels in one vector operation (``lab`` is scratch of n_labels)."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
     n = tables.n_labels
     label_z = tables.label_z
     unit_ptr = units.unit_ptr
@@ -563,6 +572,8 @@ def potentials(a, T, units, features, tables, w, static, fill, w_dense, lab, pot
         for z in fill:
             row[z] = static[z]
         lab[:] = 0.0
+        # batch_expectations walks the rows alike to gather counts; one loop for
+        # scatter and gather would branch in the innermost loop
         for j in range(unit_ptr[a + t], unit_ptr[a + t + 1]):
             r = unit_row[j]
             v = unit_val[j]
@@ -584,6 +595,7 @@ def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_d
     counts E[f_k] = Σ_t value · P(pattern of k ends at t | x); a dense row's
     counts go to ``grad_dense[d, y]`` instead.  ``features.dynamic`` must
     hold every single-label pattern."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
     seq_ptr = units.seq_ptr
     unit_ptr = units.unit_ptr
     unit_row = units.unit_row
@@ -622,6 +634,8 @@ def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_d
     unit_len = np.ones(n, dtype=np.int64)
     marg_sum = np.zeros(S)
     total = 0.0
+    # the sequence walk all batch kernels open with: the per-sequence work differs,
+    # and sharing the walk would take that work as a callback
     for i in range(i0, i1):
         a = seq_ptr[i]
         T = seq_ptr[i + 1] - a
@@ -652,6 +666,8 @@ def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_d
                 for s in range(S):
                     marg_sum[s] += m_row[s]
             labels = m_row[:n]  # P(y_t = y): block ε, accumulated
+            # the walk of potentials(), gathering where it scatters (kept apart:
+            # one loop for both would branch in the innermost loop)
             for j in range(unit_ptr[a + t], unit_ptr[a + t + 1]):
                 r = unit_row[j]
                 v = unit_val[j]
@@ -687,6 +703,8 @@ def batch_viterbi(i0, i1, units, features, tables, w, w_dense, out):
     work = spans.workspace(max_t, 1, tables)
     starts = np.empty(max_t, dtype=np.int64)
     unit_len = np.ones(n, dtype=np.int64)
+    # the sequence walk all batch kernels open with: the per-sequence work differs,
+    # and sharing the walk would take that work as a callback
     for i in range(i0, i1):
         a = seq_ptr[i]
         T = seq_ptr[i + 1] - a

@@ -50,6 +50,8 @@ def _factor_tables(f0, f1, tab_ptr, fac_ptr, fac_row, fac_val, row_ptr, feat_con
     """θ_f(x) = Σ over the factor's attributes of value · w[k] for the
     feature k with configuration x (Sutton & McCallum eq. 1.54)."""
     out[:] = 0.0
+    # _feature_expectations walks the rows alike to gather beliefs; one loop for
+    # scatter and gather would branch in the innermost loop
     for f in range(f0, f1):
         base = tab_ptr[f - f0]
         for j in range(fac_ptr[f], fac_ptr[f + 1]):
@@ -63,6 +65,8 @@ def _factor_tables(f0, f1, tab_ptr, fac_ptr, fac_row, fac_val, row_ptr, feat_con
 def _feature_expectations(f0, f1, tab_ptr, fac_ptr, fac_row, fac_val, row_ptr, feat_config,
                           beliefs, grad):
     """E[f_k] = Σ_factors value · b_f(configuration of k)."""
+    # the walk of _factor_tables, gathering where it scatters (kept apart: one
+    # loop for both would branch in the innermost loop)
     for f in range(f0, f1):
         base = tab_ptr[f - f0]
         for j in range(fac_ptr[f], fac_ptr[f + 1]):

@@ -67,6 +67,7 @@ def potentials(a, T, L, units, features, w, pot):
     """pot[u, d-1, z]: the summed weight · value of every feature with
     pattern z active on span (u, d) of the sequence of T tokens from token
     ``a``."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
     unit_ptr = units.unit_ptr
     unit_row = units.unit_row
     unit_val = units.unit_val
@@ -88,6 +89,7 @@ def potentials(a, T, L, units, features, w, pot):
 def batch_expectations(i0, i1, L, units, features, tables, max_len, w, grad):
     """Σ log Z over sequences i0..i1 (segments of at most ``max_len[y]``
     tokens of label y, at most L); expected feature counts into ``grad``."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
     seq_ptr = units.seq_ptr
     unit_ptr = units.unit_ptr
     unit_row = units.unit_row
@@ -99,6 +101,8 @@ def batch_expectations(i0, i1, L, units, features, tables, max_len, w, grad):
     work = spans.workspace(max_t, L, tables)
     marg = work.marg
     total = 0.0
+    # the sequence walk all batch kernels open with: the per-sequence work differs,
+    # and sharing the walk would take that work as a callback
     for i in range(i0, i1):
         a = seq_ptr[i]
         T = seq_ptr[i + 1] - a
@@ -127,6 +131,8 @@ def batch_viterbi(i0, i1, L, units, features, tables, max_len, w, labels, starts
     max_t = spans.longest(seq_ptr, i0, i1)
     pot = np.empty((max_t, L, tables.n_patterns))
     work = spans.workspace(max_t, L, tables)
+    # the sequence walk all batch kernels open with: the per-sequence work differs,
+    # and sharing the walk would take that work as a callback
     for i in range(i0, i1):
         a = seq_ptr[i]
         T = seq_ptr[i + 1] - a

@@ -27,7 +27,9 @@ whenever its scaled fast paths would not be exact.
 Kernels take the number of positions T and scratch arrays (``SpanWork``,
 sized for the longest sequence of a batch), and read the state machine as
 ``StateTables``, encoded data as ``Units`` and features as ``FeatureTable``:
-named tuples of arrays, which numba passes as plain arguments.
+named tuples of arrays, which numba passes as plain arguments.  Each kernel
+copies the fields it reads into locals once, at its top (a field read in a
+loop costs reference counting), so many kernels open with the same lines.
 """
 from __future__ import annotations
 
@@ -124,6 +126,7 @@ def span_scores(pot, T, tables, max_len, psi):
     label's length limit (``max_len[y]`` < d) sets its block-ε entry, and
     so every transition ending in it, to -inf; so does a span running past
     T."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
     L = pot.shape[1]
     n = tables.n_labels
     p_order = tables.p_order
@@ -154,6 +157,7 @@ def forward(T, tables, use_max, work):
     """α over span end positions v = 1..T from ``work.psi``, in the
     log-sum-exp (``use_max`` False) or max semiring; ``back[v, q]`` records
     the arg-max (d - 1)·S + s (Ye et al. 2009 §3.1.3)."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
     psi = work.psi
     alpha = work.alpha
     back = work.back
@@ -198,6 +202,7 @@ def forward(T, tables, use_max, work):
 @njit(cache=True, nogil=True)
 def backward(T, tables, work):
     """β(u, p): the log-sum of every continuation of state p from token u."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
     psi = work.psi
     beta = work.beta
     tmp = work.tmp
@@ -255,6 +260,7 @@ def marginals(T, tables, log_z, work):
     """``marg[u, d-1, s]``: the probability that (u, u+d-1) is a span whose
     transition has suffix s — each transition's own marginal, accumulated up
     the parent tree (Cuong et al. 2014 §2.3.2)."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
     psi = work.psi
     alpha = work.alpha
     beta = work.beta
@@ -333,6 +339,7 @@ def gold_counts(units, gold, starts, L, features, tables, counts):
     fires on a span's unit when its pattern is a suffix of the span's
     transition — an ancestor of it in the parent tree — and
     ``features.const_feats`` on every span whose transition they suffix."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
     seq_ptr = units.seq_ptr
     unit_ptr = units.unit_ptr
     unit_row = units.unit_row

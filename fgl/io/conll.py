@@ -188,6 +188,13 @@ def _check_field(field: str, i: int, j: int) -> None:
             "and would not survive a round-trip through a column file")
 
 
+def has_docstart(path, encoding: str = "utf-8") -> bool:
+    """True when the file holds a ``-DOCSTART-`` line (so output written
+    for it should keep its document boundaries)."""
+    with open(path, encoding=encoding, errors="replace", newline="") as fh:
+        return any(_BREAK.sub("", line).split(maxsplit=1)[:1] == [DOCSTART] for line in fh)
+
+
 def write_conll(stream: TextIO, sentences: list[Sentence],
                 extra: list[list[list[str]]] | None = None, *,
                 docstart: bool = False) -> None:

@@ -46,62 +46,42 @@ _LARK = Lark(GRAMMAR_PATH.read_text(encoding="utf-8"), parser="lalr", lexer="con
              propagate_positions=True, maybe_placeholders=False)
 
 
-class Located(str):
+class _Located:
+    """What the ``Located*`` values below share over their built-in bases
+    (str, int, float, tuple): ``.loc``, where the value was written, set on
+    construction; a pickle or copy holds the plain value."""
+    loc: Loc
+
+    def __new__(cls, value, loc: Loc):
+        self = super().__new__(cls, value)
+        self.loc = loc
+        return self
+
+    def __reduce__(self):
+        plain = type(self).__mro__[-2]  # the built-in base: the last class before object
+        return (plain, (plain(self),))
+
+
+class Located(_Located, str):
     """A string that remembers where it was written (``.loc``).
 
     Used for names and labels, whose AST slots are plain ``str`` with no Loc
     of their own, so the checker can point at the offending token.  It equals,
     hashes and pickles exactly like the plain string.
     """
-    loc: Loc
-
-    def __new__(cls, value: str, loc: Loc) -> "Located":
-        self = super().__new__(cls, value)
-        self.loc = loc
-        return self
-
-    def __reduce__(self):
-        return (str, (str(self),))
 
 
-class LocatedInt(int):
+class LocatedInt(_Located, int):
     """A whole number that remembers where it was written (``.loc``); used
     for the numbers of a `segments` statement.  Equal to the plain int."""
-    loc: Loc
-
-    def __new__(cls, value: int, loc: Loc) -> "LocatedInt":
-        self = super().__new__(cls, value)
-        self.loc = loc
-        return self
-
-    def __reduce__(self):
-        return (int, (int(self),))
 
 
-class LocatedFloat(float):
+class LocatedFloat(_Located, float):
     """A float that remembers where it was written (``.loc``)."""
-    loc: Loc
-
-    def __new__(cls, value: float, loc: Loc) -> "LocatedFloat":
-        self = super().__new__(cls, value)
-        self.loc = loc
-        return self
-
-    def __reduce__(self):
-        return (float, (float(self),))
 
 
-class LocatedTuple(tuple):
+class LocatedTuple(_Located, tuple):
     """A pattern tuple that remembers where it was written (``.loc``)."""
-    loc: Loc
-
-    def __new__(cls, items, loc: Loc) -> "LocatedTuple":
-        self = super().__new__(cls, items)
-        self.loc = loc
-        return self
-
-    def __reduce__(self):
-        return (tuple, (tuple(self),))
 
 
 def _unquote(s: str) -> str:

@@ -97,6 +97,7 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("infer loopy", "damping", DAMPING, 0.0,
                _ENGINE.format("loopy", "message damping"),
                "keep this share of each old message (0: none)"),
+    # these rows and the TRP ones share a shape by design: a table row per block and key
     SettingDef("infer loopy", "max_iter", whole_number(1), 200,
                _ENGINE.format("loopy", "iteration limit"), "the most passes of the schedule"),
     SettingDef("infer loopy", "tol", POSITIVE, 1e-8,
@@ -106,6 +107,7 @@ SETTINGS: tuple[SettingDef, ...] = (
                "the message schedule",
                refusal="only the flooding schedule exists for `infer loopy` "
                        "(use `infer trp` for tree schedules)"),
+    # the shape of the loopy rows above, by design: a table row per block and key
     SettingDef("infer trp", "max_iter", whole_number(1), 200,
                _ENGINE.format("TRP", "iteration limit"), "the most passes over the trees"),
     SettingDef("infer trp", "tol", POSITIVE, 1e-8,

@@ -90,7 +90,7 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
                 max_iter: int = 200, tol: float = 1e-5, period: int = 10, jobs: int = 0,
                 w0: np.ndarray | None = None,
                 progress: Callable[[dict], None] | None = None) -> tuple[np.ndarray, TrainingLog]:
-    """Minimise the objective with L-BFGS (``fgl.lbfgs``).
+    """Minimise the objective with L-BFGS (``fgl.learn.lbfgs``).
 
     Stops after ``max_iter`` iterations, or when the objective improved by
     less than ``tol`` (relative) over the last ``period`` iterations, or

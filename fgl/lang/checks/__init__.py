@@ -3,7 +3,7 @@
 ``check_spec`` returns every mistake it finds, in source order, each a
 ``SpecError`` at the offending token that says what was found and what was
 expected; ``validate`` raises the first.  Names and labels produced by
-``fgl.parser`` carry their own ``.loc`` (see ``fgl.parser.Located``); for
+``fgl.lang.parser`` carry their own ``.loc`` (see ``fgl.lang.parser.Located``); for
 hand-built specs the enclosing node's Loc is used instead.
 
 The checker is one class made of a part per concern (declarations, named

@@ -3,7 +3,7 @@ instance (skip chains, Sutton & McCallum §1.5) and (y[a], y[b]) where
 edge(a, b, "type") over the nodes of a graph; their `where` clauses."""
 from __future__ import annotations
 
-from fgl.lang.ast import Loc, Predicate, Template
+from fgl.lang.ast import LabelRef, Loc, Predicate, Template
 from fgl.lang.checks.base import CheckerBase
 from fgl.lang.checks.context import Context
 from fgl.lang.checks.messages import (
@@ -42,9 +42,7 @@ class PairChecks(CheckerBase):
                        f"a pair template links two labels, at i and then at j, as in ({var}[i], "
                        f"{var}[j]) where word[i] == word[j]; found {labels_text(refs)}")
         elif None not in outs and outs[0] != outs[1]:
-            self.error(refs[1].loc, f"a pair template links two labels of one layer, as in "
-                                    f"({refs[0].var}[i], {refs[0].var}[j]); "
-                                    f"found {labels_text(refs)}")
+            self.two_layers(refs, "i", "j")
         else:
             layer = outs[0]
             if not where and within is None:
@@ -87,15 +85,20 @@ class PairChecks(CheckerBase):
                                     f'then b, as in ({var}[a], {var}[b]) where edge(a, b, '
                                     f'"cites"); found {labels_text(refs)}')
         elif None not in outs and outs[0] != outs[1]:
-            self.error(refs[1].loc, f"a pair template links two labels of one layer, as in "
-                                    f"({refs[0].var}[a], {refs[0].var}[b]); "
-                                    f"found {labels_text(refs)}")
+            self.two_layers(refs, "a", "b")
         elif offsets_ok:
             window, layer = 2, outs[0]
             if not any(p.kind == "edge" for p in where):
                 self.error(refs[0].loc, NEEDS_EDGE.format(labels=labels_text(refs)))
         self.check_where(where, within, graph=True)
         return window, self.declared_labels(layer), "the declared labels"
+
+    def two_layers(self, refs: list[LabelRef], first: str, second: str) -> None:
+        """The error for a pair template whose labels (at positions or nodes
+        ``first`` and ``second``) belong to two layers."""
+        var = refs[0].var
+        self.error(refs[1].loc, f"a pair template links two labels of one layer, as in "
+                                f"({var}[{first}], {var}[{second}]); found {labels_text(refs)}")
 
     def check_where(self, where: list[Predicate], within, graph: bool = False) -> None:
         """The predicates of a `where` clause and the `within` scope."""
