@@ -18,6 +18,7 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 import numpy as np
 
 from fgl import registry
+from fgl.errors import SpecError
 from fgl.io.conll import Sentence, iter_conll, read_conll
 from fgl.io.evaluate import Report, evaluate
 from fgl.io.graphs import read_graphs
@@ -27,6 +28,7 @@ from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec, read_spec
 from fgl.lang.settings import OVERRIDES, check_override, train_settings
 from fgl.learn.learner import TrainingLog, train_lbfgs
+from fgl.learn.local_objectives import LocalObjective
 from fgl.model import Model, Predictions, TokenMarginals
 
 Rows = Sequence[Sequence[object]]
@@ -155,6 +157,7 @@ class CRF:
         """Train on already-read sentences (rows hold inputs and the labels),
         or on a function returning a fresh iterator over them; ``source``
         names them in error messages."""
+        self._check_objective()
         t0 = time.perf_counter()
         model, data = self._compile(sentences, source)
         del sentences  # the encoded data is all training needs (frees them if ours)
@@ -163,14 +166,30 @@ class CRF:
                   f"{sum(len(layer.labels) for layer in model.layers)} labels, "
                   f"{model.program.n_features} features, {data.n_sequences} instances",
                   file=sys.stderr)
+        kind = str(self.settings["objective"])
+        objective = None
+        if kind != "likelihood":
+            objective = LocalObjective(kind, model.program, data, model.feat_sigma, self.jobs)
         self.weights, self.training_log = train_lbfgs(
             model.program, data, model.feat_sigma, max_iter=int(self.settings["max_iter"]),
             tol=float(self.settings["tol"]), jobs=self.jobs, w0=model.initial_weights(),
-            progress=_print_progress if self.verbose else None)
+            progress=_print_progress if self.verbose else None, objective=objective)
         self.model = model
         return self
 
     # ------------------------------------------------------------ inference
+
+    def _check_objective(self) -> None:
+        """Refuse a training objective the spec's engine does not offer, at
+        the setting."""
+        kind, choice = self.settings["objective"], self.engine
+        if kind in choice.engine.objectives:
+            return
+        setting = next(s for s in self.spec.train if s.key == "objective")
+        raise SpecError(f"train: objective '{kind}' is for factor-graph models (pair templates, "
+                        f"several layers or graph input); this spec runs on the "
+                        f"{choice.engine.name} engine, whose likelihood is exact: remove it",
+                        setting.loc.file, setting.loc.line, setting.loc.col)
 
     def _fitted(self) -> Model:
         if self.model is None or self.weights is None:
@@ -278,6 +297,9 @@ class CRF:
 
 
 def _print_progress(row: dict) -> None:
+    if "recovery" in row:
+        print(f"  recovery: {row['recovery']}", file=sys.stderr)
+        return
     bp = row.get("inference")
     effort = "" if bp is None else (
         f"  BP: <= {bp.max_iterations} iterations, residual {bp.max_residual:.2g}, "

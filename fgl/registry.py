@@ -30,6 +30,7 @@ class Engine:
     model: type[Model]
     title: str
     needed_because: Callable[[ast.Spec], str | None]
+    objectives: tuple[str, ...] = ("likelihood",)  # what `train { objective = ... }` may be
 
 
 def _factor_graph_reason(spec: ast.Spec) -> str | None:
@@ -66,7 +67,7 @@ def _chain_reason(spec: ast.Spec) -> str | None:
 ENGINES: tuple[Engine, ...] = (
     Engine("factor graph", FactorGraphModel,
            "belief propagation over a factor graph per instance (Sutton & McCallum §1.4.4, §1.5)",
-           _factor_graph_reason),
+           _factor_graph_reason, ("likelihood", "piecewise", "pseudo_likelihood")),
     Engine("segments", SegmentModel, "exact high-order semi-Markov (Cuong et al. 2014 §2)",
            _segments_reason),
     Engine("chain", ChainModel, "exact pattern-sparse chain (Ye et al. 2009 §3)", _chain_reason),

@@ -2,6 +2,7 @@
 strong Wolfe conditions at every accepted step, agreement with scipy's
 L-BFGS-B on a CRF-like convex problem, and its stopping rules."""
 import math
+import zlib
 
 import numpy as np
 import pytest
@@ -118,6 +119,9 @@ def test_no_descent_possible_is_reported():
     res = minimize_lbfgs(lambda x: (float(x @ x), -2.0 * x), np.ones(3), max_iter=10)
     assert not res.converged and "line search" in res.message
     np.testing.assert_array_equal(res.x, np.ones(3))
+    # it failed along steepest descent from an empty memory, with nothing to tighten:
+    # recovering would repeat that very search, so there is none
+    assert res.recoveries == [] and "recover" not in res.message
 
 
 def test_cubic_minimiser_of_a_cubic():
@@ -125,3 +129,103 @@ def test_cubic_minimiser_of_a_cubic():
     f = lambda t: (t - 1.0) ** 3 - 3.0 * (t - 1.0) + 2.0  # noqa: E731   local min at t = 2
     df = lambda t: 3.0 * (t - 1.0) ** 2 - 3.0  # noqa: E731
     assert _cubic_minimiser(1.5, f(1.5), df(1.5), 3.0, f(3.0), df(3.0)) == pytest.approx(2.0)
+
+
+class _InexactGradient:
+    """f = ½ xᵀAx - bᵀx, exact, with a gradient off by ``noise`` times a
+    pseudo-random vector that changes with x — as BP's beliefs are off by
+    its tolerance — until ``tighten()`` divides the error by 1000 (twice),
+    then removes it."""
+
+    def __init__(self, n=30, noise=0.5, seed=0):
+        rng = np.random.default_rng(seed)
+        q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+        self.A = q @ np.diag(np.geomspace(1.0, 50.0, n)) @ q.T
+        self.b = rng.normal(size=n) * 10
+        self.noise = noise
+        self.tightened = 0
+
+    def __call__(self, x):
+        g = self.A @ x - self.b
+        if self.noise:
+            # a function of x (not of the call order): crc32 is not salted per process
+            rng = np.random.default_rng(zlib.crc32(x.tobytes()))
+            g = g + self.noise * rng.normal(size=len(x))
+        return float(0.5 * x @ self.A @ x - self.b @ x), g
+
+    def tighten(self):
+        if self.noise == 0.0:
+            return None
+        self.tightened += 1
+        old, self.noise = self.noise, (self.noise / 1000 if self.tightened < 3 else 0.0)
+        return f"gradient error {old:g} -> {self.noise:g}"
+
+    def minimum(self):
+        x = np.linalg.solve(self.A, self.b)
+        return float(0.5 * x @ self.A @ x - self.b @ x)
+
+
+def test_a_failed_line_search_recovers_by_tightening():
+    """Without recovering, the inexact gradient stalls the line search far
+    from the minimum; with ``tighten`` the optimiser re-evaluates, restarts
+    along steepest descent, reaches the minimum and reports each recovery."""
+    stalled = minimize_lbfgs(_InexactGradient(), np.zeros(30), max_iter=500, max_recoveries=0)
+    assert not stalled.converged and "line search" in stalled.message
+    assert stalled.recoveries == []
+    objective = _InexactGradient()
+    assert stalled.f > objective.minimum() + 1e-3   # far from the minimum
+
+    heard = []
+    res = minimize_lbfgs(objective, np.zeros(30), max_iter=500, tighten=objective.tighten,
+                         on_recovery=heard.append)
+    assert res.converged, res.message
+    assert res.f < stalled.f
+    assert res.f == pytest.approx(objective.minimum(), rel=1e-9)
+    assert heard == res.recoveries and 1 <= len(res.recoveries) <= 3
+    assert [r["iteration"] for r in res.recoveries] == sorted(r["iteration"]
+                                                              for r in res.recoveries)
+    first = res.recoveries[0]
+    assert "gradient error 0.5 -> 0.0005" in first["message"]
+    assert "steepest descent" in first["message"] and first["reevaluated"]
+    n = len(res.recoveries)
+    assert f"{n} line-search recover{'y' if n == 1 else 'ies'}" in res.message
+
+
+def test_recoveries_are_bounded():
+    """A ``tighten`` that always claims a change but never helps: the
+    optimiser gives up after ``max_recoveries`` and says so."""
+    objective = _InexactGradient()
+    res = minimize_lbfgs(objective, np.zeros(30), max_iter=500, max_recoveries=2,
+                         tighten=lambda: "nothing really")
+    assert len(res.recoveries) == 2 and not res.converged
+    assert "limit of recoveries" in res.message and "2 line-search recoveries" in res.message
+
+
+def test_without_tighten_recovery_restarts_along_steepest_descent():
+    """With nothing to tighten (``tighten`` absent, as for exact objectives)
+    a failed L-BFGS step is retried along steepest descent from an empty
+    memory, without re-evaluating; each retry is recorded, and the run
+    still gets further than without recovering."""
+    stalled = minimize_lbfgs(_InexactGradient(), np.zeros(30), max_iter=500, max_recoveries=0)
+    res = minimize_lbfgs(_InexactGradient(), np.zeros(30), max_iter=500)
+    assert not res.converged and "line search" in res.message
+    assert 1 <= len(res.recoveries) <= 5
+    assert all(not r["reevaluated"] for r in res.recoveries)
+    assert "cleared the L-BFGS memory" in res.recoveries[0]["message"]
+    assert "re-evaluated" not in res.recoveries[0]["message"]
+    assert res.f < stalled.f
+
+
+def test_hooks_do_not_change_a_successful_run():
+    """The recovery hooks are never called when every line search succeeds,
+    and the path (iterates, evaluations) is exactly the one without them —
+    what the exact engines' CRFsuite-equivalent training depends on."""
+    fun = lambda x: (float(rosen(x)), rosen_der(x))  # noqa: E731
+    calls = []
+    plain = minimize_lbfgs(fun, np.full(6, -1.2), max_iter=500, epsilon=1e-10)
+    hooked = minimize_lbfgs(fun, np.full(6, -1.2), max_iter=500, epsilon=1e-10,
+                            tighten=lambda: calls.append("tighten"), on_recovery=calls.append)
+    assert calls == [] and hooked.recoveries == []
+    assert (hooked.iterations, hooked.evaluations, hooked.message) == \
+        (plain.iterations, plain.evaluations, plain.message)
+    np.testing.assert_array_equal(hooked.x, plain.x)

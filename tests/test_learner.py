@@ -10,7 +10,8 @@ from fgl.io.evaluate import evaluate
 from fgl.io.synth import markov_sequences, segment_sequences
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
-from fgl.learn.learner import Objective
+from fgl.learn.lbfgs import minimize_lbfgs
+from fgl.learn.learner import Objective, train_lbfgs
 from fgl.registry import compile_model
 
 WORD_SPEC = """
@@ -101,3 +102,39 @@ def test_batch_kernel_equals_the_potential_api(scale):
     expected = sum(pattern_marginals(st, model.program.potentials(w, enc, i))[0]
                    for i in range(enc.n_sequences))
     assert total == pytest.approx(expected, rel=1e-9)
+
+
+def test_exact_engines_train_on_the_plain_lbfgs_path():
+    """Exact programs have nothing to warm-start or tighten, and training
+    takes exactly the steps of plain L-BFGS on the objective — the recovery
+    hooks of ``train_lbfgs`` change nothing while line searches succeed."""
+    train, _ = segment_sequences(n_types=2, vocab=12, n_train=20, n_test=1, length=9, seed=5)
+    model, enc = _compiled(WORD_SPEC, train)
+    objective = Objective(model.program, enc, model.feat_sigma, jobs=1)
+    assert objective.warm is None and objective.tighten() is None
+    w, log = train_lbfgs(model.program, enc, model.feat_sigma, max_iter=40, period=10**6,
+                         jobs=1)
+    plain = minimize_lbfgs(Objective(model.program, enc, model.feat_sigma, jobs=1),
+                           np.zeros(model.program.n_features), max_iter=40)
+    assert log.recoveries == [] and "recover" not in log.message
+    assert (len(log.iterations), log.evaluations) == (plain.iterations, plain.evaluations)
+    np.testing.assert_array_equal(w, plain.x)
+    assert log.inference is None and all(r["inference"] is None for r in log.iterations)
+
+
+def test_objectives_without_tighten_or_accept_train():
+    """``train_lbfgs(objective=...)`` takes any callable with ``stats``
+    (e.g. the local objectives): the hooks it lacks are simply not used."""
+    train, _ = segment_sequences(n_types=2, vocab=12, n_train=10, n_test=1, length=9, seed=5)
+    model, enc = _compiled(WORD_SPEC, train)
+    inner = Objective(model.program, enc, model.feat_sigma, jobs=1)
+
+    class Bare:
+        stats = None
+
+        def __call__(self, w):
+            return inner(w)
+
+    _, log = train_lbfgs(model.program, enc, model.feat_sigma, max_iter=15, jobs=1,
+                         objective=Bare())
+    assert len(log.iterations) == 15 and log.recoveries == []

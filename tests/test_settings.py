@@ -69,7 +69,8 @@ def test_refused_whatever_the_value(src, message):
 
 def test_refused_settings_are_not_offered():
     assert message_at("train { lone = 1 }")[2] == (
-        "unknown setting 'lone' for train; expected one of: sigma, max_iter, tol, jobs")
+        "unknown setting 'lone' for train; expected one of: sigma, max_iter, tol, jobs, "
+        "objective")
     assert message_at("infer loopy(trees = 2)")[2] == (
         "unknown setting 'trees' for infer loopy; expected one of: damping, max_iter, tol")
 
@@ -104,14 +105,16 @@ def test_docs_settings_md_is_the_rendered_table():
 # ---------------------------------------------------------------- values in effect
 
 def test_train_defaults():
-    assert train_settings(spec()) == {"sigma": 10.0, "max_iter": 200, "tol": 1e-5, "jobs": 0}
+    assert train_settings(spec()) == {"sigma": 10.0, "max_iter": 200, "tol": 1e-5, "jobs": 0,
+                                     "objective": "likelihood"}
 
 
 def test_train_spec_values_then_overrides():
     s = spec("train { sigma = 2 max_iter = 50 jobs = 4 }")
-    assert train_settings(s) == {"sigma": 2, "max_iter": 50, "tol": 1e-5, "jobs": 4}
+    assert train_settings(s) == {"sigma": 2, "max_iter": 50, "tol": 1e-5, "jobs": 4,
+                                "objective": "likelihood"}
     got = train_settings(s, {"sigma": 0.5, "max_iter": None, "tol": 1e-3, "jobs": 1})
-    assert got == {"sigma": 0.5, "max_iter": 50, "tol": 1e-3, "jobs": 1}
+    assert got == {"sigma": 0.5, "max_iter": 50, "tol": 1e-3, "jobs": 1, "objective": "likelihood"}
 
 
 def test_train_overrides_are_checked():

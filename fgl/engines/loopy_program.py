@@ -7,6 +7,16 @@ b_f(x)); with hidden layers the gold side is the *clamped* program — the
 same graph with the observed variables fixed — so the objective is the
 marginal likelihood log Z(y, x) - log Z(x) of Sutton & McCallum eq. 1.46-1.52.
 ``infer exact`` swaps BP for enumeration (with its size check).
+
+Training evaluates the objective at a sequence of nearby weights, so the
+learner may hand ``expectations`` a ``WarmStart``: BP then starts every
+instance from the messages of an earlier run — the learner's current
+iterate — (near a fit, a few passes instead of dozens) and stops at the
+tolerance the ``WarmStart`` holds, which the learner tightens when its line
+search shows the gradient is too inexact.  The state is the caller's
+object, passed in and updated in place — nothing is kept on the program —
+and decoding, marginals and log Z always start cold, so they stay functions
+of the weights alone.
 """
 from __future__ import annotations
 
@@ -88,6 +98,76 @@ def _clamp(card, f_ptr, f_var, tab_ptr, e_stride, gold, table):
                     break
 
 
+# how far WarmStart.tighten goes: the tolerance (messages are log-space doubles), the
+# passes (a multiple of the spec's: an instance that does not converge runs them all at
+# every evaluation) and the damping
+TIGHTEST_TOL = 1e-12
+MOST_PASSES_FACTOR = 8
+MOST_DAMPING = 0.9
+
+
+@dataclass
+class WarmStart:
+    """BP state a caller carries from one evaluation of a data set to the
+    next (made by ``LoopyProgram.warm_start``, owned by the caller, e.g. the
+    learner's ``Objective``; one per data set and per clamped/unclamped
+    program, since their fixed points differ).
+
+    Per instance, ``latest[i]`` holds the (factor->variable,
+    variable->factor) messages the last run ended with — None when it
+    stopped at ``max_iter`` without converging (messages that are no fixed
+    point are no start worth keeping, and starting cold keeps that
+    instance's result a function of the weights alone) — and ``start[i]``
+    those the next run starts from (None: cold).  ``accept()`` makes the
+    last run's messages the start of the following ones; until then every
+    run starts from the same messages.  An optimiser accepts at each new
+    iterate, so all trial points of one line search start from the
+    iterate's fixed point: the objective along the line is one function,
+    not one that depends on the order of the trials — which matters where
+    BP converges slowly or has several fixed points (frustrated loops).
+    ``tol``, ``max_iter`` and ``damping`` are BP's settings for these runs,
+    initially the spec's; ``tighten`` changes them."""
+
+    start: list
+    latest: list
+    tol: float
+    max_iter: int
+    damping: float = 0.0
+    most_iter: int = 0  # the most passes tighten goes to (0: MOST_PASSES_FACTOR·max_iter)
+
+    def __post_init__(self) -> None:
+        if not self.most_iter:
+            self.most_iter = MOST_PASSES_FACTOR * self.max_iter
+
+    def accept(self) -> None:
+        """Start the following runs from the messages the last run ended with."""
+        self.start = list(self.latest)
+
+    def tighten(self) -> str | None:
+        """tol / 10 and twice the passes (at most ``TIGHTEST_TOL`` and
+        ``most_iter``), and when the last runs left instances
+        unconverged, more damping (0.5, then halfway to 1, at most
+        ``MOST_DAMPING``: damping changes the path to a fixed point, not the
+        fixed points); says what changed, None when nothing could."""
+        tol = max(self.tol / 10.0, min(self.tol, TIGHTEST_TOL))
+        max_iter = max(self.max_iter, min(2 * self.max_iter, self.most_iter))
+        stalled = sum(m is None for m in self.latest)
+        damping = self.damping
+        if stalled:
+            damping = max(self.damping, min(0.5 if self.damping < 0.5 else (1.0 + self.damping) / 2,
+                                            MOST_DAMPING))
+        changes = []
+        if tol != self.tol:
+            changes.append(f"BP tolerance {self.tol:g} -> {tol:g}")
+        if max_iter != self.max_iter:
+            changes.append(f"at most {self.max_iter} -> {max_iter} passes")
+        if damping != self.damping:
+            changes.append(f"damping {self.damping:g} -> {damping:g} ({stalled} of "
+                           f"{len(self.latest)} instances did not converge)")
+        self.tol, self.max_iter, self.damping = tol, max_iter, damping
+        return ", ".join(changes) or None
+
+
 @dataclass
 class LoopyProgram:
     """Feature k belongs to attribute row r when ``row_ptr[r] <= k <
@@ -115,9 +195,32 @@ class LoopyProgram:
                        w, out)
         return out
 
+    def add_counts(self, data: LoopyData, i: int, table_weights: np.ndarray,
+                   out: np.ndarray) -> None:
+        """out[k] += Σ over instance i's factors of value · table_weights at
+        feature k's configuration (``table_weights`` in the flat layout of
+        ``factor_tables``: beliefs give expected counts, a one-hot table the
+        gold counts)."""
+        g = data.graphs[i]
+        _feature_expectations(int(data.inst_fptr[i]), int(data.inst_fptr[i + 1]), g.tab_ptr,
+                              data.fac_ptr, data.fac_row, data.fac_val, self.row_ptr,
+                              self.feat_config, table_weights, out)
+
+    def warm_start(self, data: LoopyData) -> WarmStart | None:
+        """A fresh (cold) ``WarmStart`` for ``data`` with the spec's BP
+        settings (tol, max_iter, damping); None under ``infer exact``, which
+        passes no messages."""
+        if self.method == "exact":
+            return None
+        return WarmStart([None] * data.n_sequences, [None] * data.n_sequences,
+                         float(self.settings["tol"]), int(self.settings["max_iter"]),
+                         float(self.settings.get("damping", 0.0)))
+
     def infer(self, graph: FactorGraph, table: np.ndarray, use_max: bool = False,
-              init=None) -> loopy.BPResult:
-        """Run the spec's inference method on one instance."""
+              init=None, tol: float | None = None, max_iter: int | None = None,
+              damping: float | None = None) -> loopy.BPResult:
+        """Run the spec's inference method on one instance (``tol``,
+        ``max_iter`` and ``damping``, when given, replace the spec's)."""
         s = self.settings
         if self.method == "exact":
             try:
@@ -126,18 +229,31 @@ class LoopyProgram:
                 raise FglError(f"infer exact: {e}; use `infer loopy` or `infer trp`") from None
         return loopy.belief_propagation(
             graph, table, schedule="trp" if self.method == "trp" else "flooding",
-            use_max=use_max, damping=float(s.get("damping", 0.0)),  # (TRP runs undamped)
-            tol=float(s["tol"]), max_iter=int(s["max_iter"]),
+            use_max=use_max,  # (TRP runs undamped but for a WarmStart's damping)
+            damping=float(s.get("damping", 0.0) if damping is None else damping),
+            tol=float(s["tol"] if tol is None else tol),
+            max_iter=int(s["max_iter"] if max_iter is None else max_iter),
             trees=graph.spanning_trees(int(s["trees"])) if "trees" in s and self.method == "trp"
             else None, init=init)
 
-    def _expect(self, w: np.ndarray, data: LoopyData, jobs: int, clamped: bool) -> Expectations:
+    def _expect(self, w: np.ndarray, data: LoopyData, jobs: int, clamped: bool,
+                warm: WarmStart | None) -> Expectations:
+        if warm is not None and not len(warm.start) == len(warm.latest) == data.n_sequences:
+            raise ValueError(f"the warm start holds {len(warm.start)} instances; the data "
+                             f"has {data.n_sequences}")
+        use_warm = warm is not None and self.method != "exact"
+
         def work(i: int) -> tuple[loopy.BPResult, np.ndarray]:
             g = data.graphs[i]
             table = self.factor_tables(w, data, i)
             if clamped:
                 _clamp(g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, data.gold[i], table)
-            res = self.infer(g, table)
+            if use_warm:
+                res = self.infer(g, table, init=warm.start[i], tol=warm.tol,
+                                 max_iter=warm.max_iter, damping=warm.damping)
+                warm.latest[i] = res.messages if res.converged else None
+            else:
+                res = self.infer(g, table)
             grad = np.zeros(self.n_features)
             _feature_expectations(int(data.inst_fptr[i]), int(data.inst_fptr[i + 1]), g.tab_ptr,
                                   data.fac_ptr, data.fac_row, data.fac_val, self.row_ptr,
@@ -150,9 +266,13 @@ class LoopyProgram:
             np.sum([r[1] for r in results], axis=0) if results else np.zeros(self.n_features),
             InferenceStats.of([r[0] for r in results]))
 
-    def expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> Expectations:
-        """Σ Bethe log Z(x) and the belief-expected feature counts."""
-        return self._expect(w, data, jobs, clamped=False)
+    def expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1,
+                     warm: WarmStart | None = None) -> Expectations:
+        """Σ Bethe log Z(x) and the belief-expected feature counts; with
+        ``warm`` (from ``warm_start(data)``), BP starts from its ``start``
+        messages, stops by its rule, and leaves this run's messages in its
+        ``latest``."""
+        return self._expect(w, data, jobs, False, warm)
 
     def gold_counts(self, data: LoopyData) -> np.ndarray:
         """Feature counts of the gold assignment (fully observed models)."""
@@ -170,12 +290,13 @@ class LoopyProgram:
                                   self.feat_config, onehot, counts)
         return counts
 
-    def clamped_expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1
-                             ) -> Expectations:
+    def clamped_expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1,
+                             warm: WarmStart | None = None) -> Expectations:
         """The clamped program's log Z(y, x) and expected counts
         (Sutton & McCallum eq. 1.47, 1.52): the observed variables fixed to their gold
-        labels, the hidden ones summed out."""
-        return self._expect(w, data, jobs, clamped=True)
+        labels, the hidden ones summed out.  ``warm`` as for ``expectations``
+        (a WarmStart of its own: the clamped fixed point is another)."""
+        return self._expect(w, data, jobs, True, warm)
 
     def decode(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> Decoding:
         """Max-product MAP assignment of every instance's variables."""

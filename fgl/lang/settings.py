@@ -85,6 +85,12 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("train", "jobs", whole_number(0), 0,
                "API: worker threads for training and tagging (fgl.api)",
                "worker threads; 0 means one per core"),
+    SettingDef("train", "objective", _choice("likelihood", "piecewise", "pseudo_likelihood"),
+               "likelihood",
+               "learner: what L-BFGS minimises (fgl.learn.learner, fgl.learn.local_objectives)",
+               "likelihood (exact, or Bethe/BP for factor graphs); piecewise or "
+               "pseudo_likelihood: local, convex objectives without inference, for factor-graph "
+               "models (Sutton & McCallum §1.4.4)"),
     SettingDef("train", "trainer", _choice("lbfgs"), None, "nothing (refused)",
                "the optimiser",
                refusal="only L-BFGS training exists (other trainers are not implemented yet)"),

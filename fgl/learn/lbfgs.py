@@ -11,17 +11,31 @@ It lives here rather than in scipy for its memory, which is what the
 problem needs: the iterate, the direction, one trial point, the gradients
 (the objective hands over a fresh array per evaluation, kept rather than
 copied) and 2·m correction vectors in single precision.
+
+When the line search finds no acceptable step the optimiser *recovers*
+rather than stopping, a bounded number of times: it asks the objective to
+become more precise (the ``tighten`` hook — approximate inference run to a
+smaller tolerance; exact objectives have nothing to tighten), re-evaluates
+the current point if it did, forgets the correction pairs (they were
+measured with the old, inexact gradients) and searches again along the
+steepest-descent direction with CRFsuite's first step 1/‖g‖.  Each
+recovery is reported (``on_recovery``) and kept in the result.  It gives
+up when that restart could change nothing — the failed search already was
+steepest descent from an empty memory and nothing was tightened — or after
+``max_recoveries``.  A run whose line searches all succeed takes exactly
+the steps it took without this.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 from numba import njit
 
 Function = Callable[[np.ndarray], tuple[float, np.ndarray]]
+Callback = Callable[[int, float, np.ndarray, np.ndarray, int], bool]
 
 
 @dataclass
@@ -33,6 +47,16 @@ class LBFGSResult:
     evaluations: int
     converged: bool
     message: str
+    # one dict per recovery from a failed line search: iteration, message, objective
+    # and gradient_norm at the point it restarted from, evaluations so far, and
+    # reevaluated (whether that point was evaluated again, after tighten())
+    recoveries: list[dict] = field(default_factory=list)
+
+
+def recovery_note(count: int) -> str:
+    """What a final message adds about recoveries (nothing when none)."""
+    return "" if count == 0 else \
+        f" ({count} line-search recover{'y' if count == 1 else 'ies'} on the way)"
 
 
 class _History:
@@ -214,13 +238,20 @@ class _LineSearch:
 def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int = 200,
                    epsilon: float = 1e-5, c1: float = 1e-4, c2: float = 0.9,
                    max_linesearch: int = 20,
-                   callback: Callable[[int, float, np.ndarray, np.ndarray, int], bool] | None = None
-                   ) -> LBFGSResult:
+                   callback: Callback | None = None,
+                   tighten: Callable[[], str | None] | None = None,
+                   on_recovery: Callable[[dict], None] | None = None,
+                   max_recoveries: int = 5) -> LBFGSResult:
     """Minimise ``fun`` (returning f and a fresh gradient array) from ``x0``.
 
     Stops after ``max_iter`` iterations, when ‖g‖ ≤ ``epsilon``·max(1, ‖x‖)
-    (CRFsuite's test), when the line search finds no acceptable step, or
+    (CRFsuite's test), when the line search finds no acceptable step and
+    recovering (module docstring) is exhausted or could change nothing, or
     when ``callback(iteration, f, x, g, evaluations)`` returns True.
+
+    ``tighten()`` makes ``fun`` more precise from then on and says how
+    (None: nothing left to tighten); ``on_recovery(record)`` hears of each
+    recovery as it happens — the record also lands in ``result.recoveries``.
     """
     x = np.array(x0, dtype=np.float64)  # (a copy: the caller's x0 is left as it was)
     n = x.shape[0]
@@ -230,11 +261,19 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
     search = _LineSearch(fun, c1, c2, max_linesearch)
     d = np.negative(g)
     trial = np.empty(n)
+    recoveries: list[dict] = []
+
+    def result(it: int, converged: bool, message: str) -> LBFGSResult:
+        return LBFGSResult(x, f, g, it, evaluations, converged,
+                           message + recovery_note(len(recoveries)), recoveries)
+
     gnorm = float(np.linalg.norm(g))
     if gnorm <= epsilon * max(1.0, float(np.linalg.norm(x))):
-        return LBFGSResult(x, f, g, 0, evaluations, True, "the initial point is stationary")
+        return result(0, True, "the initial point is stationary")
     step = 1.0 / gnorm
-    for it in range(1, max_iter + 1):
+    fresh = True  # d = -g from an empty memory, first step 1/|g|
+    it = 1
+    while it <= max_iter:
         dphi0 = float(g @ d)
         if not dphi0 < 0.0:  # not a descent direction (rounding): restart along -g
             history = _History(m)
@@ -243,18 +282,47 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
         found = search.search(x, f, d, dphi0, step, trial)
         evaluations += search.evaluations
         if found is None:
-            return LBFGSResult(x, f, g, it - 1, evaluations, False,
-                               "the line search found no step that decreases the objective")
+            failed = "the line search found no step that decreases the objective"
+            if len(recoveries) >= max_recoveries:
+                return result(it - 1, False, failed if not recoveries else
+                              f"{failed} at iteration {it}, the limit of recoveries reached")
+            note = tighten() if tighten is not None else None
+            if fresh and note is None:  # the same search again would fail the same way
+                return result(it - 1, False, failed if not recoveries else
+                              f"{failed} at iteration {it}, even along steepest descent, and "
+                              "the objective cannot be made more precise")
+            actions = []
+            if note is not None:
+                actions.append(f"{note}; re-evaluated the current point")
+                f, g = fun(x)
+                evaluations += 1
+            actions.append("cleared the L-BFGS memory and retried along steepest descent")
+            gnorm = float(np.linalg.norm(g))
+            record = {"iteration": it,
+                      "message": f"iteration {it}: the line search found no acceptable step in "
+                                 f"{search.evaluations} evaluations; " + "; ".join(actions),
+                      "objective": float(f), "gradient_norm": gnorm, "evaluations": evaluations,
+                      "reevaluated": note is not None}
+            recoveries.append(record)
+            if on_recovery is not None:
+                on_recovery(record)
+            if gnorm <= epsilon * max(1.0, float(np.linalg.norm(x))):
+                return result(it - 1, True, f"gradient norm below {epsilon:g}·max(1, |x|)")
+            history = _History(m)
+            np.negative(g, out=d)
+            step = 1.0 / gnorm
+            fresh = True
+            continue
+        fresh = False
         f, g_new = found
         history.record(trial, x, g_new, g)
         x, trial = trial, x  # the accepted point becomes the iterate
         g = g_new
         if callback is not None and callback(it, f, x, g, evaluations):
-            return LBFGSResult(x, f, g, it, evaluations, True, "stopped by the callback")
+            return result(it, True, "stopped by the callback")
         if float(np.linalg.norm(g)) <= epsilon * max(1.0, float(np.linalg.norm(x))):
-            return LBFGSResult(x, f, g, it, evaluations, True,
-                               f"gradient norm below {epsilon:g}·max(1, |x|)")
+            return result(it, True, f"gradient norm below {epsilon:g}·max(1, |x|)")
         history.direction(g, d)
         step = 1.0
-    return LBFGSResult(x, f, g, max_iter, evaluations, False,
-                       f"reached the iteration limit ({max_iter})")
+        it += 1
+    return result(max_iter, False, f"reached the iteration limit ({max_iter})")

@@ -11,6 +11,22 @@ when every variable is observed, a sum over the hidden ones otherwise
 (Sutton & McCallum eq. 1.46-1.48).  Its gradient (Sutton & McCallum eq.
 1.22, 1.52): expected minus clamped-expected feature counts plus w / σ².  The program supplies both
 (``fgl.engines.program.Program``); L-BFGS (``fgl.learn.lbfgs``) minimises.
+
+Under approximate inference (loopy BP / TRP, Sutton & McCallum §1.4.4) the
+objective is the Bethe approximation and its gradient the beliefs' expected
+counts — the two agree only at a BP fixed point, to the tolerance BP ran
+to.  So the ``Objective`` warm-starts BP from each instance's messages at
+the optimiser's current iterate (a ``WarmStart`` it owns, one for the model
+and one for the clamped program; ``train_lbfgs`` calls
+``Objective.accept()`` whenever the iterate moves to the last evaluated
+point), so near a fit an evaluation takes a few BP passes, and every trial
+point of one line search starts from the same messages.  When the line
+search still finds no acceptable step, ``train_lbfgs`` recovers:
+``Objective.tighten`` runs BP to a tenth of the tolerance with twice the
+passes (damped, if instances did not converge), the current point is
+re-evaluated and the search restarts along steepest descent.  Every recovery is logged
+(``TrainingLog.recoveries``), reported to ``progress`` as a row with a
+``"recovery"`` entry, and counted in the final message.
 """
 from __future__ import annotations
 
@@ -24,7 +40,7 @@ from threadpoolctl import threadpool_limits
 
 from fgl.engines.data import resolve_jobs
 from fgl.engines.program import InferenceStats, Program
-from fgl.learn.lbfgs import minimize_lbfgs
+from fgl.learn.lbfgs import minimize_lbfgs, recovery_note
 
 
 @dataclass
@@ -39,6 +55,9 @@ class TrainingLog:
     converged: bool = False
     message: str = ""
     inference: InferenceStats | None = None  # approximate inference in the last evaluation
+    # one dict per recovery from a failed line search (fgl.learn.lbfgs): iteration, message,
+    # objective and gradient_norm at the point training restarted from, evaluations so far
+    recoveries: list[dict] = field(default_factory=list)
 
 
 @njit(cache=True, nogil=True)
@@ -61,9 +80,16 @@ class Objective:
     the gold counts F, computed once here; with hidden variables it is the
     clamped program, run at every evaluation.  ``stats`` holds the last
     evaluation's approximate-inference statistics (None for exact engines).
+
+    A program that passes messages between runs (``warm_start(data)``, the
+    loopy program under BP or TRP) gets a ``WarmStart`` per side, held here
+    (``warm``, ``warm_clamped``), unless ``warm_start`` is False: each
+    evaluation then starts BP from the messages of the last evaluation
+    ``accept()`` was called after (cold until the first).
     """
 
-    def __init__(self, program: Program, data: object, sigma: np.ndarray, jobs: int = 0):
+    def __init__(self, program: Program, data: object, sigma: np.ndarray, jobs: int = 0,
+                 warm_start: bool = True):
         self.program, self.data, self.jobs = program, data, resolve_jobs(jobs)
         sigma = np.asarray(sigma, dtype=np.float64)
         if sigma.size and (sigma == sigma.flat[0]).all():  # one prior for every weight
@@ -71,12 +97,44 @@ class Objective:
         self.inv_var = 1.0 / np.square(sigma)
         self.gold_counts = None if program.has_hidden else program.gold_counts(data)
         self.stats: InferenceStats | None = None
+        make = getattr(program, "warm_start", None) if warm_start else None
+        self.warm = make(data) if make is not None else None
+        self.warm_clamped = make(data) if make is not None and program.has_hidden else None
+
+    def tighten(self) -> str | None:
+        """Make the following evaluations more precise — BP to a tenth of
+        its tolerance, with twice the passes and, if instances did not
+        converge, damped (``WarmStart.tighten``) — and say so; None when
+        there is nothing to tighten (exact engines and ``infer exact``, or
+        BP at its tightest)."""
+        if self.warm is None:
+            return None
+        note = self.warm.tighten()
+        clamped = self.warm_clamped.tighten() if self.warm_clamped is not None else None
+        if clamped is not None and clamped != note:
+            note = f"{note or 'model: unchanged'}; clamped program: {clamped}"
+        return note
+
+    def accept(self) -> None:
+        """The weights of the last evaluation are the optimiser's new
+        iterate: later evaluations start BP from that evaluation's messages
+        (``WarmStart.accept``)."""
+        for warm in (self.warm, self.warm_clamped):
+            if warm is not None:
+                warm.accept()
 
     def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
-        model = self.program.expectations(w, self.data, self.jobs)
+        if self.warm is None:  # (exact engines: their three-argument call)
+            model = self.program.expectations(w, self.data, self.jobs)
+        else:
+            model = self.program.expectations(w, self.data, self.jobs, warm=self.warm)
         grad = model.counts  # the program's fresh array: update it in place
         if self.gold_counts is None:
-            gold = self.program.clamped_expectations(w, self.data, self.jobs)
+            if self.warm_clamped is None:
+                gold = self.program.clamped_expectations(w, self.data, self.jobs)
+            else:
+                gold = self.program.clamped_expectations(w, self.data, self.jobs,
+                                                         warm=self.warm_clamped)
             gold_log_z, observed = gold.log_z, gold.counts
         else:
             gold_log_z, observed = float(w @ self.gold_counts), self.gold_counts
@@ -89,29 +147,55 @@ class Objective:
 def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
                 max_iter: int = 200, tol: float = 1e-5, period: int = 10, jobs: int = 0,
                 w0: np.ndarray | None = None,
-                progress: Callable[[dict], None] | None = None) -> tuple[np.ndarray, TrainingLog]:
-    """Minimise the objective with L-BFGS (``fgl.learn.lbfgs``).
+                progress: Callable[[dict], None] | None = None,
+                objective: Objective | None = None,
+                max_recoveries: int = 5) -> tuple[np.ndarray, TrainingLog]:
+    """Minimise the objective with L-BFGS (``fgl.learn.lbfgs``): the
+    likelihood ``Objective`` of ``program`` on ``data``, or the given
+    ``objective`` (any callable w -> (f, gradient) with a ``stats``
+    attribute, e.g. ``fgl.learn.local_objectives``; its ``tighten() ->
+    str | None`` and ``accept()``, if it has them, are used as
+    ``Objective``'s are).
 
     Stops after ``max_iter`` iterations, or when the objective improved by
     less than ``tol`` (relative) over the last ``period`` iterations, or
     when the gradient norm falls below 1e-5·max(1, ‖w‖) — CRFsuite's
-    stopping rules.  ``progress`` receives each iteration's row (iteration,
-    objective, gradient norm, evaluations, seconds, and the approximate
-    inference statistics of the last evaluation or None).
+    stopping rules — or when the line search fails and up to
+    ``max_recoveries`` recoveries (module docstring) do not get it going.
+    ``progress`` receives each iteration's row (iteration, objective,
+    gradient norm, evaluations, seconds, and the approximate inference
+    statistics of the last evaluation or None), and for each recovery a row
+    of the same keys (the point training restarts from) plus
+    ``"recovery"``: what went wrong and what was done.  Recovery rows are in
+    ``log.recoveries``, not ``log.iterations``.
     """
-    objective = Objective(program, data, sigma, jobs)
+    if objective is None:
+        objective = Objective(program, data, sigma, jobs)
     log = TrainingLog()
     start = time.perf_counter()
     history: list[float] = []
+
+    accept = getattr(objective, "accept", None)
+    last_gradient: list = [None]  # the array the last evaluation returned
 
     def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
         t0 = time.perf_counter()
         f, g = objective(w)
         log.evaluations += 1
         log.eval_seconds += time.perf_counter() - t0
+        last_gradient[0] = g
+        if log.evaluations == 1 and accept is not None:  # the starting point
+            accept()
         return f, g
 
+    def accepted(g: np.ndarray) -> None:
+        """The optimiser's iterate moved to where its gradient ``g`` was
+        computed: if that was the last evaluation, tell the objective."""
+        if accept is not None and g is last_gradient[0]:
+            accept()
+
     def callback(it: int, f: float, w: np.ndarray, g: np.ndarray, evaluations: int) -> bool:
+        accepted(g)
         history.append(f)
         row = {"iteration": it, "objective": f, "gradient_norm": float(np.linalg.norm(g)),
                "evaluations": evaluations, "seconds": time.perf_counter() - start,
@@ -126,15 +210,37 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
                 return True
         return False
 
+    def on_recovery(record: dict) -> None:
+        stats = objective.stats
+        if stats is not None and stats.not_converged:
+            where = "at the restart point" if record["reevaluated"] else "in the last evaluation"
+            record["message"] += (f"; {where} BP left {stats.not_converged} of "
+                                  f"{stats.instances} instances unconverged (residual up to "
+                                  f"{stats.max_residual:.2g})")
+        if record["reevaluated"] and accept is not None:  # that evaluation is the iterate's
+            accept()
+        log.recoveries.append(record)
+        history.clear()  # objectives before a tightening are not comparable with those after
+        if progress is not None:
+            progress({"iteration": record["iteration"], "objective": record["objective"],
+                      "gradient_norm": record["gradient_norm"],
+                      "evaluations": record["evaluations"],
+                      "seconds": time.perf_counter() - start, "inference": objective.stats,
+                      "recovery": record["message"]})
+
     # BLAS threads would only spin against the numba threads doing the real
     # work (the optimiser's dot products run on 10^5-10^6 weights)
     with threadpool_limits(limits=1, user_api="blas"):
         result = minimize_lbfgs(fun, np.zeros(program.n_features) if w0 is None else w0,
-                                max_iter=max_iter, callback=callback)
+                                max_iter=max_iter, callback=callback,
+                                tighten=getattr(objective, "tighten", None),
+                                on_recovery=on_recovery, max_recoveries=max_recoveries)
     log.seconds = time.perf_counter() - start
     log.objective = float(result.f)
     log.inference = objective.stats
     log.converged = result.converged
     if not log.message:
-        log.message = result.message
+        log.message = result.message  # (says how many recoveries there were, if any)
+    elif log.recoveries:
+        log.message += recovery_note(len(log.recoveries))
     return result.x, log
