@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 from gradcheck import assert_gradient_matches_central_differences
+from test_loopy_models import LATENT as LOOPY_LATENT
 
 from fgl.io.synth import segment_sequences
 from fgl.lang.checks import validate
@@ -159,17 +160,9 @@ def test_warm_started_gradient_matches_finite_differences():
     assert objective.stats.not_converged == 0
 
 
-LATENT = """
-columns word, label
-output label
-hidden z = [z0 z1]
-template state: y[t] ~ bias, word[t]
-template trans: y[t-1..t]
-template zy:    (z[t], y[t]) ~ bias
-template zz:    z[t-1..t]
-infer trp(tol = 1e-13, max_iter = 2000)
-train { sigma = 2 }
-"""
+# the latent spec of test_loopy_models, run by TRP instead of enumeration
+LATENT = LOOPY_LATENT.replace("infer exact(max_states = 300000)",
+                              "infer trp(tol = 1e-13, max_iter = 2000)")
 
 
 def test_warm_started_gradient_with_hidden_variables():

@@ -90,7 +90,10 @@ class ChainProgram:
     def n_features(self) -> int:
         return len(self.feat_pattern)
 
-    def expectations(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> Expectations:
+    def expectations(self, w: np.ndarray, data: EncodedData, jobs: int = 1,
+                     warm: None = None) -> Expectations:
+        """Σ log Z and expected counts (``warm``: exact inference carries
+        nothing between calls, so there is none)."""
         w_dense = self.dense_weights(w)
         units = spans.units(data)
 

@@ -87,6 +87,16 @@ def _feature_expectations(f0, f1, tab_ptr, fac_ptr, fac_row, fac_val, row_ptr, f
 
 
 @njit(cache=True, nogil=True)
+def _gold_index(gold, f_ptr, f_var, e_stride, out):
+    """Each factor's gold configuration (flat index into its table)."""
+    for f in range(f_ptr.shape[0] - 1):
+        x = 0
+        for e in range(f_ptr[f], f_ptr[f + 1]):
+            x += gold[f_var[e]] * e_stride[e]
+        out[f] = x
+
+
+@njit(cache=True, nogil=True)
 def _clamp(card, f_ptr, f_var, tab_ptr, e_stride, gold, table):
     """Set θ_f(x) = -inf wherever x disagrees with an observed variable."""
     for f in range(tab_ptr.shape[0] - 1):
@@ -255,9 +265,7 @@ class LoopyProgram:
             else:
                 res = self.infer(g, table)
             grad = np.zeros(self.n_features)
-            _feature_expectations(int(data.inst_fptr[i]), int(data.inst_fptr[i + 1]), g.tab_ptr,
-                                  data.fac_ptr, data.fac_row, data.fac_val, self.row_ptr,
-                                  self.feat_config, res.factor_beliefs, grad)
+            self.add_counts(data, i, res.factor_beliefs, grad)
             return res, grad
 
         results = map_instances(jobs, data.n_sequences, work)
@@ -274,20 +282,21 @@ class LoopyProgram:
         ``latest``."""
         return self._expect(w, data, jobs, False, warm)
 
+    def gold_configurations(self, data: LoopyData, i: int) -> np.ndarray:
+        """The gold configuration of every factor of instance i (its flat
+        index into the factor's table)."""
+        g = data.graphs[i]
+        out = np.empty(g.n_factors, dtype=np.int64)
+        _gold_index(data.gold[i], g.f_ptr, g.f_var, g.e_stride, out)
+        return out
+
     def gold_counts(self, data: LoopyData) -> np.ndarray:
         """Feature counts of the gold assignment (fully observed models)."""
         counts = np.zeros(self.n_features)
         for i, g in enumerate(data.graphs):
             onehot = np.zeros(g.n_table)
-            x = data.gold[i]
-            for f in range(g.n_factors):
-                vs = g.factor_vars(f)
-                idx = int(sum(int(x[v]) * int(s) for v, s in
-                              zip(vs, g.e_stride[g.f_ptr[f]:g.f_ptr[f + 1]])))
-                onehot[g.tab_ptr[f] + idx] = 1.0
-            _feature_expectations(int(data.inst_fptr[i]), int(data.inst_fptr[i + 1]), g.tab_ptr,
-                                  data.fac_ptr, data.fac_row, data.fac_val, self.row_ptr,
-                                  self.feat_config, onehot, counts)
+            onehot[g.tab_ptr[:-1] + self.gold_configurations(data, i)] = 1.0
+            self.add_counts(data, i, onehot, counts)
         return counts
 
     def clamped_expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1,

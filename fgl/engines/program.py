@@ -77,13 +77,17 @@ class Program(Protocol):
     n_features: int
     has_hidden: bool
 
-    def expectations(self, w: np.ndarray, data: Any, jobs: int) -> Expectations:
-        """Σ_i log Z(x_i) and the expected feature counts under the model."""
+    def expectations(self, w: np.ndarray, data: Any, jobs: int, warm: Any = None
+                     ) -> Expectations:
+        """Σ_i log Z(x_i) and the expected feature counts under the model;
+        ``warm``: state an approximate engine carries between calls (its
+        ``warm_start(data)``), None for exact engines."""
 
     def gold_counts(self, data: Any) -> np.ndarray:
         """Feature counts of the gold assignment (fully observed data)."""
 
-    def clamped_expectations(self, w: np.ndarray, data: Any, jobs: int) -> Expectations:
+    def clamped_expectations(self, w: np.ndarray, data: Any, jobs: int, warm: Any = None
+                             ) -> Expectations:
         """log Z(y, x) of the program clamped to the observed labels and its
         expected counts (Sutton & McCallum eq. 1.47, 1.52); needed only when
         ``has_hidden``."""

@@ -42,7 +42,10 @@ class SemiMarkovProgram:
     def n_features(self) -> int:
         return len(self.feat_pattern)
 
-    def expectations(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> Expectations:
+    def expectations(self, w: np.ndarray, data: EncodedData, jobs: int = 1,
+                     warm: None = None) -> Expectations:
+        """Σ log Z and expected counts (``warm``: exact inference carries
+        nothing between calls, so there is none)."""
         units = spans.units(data)
 
         def work(i0: int, i1: int, grad: np.ndarray) -> tuple[float, np.ndarray]:

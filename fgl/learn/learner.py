@@ -9,8 +9,9 @@ footnote 5),
 where Z(y, x) is the program clamped to the gold labels — exp(w·F(x, y))
 when every variable is observed, a sum over the hidden ones otherwise
 (Sutton & McCallum eq. 1.46-1.48).  Its gradient (Sutton & McCallum eq.
-1.22, 1.52): expected minus clamped-expected feature counts plus w / σ².  The program supplies both
-(``fgl.engines.program.Program``); L-BFGS (``fgl.learn.lbfgs``) minimises.
+1.22, 1.52): expected minus clamped-expected feature counts plus w / σ².
+The program supplies both (``fgl.engines.program.Program``); L-BFGS
+(``fgl.learn.lbfgs``) minimises.
 
 Under approximate inference (loopy BP / TRP, Sutton & McCallum §1.4.4) the
 objective is the Bethe approximation and its gradient the beliefs' expected
@@ -61,7 +62,7 @@ class TrainingLog:
 
 
 @njit(cache=True, nogil=True)
-def _add_prior(grad, w, inv_var):
+def add_prior(grad, w, inv_var):
     """grad += w / σ² in place; returns Σ w² / (2σ²).  ``inv_var`` holds
     1/σ² per weight, or one value for all."""
     total = 0.0
@@ -71,6 +72,14 @@ def _add_prior(grad, w, inv_var):
         grad[k] += p
         total += p * w[k]
     return 0.5 * total
+
+
+def inverse_variance(sigma: np.ndarray) -> np.ndarray:
+    """1/σ² per weight for ``add_prior``, or one value when all are equal."""
+    sigma = np.asarray(sigma, dtype=np.float64)
+    if sigma.size and (sigma == sigma.flat[0]).all():  # one prior for every weight
+        sigma = sigma.flat[:1]
+    return 1.0 / np.square(sigma)
 
 
 class Objective:
@@ -91,10 +100,7 @@ class Objective:
     def __init__(self, program: Program, data: object, sigma: np.ndarray, jobs: int = 0,
                  warm_start: bool = True):
         self.program, self.data, self.jobs = program, data, resolve_jobs(jobs)
-        sigma = np.asarray(sigma, dtype=np.float64)
-        if sigma.size and (sigma == sigma.flat[0]).all():  # one prior for every weight
-            sigma = sigma.flat[:1]
-        self.inv_var = 1.0 / np.square(sigma)
+        self.inv_var = inverse_variance(sigma)
         self.gold_counts = None if program.has_hidden else program.gold_counts(data)
         self.stats: InferenceStats | None = None
         make = getattr(program, "warm_start", None) if warm_start else None
@@ -124,23 +130,17 @@ class Objective:
                 warm.accept()
 
     def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
-        if self.warm is None:  # (exact engines: their three-argument call)
-            model = self.program.expectations(w, self.data, self.jobs)
-        else:
-            model = self.program.expectations(w, self.data, self.jobs, warm=self.warm)
+        model = self.program.expectations(w, self.data, self.jobs, warm=self.warm)
         grad = model.counts  # the program's fresh array: update it in place
         if self.gold_counts is None:
-            if self.warm_clamped is None:
-                gold = self.program.clamped_expectations(w, self.data, self.jobs)
-            else:
-                gold = self.program.clamped_expectations(w, self.data, self.jobs,
-                                                         warm=self.warm_clamped)
+            gold = self.program.clamped_expectations(w, self.data, self.jobs,
+                                                     warm=self.warm_clamped)
             gold_log_z, observed = gold.log_z, gold.counts
         else:
             gold_log_z, observed = float(w @ self.gold_counts), self.gold_counts
         grad -= observed
         self.stats = model.stats
-        prior = _add_prior(grad, w, self.inv_var) if len(w) else 0.0
+        prior = add_prior(grad, w, self.inv_var) if len(w) else 0.0
         return float(model.log_z - gold_log_z + prior), grad
 
 

@@ -25,16 +25,7 @@ from numba import njit
 from fgl.engines.data import resolve_jobs, thread_pool
 from fgl.engines.loopy_program import LoopyData, LoopyProgram
 from fgl.errors import FglError
-
-
-@njit(cache=True, nogil=True)
-def _gold_index(gold, f_ptr, f_var, e_stride, out):
-    """Each factor's gold configuration (flat index into its table)."""
-    for f in range(f_ptr.shape[0] - 1):
-        x = 0
-        for e in range(f_ptr[f], f_ptr[f + 1]):
-            x += gold[f_var[e]] * e_stride[e]
-        out[f] = x
+from fgl.learn.learner import add_prior, inverse_variance
 
 
 @njit(cache=True, nogil=True)
@@ -107,14 +98,9 @@ class LocalObjective:
                            "objective setting)")
         self.kind, self.program, self.data = kind, program, data
         self.jobs = resolve_jobs(jobs)
-        sigma = np.asarray(sigma, dtype=np.float64)
-        self.inv_var = 1.0 / np.square(sigma)
+        self.inv_var = inverse_variance(sigma)
         self.stats = None  # no approximate inference runs here
-        self.gold_index = []
-        for i, g in enumerate(data.graphs):
-            out = np.empty(g.n_factors, dtype=np.int64)
-            _gold_index(data.gold[i], g.f_ptr, g.f_var, g.e_stride, out)
-            self.gold_index.append(out)
+        self.gold_index = [program.gold_configurations(data, i) for i in range(data.n_sequences)]
         self.gold_counts = np.zeros(program.n_features)
         for i, g in enumerate(data.graphs):  # gold counts, once per term that holds them
             onehot = np.zeros(g.n_table)
@@ -151,6 +137,5 @@ class LocalObjective:
         for g in grads[1:]:
             grad += g
         grad -= self.gold_counts
-        inv_var = self.inv_var if self.inv_var.size == len(w) else self.inv_var.flat[0]
-        grad += inv_var * w
-        return float(-ll + 0.5 * np.sum(inv_var * w * w)), grad
+        prior = add_prior(grad, w, self.inv_var) if len(w) else 0.0
+        return float(-ll + prior), grad
