@@ -8,7 +8,9 @@ import dataclasses
 import numpy as np
 import pytest
 from gradcheck import assert_gradient_matches_central_differences
+from test_loopy_models import CHAIN as LOOPY_CHAIN
 from test_loopy_models import LATENT as LOOPY_LATENT
+from test_loopy_models import NEVER, SKIP
 
 from fgl.io.synth import segment_sequences
 from fgl.lang.checks import validate
@@ -16,18 +18,8 @@ from fgl.lang.parser import parse_spec
 from fgl.learn.learner import Objective, train_lbfgs
 from fgl.registry import compile_model
 
-CHAIN = """
-columns word, label
-output label
-template state: y[t] ~ bias, word[t], word[t-1]
-template trans: y[t-1..t]
-{extra}
-{infer}
-{train}
-"""
-# a skip template whose predicate never holds leaves every factor graph a chain
-NEVER = 'template skip: (y[i], y[j]) where word[i] == word[j] and regex(word[i], "^never$") ~ bias'
-SKIP = 'template skip: (y[i], y[j]) where word[i] == word[j] ~ bias, either(word[t])'
+# the chain spec of test_loopy_models, with a place for training settings
+CHAIN = LOOPY_CHAIN + "{train}\n"
 
 
 def _compiled(extra, infer, train="", n=12, length=10, vocab=12, seed=4):

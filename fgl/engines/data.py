@@ -110,3 +110,10 @@ def summed(results: list[tuple[float, np.ndarray]]) -> tuple[float, np.ndarray]:
     for _, g in results[1:]:
         grad += g
     return sum(r[0] for r in results), grad
+
+
+def sequence_log_z(program, w: np.ndarray, data: EncodedData) -> np.ndarray:
+    """log Z(x) of every sequence of ``data``: an exact program's
+    ``expectations`` on each sequence alone."""
+    return np.array([program.expectations(w, data.subset(i, i + 1)).log_z
+                     for i in range(data.n_sequences)])

@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from fgl.engines import semimarkov, spans
-from fgl.engines.data import EncodedData, run_parallel, summed
+from fgl.engines.data import EncodedData, run_parallel, sequence_log_z, summed
 from fgl.engines.program import Decoding, Expectations, Marginals
 from fgl.engines.structure import ChainStructure
 
@@ -98,5 +98,4 @@ class SemiMarkovProgram:
 
     def log_partition(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> np.ndarray:
         """log Z(x) of every sequence."""
-        return np.array([self.expectations(w, data.subset(i, i + 1)).log_z
-                         for i in range(data.n_sequences)])
+        return sequence_log_z(self, w, data)
