@@ -474,3 +474,56 @@ def test_trp_schedule_is_computed_once_per_graph():
     assert g.trp_schedule()[0] is g.trp_schedule()[0]
     first = g.trp_schedule(g.spanning_trees(3))
     assert g.trp_schedule(g.spanning_trees(3))[0] is first[0]
+
+
+# --------------------------------------------------------------------------
+# the scaled (probability-domain) kernels against the log-space ones
+
+
+@SETTINGS
+@given(n_vars=st.integers(1, 9), n_factors=st.integers(0, 11), seed=st.integers(0, 2**32 - 1),
+       schedule=st.sampled_from(["flooding", "trp"]), use_max=st.booleans(),
+       damping=st.sampled_from([0.0, 0.5]), scale=st.sampled_from([0.3, 2.0]),
+       hard=st.booleans())
+def test_scaled_kernels_match_log_space_kernels(n_vars, n_factors, seed, schedule, use_max,
+                                                damping, scale, hard):
+    """Both kernels run to a tight tolerance reach the same fixed point:
+    same log Z (Bethe, or the MAP score), beliefs and decoded score.
+    Factors of arity 1-4 exercise the pairwise fast path and the counter
+    walk.  On loopy graphs only weak sum-product cases are compared: strong
+    or max-product loopy BP may have several fixed points, and the two
+    kernels damp differently (log space against probability domain), so
+    they may reach different ones."""
+    rng = np.random.default_rng(seed)
+    card, factors = loopy_graph(n_vars, n_factors, rng, max_arity=4)
+    g = FactorGraph.from_factors(card, factors)
+    if not g.is_tree():
+        use_max, scale = False, 0.3
+    lp = potentials(g, rng, scale)
+    if hard:
+        lp = with_hard_zeros(lp, rng, 0.1)
+    assume(np.isfinite(exact(g, lp).map_score))
+    kw = dict(schedule=schedule, use_max=use_max, damping=damping, tol=1e-13, max_iter=3000)
+    fast = belief_propagation(g, lp, **kw)
+    slow = belief_propagation(g, lp, log_domain=True, **kw)
+    assume(fast.converged and slow.converged)
+    assert fast.log_z == pytest.approx(slow.log_z, abs=1e-8)
+    assert_beliefs_close(fast, slow.var_beliefs, slow.factor_beliefs, 1e-8)
+
+
+def test_scaled_kernels_fall_back_to_log_space_on_underflow():
+    """Potentials 2000 apart underflow exp(θ - max θ) to zero: the scaled
+    kernel gives up and the log-space one answers, exactly on a chain."""
+    g = FactorGraph.from_factors([2, 2, 2], [[0, 1], [1, 2], [0], [2]])
+    lp = np.array([0.0, -2000.0, -2000.0, 0.0,      # y0 == y1
+                   0.0, -2000.0, -2000.0, 0.0,      # y1 == y2
+                   -2000.0, 0.0,                    # y0 = 1 ...
+                   0.0, -2000.0])                   # ... against y2 = 0
+    ex = exact(g, lp)
+    for use_max in (False, True):
+        r = belief_propagation(g, lp, use_max=use_max)
+        ref = belief_propagation(g, lp, use_max=use_max, log_domain=True)
+        assert r.converged and r.log_z == pytest.approx(ref.log_z, abs=1e-9)
+        assert r.log_z == pytest.approx(ex.map_score if use_max else ex.log_z, abs=1e-9)
+        assert_beliefs_close(r, ex.var_beliefs if not use_max else ref.var_beliefs,
+                             ex.factor_beliefs if not use_max else ref.factor_beliefs, 1e-9)

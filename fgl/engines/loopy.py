@@ -42,6 +42,7 @@ from typing import Sequence
 import numpy as np
 from numba import njit
 
+from fgl.engines import bp_scaled
 from fgl.engines.factor_graph import FactorGraph
 
 NEG_INF = -np.inf
@@ -52,15 +53,22 @@ class BPResult:
     """The outcome of one inference call."""
 
     log_z: float                    # Bethe log Z (exact on trees); max-product: score of map_state
-    var_beliefs: list[np.ndarray]   # normalised (max-)marginals per variable
+    var_flat: np.ndarray            # normalised (max-)marginals, all variables, var_ptr layout
+    var_ptr: np.ndarray             # [V+1] offsets of each variable's block in var_flat
     factor_beliefs: np.ndarray      # flat, tab_ptr layout, each block normalised
     iterations: int
-    residual: float                 # largest message change (log space) in the last pass
+    residual: float                 # largest relative message change in the last pass
     converged: bool
     map_state: np.ndarray | None = None   # decoded assignment (max-product and exact)
     map_score: float | None = None        # its score Σ_f θ_f(x_f)
-    # (factor->var, var->factor), for warm starts
+    # (factor->var, var->factor) messages, normalised, probability domain: for warm starts
     messages: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def var_beliefs(self) -> list[np.ndarray]:
+        """The normalised (max-)marginal of each variable."""
+        p = self.var_ptr
+        return [self.var_flat[p[v]:p[v + 1]] for v in range(len(p) - 1)]
 
 
 # --------------------------------------------------------------------------
@@ -323,14 +331,11 @@ def _check_pot(graph: FactorGraph, log_pot) -> np.ndarray:
     return log_pot
 
 
-def _split_vars(graph: FactorGraph, flat: np.ndarray) -> list[np.ndarray]:
-    return [flat[graph.var_ptr[v]:graph.var_ptr[v + 1]].copy() for v in range(graph.n_vars)]
-
-
 def belief_propagation(graph: FactorGraph, log_pot: np.ndarray, *, schedule: str = "flooding",
                        use_max: bool = False, damping: float = 0.0, tol: float = 1e-10,
                        max_iter: int = 500, trees: Sequence[np.ndarray] | None = None,
-                       init: tuple[np.ndarray, np.ndarray] | None = None) -> BPResult:
+                       init: tuple[np.ndarray, np.ndarray] | None = None,
+                       log_domain: bool = False) -> BPResult:
     """Loopy (exact on forests) sum- or max-product BP (Sutton & McCallum §1.4.4).
 
     ``schedule`` is "flooding" or "trp" (trees from ``trees``, default
@@ -339,7 +344,11 @@ def belief_propagation(graph: FactorGraph, log_pot: np.ndarray, *, schedule: str
     approximation (exact on a forest), beliefs the approximate marginals.
     Max-product: beliefs are the normalised max-marginals, ``map_state`` the
     decoded assignment (back-tracking on a forest, per-variable belief argmax
-    otherwise) and ``log_z`` = ``map_score`` its exact score."""
+    otherwise) and ``log_z`` = ``map_score`` its exact score.
+
+    The scaled probability-domain kernels of ``fgl.engines.bp_scaled`` run
+    first; when a message underflows there (or ``log_domain`` is set) the
+    log-space kernels of this module run instead, from the same start."""
     log_pot = _check_pot(graph, log_pot)
     if not 0.0 <= damping < 1.0:
         raise ValueError("damping must lie in [0, 1)")
@@ -351,23 +360,70 @@ def belief_propagation(graph: FactorGraph, log_pot: np.ndarray, *, schedule: str
         raise ValueError(f"unknown schedule {schedule!r} (flooding or trp)")
     M = int(graph.msg_ptr[-1])
     if init is None:
-        fv = np.zeros(M)
-        vf = np.zeros(M)
+        fv0 = vf0 = None
     else:
-        fv = np.array(init[0], dtype=np.float64)
-        vf = np.array(init[1], dtype=np.float64)
-        if fv.shape != (M,) or vf.shape != (M,):
+        fv0 = np.array(init[0], dtype=np.float64)
+        vf0 = np.array(init[1], dtype=np.float64)
+        if fv0.shape != (M,) or vf0.shape != (M,):
             raise ValueError("init messages do not match the graph")
-    g = graph
+    args = (graph, log_pot, sched_edge, sched_dir, schedule == "flooding", bool(use_max),
+            float(damping), float(tol), int(max_iter))
+    result = None if log_domain else _run_scaled(*args, fv0, vf0)
+    if result is None:
+        with np.errstate(divide="ignore"):
+            result = _run_log(*args, None if fv0 is None else np.log(fv0),
+                              None if vf0 is None else np.log(vf0))
+    return result
+
+
+def _run_scaled(g: FactorGraph, log_pot, sched_edge, sched_dir, flooding, use_max, damping, tol,
+                max_iter, fv, vf) -> BPResult | None:
+    """BP by ``fgl.engines.bp_scaled``; None when a normaliser failed."""
+    if fv is None:  # uniform, normalised
+        c = g.card[g.f_var]
+        start = np.repeat(np.ones(c.size) if use_max else 1.0 / c, c)
+        fv, vf = start, start.copy()
+    psi = np.empty(g.n_table)
+    shift = np.empty(g.n_factors)
+    bp_scaled.potentials(log_pot, g.tab_ptr, psi, shift)
+    it, res, ok = bp_scaled.propagate(psi, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac,
+                                      g.msg_ptr, g.v_ptr, g.v_edge, sched_edge, sched_dir,
+                                      flooding, use_max, damping, tol, max_iter, fv, vf)
+    if not ok:
+        return None
+    bv = np.empty(int(g.var_ptr[-1]))
+    bf = np.empty(g.n_table)
+    log_z, ok = bp_scaled.beliefs(psi, shift, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.msg_ptr,
+                                  g.v_ptr, g.v_edge, g.var_ptr, fv, vf, use_max, bv, bf)
+    if not ok:
+        return None
+    map_state = None
+    if use_max:
+        map_state = np.empty(g.n_vars, dtype=np.int64)
+        if g.is_tree():
+            roots, order_f, order_e = g.decode_order()
+            bp_scaled.backtrack(psi, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, g.msg_ptr,
+                                vf, g.var_ptr, bv, roots, order_f, order_e, map_state)
+        else:
+            _argmax_beliefs(g.card, g.var_ptr, bv, map_state)
+    return _result(g, log_pot, float(log_z), bv, bf, it, res, tol, map_state, (fv, vf))
+
+
+def _run_log(g: FactorGraph, log_pot, sched_edge, sched_dir, flooding, use_max, damping, tol,
+             max_iter, fv, vf) -> BPResult:
+    """BP by the log-space kernels of this module (messages returned in the
+    probability domain, like ``_run_scaled``'s)."""
+    M = int(g.msg_ptr[-1])
+    fv = np.zeros(M) if fv is None else fv
+    vf = np.zeros(M) if vf is None else vf
     it, res = _propagate(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac, g.e_stride,
-                         g.msg_ptr, g.v_ptr, g.v_edge, sched_edge, sched_dir, bool(use_max),
-                         float(damping), float(tol), int(max_iter), fv, vf)
+                         g.msg_ptr, g.v_ptr, g.v_edge, sched_edge, sched_dir, use_max,
+                         damping, tol, max_iter, fv, vf)
     log_bv = np.empty(int(g.var_ptr[-1]))
     log_bf = np.empty(g.n_table)
     _log_beliefs(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, g.msg_ptr, g.v_ptr,
                  g.v_edge, g.var_ptr, fv, vf, log_bv, log_bf)
     map_state = None
-    map_score = None
     if use_max:
         map_state = np.empty(g.n_vars, dtype=np.int64)
         if g.is_tree():
@@ -376,15 +432,23 @@ def belief_propagation(graph: FactorGraph, log_pot: np.ndarray, *, schedule: str
                        g.var_ptr, log_bv, roots, order_f, order_e, map_state)
         else:
             _argmax_beliefs(g.card, g.var_ptr, log_bv, map_state)
+        log_z = 0.0
+    else:
+        log_z = float(_bethe(log_pot, g.card, g.tab_ptr, g.v_ptr, g.var_ptr, log_bv, log_bf))
+    return _result(g, log_pot, log_z, np.exp(log_bv), np.exp(log_bf), it, res, tol, map_state,
+                   (np.exp(fv), np.exp(vf)))
+
+
+def _result(g: FactorGraph, log_pot, log_z, bv, bf, it, res, tol, map_state, messages
+            ) -> BPResult:
+    map_score = None
+    if map_state is not None:
         map_score = float(_score(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride,
                                  map_state))
         log_z = map_score
-    else:
-        log_z = float(_bethe(log_pot, g.card, g.tab_ptr, g.v_ptr, g.var_ptr, log_bv, log_bf))
-    return BPResult(log_z=log_z, var_beliefs=_split_vars(g, np.exp(log_bv)),
-                    factor_beliefs=np.exp(log_bf), iterations=int(it), residual=float(res),
-                    converged=bool(res < tol), map_state=map_state, map_score=map_score,
-                    messages=(fv, vf))
+    return BPResult(log_z=log_z, var_flat=bv, var_ptr=g.var_ptr, factor_beliefs=bf,
+                    iterations=int(it), residual=float(res), converged=bool(res < tol),
+                    map_state=map_state, map_score=map_score, messages=messages)
 
 
 def map_assignment(graph: FactorGraph, log_pot: np.ndarray, **kwargs) -> tuple[np.ndarray, float]:
@@ -457,6 +521,8 @@ def exact(graph: FactorGraph, log_pot: np.ndarray, max_states: int = 1_000_000) 
     flat = int(np.argmax(score))
     map_state = np.asarray(np.unravel_index(flat, score.shape), dtype=np.int64).reshape(V)
     return BPResult(log_z=float(log_z),
-                    var_beliefs=[np.asarray(b, dtype=np.float64) for b in var_b],
-                    factor_beliefs=fb, iterations=0, residual=0.0, converged=True,
+                    var_flat=np.concatenate([np.asarray(b, dtype=np.float64).reshape(-1)
+                                             for b in var_b]) if V else np.zeros(0),
+                    var_ptr=graph.var_ptr, factor_beliefs=fb, iterations=0, residual=0.0,
+                    converged=True,
                     map_state=map_state, map_score=float(score.reshape(-1)[flat]))
