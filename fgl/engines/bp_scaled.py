@@ -12,9 +12,11 @@ and no logarithm (the log-space kernel takes ~n² of each per message):
 
 Where the time goes, and what is done about it:
 
-* factor messages: pairwise factors (nearly all of a skip chain's) take a
-  dedicated loop over their table; larger factors walk theirs with a
-  mixed-radix counter — no division or modulo in any inner loop;
+* factor messages: a pairwise factor (nearly all of a skip chain's) sends
+  both its messages from one sweep of its table; larger factors walk
+  theirs with a mixed-radix counter — no division or modulo in any inner
+  loop; the passes are written as single loops (per-message numba calls
+  with array arguments measured three times slower);
 * unary factors send a constant message, ψ_f normalised: it is written once
   per run and never recomputed, damped or counted in the residual;
 * variable messages: flooding computes all of a variable's outgoing
@@ -25,12 +27,13 @@ Where the time goes, and what is done about it:
 * damping mixes normalised messages linearly, (1 - d)·new + d·old: it
   changes the path to a fixed point, not the fixed points.
 
-The residual of a pass is the largest relative change (hi - lo) / lo of any
-message entry, an upper bound of its change in log space; an entry that
-becomes or stops being zero counts as an infinite change.  A message whose
-normaliser is zero or not finite (all its mass underflowed, or an
-inconsistent clamped instance) makes a kernel return False: the caller then
-runs the log-space kernels, which represent such messages exactly.
+The residual of a pass is the largest absolute change of any normalised
+message entry, which bounds the change of the beliefs and so of the
+gradient training needs (the log-space kernels measure theirs in log
+space).  A message whose normaliser is zero or not finite (all its mass
+underflowed, or an inconsistent clamped instance) makes a kernel return
+False: the caller then runs the log-space kernels, which represent such
+messages exactly.
 """
 from __future__ import annotations
 
@@ -129,7 +132,7 @@ def _factor_message(e, psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf, use
 def _flood_factors(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf, fv, use_max, damping,
                    out, digits):
     """Every factor->variable message of the factors of two or more
-    variables; returns the largest relative change, -1 when a normaliser
+    variables; returns the largest change, -1 when a normaliser
     failed.  A pairwise factor's two messages come from one sweep of its
     table, into out[:c0] and out[c0:c0+c1].  (The normalise-damp-commit
     step is written out here and in the two passes below: as a numba
@@ -196,10 +199,9 @@ def _flood_factors(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf, fv, use
             for x in range(b, b + cv):
                 old = fv[off + x]
                 new = out[x]
-                lo = min(new, old)
-                d = max(new, old) - lo
-                if d > res * lo:
-                    res = np.inf if lo == 0.0 else d / lo
+                d = abs(new - old)
+                if d > res:
+                    res = d
                 fv[off + x] = new
             if k == 2:
                 b = cv
@@ -210,7 +212,7 @@ def _flood_factors(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf, fv, use
 def _flood_variables(card, v_ptr, v_edge, msg_ptr, fv, vf, use_max, pre, suf):
     """Every variable->factor message, m_{v->f} = Π_{g ∋ v, g != f} m_{g->v},
     by prefix and suffix products (O(d) per variable); returns the largest
-    relative change, -1 when a normaliser failed."""
+    change, -1 when a normaliser failed."""
     res = 0.0
     for v in range(card.shape[0]):
         cv = card[v]
@@ -247,10 +249,9 @@ def _flood_variables(card, v_ptr, v_edge, msg_ptr, fv, vf, use_max, pre, suf):
             for x in range(cv):
                 old = vf[o + x]
                 new = pre[k * cv + x] * inv
-                lo = min(new, old)
-                dd = max(new, old) - lo
-                if dd > res * lo:
-                    res = np.inf if lo == 0.0 else dd / lo
+                dd = abs(new - old)
+                if dd > res:
+                    res = dd
                 vf[o + x] = new
                 suf[x] *= fv[o + x]
                 big = max(big, suf[x])
@@ -262,12 +263,15 @@ def _flood_variables(card, v_ptr, v_edge, msg_ptr, fv, vf, use_max, pre, suf):
 
 @njit(cache=True, nogil=True)
 def _scheduled_pass(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge, sched_edge,
-                    sched_dir, fv, vf, use_max, damping, out, digits):
+                    sched_dir, msgs, use_max, damping, out, digits):
     """One pass of a schedule of single updates (edge, direction 1 =
     factor->variable, 0 = variable->factor), as TRP's tree passes are;
-    returns the largest relative change, -1 when a normaliser failed.
+    returns the largest change, -1 when a normaliser failed.
     Updates touching unary factors are skipped: their factor->variable
     messages are constant and the variable->factor ones only feed beliefs."""
+    M = msgs.shape[0] // 2
+    fv = msgs[:M]
+    vf = msgs[M:]
     res = 0.0
     for k in range(sched_edge.shape[0]):
         e = sched_edge[k]
@@ -278,7 +282,7 @@ def _scheduled_pass(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_e
         v = f_var[e]
         cv = card[v]
         if sched_dir[k] == 1:
-            msg = fv
+            off = msg_ptr[e]
             damp = damping
             if f_ptr[f + 1] - a == 2:
                 t0 = tab_ptr[f]
@@ -288,12 +292,12 @@ def _scheduled_pass(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_e
                     for x0 in range(cv):
                         row = t0 + x0 * c1
                         s = 0.0
-                        for x1 in range(c1):
-                            q = psi[row + x1] * vf[m + x1]
-                            if use_max:
-                                s = max(s, q)
-                            else:
-                                s += q
+                        if use_max:
+                            for x1 in range(c1):
+                                s = max(s, psi[row + x1] * vf[m + x1])
+                        else:
+                            for x1 in range(c1):
+                                s += psi[row + x1] * vf[m + x1]
                         out[x0] = s
                 else:           # out[x1] = ⊕_x0 ψ[x0, x1] μ(x0)
                     m = msg_ptr[a]
@@ -302,17 +306,17 @@ def _scheduled_pass(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_e
                     for x0 in range(card[f_var[a]]):
                         u = vf[m + x0]
                         row = t0 + x0 * cv
-                        for x1 in range(cv):
-                            q = psi[row + x1] * u
-                            if use_max:
-                                out[x1] = max(out[x1], q)
-                            else:
-                                out[x1] += q
+                        if use_max:
+                            for x1 in range(cv):
+                                out[x1] = max(out[x1], psi[row + x1] * u)
+                        else:
+                            for x1 in range(cv):
+                                out[x1] += psi[row + x1] * u
             else:
                 _factor_message(e, psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf,
                                 use_max, out, digits)
         else:
-            msg = vf
+            off = M + msg_ptr[e]
             damp = 0.0
             for x in range(cv):
                 out[x] = 1.0
@@ -338,9 +342,8 @@ def _scheduled_pass(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_e
         if not (0.0 < z < np.inf):
             return -1.0
         inv = (1.0 - damp) / z
-        off = msg_ptr[e]
         for x in range(cv):
-            out[x] = out[x] * inv + damp * msg[off + x]
+            out[x] = out[x] * inv + damp * msgs[off + x]
         if use_max and damp > 0.0:
             z = 0.0
             for x in range(cv):
@@ -348,24 +351,27 @@ def _scheduled_pass(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_e
             for x in range(cv):
                 out[x] /= z
         for x in range(cv):
-            old = msg[off + x]
+            old = msgs[off + x]
             new = out[x]
-            lo = min(new, old)
-            d = max(new, old) - lo
-            if d > res * lo:
-                res = np.inf if lo == 0.0 else d / lo
-            msg[off + x] = new
+            d = abs(new - old)
+            if d > res:
+                res = d
+            msgs[off + x] = new
     return res
 
 
 @njit(cache=True, nogil=True)
 def propagate(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge, sched_edge,
-              sched_dir, flooding, use_max, damping, tol, max_iter, fv, vf):
+              sched_dir, flooding, use_max, damping, tol, max_iter, msgs):
     """Run BP passes until one changes no message by ``tol`` or more.
     ``flooding``: each pass updates every factor->variable message, then
     every variable->factor one; otherwise it follows the schedule.  Unary
-    factors' messages are set once, first.  Returns (passes run, last
+    factors' messages are set once, first.  ``msgs``: the factor->variable
+    messages, then the variable->factor ones.  Returns (passes run, last
     residual, ok): ok False when a normaliser failed."""
+    M = msgs.shape[0] // 2
+    fv = msgs[:M]
+    vf = msgs[M:]
     V = card.shape[0]
     F = f_ptr.shape[0] - 1
     max_card = 1
@@ -401,7 +407,7 @@ def propagate(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge, s
                 res = -1.0 if r2 < 0.0 else max(res, r2)
         else:
             res = _scheduled_pass(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr,
-                                  v_edge, sched_edge, sched_dir, fv, vf, use_max, damping, out0,
+                                  v_edge, sched_edge, sched_dir, msgs, use_max, damping, out0,
                                   digits)
         if res < 0.0:
             return it, np.inf, False

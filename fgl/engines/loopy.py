@@ -57,7 +57,7 @@ class BPResult:
     var_ptr: np.ndarray             # [V+1] offsets of each variable's block in var_flat
     factor_beliefs: np.ndarray      # flat, tab_ptr layout, each block normalised
     iterations: int
-    residual: float                 # largest relative message change in the last pass
+    residual: float                 # largest change of a normalised message entry, last pass
     converged: bool
     map_state: np.ndarray | None = None   # decoded assignment (max-product and exact)
     map_score: float | None = None        # its score Σ_f θ_f(x_f)
@@ -379,16 +379,22 @@ def belief_propagation(graph: FactorGraph, log_pot: np.ndarray, *, schedule: str
 def _run_scaled(g: FactorGraph, log_pot, sched_edge, sched_dir, flooding, use_max, damping, tol,
                 max_iter, fv, vf) -> BPResult | None:
     """BP by ``fgl.engines.bp_scaled``; None when a normaliser failed."""
+    M = int(g.msg_ptr[-1])
+    msgs = np.empty(2 * M)  # factor->variable messages, then variable->factor ones
     if fv is None:  # uniform, normalised
         c = g.card[g.f_var]
-        start = np.repeat(np.ones(c.size) if use_max else 1.0 / c, c)
-        fv, vf = start, start.copy()
+        msgs[:M] = np.repeat(np.ones(c.size) if use_max else 1.0 / c, c)
+        msgs[M:] = msgs[:M]
+    else:
+        msgs[:M] = fv
+        msgs[M:] = vf
+    fv, vf = msgs[:M], msgs[M:]
     psi = np.empty(g.n_table)
     shift = np.empty(g.n_factors)
     bp_scaled.potentials(log_pot, g.tab_ptr, psi, shift)
     it, res, ok = bp_scaled.propagate(psi, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac,
                                       g.msg_ptr, g.v_ptr, g.v_edge, sched_edge, sched_dir,
-                                      flooding, use_max, damping, tol, max_iter, fv, vf)
+                                      flooding, use_max, damping, tol, max_iter, msgs)
     if not ok:
         return None
     bv = np.empty(int(g.var_ptr[-1]))
