@@ -9,6 +9,7 @@ one thread each (the numba kernels release the GIL).
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
@@ -102,6 +103,34 @@ def map_instances(jobs: int, n: int, fn: Callable[[int], object]) -> list:
     if jobs == 1:
         return [fn(i) for i in range(n)]
     return list(thread_pool(jobs).map(fn, range(n)))
+
+
+def reduce_instances(jobs: int, n: int, fn: Callable[[int, object], None],
+                     accumulator: Callable[[], object]) -> list:
+    """Run ``fn(i, acc)`` for every i in range(n) on up to ``jobs`` threads,
+    each thread taking the next instance when it is free (instances differ
+    in cost: BP may need 2 passes on one and 50 on the next) and adding into
+    its own accumulator; returns the accumulators.  They are made here, in
+    the calling thread (see ``run_parallel``)."""
+    jobs = min(resolve_jobs(jobs), max(n, 1))
+    accs = [accumulator() for _ in range(jobs)]
+    if jobs == 1:
+        for i in range(n):
+            fn(i, accs[0])
+        return accs
+    lock = threading.Lock()
+    todo = iter(range(n))
+
+    def worker(acc: object) -> None:
+        while True:
+            with lock:
+                i = next(todo, None)
+            if i is None:
+                return
+            fn(i, acc)
+
+    list(thread_pool(jobs).map(worker, accs))
+    return accs
 
 
 def summed(results: list[tuple[float, np.ndarray]]) -> tuple[float, np.ndarray]:
