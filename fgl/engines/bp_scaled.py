@@ -43,19 +43,43 @@ from numba import njit
 RESCALE = 1e-150  # a partial product with a smaller largest entry is rescaled
 
 
+SHARED_SIZES = 4096  # tables up to this size are checked against the last one of their size
+
+
 @njit(cache=True, nogil=True)
 def potentials(log_pot, tab_ptr, psi, shift):
     """ψ_f = exp(θ_f - shift_f) per factor table, shift_f = max θ_f (0 for
-    an all -inf table, whose ψ_f is all 0)."""
+    an all -inf table, whose ψ_f is all 0).  Templates tie weights, so many
+    tables are equal (every transition factor of a chain without
+    observations on its edges): a table equal to the last one of its size
+    copies that one's ψ instead of taking n exponentials."""
+    last = np.full(SHARED_SIZES, -1, dtype=np.int64)  # the last factor of each table size
     for f in range(tab_ptr.shape[0] - 1):
+        t0 = tab_ptr[f]
+        n = tab_ptr[f + 1] - t0
+        if n < SHARED_SIZES:
+            g = last[n]
+            if g >= 0:
+                s0 = tab_ptr[g]
+                same = True
+                for i in range(n):
+                    if log_pot[s0 + i] != log_pot[t0 + i]:
+                        same = False
+                        break
+                if same:
+                    shift[f] = shift[g]
+                    for i in range(n):
+                        psi[t0 + i] = psi[s0 + i]
+                    continue
+            last[n] = f
         m = -np.inf
-        for i in range(tab_ptr[f], tab_ptr[f + 1]):
+        for i in range(t0, t0 + n):
             if log_pot[i] > m:
                 m = log_pot[i]
         if m == -np.inf:
             m = 0.0
         shift[f] = m
-        for i in range(tab_ptr[f], tab_ptr[f + 1]):
+        for i in range(t0, t0 + n):
             psi[i] = np.exp(log_pot[i] - m)
 
 
