@@ -173,7 +173,8 @@ class CRF:
         self.weights, self.training_log = train_lbfgs(
             model.program, data, model.feat_sigma, max_iter=int(self.settings["max_iter"]),
             tol=float(self.settings["tol"]), jobs=self.jobs, w0=model.initial_weights(),
-            progress=_print_progress if self.verbose else None, objective=objective)
+            progress=_print_progress if self.verbose else None, objective=objective,
+            bp_start=str(self.settings["bp_start"]))
         self.model = model
         return self
 

@@ -18,6 +18,7 @@ from fgl.compile.sequence import ChainModel, SegmentModel
 from fgl.errors import FglError
 from fgl.lang import ast
 from fgl.lang.checks import labels_text
+from fgl.lang.settings import infer_settings
 from fgl.model import Model
 
 
@@ -49,6 +50,11 @@ def _factor_graph_reason(spec: ast.Spec) -> str | None:
         if tpl.where or any(r.index != "t" or r.var != tpl.labels[0].var for r in tpl.labels):
             return (f"template '{tpl.name}' links {labels_text(tpl.labels)}, which is not a "
                     "contiguous label window of one chain (a skip edge or pair)")
+        positions = [k for r in tpl.labels for k in range(r.lo, r.hi + 1)]
+        if len(tpl.labels) > 1 and positions != list(range(1 - len(positions), 1)):
+            return (f"template '{tpl.name}' links {labels_text(tpl.labels)}, not a contiguous "
+                    "window y[t-k..t]: a clique with a gap (or out of order, or not ending at "
+                    "t), unrolled into a factor graph per sequence")
     return None
 
 
@@ -66,7 +72,8 @@ def _chain_reason(spec: ast.Spec) -> str | None:
 
 ENGINES: tuple[Engine, ...] = (
     Engine("factor graph", FactorGraphModel,
-           "belief propagation over a factor graph per instance (Sutton & McCallum §1.4.4, §1.5)",
+           "exact junction tree or belief propagation over a factor graph per instance "
+           "(Koller & Friedman 2009 ch. 10; Sutton & McCallum §1.4.4, §1.5)",
            _factor_graph_reason, ("likelihood", "piecewise", "pseudo_likelihood")),
     Engine("segments", SegmentModel, "exact high-order semi-Markov (Cuong et al. 2014 §2)",
            _segments_reason),
@@ -89,10 +96,18 @@ class Choice:
         """What runs, with the spec's inference method for factor graphs."""
         if self.engine.name != "factor graph":
             return self.engine.title
-        method = spec.infer_method[0] if spec.infer_method else "loopy"
+        method, settings = infer_settings(spec)
+        cite = "Sutton & McCallum §1.4.4, §1.5"
+        if method in ("auto", "junction_tree"):
+            run = ("exact junction tree where the largest clique table ≤ {}, loopy BP (TRP) "
+                   "elsewhere"
+                   if method == "auto" else
+                   "exact junction tree (an error where a clique table would exceed {} entries)")
+            return (f"a factor graph per instance: {run.format(settings['max_table'])} "
+                    f"(Koller & Friedman 2009 ch. 10; {cite})")
         run = {"exact": "exact enumeration", "trp": "loopy belief propagation with the TRP "
                "schedule"}.get(method, "loopy belief propagation")
-        return f"{run} over a factor graph per instance (Sutton & McCallum §1.4.4, §1.5)"
+        return f"{run} over a factor graph per instance ({cite})"
 
 
 def choose(spec: ast.Spec) -> Choice:

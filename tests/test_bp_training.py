@@ -145,8 +145,8 @@ class _Chained:
 def test_warm_started_gradient_matches_finite_differences():
     model, enc = _compiled(SKIP, "infer loopy(tol = 1e-13, max_iter = 2000, damping = 0.3)",
                            n=4, length=8, vocab=4)
-    objective = Objective(model.program, enc, model.feat_sigma, jobs=1)
-    assert objective.warm is not None
+    objective = Objective(model.program, enc, model.feat_sigma, jobs=1, bp_start="warm")
+    assert objective.warm is not None and objective.warm.carry
     assert_gradient_matches_central_differences(_Chained(objective), model.program.n_features,
                                                 scale=0.3, n_checks=25, rtol=1e-5)
     assert objective.stats.not_converged == 0
@@ -164,7 +164,7 @@ def test_warm_started_gradient_with_hidden_variables():
                              seed=4)[0]
     model, enc = compile_model(validate(parse_spec(LATENT, "<test>")), data)
     assert model.program.has_hidden and sum(g.n_cycles() for g in enc.graphs) > 0
-    objective = Objective(model.program, enc, model.feat_sigma, jobs=1)
+    objective = Objective(model.program, enc, model.feat_sigma, jobs=1, bp_start="warm")
     assert objective.warm is not None and objective.warm_clamped is not None
     assert_gradient_matches_central_differences(_Chained(objective), model.program.n_features,
                                                 scale=0.5, n_checks=25, rtol=1e-5)
@@ -231,7 +231,7 @@ def test_a_failing_line_search_is_recovered_and_reported():
     assert f"{n} line-search recover{'y' if n == 1 else 'ies'}" in log.message
 
     # judged by one precise objective, the recovered run got further
-    judge = Objective(_precise(model), enc, sigma, jobs=1, warm_start=False)
+    judge = Objective(_precise(model), enc, sigma, jobs=1, bp_start="cold")
     f_recovered, _ = judge(w)
     f_stalled, _ = judge(w_stalled)
     assert judge.stats.not_converged == 0
@@ -244,13 +244,60 @@ def test_progress_rows_show_the_last_evaluations_bp_effort():
     a cold start at the same weights takes."""
     model, enc = _compiled(SKIP, "infer trp(tol = 1e-8, max_iter = 500)",
                            train="train { sigma = 1 }", n=20)
-    objective = Objective(model.program, enc, model.feat_sigma, jobs=1)
+    objective = Objective(model.program, enc, model.feat_sigma, jobs=1, bp_start="warm")
     w, log = train_lbfgs(model.program, enc, model.feat_sigma, max_iter=100, jobs=1,
                          objective=objective)
     assert "objective improved by less than" in log.message   # near a fit
     last = log.iterations[-1]["inference"]
     assert last is objective.stats and log.inference is last
     assert last.instances == enc.n_sequences and last.not_converged == 0
-    cold = Objective(model.program, enc, model.feat_sigma, jobs=1, warm_start=False)
+    cold = Objective(model.program, enc, model.feat_sigma, jobs=1, bp_start="cold")
     cold(w)
     assert last.max_iterations < cold.stats.max_iterations
+
+
+def test_cold_objective_is_a_function_of_the_weights():
+    """By default (train { bp_start = cold }) every evaluation starts BP from
+    uniform messages: the objective at w is the same whatever was evaluated
+    or accepted before — on a frustrated model where a warm start is not."""
+    model, enc = _compiled(SKIP, "infer trp(max_iter = 50, tol = 1e-4)", vocab=8, n=15)
+    w = _weights(model, 1.5, seed=3)
+    cold = Objective(model.program, enc, model.feat_sigma, jobs=1)
+    assert cold.warm is not None and not cold.warm.carry
+    first = cold(w)
+    for seed in range(4):
+        cold(_weights(model, 1.5, seed=10 + seed))
+        cold.accept()
+    again = cold(w)
+    assert again[0] == first[0]
+    np.testing.assert_array_equal(again[1], first[1])
+    warm = Objective(model.program, enc, model.feat_sigma, jobs=1, bp_start="warm")
+    values = set()
+    for seed in range(4):
+        warm(_weights(model, 1.5, seed=10 + seed))
+        warm.accept()
+        values.add(warm(w)[0])
+    assert len(values) > 1   # the warm objective at w depends on the path
+
+
+def test_bp_start_setting_reaches_the_learner(tmp_path, monkeypatch):
+    from fgl.api import CRF
+    from fgl.learn import learner
+
+    made = []
+
+    class Spy(learner.Objective):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self.warm.carry)
+
+    monkeypatch.setattr(learner, "Objective", Spy)
+    data = segment_sequences(n_types=2, max_len=3, vocab=12, n_train=6, n_test=1, length=8,
+                             seed=4)[0]
+    for start in ("cold", "warm"):
+        text = CHAIN.format(extra=SKIP, infer="infer trp(max_iter = 50, tol = 1e-6)",
+                            train=f"train {{ bp_start = {start}\n max_iter = 5 }}")
+        spec = tmp_path / f"{start}.fgl"
+        spec.write_text(text)
+        CRF(spec).fit_sentences(data)
+    assert made == [False, True]

@@ -7,7 +7,7 @@ from spec_errors import CHECK_FILE, assert_at, check_errors, one_error
 from test_parser import EXAMPLE
 
 from fgl.errors import SpecError
-from fgl.lang.checks import NONCONTIGUOUS_WINDOW, check_spec, validate
+from fgl.lang.checks import REPEATED_LABEL, check_spec, validate
 from fgl.lang.parser import parse_spec
 
 # Three lines every snippet below builds on; snippets start at line 4.
@@ -33,17 +33,12 @@ def at(e: SpecError, line: int, col: int, *words: str) -> None:
 
 def test_full_example_validates(tmp_path):
     (tmp_path / "names.txt").write_text("Alice\nBob\n", encoding="utf-8")
-    # the example's skip template (y[t-2], y[t]) is not a chain window: see test_noncontiguous_tuple
-    text = EXAMPLE.replace("template skip:  (y[t-2], y[t])", "template pair: (y[t-1], y[t])")
-    spec = parse_spec(text, "ex.fgl")
-    assert check_spec(spec, tmp_path) == []
-    assert validate(spec, tmp_path) is spec
-
-
-def test_example_with_skip_template_reports_only_that(tmp_path):
-    (tmp_path / "names.txt").write_text("Alice\n", encoding="utf-8")
-    errs = check_spec(parse_spec(EXAMPLE, "ex.fgl"), tmp_path)
-    assert [(e.line, e.col) for e in errs] == [(23, 18)]
+    # its gapped template (y[t-2], y[t]) is a clique of the factor-graph engine
+    for text in (EXAMPLE, EXAMPLE.replace("template skip:  (y[t-2], y[t])",
+                                          "template pair: (y[t-1], y[t])")):
+        spec = parse_spec(text, "ex.fgl")
+        assert check_spec(spec, tmp_path) == []
+        assert validate(spec, tmp_path) is spec
 
 
 def test_validate_raises_the_first_error_in_source_order():
@@ -263,11 +258,21 @@ def test_label_window_reversed():
     at(e, 4, 13, "bad offset range t..t-1")
 
 
-def test_noncontiguous_tuple():
-    e = only("template skip: (y[t-2], y[t])")
-    at(e, 4, 17, NONCONTIGUOUS_WINDOW.format(labels="(y[t-2], y[t])"))
-    assert "only chain windows are supported by the exact chain engine" in e.message
-    at(only("template s: (y[t], y[t-1])"), 4, 14, "are not a contiguous window")
+def test_gapped_tuples_are_cliques_of_the_factor_graph_engine():
+    assert errors("template skip: (y[t-2], y[t])") == []
+    assert errors("template g: (y[t-3], y[t-1], y[t]) patterns [B-NP I-NP O]") == []
+    assert errors("template s: (y[t], y[t-1])") == []
+
+
+def test_gapped_tuple_names_a_position_once():
+    e = only("template g: (y[t-1..t], y[t])")
+    at(e, 4, 14, REPEATED_LABEL.format(labels="(y[t-1..t], y[t])", ref="y[t]"))
+    assert "a clique holds each label variable once" in e.message
+
+
+def test_gapped_tuple_pattern_length():
+    at(only("template g: (y[t-2], y[t]) patterns [O B-NP I-NP]"), 4, 37,
+       "pattern [O B-NP I-NP] has 3 labels", "has only 2")
 
 
 def test_contiguous_tuple_is_fine():
@@ -339,7 +344,8 @@ def test_train_settings_fine():
 def test_train_unknown_key():
     e = only("train {\n  sigma = 1\n  max_iters = 5\n}")
     at(e, 6, 3, "unknown setting 'max_iters' for train",
-       "expected one of: sigma, max_iter, tol, jobs, objective (did you mean 'max_iter'?)")
+       "expected one of: sigma, max_iter, tol, jobs, objective, bp_start "
+       "(did you mean 'max_iter'?)")
 
 
 @pytest.mark.parametrize("setting, words", [

@@ -22,7 +22,7 @@ from fgl.lang.ast import (
     Predicate,
     Setting,
 )
-from fgl.lang.checks import NONCONTIGUOUS_WINDOW, check_spec, validate
+from fgl.lang.checks import REPEATED_LABEL, check_spec, validate
 from fgl.lang.parser import parse_spec
 
 F = "gen.fgl"
@@ -425,9 +425,15 @@ def test_cross_layer_tuples_are_fine():
                   "template d: (pos[t], chunk[t-1], pos[t+1])", LAYERS_BASE) == []
 
 
-def test_one_layer_tuple_keeps_the_window_rule():
-    e = only("template c: (pos[t-2], pos[t])", LAYERS_BASE)
-    at_m(e, 4, 14, NONCONTIGUOUS_WINDOW.format(labels="(pos[t-2], pos[t])"))
+def test_cross_layer_tuple_names_a_variable_once():
+    e = only("template c: (pos[t], chunk[t], pos[t-1..t])", LAYERS_BASE)
+    at_m(e, 4, 14, REPEATED_LABEL.format(labels="(pos[t], chunk[t], pos[t-1..t])", ref="pos[t]"))
+
+
+def test_one_layer_gapped_tuple_is_a_clique():
+    assert errors("template c: (pos[t-2], pos[t])", LAYERS_BASE) == []
+    e = only("template c: (pos[t-2], pos[t-2..t])", LAYERS_BASE)
+    at_m(e, 4, 14, REPEATED_LABEL.format(labels="(pos[t-2], pos[t-2..t])", ref="pos[t-2]"))
 
 
 def test_cross_layer_reversed_range():
@@ -454,8 +460,9 @@ def test_hidden_layer_templates_are_fine():
 
 
 def test_hidden_window_rule_and_patterns():
-    at_m(only("hidden z = [z0 z1]\ntemplate zz: (z[t-2], z[t])", HIDDEN_BASE), 5, 15,
-         "not a contiguous window")
+    assert errors("hidden z = [z0 z1]\ntemplate zz: (z[t-2], z[t])", HIDDEN_BASE) == []
+    at_m(only("hidden z = [z0 z1]\ntemplate zz: (z[t], z[t])", HIDDEN_BASE), 5, 15,
+         "name z[t] twice")
     at_m(only("hidden z = [z0 z1]\ntemplate zz: z[t-1..t] patterns [z0 z9]", HIDDEN_BASE), 5, 37,
          "unknown label 'z9'", "z0, z1")
 

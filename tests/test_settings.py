@@ -43,7 +43,8 @@ L1 = ("train: setting 'l1' is not available: L1 / elastic-net regularisation (OW
 TRAINER = ("train: setting 'trainer' is not available: only L-BFGS training exists (other "
            "trainers are not implemented yet); remove it")
 SCHEDULE = ("infer loopy: setting 'schedule' is not available: only the flooding schedule exists "
-            "for `infer loopy` (use `infer trp` for tree schedules); remove it")
+            "for `infer loopy` (use `infer trp` for tree schedules; residual BP is not "
+            "implemented); remove it")
 
 
 def test_l1_is_refused():
@@ -70,9 +71,18 @@ def test_refused_whatever_the_value(src, message):
 def test_refused_settings_are_not_offered():
     assert message_at("train { lone = 1 }")[2] == (
         "unknown setting 'lone' for train; expected one of: sigma, max_iter, tol, jobs, "
-        "objective")
+        "objective, bp_start")
     assert message_at("infer loopy(trees = 2)")[2] == (
         "unknown setting 'trees' for infer loopy; expected one of: damping, max_iter, tol")
+
+
+def test_junction_tree_settings_are_checked():
+    assert message_at("infer junction_tree(max_table = 0)")[2] == (
+        "infer junction_tree: max_table must be a whole number > 0; found 0")
+    assert message_at("infer junction_tree(tol = 1e-3)")[2] == (
+        "unknown setting 'tol' for infer junction_tree; expected one of: max_table")
+    assert "expected one of: auto, junction_tree, exact, loopy, trp" in message_at(
+        "infer junction")[2]
 
 
 def test_refused_settings_have_no_default():
@@ -106,15 +116,16 @@ def test_docs_settings_md_is_the_rendered_table():
 
 def test_train_defaults():
     assert train_settings(spec()) == {"sigma": 10.0, "max_iter": 200, "tol": 1e-5, "jobs": 0,
-                                     "objective": "likelihood"}
+                                     "objective": "likelihood", "bp_start": "cold"}
 
 
 def test_train_spec_values_then_overrides():
     s = spec("train { sigma = 2 max_iter = 50 jobs = 4 }")
     assert train_settings(s) == {"sigma": 2, "max_iter": 50, "tol": 1e-5, "jobs": 4,
-                                "objective": "likelihood"}
+                                "objective": "likelihood", "bp_start": "cold"}
     got = train_settings(s, {"sigma": 0.5, "max_iter": None, "tol": 1e-3, "jobs": 1})
-    assert got == {"sigma": 0.5, "max_iter": 50, "tol": 1e-3, "jobs": 1, "objective": "likelihood"}
+    assert got == {"sigma": 0.5, "max_iter": 50, "tol": 1e-3, "jobs": 1, "objective": "likelihood",
+                   "bp_start": "cold"}
 
 
 def test_train_overrides_are_checked():
@@ -123,7 +134,12 @@ def test_train_overrides_are_checked():
 
 
 @pytest.mark.parametrize("src, method, settings", [
-    ("", "loopy", {"damping": 0.0, "max_iter": 200, "tol": 1e-8}),
+    ("", "auto", {"max_table": 10_000, "damping": 0.0, "max_iter": 200, "tol": 1e-8}),
+    ("infer auto(max_table = 500, damping = 0.2)", "auto",
+     {"max_table": 500, "damping": 0.2, "max_iter": 200, "tol": 1e-8}),
+    ("infer junction_tree", "junction_tree", {"max_table": 1_000_000}),
+    ("infer junction_tree(max_table = 10)", "junction_tree", {"max_table": 10}),
+    ("infer loopy", "loopy", {"damping": 0.0, "max_iter": 200, "tol": 1e-8}),
     ("infer loopy(damping = 0.5)", "loopy", {"damping": 0.5, "max_iter": 200, "tol": 1e-8}),
     ("infer trp", "trp", {"max_iter": 200, "tol": 1e-8}),
     ("infer trp(trees = 3, tol = 1e-4)", "trp", {"max_iter": 200, "tol": 1e-4, "trees": 3}),

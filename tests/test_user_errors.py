@@ -135,10 +135,10 @@ def test_pattern_label_absent_from_training_data_points_at_the_pattern(capsys, t
     assert col in (32, 35), err               # the pattern [O B-T9] or its label B-T9
 
 
-def test_noncontiguous_template(capsys, tmp_path):
-    spec = write_spec(tmp_path, "template s: y[t] ~ word[t]\ntemplate skip: (y[t-2], y[t])\n")
-    check_fails(capsys, spec, 4, 17, "(y[t-2], y[t])", "not a contiguous window")
-    train_fails(capsys, tmp_path, spec, f"{spec}:4:17: template labels (y[t-2], y[t])")
+def test_template_naming_a_position_twice(capsys, tmp_path):
+    spec = write_spec(tmp_path, "template s: y[t] ~ word[t]\ntemplate skip: (y[t-1..t], y[t])\n")
+    check_fails(capsys, spec, 4, 17, "(y[t-1..t], y[t])", "name y[t] twice")
+    train_fails(capsys, tmp_path, spec, f"{spec}:4:17: template labels (y[t-1..t], y[t])")
 
 
 # ---------------------------------------------------------------- data errors

@@ -1,8 +1,9 @@
 """Compiling general CRFs (Sutton & McCallum §1.4, §1.5) into factor graphs.
 
 Any spec whose cliques are not a contiguous window of one chain — skip-edge
-pair templates, tuples across several label layers, hidden layers, graph
-input — compiles here.  Per *instance* (a sentence; a document when a pair
+pair templates, gapped tuples of one chain such as ``(y[t-2], y[t])``,
+tuples across several label layers, hidden layers, graph input — compiles
+here.  Per *instance* (a sentence; a document when a pair
 template says ``within document``; a graph from JSON lines) the compiler
 lays out the label variables (one per layer and position or node), unrolls
 every clique template into factors (Sutton & McCallum eq. 1.41: the template's
@@ -38,12 +39,13 @@ from fgl.compile.frontend import (
     vocab_json,
 )
 from fgl.engines.factor_graph import FactorGraph
+from fgl.engines.junction_tree import junction_tree_plan
 from fgl.engines.loopy_program import LoopyData, LoopyProgram
 from fgl.errors import DataError
 from fgl.features.observations import ObservationCompiler, TemplateAttributes, sentence_columns
 from fgl.io.conll import Sentence
 from fgl.lang import ast
-from fgl.lang.settings import infer_settings
+from fgl.lang.settings import AUTO_MAX_TABLE, infer_settings
 from fgl.model import Predictions, TokenMarginals
 
 
@@ -226,8 +228,10 @@ def gold_assignment(inst: Instance, layers: list[Layer], declared: bool) -> np.n
 
 class FactorGraphModel:
     """A general CRF (Sutton & McCallum §1.4, §1.5): a factor graph per
-    instance, run by loopy belief propagation, TRP or enumeration
-    (``fgl.engines.loopy_program``); the ``fgl.model.Model`` interface."""
+    instance, run by the exact junction tree where its cliques are small
+    (Koller & Friedman 2009 ch. 10), loopy belief propagation, TRP or
+    enumeration (``fgl.engines.loopy_program``); the ``fgl.model.Model``
+    interface."""
 
     engine: ClassVar[str] = "factor graph"
 
@@ -361,6 +365,7 @@ class FactorGraphModel:
                 g = data.graphs[big]
                 lines.append(f"largest instance: #{big}, {g.n_vars} variables, "
                              f"{g.n_factors} factors, {g.n_cycles()} independent cycles")
+            lines += junction_tree_summary(method, settings, data.graphs)
         return lines
 
     # ------------------------------------------------------------ model files
@@ -412,6 +417,43 @@ class FactorGraphModel:
         model = cls(spec, base_dir, layers, templates, vocabs, row_ptr, feat_config,
                     unroller.attributes.lexicons)
         return model, model._encode(instances, unrolled, golds)
+
+
+def junction_tree_summary(method: str, settings: dict, graphs: list[FactorGraph]) -> list[str]:
+    """What the junction tree (Koller & Friedman 2009 ch. 10) makes of the
+    instances: the treewidth and largest clique table found by min-fill
+    elimination, and which instances run exactly and which by loopy BP."""
+    limit = int(settings.get("max_table", AUTO_MAX_TABLE))
+    plans = [junction_tree_plan(g, limit) for g in graphs]
+    fit = [p for p in plans if p.fits(limit)]
+    over = [p for p in plans if not p.fits(limit)]
+    found = []
+    if fit:
+        ratio = max(p.total_table / max(g.n_table, 1) for p, g in zip(plans, graphs)
+                    if p.fits(limit))
+        found.append(f"treewidth {max(p.treewidth for p in fit)}, largest clique table "
+                     f"{max(p.largest_table for p in fit)}, at most "
+                     f"{max(p.total_table for p in fit)} clique-table entries per instance "
+                     f"(up to {ratio:.3g}x its factor-table entries, the work of one BP pass)"
+                     + (" where it fits" if over else ""))
+    if over:
+        worst = max(over, key=lambda p: (p.largest_table, p.treewidth))
+        found.append(f"{len(over)} instance{'s' if len(over) > 1 else ''} over max_table "
+                     f"(up to treewidth >= {worst.treewidth}, a clique table of "
+                     f">= {worst.largest_table} entries)")
+    lines = [f"junction tree (min-fill, max_table = {limit}): " + "; ".join(found)]
+    n = len(plans)
+    if method == "auto":
+        lines.append(f"runs: {len(fit)} of {n} instances exact by junction tree, "
+                     f"{len(over)} by loopy BP")
+    elif method == "junction_tree":
+        lines.append(f"runs: {len(fit)} of {n} instances exact by junction tree"
+                     + (f"; {len(over)} too large (inference on them is an error: raise "
+                        "max_table or drop the `infer` line)" if over else ""))
+    else:
+        lines.append(f"runs: every instance by `infer {method}`; without the `infer` line "
+                     f"{len(fit)} of {n} would run exactly by junction tree")
+    return lines
 
 
 def _stack(beliefs: list[np.ndarray]) -> np.ndarray:

@@ -21,15 +21,25 @@ of the weights alone.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from fgl.engines import loopy
-from fgl.engines.data import map_instances
+from fgl.engines import junction_tree, loopy
+from fgl.engines.data import map_instances, reduce_instances
 from fgl.engines.factor_graph import FactorGraph
 from fgl.engines.program import Decoding, Expectations, InferenceStats, Marginals
 from fgl.errors import FglError
+
+
+class RunSummary(NamedTuple):
+    """What an evaluation keeps of one instance's inference run."""
+
+    log_z: float
+    iterations: int
+    residual: float
+    converged: bool
 
 
 @dataclass
@@ -123,35 +133,46 @@ class WarmStart:
     learner's ``Objective``; one per data set and per clamped/unclamped
     program, since their fixed points differ).
 
-    Per instance, ``latest[i]`` holds the (factor->variable,
-    variable->factor) messages the last run ended with — None when it
-    stopped at ``max_iter`` without converging (messages that are no fixed
-    point are no start worth keeping, and starting cold keeps that
-    instance's result a function of the weights alone) — and ``start[i]``
-    those the next run starts from (None: cold).  ``accept()`` makes the
-    last run's messages the start of the following ones; until then every
-    run starts from the same messages.  An optimiser accepts at each new
-    iterate, so all trial points of one line search start from the
-    iterate's fixed point: the objective along the line is one function,
-    not one that depends on the order of the trials — which matters where
-    BP converges slowly or has several fixed points (frustrated loops).
     ``tol``, ``max_iter`` and ``damping`` are BP's settings for these runs,
-    initially the spec's; ``tighten`` changes them."""
+    initially the spec's; ``tighten`` changes them.  ``converged[i]`` says
+    whether instance i's last run converged (exact instances always do).
+
+    With ``carry`` (a warm start proper), ``latest[i]`` holds the
+    (factor->variable, variable->factor) messages instance i's last run
+    ended with — None when it did not converge (messages that are no fixed
+    point are no start worth keeping) — and ``start[i]`` those the next run
+    starts from (None: cold).  ``accept()`` makes the last run's messages
+    the start of the following ones; until then every run starts from the
+    same messages, so all trial points of one line search start from the
+    iterate's fixed point.  Without ``carry`` every run starts cold and no
+    messages are kept: the objective is then a function of the weights even
+    where BP has several fixed points, which a warm start makes depend on
+    the path (the learner's default, train { bp_start = cold })."""
 
     start: list
     latest: list
+    converged: list
     tol: float
     max_iter: int
     damping: float = 0.0
     most_iter: int = 0  # the most passes tighten goes to (0: MOST_PASSES_FACTOR·max_iter)
+    carry: bool = True
 
     def __post_init__(self) -> None:
         if not self.most_iter:
             self.most_iter = MOST_PASSES_FACTOR * self.max_iter
 
     def accept(self) -> None:
-        """Start the following runs from the messages the last run ended with."""
-        self.start = list(self.latest)
+        """Start the following runs from the messages the last run ended
+        with (nothing without ``carry``)."""
+        if self.carry:
+            self.start = list(self.latest)
+
+    def record(self, i: int, result: loopy.BPResult) -> None:
+        """Keep what instance i's run leaves for the following ones."""
+        self.converged[i] = result.converged
+        if self.carry:
+            self.latest[i] = result.messages if result.converged else None
 
     def tighten(self) -> str | None:
         """tol / 10 and twice the passes (at most ``TIGHTEST_TOL`` and
@@ -161,7 +182,7 @@ class WarmStart:
         fixed points); says what changed, None when nothing could."""
         tol = max(self.tol / 10.0, min(self.tol, TIGHTEST_TOL))
         max_iter = max(self.max_iter, min(2 * self.max_iter, self.most_iter))
-        stalled = sum(m is None for m in self.latest)
+        stalled = sum(not c for c in self.converged)
         damping = self.damping
         if stalled:
             damping = max(self.damping, min(0.5 if self.damping < 0.5 else (1.0 + self.damping) / 2,
@@ -173,9 +194,21 @@ class WarmStart:
             changes.append(f"at most {self.max_iter} -> {max_iter} passes")
         if damping != self.damping:
             changes.append(f"damping {self.damping:g} -> {damping:g} ({stalled} of "
-                           f"{len(self.latest)} instances did not converge)")
+                           f"{len(self.converged)} instances did not converge)")
         self.tol, self.max_iter, self.damping = tol, max_iter, damping
         return ", ".join(changes) or None
+
+
+def _too_big(graph: FactorGraph, max_table: int) -> str:
+    """What `infer junction_tree` says of an instance whose cliques do not fit."""
+    plan = junction_tree.junction_tree_plan(graph, max_table)
+    tw = f"{'at least ' if not plan.complete else ''}{plan.treewidth}"
+    return (f"infer junction_tree: an instance ({graph.n_vars} variables, {graph.n_factors} "
+            f"factors) needs a clique table of {plan.largest_table} entries (treewidth {tw}), "
+            f"more than max_table = {max_table}; raise it (`infer junction_tree(max_table = "
+            f"{plan.largest_table})` if the memory and time are affordable: 8 bytes and some "
+            "work per entry), or drop the `infer` line for the default (exact where the "
+            "cliques fit, loopy BP elsewhere), or use `infer loopy` / `infer trp` (approximate)")
 
 
 @dataclass
@@ -188,7 +221,7 @@ class LoopyProgram:
     feat_config: np.ndarray
     row_template: np.ndarray
     template_size: np.ndarray
-    method: str              # "loopy" | "trp" | "exact"
+    method: str              # "auto" | "junction_tree" | "loopy" | "trp" | "exact"
     settings: dict           # the infer block, defaults filled (fgl.lang.settings)
     has_hidden: bool
 
@@ -216,29 +249,51 @@ class LoopyProgram:
                               data.fac_ptr, data.fac_row, data.fac_val, self.row_ptr,
                               self.feat_config, table_weights, out)
 
-    def warm_start(self, data: LoopyData) -> WarmStart | None:
+    def warm_start(self, data: LoopyData, carry: bool = True) -> WarmStart | None:
         """A fresh (cold) ``WarmStart`` for ``data`` with the spec's BP
-        settings (tol, max_iter, damping); None under ``infer exact``, which
-        passes no messages."""
-        if self.method == "exact":
+        settings (tol, max_iter, damping), carrying messages between runs
+        when ``carry``; None when no instance runs BP (``infer exact``,
+        ``infer junction_tree``, or ``auto`` with every instance exact)."""
+        if self.method in ("exact", "junction_tree"):
             return None
-        return WarmStart([None] * data.n_sequences, [None] * data.n_sequences,
-                         float(self.settings["tol"]), int(self.settings["max_iter"]),
-                         float(self.settings.get("damping", 0.0)))
+        if data.graphs and all(self.junction_tree_plan(g) is not None for g in data.graphs):
+            return None
+        n, s = data.n_sequences, self.settings
+        return WarmStart([None] * n, [None] * n, [True] * n, float(s["tol"]),
+                         int(s["max_iter"]), float(s.get("damping", 0.0)), carry=carry)
+
+    def junction_tree_plan(self, graph: FactorGraph) -> junction_tree.JunctionTreePlan | None:
+        """The junction-tree plan that runs ``graph`` exactly under ``infer
+        auto`` or ``infer junction_tree`` (its largest clique table within
+        ``max_table``; cached on the graph), else None."""
+        if self.method not in ("auto", "junction_tree"):
+            return None
+        limit = int(self.settings["max_table"])
+        plan = junction_tree.junction_tree_plan(graph, limit)
+        return plan if plan.fits(limit) else None
 
     def infer(self, graph: FactorGraph, table: np.ndarray, use_max: bool = False,
               init=None, tol: float | None = None, max_iter: int | None = None,
               damping: float | None = None) -> loopy.BPResult:
         """Run the spec's inference method on one instance (``tol``,
-        ``max_iter`` and ``damping``, when given, replace the spec's)."""
+        ``max_iter`` and ``damping``, when given, replace the spec's BP
+        settings).  ``auto``: the exact junction tree when the instance's
+        clique tables fit ``max_table``, else BP on the TRP schedule; the
+        junction tree ignores ``init`` and returns no messages."""
         s = self.settings
         if self.method == "exact":
             try:
                 return loopy.exact(graph, table, int(s["max_states"]))
             except ValueError as e:
                 raise FglError(f"infer exact: {e}; use `infer loopy` or `infer trp`") from None
+        if self.method in ("auto", "junction_tree"):
+            if self.junction_tree_plan(graph) is not None:
+                return junction_tree.junction_tree(graph, table, use_max=use_max,
+                                                   max_table=int(s["max_table"]))
+            if self.method == "junction_tree":
+                raise FglError(_too_big(graph, int(s["max_table"])))
         return loopy.belief_propagation(
-            graph, table, schedule="trp" if self.method == "trp" else "flooding",
+            graph, table, schedule="flooding" if self.method == "loopy" else "trp",
             use_max=use_max,  # (TRP runs undamped but for a WarmStart's damping)
             damping=float(s.get("damping", 0.0) if damping is None else damping),
             tol=float(s["tol"] if tol is None else tol),
@@ -253,7 +308,7 @@ class LoopyProgram:
                              f"has {data.n_sequences}")
         use_warm = warm is not None and self.method != "exact"
 
-        def work(i: int) -> tuple[loopy.BPResult, np.ndarray]:
+        def work(i: int, acc: tuple[np.ndarray, list]) -> None:
             g = data.graphs[i]
             table = self.factor_tables(w, data, i)
             if clamped:
@@ -261,18 +316,20 @@ class LoopyProgram:
             if use_warm:
                 res = self.infer(g, table, init=warm.start[i], tol=warm.tol,
                                  max_iter=warm.max_iter, damping=warm.damping)
-                warm.latest[i] = res.messages if res.converged else None
+                warm.record(i, res)
             else:
                 res = self.infer(g, table)
-            grad = np.zeros(self.n_features)
-            self.add_counts(data, i, res.factor_beliefs, grad)
-            return res, grad
+            self.add_counts(data, i, res.factor_beliefs, acc[0])
+            acc[1].append(RunSummary(res.log_z, res.iterations, res.residual, res.converged))
 
-        results = map_instances(jobs, data.n_sequences, work)
-        return Expectations(
-            float(sum(r[0].log_z for r in results)),
-            np.sum([r[1] for r in results], axis=0) if results else np.zeros(self.n_features),
-            InferenceStats.of([r[0] for r in results]))
+        # one count array per thread, not per instance
+        accs = reduce_instances(jobs, data.n_sequences, work,
+                                lambda: (np.zeros(self.n_features), []))
+        runs = [r for acc in accs for r in acc[1]]
+        counts = accs[0][0]
+        for acc in accs[1:]:
+            counts += acc[0]
+        return Expectations(float(sum(r.log_z for r in runs)), counts, InferenceStats.of(runs))
 
     def expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1,
                      warm: WarmStart | None = None) -> Expectations:

@@ -17,8 +17,14 @@ from typing import Callable, Mapping
 from fgl.errors import FglError
 from fgl.lang import ast
 
-INFER_METHODS = ("exact", "loopy", "trp")
-DEFAULT_INFER_METHOD = "loopy"
+INFER_METHODS = ("auto", "junction_tree", "exact", "loopy", "trp")
+DEFAULT_INFER_METHOD = "auto"   # exact junction tree where its tables fit, loopy BP elsewhere
+DEFAULT_MAX_TABLE = 1_000_000   # the largest clique table `infer junction_tree` may build
+# ... and the largest `infer auto` builds rather than run BP: the junction tree's work is
+# its clique tables, BP's a few passes over the factor tables, so past about this size
+# (a factorial CRF over POS x chunk labels: cliques of 40·40·17 = 27200 entries against
+# factors of 1600) BP is cheaper by an order of magnitude
+AUTO_MAX_TABLE = 10_000
 OVERRIDES = ("sigma", "max_iter", "tol", "jobs")  # train settings a caller may override
 
 
@@ -58,8 +64,8 @@ DAMPING = Rule("a number d with 0 <= d < 1", lambda v: _is_num(v) and 0 <= v < 1
 
 @dataclass(frozen=True)
 class SettingDef:
-    """One setting: ``key`` in ``block`` ("train", "infer exact", "infer
-    loopy", "infer trp" or "template")."""
+    """One setting: ``key`` in ``block`` ("train", "infer auto", "infer
+    junction_tree", "infer exact", "infer loopy", "infer trp" or "template")."""
     block: str
     key: str
     validator: Rule
@@ -91,12 +97,36 @@ SETTINGS: tuple[SettingDef, ...] = (
                "likelihood (exact, or Bethe/BP for factor graphs); piecewise or "
                "pseudo_likelihood: local, convex objectives without inference, for factor-graph "
                "models (Sutton & McCallum §1.4.4)"),
+    SettingDef("train", "bp_start", _choice("cold", "warm"), "cold",
+               _LEARNER.format("where BP starts at each evaluation"),
+               "factor graphs under BP: cold starts every evaluation from uniform messages, so "
+               "the objective is a function of the weights; warm starts from the messages of the "
+               "current iterate (fewer passes, but where BP has several fixed points the "
+               "objective then depends on the path and line searches fail more often)"),
     SettingDef("train", "trainer", _choice("lbfgs"), None, "nothing (refused)",
                "the optimiser",
                refusal="only L-BFGS training exists (other trainers are not implemented yet)"),
     SettingDef("train", "l1", NON_NEGATIVE, None, "nothing (refused)",
                "L1 penalty of the weights",
                refusal="L1 / elastic-net regularisation (OWL-QN) is not implemented yet"),
+    SettingDef("infer auto", "max_table", whole_number(1), AUTO_MAX_TABLE,
+               _ENGINE.format("auto", "junction-tree size limit"),
+               "per instance: the exact junction tree when its largest clique table has at most "
+               "this many entries, loopy BP (the TRP schedule, the settings below) otherwise"),
+    # the loopy rows below, for the instances auto leaves to BP
+    SettingDef("infer auto", "damping", DAMPING, 0.0,
+               _ENGINE.format("auto", "message damping of BP"),
+               "BP instances: keep this share of each old message (0: none)"),
+    SettingDef("infer auto", "max_iter", whole_number(1), 200,
+               _ENGINE.format("auto", "iteration limit of BP"),
+               "BP instances: the most passes of the schedule"),
+    SettingDef("infer auto", "tol", POSITIVE, 1e-8,
+               _ENGINE.format("auto", "convergence tolerance of BP"),
+               "BP instances: stop when no message changes by more than this in one pass"),
+    SettingDef("infer junction_tree", "max_table", whole_number(1), DEFAULT_MAX_TABLE,
+               _ENGINE.format("junction-tree", "size limit"),
+               "the largest clique table (entries) an instance may need; a larger one is an "
+               "error (exact inference, Koller & Friedman 2009 ch. 10)"),
     SettingDef("infer exact", "max_states", whole_number(1), 1_000_000,
                _ENGINE.format("exact", "enumeration size limit"),
                "the most joint label assignments one instance may have"),
@@ -111,8 +141,8 @@ SETTINGS: tuple[SettingDef, ...] = (
                "stop when no message changes by more than this in one pass"),
     SettingDef("infer loopy", "schedule", _choice("flooding"), None, "nothing (refused)",
                "the message schedule",
-               refusal="only the flooding schedule exists for `infer loopy` "
-                       "(use `infer trp` for tree schedules)"),
+               refusal="only the flooding schedule exists for `infer loopy` (use `infer trp` "
+                       "for tree schedules; residual BP is not implemented)"),
     # the shape of the loopy rows above, by design: a table row per block and key
     SettingDef("infer trp", "max_iter", whole_number(1), 200,
                _ENGINE.format("TRP", "iteration limit"), "the most passes over the trees"),
@@ -170,9 +200,11 @@ def train_settings(spec: ast.Spec,
 
 
 def infer_settings(spec: ast.Spec) -> tuple[str, dict[str, object]]:
-    """The inference method (default ``loopy``) and its settings in effect:
-    the defaults, then the spec's values.  TRP's ``trees`` has no default:
-    absent means as many trees as it takes to cover every edge."""
+    """The inference method (default ``auto``: the exact junction tree for
+    each instance whose clique tables fit ``max_table``, loopy BP for the
+    others) and its settings in effect: the defaults, then the spec's
+    values.  TRP's ``trees`` has no default: absent means as many trees as
+    it takes to cover every edge."""
     method = spec.infer_method[0] if spec.infer_method else DEFAULT_INFER_METHOD
     out = _defaults(f"infer {method}")
     out.update((s.key, s.value) for s in spec.infer)

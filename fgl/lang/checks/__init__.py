@@ -25,7 +25,7 @@ from fgl.lang.checks.messages import (
     NEEDS_EDGE,
     NEEDS_WHERE,
     NONCONTIGUOUS_SEGMENT_WINDOW,
-    NONCONTIGUOUS_WINDOW,
+    REPEATED_LABEL,
     SEGMENTS_AND_PAIRS,
 )
 from fgl.lang.checks.observations import ObservationChecks
@@ -34,7 +34,7 @@ from fgl.lang.checks.templates import TemplateChecks
 from fgl.lang.checks.text import labels_text
 
 __all__ = ["GRAPH_TEMPLATES", "NEED_GRAPH", "NEED_SEGMENTS", "NEEDS_EDGE", "NEEDS_WHERE",
-           "NONCONTIGUOUS_SEGMENT_WINDOW", "NONCONTIGUOUS_WINDOW", "SEGMENTS_AND_PAIRS",
+           "NONCONTIGUOUS_SEGMENT_WINDOW", "REPEATED_LABEL", "SEGMENTS_AND_PAIRS",
            "check_spec", "labels_text", "validate"]
 
 

@@ -11,8 +11,8 @@ WITHIN_SCOPES = ("sentence", "document")
 ZERO_ARG = sorted(n for n, b in BUILTINS.items() if b.takes is None)
 FUNCTIONS = sorted(n for n, b in BUILTINS.items() if b.takes is not None)
 
-NONCONTIGUOUS_WINDOW = ("template labels {labels} are not a contiguous window y[t-k..t]; "
-                        "only chain windows are supported by the exact chain engine")
+REPEATED_LABEL = ("template labels {labels} name {ref} twice; a clique holds each label "
+                  "variable once")
 NONCONTIGUOUS_SEGMENT_WINDOW = ("template labels {labels} are not a contiguous window "
                                 "s[j-k..j]; only windows of consecutive segments are supported "
                                 "by the exact semi-Markov engine")

@@ -9,7 +9,7 @@ from fgl.lang.checks.messages import (
     NEED_GRAPH,
     NEED_SEGMENTS,
     NONCONTIGUOUS_SEGMENT_WINDOW,
-    NONCONTIGUOUS_WINDOW,
+    REPEATED_LABEL,
 )
 from fgl.lang.checks.pairs import PairChecks, Window
 from fgl.lang.checks.text import did_you_mean, end_loc, label_ref, labels_text, loc_of, offsets
@@ -56,7 +56,9 @@ class TemplateChecks(PairChecks):
 
     def token_window(self, tpl: Template) -> Window:
         """A template over token labels: a chain window y[t-k..t] of one
-        layer, or a tuple across several layers (a cross-layer factor, any
+        layer, a gapped tuple of one layer such as (y[t-2], y[t]) (a clique
+        of the factor-graph engine, exact by junction tree while cliques stay
+        small), or a tuple across several layers (a cross-layer factor, any
         offsets).  Returns its window length (None when broken), the declared
         labels (None when unknown or mixed) and what they are called."""
         outs = [self.label_output(r) for r in tpl.labels]
@@ -66,8 +68,16 @@ class TemplateChecks(PairChecks):
                 if r.lo > r.hi:
                     self.error(r.loc, f"bad offset range {offsets(r.lo, r.hi, r.index)}: "
                                       f"the start must not come after the end")
+            seen: set[tuple[str, int]] = set()
+            for o, r in zip(outs, tpl.labels):
+                for k in range(r.lo, r.hi + 1):
+                    if (o or r.var, k) in seen:
+                        self.error(tpl.labels[0].loc, REPEATED_LABEL.format(
+                            labels=labels_text(tpl.labels), ref=f"{r.var}[{offsets(k, k)}]"))
+                        return None, None, ""
+                    seen.add((o or r.var, k))
             return sum(max(r.hi - r.lo + 1, 0) for r in tpl.labels), None, ""
-        window = self.window(tpl, "t", "y", NONCONTIGUOUS_WINDOW)
+        window = self.window(tpl, "t", "y", None)
         return window, self.declared_labels(outs[0] if outs else None), "the declared labels"
 
     def segment_window(self, tpl: Template) -> Window:
@@ -92,9 +102,13 @@ class TemplateChecks(PairChecks):
         origin = self.segment_labels_origin() if declared else ""
         return window, declared, "the segment labels" + origin
 
-    def window(self, tpl: Template, index: str, var: str, noncontiguous: str) -> int | None:
+    def window(self, tpl: Template, index: str, var: str, noncontiguous: str | None
+               ) -> int | None:
         """The length of the template's label window (of one layer) ending at
-        ``index`` (None, with an error, when the labels are not one)."""
+        ``index`` (None, with an error, when the labels are not one).  With
+        ``noncontiguous`` None a tuple of labels at any distinct offsets —
+        (y[t-2], y[t]), (y[t-3], y[t-1], y[t]) — is a gapped clique of as many
+        variables; else the message for a tuple that is not a window."""
         ranges_ok = True
         for r in tpl.labels:
             if r.lo > r.hi:
@@ -112,6 +126,14 @@ class TemplateChecks(PairChecks):
             positions = [k for r in tpl.labels for k in range(r.lo, r.hi + 1)]
             if positions[-1] == 0 and positions == list(range(positions[0], 1)):
                 return len(positions)
+            if noncontiguous is None:
+                twice = next((k for i, k in enumerate(positions) if k in positions[:i]), None)
+                if twice is None:
+                    return len(positions)
+                self.error(tpl.labels[0].loc, REPEATED_LABEL.format(
+                    labels=labels_text(tpl.labels),
+                    ref=f"{tpl.labels[0].var}[{offsets(twice, twice, index)}]"))
+                return None
             self.error(tpl.labels[0].loc, noncontiguous.format(labels=labels_text(tpl.labels)))
         return None
 
