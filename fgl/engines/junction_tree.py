@@ -61,7 +61,7 @@ import numpy as np
 from numba import njit
 
 from fgl.engines.factor_graph import FactorGraph
-from fgl.engines.loopy import BPResult
+from fgl.engines.loopy import BPResult, assignment_score, check_potentials
 
 _CACHE_KEY = "junction_tree"
 
@@ -580,30 +580,8 @@ def _backtrack(beta, c_ptr, c_var, c_card, ctab_ptr, post, s_ptr, s_var, s_sstri
             bi //= c_card[j]
 
 
-@njit(cache=True, nogil=True)
-def _score(log_pot, f_ptr, f_var, tab_ptr, e_stride, y):
-    """Σ_f θ_f(y_f) of a full assignment y."""
-    total = 0.0
-    for f in range(f_ptr.shape[0] - 1):
-        i = 0
-        for j in range(f_ptr[f], f_ptr[f + 1]):
-            i += y[f_var[j]] * e_stride[j]
-        total += log_pot[tab_ptr[f] + i]
-    return total
-
-
 # --------------------------------------------------------------------------
 # API
-
-
-def _check_pot(graph: FactorGraph, log_pot) -> np.ndarray:
-    log_pot = np.ascontiguousarray(log_pot, dtype=np.float64).reshape(-1)
-    if log_pot.shape[0] != graph.n_table:
-        raise ValueError(f"log_pot has {log_pot.shape[0]} entries; the graph's tables need "
-                         f"{graph.n_table}")
-    if np.isnan(log_pot).any() or (log_pot == np.inf).any():
-        raise ValueError("log-potentials must be finite or -inf")
-    return log_pot
 
 
 def junction_tree(graph: FactorGraph, log_pot: np.ndarray, *, use_max: bool = False,
@@ -619,7 +597,7 @@ def junction_tree(graph: FactorGraph, log_pot: np.ndarray, *, use_max: bool = Fa
     ``log_z`` = ``map_score`` its exact score.  ``iterations`` 0, residual
     0, converged, no messages.  Raises ValueError when a clique table of the
     plan (``junction_tree_plan``) exceeds ``max_table``."""
-    log_pot = _check_pot(graph, log_pot)
+    log_pot = check_potentials(graph, log_pot)
     plan = junction_tree_plan(graph, max_table)
     if not plan.fits(max_table):
         raise ValueError(f"the junction tree needs a clique table of {plan.largest_table} "
@@ -649,19 +627,8 @@ def junction_tree(graph: FactorGraph, log_pot: np.ndarray, *, use_max: bool = Fa
         map_state = np.empty(g.n_vars, dtype=np.int64)
         _backtrack(beta, p.c_ptr, p.c_var, p.c_card, p.ctab_ptr, p.post, p.s_ptr, p.s_var,
                    p.s_sstride, p.sc_dstr, map_state, idx, digits)
-        map_score = float(_score(log_pot, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, map_state))
+        map_score = assignment_score(g, log_pot, map_state)
         log_z = map_score
-    return _result(g, float(log_z), bv, bf, map_state, map_score)
-
-
-def _result(g: FactorGraph, log_z: float, bv: np.ndarray, bf: np.ndarray, map_state,
-            map_score) -> BPResult:
-    """A ``BPResult`` of exact inference: the variable beliefs flat
-    (``var_ptr`` layout) or as a list, as ``BPResult`` holds them."""
-    if "var_flat" in BPResult.__dataclass_fields__:
-        beliefs = {"var_flat": bv, "var_ptr": g.var_ptr}
-    else:
-        beliefs = {"var_beliefs": [bv[g.var_ptr[v]:g.var_ptr[v + 1]].copy()
-                                   for v in range(g.n_vars)]}
-    return BPResult(log_z=log_z, factor_beliefs=bf, iterations=0, residual=0.0, converged=True,
-                    map_state=map_state, map_score=map_score, messages=None, **beliefs)
+    return BPResult(log_z=float(log_z), var_flat=bv, var_ptr=g.var_ptr, factor_beliefs=bf,
+                    iterations=0, residual=0.0, converged=True, map_state=map_state,
+                    map_score=map_score)

@@ -321,7 +321,8 @@ def _score(log_pot, card, f_ptr, f_var, tab_ptr, e_stride, y):
 # API
 
 
-def _check_pot(graph: FactorGraph, log_pot) -> np.ndarray:
+def check_potentials(graph: FactorGraph, log_pot) -> np.ndarray:
+    """``log_pot`` as a flat float array, checked against the graph's tables."""
     log_pot = np.ascontiguousarray(log_pot, dtype=np.float64).reshape(-1)
     if log_pot.shape[0] != graph.n_table:
         raise ValueError(f"log_pot has {log_pot.shape[0]} entries; the graph's tables need "
@@ -349,7 +350,7 @@ def belief_propagation(graph: FactorGraph, log_pot: np.ndarray, *, schedule: str
     The scaled probability-domain kernels of ``fgl.engines.bp_scaled`` run
     first; when a message underflows there (or ``log_domain`` is set) the
     log-space kernels of this module run instead, from the same start."""
-    log_pot = _check_pot(graph, log_pot)
+    log_pot = check_potentials(graph, log_pot)
     if not 0.0 <= damping < 1.0:
         raise ValueError("damping must lie in [0, 1)")
     if schedule == "flooding":
@@ -449,12 +450,17 @@ def _result(g: FactorGraph, log_pot, log_z, bv, bf, it, res, tol, map_state, mes
             ) -> BPResult:
     map_score = None
     if map_state is not None:
-        map_score = float(_score(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride,
-                                 map_state))
+        map_score = assignment_score(g, log_pot, map_state)
         log_z = map_score
     return BPResult(log_z=log_z, var_flat=bv, var_ptr=g.var_ptr, factor_beliefs=bf,
                     iterations=int(it), residual=float(res), converged=bool(res < tol),
                     map_state=map_state, map_score=map_score, messages=messages)
+
+
+def assignment_score(graph: FactorGraph, log_pot: np.ndarray, y: np.ndarray) -> float:
+    """Σ_f θ_f(y_f), the score of a full assignment y."""
+    g = graph
+    return float(_score(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, y))
 
 
 def map_assignment(graph: FactorGraph, log_pot: np.ndarray, **kwargs) -> tuple[np.ndarray, float]:
@@ -471,7 +477,7 @@ def bethe_log_z(graph: FactorGraph, log_pot: np.ndarray, var_beliefs, factor_bel
     """The Bethe approximation Σ_f Σ_x b_f(x)(θ_f(x) - log b_f(x))
     + Σ_v (d_v - 1) Σ_x b_v(x) log b_v(x) (0 log 0 = 0) of given beliefs;
     ``var_beliefs`` a list per variable or a flat ``var_ptr``-aligned array."""
-    log_pot = _check_pot(graph, log_pot)
+    log_pot = check_potentials(graph, log_pot)
     if isinstance(var_beliefs, np.ndarray) and var_beliefs.ndim == 1:
         bv = np.asarray(var_beliefs, dtype=np.float64)
     else:
@@ -491,7 +497,7 @@ def exact(graph: FactorGraph, log_pot: np.ndarray, max_states: int = 1_000_000) 
     """Brute-force enumeration of every assignment: exact log Z, marginals and
     MAP (first maximum in lexicographic order over variables 0..V-1).
     Raises ValueError when there are more than ``max_states`` assignments."""
-    log_pot = _check_pot(graph, log_pot)
+    log_pot = check_potentials(graph, log_pot)
     card = [int(c) for c in graph.card]
     n_states = 1
     for c in card:
