@@ -352,6 +352,16 @@ def test_edge_needs_input_graph():
          "edge(a, b, ...) links nodes of a graph", "declare `input graph`")
 
 
+def test_nearest_predicate():
+    src = "template s: (y[i], y[j]) where word[i] == word[j] and nearest within document"
+    t = [t for t in parse_spec(BASE + src + "\n", "<t>").templates if t.name == "s"][0]
+    assert [p.kind for p in t.where] == ["eq", "nearest"] and t.where[1].loc.col == 55
+    assert errors(src) == []
+    at_m(only('template c: (y[a], y[b]) where edge(a, b, "x") and nearest', G), 5, 52,
+         "`nearest` picks the closest following position in a sequence",
+         'edge(a, b, "type")')
+
+
 def test_within_scope():
     at_m(only("template s: (y[i], y[j]) where word[i] == word[j] within doc"), 4, 58,
          "unknown scope 'doc' for `within`", "sentence", "document")

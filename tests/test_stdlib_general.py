@@ -279,3 +279,32 @@ def test_latent_crf_trains_by_marginal_likelihood():
     labels = set(crf.model.layers[0].labels)
     assert all(len(p) == len(g) and set(p) <= labels for p, g in zip(pred, gold))
     assert _accuracy(gold, pred) > _majority(gold) + 0.2
+
+
+def test_nearest_links_each_mention_to_the_next_only(tmp_path):
+    """`and nearest` keeps, of the pairs the other predicates allow, each
+    i's with the smallest j: k repeats of a name get k - 1 skip factors (a
+    path through the mentions) instead of k(k-1)/2 (a clique)."""
+    text = (STDLIB / "skip_chain.fgl").read_text(encoding="utf-8")
+    spec = tmp_path / "nearest.fgl"
+    capitalised = 'regex(word[i], "^[A-Z]")'
+    spec.write_text(text.replace(capitalised, capitalised + " and nearest"), encoding="utf-8")
+    train, test = skip_documents(24, seed=1), skip_documents(16, seed=2)
+    crf = CRF(spec, max_iter=40).fit_sentences(train)
+    data = crf.model.encode(test)
+    skip_tpl = [t.name for t in crf.model.templates].index("skip")
+    pairs = []
+    for i, g in enumerate(data.graphs):
+        for f in range(int(data.inst_fptr[i]), int(data.inst_fptr[i + 1])):
+            if data.fac_tpl[f] == skip_tpl:
+                pairs.append((i, *sorted(int(v) for v in g.factor_vars(f - data.inst_fptr[i]))))
+    expected = []
+    for d in range(16):
+        words = [r[0] for s in test if s.doc == d for r in s.rows]
+        for i, w in enumerate(words):
+            later = [j for j in range(i + 1, len(words)) if words[j] == w]
+            if w[0].isupper() and later:
+                expected.append((d, i, later[0]))
+    assert sorted(pairs) == sorted(expected) and expected
+    gold = [s.column(-1) for s in test]
+    assert _accuracy(gold, crf.tag_sentences(_inputs(test)).tokens()) > _majority(gold) + 0.1

@@ -178,10 +178,15 @@ class Unroller:
             else:
                 cands = [(i, j) for i in range(n) for j in range(i + 1, min(n, i + limit + 1))]
         for pred in where:
-            if pred.kind in ("edge", "distance") or not cands:
+            if pred.kind in ("edge", "distance", "nearest") or not cands:
                 continue
             keep = self._holds(pred, inst, cands)
             cands = [c for c, ok in zip(cands, keep) if ok]
+        if any(p.kind == "nearest" for p in where):
+            nearest: dict[int, int] = {}
+            for i, j in cands:      # sorted: each i's first pair has its smallest j
+                nearest.setdefault(i, j)
+            cands = sorted(nearest.items())
         return cands
 
     def _holds(self, pred: ast.Predicate, inst: Instance, spans: list[tuple[int, int]]

@@ -183,8 +183,10 @@ class Predicate:
     kind ``"eq"`` / ``"ne"``: ``left == right`` / ``left != right`` — the two
     observation expressions share (do not share) an item; ``"test"``: the
     expression ``left`` yields an item (``regex(word[i], "^[A-Z]")``);
-    ``"distance"``: ``j - i <= value``; ``"edge"``: the graph has an edge
-    a -> b of type ``value`` (``edge(a, b, "cites")``).
+    ``"distance"``: ``j - i <= value``; ``"nearest"``: of the pairs the
+    other conjuncts allow, only each i's with the smallest j (a chain of
+    skip edges through the repeats of a word, not a clique); ``"edge"``:
+    the graph has an edge a -> b of type ``value`` (``edge(a, b, "cites")``).
     """
     kind: str
     left: "ObsExpr | None"

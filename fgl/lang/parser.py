@@ -211,6 +211,9 @@ class _ToAst(Transformer):
         return Predicate("distance", None, None, LocatedInt(int(ch[0]), self._loc(ch[0])),
                          self._loc(meta))
 
+    def pred_nearest(self, meta, ch):
+        return Predicate("nearest", None, None, None, self._loc(meta))
+
     def pred_edge(self, meta, ch):
         return Predicate("edge", None, None, Located(_unquote(ch[0]), self._loc(ch[0])),
                          self._loc(meta))

@@ -130,6 +130,11 @@ class PairChecks(CheckerBase):
                 self.error(loc_of(p.value, p.loc),
                            f"`j - i <= N` needs a whole number N >= 1 (the ends of a pair have "
                            f"i < j); found {show(p.value)}")
+        elif p.kind == "nearest":
+            if graph:
+                self.error(p.loc, "`nearest` picks the closest following position in a "
+                                  "sequence, but a graph model (`input graph`) has none; link "
+                                  'nodes with edge(a, b, "type")')
         elif p.kind == "edge":
             if not graph:
                 self.error(p.loc, f"edge(a, b, ...) links nodes of a graph, but the input is not "
@@ -139,4 +144,4 @@ class PairChecks(CheckerBase):
                                                    f'non-empty "string"; found {show(p.value)}')
         else:
             self.error(p.loc, f"unknown predicate kind {show(p.kind)}; expected one of: "
-                              f"eq, ne, test, distance, edge")
+                              f"eq, ne, test, distance, nearest, edge")
