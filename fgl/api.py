@@ -112,18 +112,29 @@ class CRF:
 
     # ------------------------------------------------------------ data
 
-    def read(self, path: str | Path, encoding: str = "utf-8") -> list[Sentence]:
+    def read(self, path: str | Path, encoding: str = "utf-8",
+             short_lines: str = "error") -> list[Sentence]:
         """Read a data file in the spec's input format (CoNLL columns, or
-        JSON-lines graphs for `input graph` specs)."""
+        JSON-lines graphs for `input graph` specs).  ``short_lines`` is what
+        a column file's lines with too few fields get: "error", "pad" or
+        "skip" (``fgl.io.conll.read_conll``)."""
         if self.spec.input_format == "graph":
             return read_graphs(path, self.spec, encoding)
-        return read_conll(path, encoding=encoding)
+        return read_conll(path, encoding=encoding, column_names=self._column_names,
+                          short_lines=short_lines)
 
-    def _source(self, path: str | Path, encoding: str) -> Callable[[], Iterable[Sentence]]:
+    def _source(self, path: str | Path, encoding: str,
+                short_lines: str) -> Callable[[], Iterable[Sentence]]:
         """A re-readable source over a data file (column files are streamed)."""
         if self.spec.input_format == "graph":
             return lambda: read_graphs(path, self.spec, encoding)
-        return lambda: iter_conll(path, encoding=encoding)
+        return lambda: iter_conll(path, encoding=encoding, column_names=self._column_names,
+                                  short_lines=short_lines)
+
+    @property
+    def _column_names(self) -> list[str]:
+        """The spec's columns (for data errors: a file holding all of them)."""
+        return [c.name for c in self.spec.columns]
 
     # ------------------------------------------------------------ training
 
@@ -135,10 +146,12 @@ class CRF:
         sequence is a document of its own."""
         return self.fit_sentences(_as_sentences(X, y, "train", documents))
 
-    def fit_file(self, path: str | Path, encoding: str = "utf-8") -> "CRF":
-        """Train on a data file holding the spec's columns.  Chain and
-        segment models read a column file twice rather than holding it."""
-        return self.fit_sentences(self._source(path, encoding), source=str(path))
+    def fit_file(self, path: str | Path, encoding: str = "utf-8",
+                 short_lines: str = "error") -> "CRF":
+        """Train on a data file holding the spec's columns (``short_lines``
+        as for ``read``).  Chain and segment models read a column file
+        twice rather than holding it."""
+        return self.fit_sentences(self._source(path, encoding, short_lines), source=str(path))
 
     def compile(self, X: Sequence[Rows], y: Sequence[Sequence],
                 documents: Sequence[Hashable] | None = None) -> "CRF":
@@ -211,16 +224,17 @@ class CRF:
         several output layers, a tuple of labels per token)."""
         return self.predict_sentences(_as_sentences(X, None, "predict", documents))
 
-    def tag_file(self, path: str | Path, encoding: str = "utf-8"
+    def tag_file(self, path: str | Path, encoding: str = "utf-8", short_lines: str = "error"
                  ) -> tuple[list[Sentence], Predictions]:
-        """Read a data file and decode it: its sentences and predictions."""
-        sentences = self.read(path, encoding)
+        """Read a data file (``short_lines`` as for ``read``) and decode it:
+        its sentences and predictions."""
+        sentences = self.read(path, encoding, short_lines)
         return sentences, self.tag_sentences(sentences)
 
-    def predict_file(self, path: str | Path, encoding: str = "utf-8"
+    def predict_file(self, path: str | Path, encoding: str = "utf-8", short_lines: str = "error"
                      ) -> tuple[list[Sentence], list[list]]:
         """Read a data file and predict its labels."""
-        sentences, pred = self.tag_file(path, encoding)
+        sentences, pred = self.tag_file(path, encoding, short_lines)
         return sentences, pred.tokens()
 
     def marginals(self, X: Sequence[Rows], documents: Sequence[Hashable] | None = None
@@ -268,12 +282,13 @@ class CRF:
         return {name: evaluate([[tok[k] for tok in s] for s in y], pred.layer(name))
                 for k, name in enumerate(pred.outputs)}
 
-    def explain(self, path: str | Path | None = None, encoding: str = "utf-8") -> str:
+    def explain(self, path: str | Path | None = None, encoding: str = "utf-8",
+                short_lines: str = "error") -> str:
         """The engine chosen for the spec and why; with training data, the
         compiled program's sizes as well."""
         if path is None:
             return registry.explain(self.spec)
-        model, data = self._compile(self.read(path, encoding), str(path))
+        model, data = self._compile(self.read(path, encoding, short_lines), str(path))
         return registry.explain(self.spec, model, data)
 
     # ------------------------------------------------------------ files
@@ -302,9 +317,13 @@ def _print_progress(row: dict) -> None:
         print(f"  recovery: {row['recovery']}", file=sys.stderr)
         return
     bp = row.get("inference")
-    effort = "" if bp is None else (
-        f"  BP: <= {bp.max_iterations} iterations, residual {bp.max_residual:.2g}, "
-        f"{bp.not_converged}/{bp.instances} not converged")
+    if bp is None:
+        effort = ""
+    elif bp.max_iterations == 0:    # every instance run by the junction tree
+        effort = f"  exact (junction tree), {bp.instances} instances"
+    else:
+        effort = (f"  BP: <= {bp.max_iterations} iterations, residual {bp.max_residual:.2g}, "
+                  f"{bp.not_converged}/{bp.instances} not converged")
     print(f"iter {row['iteration']:4d}  objective {row['objective']:.6g}  "
           f"|grad| {row['gradient_norm']:.4g}  evals {row['evaluations']}  "
           f"{row['seconds']:.1f}s{effort}", file=sys.stderr)

@@ -8,10 +8,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from fgl.engines.program import InferenceStats
 from fgl.errors import DataError, FglError, SpecError
+from fgl.io.conll import SHORT_LINES, ShortLineWarning
 
 EPILOG = """\
 examples:
@@ -33,9 +35,17 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    def short_lines_arg(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--short-lines", choices=SHORT_LINES, default="error",
+                        help="a token line with fewer fields than the others: refuse it "
+                             "(error, the default), pad its missing middle columns with '_' "
+                             "keeping the first field and the label (pad), or drop it (skip); "
+                             "pad and skip print how many lines they mended")
+
     def data_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--encoding", default="utf-8",
                         help="text encoding of data files (default utf-8; e.g. latin-1)")
+        short_lines_arg(sp)
         sp.add_argument("--jobs", type=int, default=None,
                         help="threads for per-sequence work (0 = every core; default: the "
                              "spec's `train { jobs = N }`, else every core)")
@@ -82,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--instance", type=int, default=0, help="which instance (default 0)")
     d.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     d.add_argument("--encoding", default="utf-8")
+    short_lines_arg(d)
 
     x = sub.add_parser("explain", help="show the compiled program",
                        description="Show the engine chosen for SPEC and why, the labels, "
@@ -90,6 +101,7 @@ def _parser() -> argparse.ArgumentParser:
     x.add_argument("spec")
     x.add_argument("--train", metavar="FILE", help="training data to compile against")
     x.add_argument("--encoding", default="utf-8")
+    short_lines_arg(x)
     return p
 
 
@@ -99,7 +111,7 @@ def _cmd_train(a: argparse.Namespace) -> None:
     crf = CRF(Path(a.spec), sigma=a.sigma, max_iter=a.max_iter, tol=a.tol, jobs=a.jobs,
               verbose=not a.quiet)
     t0 = time.perf_counter()
-    crf.fit_file(a.train, encoding=a.encoding)
+    crf.fit_file(a.train, encoding=a.encoding, short_lines=a.short_lines)
     log = crf.training_log
     print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
           f"{log.evaluations} evaluations, objective {log.objective:.6g} ({log.message})",
@@ -108,7 +120,7 @@ def _cmd_train(a: argparse.Namespace) -> None:
     crf.save(a.output)
     print(f"wrote {a.output}", file=sys.stderr)
     if a.dev:
-        _report(crf, a.dev, a.encoding)
+        _report(crf, a.dev, a)
 
 
 def _warn_convergence(spec, stats: InferenceStats | None, when: str) -> None:
@@ -120,9 +132,9 @@ def _warn_convergence(spec, stats: InferenceStats | None, when: str) -> None:
 
     method, settings = infer_settings(spec)
     advice = [f"more iterations (`max_iter` is {settings['max_iter']})"]
+    if method in ("loopy", "auto") and not settings["damping"]:
+        advice.insert(0, f"damping (`infer {method}(damping = 0.5)`)")
     if method == "loopy":
-        if not settings["damping"]:
-            advice.insert(0, "damping (`infer loopy(damping = 0.5)`)")
         advice.append("the tree schedule `infer trp`")
     advice.append(f"a looser `tol` (now {settings['tol']:g})")
     print(f"warning: belief propagation did not converge on {stats.not_converged} of "
@@ -131,11 +143,11 @@ def _warn_convergence(spec, stats: InferenceStats | None, when: str) -> None:
           f"{advice[-1]}", file=sys.stderr)
 
 
-def _report(crf, path: str, encoding: str) -> None:
+def _report(crf, path: str, a: argparse.Namespace) -> None:
     """Evaluate every output column (conlleval-style when tags are BIO)."""
     from fgl.io.evaluate import evaluate
 
-    sentences, pred = crf.tag_file(path, encoding=encoding)
+    sentences, pred = crf.tag_file(path, encoding=a.encoding, short_lines=a.short_lines)
     _warn_convergence(crf.spec, pred.stats, "decoding")
     outputs, columns = pred.outputs, [c.name for c in crf.spec.columns]
     if sentences and len(sentences[0].rows[0]) != len(columns):
@@ -155,7 +167,7 @@ def _cmd_tag(a: argparse.Namespace) -> None:
     from fgl.io.conll import has_docstart, write_conll
 
     crf = CRF.load(a.model, jobs=a.jobs)
-    sentences, tagged = crf.tag_file(a.file, encoding=a.encoding)
+    sentences, tagged = crf.tag_file(a.file, encoding=a.encoding, short_lines=a.short_lines)
     _warn_convergence(crf.spec, tagged.stats, "decoding")
     pred = tagged.tokens()
     out = open(a.output, "w", encoding="utf-8") if a.output else sys.stdout
@@ -175,7 +187,7 @@ def _cmd_tag(a: argparse.Namespace) -> None:
 def _cmd_eval(a: argparse.Namespace) -> None:
     from fgl.api import CRF
 
-    _report(CRF.load(a.model, jobs=a.jobs), a.file, a.encoding)
+    _report(CRF.load(a.model, jobs=a.jobs), a.file, a)
 
 
 def _cmd_check(a: argparse.Namespace) -> int:
@@ -217,7 +229,7 @@ def _cmd_explain(a: argparse.Namespace) -> None:
         print(crf.explain())
         print("labels, patterns and state counts depend on the data: add --train FILE")
         return
-    print(crf.explain(a.train, encoding=a.encoding))
+    print(crf.explain(a.train, encoding=a.encoding, short_lines=a.short_lines))
 
 
 def _cmd_draw(a: argparse.Namespace) -> None:
@@ -225,7 +237,7 @@ def _cmd_draw(a: argparse.Namespace) -> None:
     from fgl.io.draw import factor_graph_dot
 
     crf = CRF(Path(a.spec))
-    dot = factor_graph_dot(crf.spec, crf.read(a.file, encoding=a.encoding), a.instance,
+    dot = factor_graph_dot(crf.spec, crf.read(a.file, a.encoding, a.short_lines), a.instance,
                            Path(a.spec).parent)
     if a.output:
         Path(a.output).write_text(dot, encoding="utf-8")
@@ -233,12 +245,29 @@ def _cmd_draw(a: argparse.Namespace) -> None:
         sys.stdout.write(dot)
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Data warnings (--short-lines) as one plain line on stderr."""
+    if issubclass(category, ShortLineWarning):
+        if str(message) not in _shown:  # a file streamed twice warns once
+            _shown.add(str(message))
+            print(f"fgl: warning: {message}", file=sys.stderr)
+    else:
+        _default_show(message, category, filename, lineno, file, line)
+
+
+_default_show = warnings.showwarning
+_shown: set[str] = set()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = {"train": _cmd_train, "tag": _cmd_tag, "eval": _cmd_eval, "check": _cmd_check,
                "explain": _cmd_explain, "draw": _cmd_draw}[args.command]
     try:
-        return command(args) or 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", ShortLineWarning)
+            warnings.showwarning = _show_warning
+            return command(args) or 0
     except FglError as e:
         print(f"fgl: {e}", file=sys.stderr)
         return 2

@@ -301,3 +301,18 @@ def test_bp_start_setting_reaches_the_learner(tmp_path, monkeypatch):
         spec.write_text(text)
         CRF(spec).fit_sentences(data)
     assert made == [False, True]
+
+
+def test_progress_lines_say_what_inference_ran(capsys):
+    """Verbose training prints BP's effort per iteration, and says "exact"
+    when the junction tree ran every instance."""
+    from fgl.api import _print_progress
+    from fgl.engines.program import InferenceStats
+
+    _print_progress({"iteration": 3, "objective": 1.5, "gradient_norm": 2.0, "evaluations": 4,
+                     "seconds": 0.1, "inference": InferenceStats(5, 1, 12, 3e-3)})
+    _print_progress({"iteration": 4, "objective": 1.2, "gradient_norm": 1.0, "evaluations": 5,
+                     "seconds": 0.2, "inference": InferenceStats(5, 0, 0, 0.0)})
+    bp, exact = capsys.readouterr().err.splitlines()
+    assert "BP: <= 12 iterations, residual 0.003, 1/5 not converged" in bp
+    assert "exact (junction tree), 5 instances" in exact and "BP" not in exact

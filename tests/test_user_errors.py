@@ -161,7 +161,7 @@ def train_data_fails(capsys, tmp_path, text: bytes | str, prefix_line: int, *wor
 
 def test_wrong_column_count_on_one_line(capsys, tmp_path):
     train_data_fails(capsys, tmp_path, "w1 O\nw2 B-T0\n\nw3 O extra\n", 4,
-                     "expected 2 columns, found 3", "'w3 O extra'")
+                     "expected 2 columns (word label), found 3", "'w3 O extra'")
 
 
 def test_wrong_column_count_for_the_spec(capsys, tmp_path):

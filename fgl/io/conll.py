@@ -18,12 +18,39 @@ holds at least one token*.  So a file that begins with ``-DOCSTART-`` puts its
 first sentences in document 0, and several ``-DOCSTART-`` lines with nothing
 between them never create empty documents.  Document numbers are therefore
 always 0, 1, 2, ... with no gaps.
+
+Lines with the wrong number of fields (``short_lines``): every token line
+must have the expected number of fields -- ``n_columns`` when given, else the
+number on the first token line.  By default (``short_lines="error"``) any
+other count raises :class:`DataError` at ``file:line``.  Real corpora have
+defects: in CoNLL-2002 Dutch (ned.*) some lines lost the space between word
+and POS tag (``Belgi\x81EN B-LOC``), leaving 2 fields where 3 are expected.
+Two other policies read such files as they are, without editing them:
+
+* ``short_lines="pad"``: a line with *fewer* fields (at least 2) keeps its
+  first field as the token's first column and its last field as the last
+  column (the label, in a labelled file); the missing middle columns get the
+  placeholder ``pad`` (default ``"_"``, the CoNLL-U "unspecified" mark).
+  ``Belgi\x81EN B-LOC`` becomes ``Belgi\x81EN _ B-LOC``: the run-together
+  word is kept as one unknown word, the token and its gold label stay in
+  the sentence, so token counts and evaluation are unchanged.
+* ``short_lines="skip"``: a line with fewer fields is dropped (the sentence
+  loses that token).
+
+Either way one :class:`ShortLineWarning` per file reports how many lines
+were padded or skipped and the ``file:line`` of the first.  In both modes,
+when ``n_columns`` is not given the expected count is the one most token
+lines of the file have (so a defective first line does not set it).  A line
+with *more* fields than expected, or a single-field line under ``pad``, is
+still an error: which fields belong where cannot be known.
 """
 from __future__ import annotations
 
 import gc
 import io
 import re
+import warnings
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, TextIO
@@ -31,6 +58,13 @@ from typing import Iterator, TextIO
 from fgl.errors import DataError
 
 DOCSTART = "-DOCSTART-"
+
+SHORT_LINES = ("error", "pad", "skip")
+"""The policies for token lines with fewer fields than expected."""
+
+
+class ShortLineWarning(UserWarning):
+    """Lines with too few fields were padded or skipped (``short_lines``)."""
 
 _BREAK = re.compile(r"\r\n|\r|\n")
 # Whitespace that str.split() would split on but that is part of a field here.
@@ -89,33 +123,40 @@ def _decode(raw: bytes, encoding: str, path: str) -> str:
 
 
 def read_conll(path, encoding: str = "utf-8", n_columns: int | None = None,
-               column_names: list[str] | None = None) -> list[Sentence]:
+               column_names: list[str] | None = None, *, short_lines: str = "error",
+               pad: str = "_") -> list[Sentence]:
     """Read a column file into sentences (see the module docstring).
 
     Every token line must have the same number of fields: ``n_columns`` when
     given, else the number on the first token line.  ``column_names`` only
-    serves to name the columns in error messages.  Raises :class:`DataError`
-    (``file:line: message``) for a missing/unreadable file, bytes invalid in
-    ``encoding``, or a line with the wrong number of fields.  An empty file
-    gives an empty list.
+    serves to name the columns in error messages.  ``short_lines`` says what
+    to do with a line with fewer fields: ``"error"`` (default), ``"pad"``
+    (fill the missing middle columns with ``pad``, keeping the first and the
+    last field) or ``"skip"`` (drop it); see the module docstring.  Raises
+    :class:`DataError` (``file:line: message``) for a missing/unreadable
+    file, bytes invalid in ``encoding``, or a line with the wrong number of
+    fields.  An empty file gives an empty list.
     """
     # Building many small lists triggers the cyclic GC over and over although
     # nothing here forms cycles; pausing it makes reading ~3x faster.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return list(iter_conll(path, encoding, n_columns, column_names))
+        return list(iter_conll(path, encoding, n_columns, column_names,
+                               short_lines=short_lines, pad=pad))
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
 def iter_conll(path, encoding: str = "utf-8", n_columns: int | None = None,
-               column_names: list[str] | None = None) -> Iterator[Sentence]:
+               column_names: list[str] | None = None, *, short_lines: str = "error",
+               pad: str = "_") -> Iterator[Sentence]:
     """The sentences of a column file one at a time, as :func:`read_conll`
-    reads them (the same checks and errors), holding only the file's text
-    and the current sentence."""
+    reads them (the same checks, policies and errors), holding only the
+    file's text and the current sentence."""
     name = str(path)
+    check_short_lines(short_lines, pad)
     try:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
@@ -126,11 +167,28 @@ def iter_conll(path, encoding: str = "utf-8", n_columns: int | None = None,
         raise DataError(f"cannot read file: {e.strerror or e}", name, 0) from None
     text = _decode(raw, encoding, name)
     del raw
-    return _parse(text, name, n_columns, column_names)
+    return _parse(text, name, n_columns, column_names, short_lines, pad)
+
+
+def check_short_lines(short_lines: str, pad: str = "_") -> None:
+    """Refuse an unknown ``short_lines`` policy or an unusable placeholder."""
+    if short_lines not in SHORT_LINES:
+        raise ValueError(f"short_lines must be one of {', '.join(SHORT_LINES)}, "
+                         f"not {short_lines!r}")
+    if not pad or " " in pad or "\t" in pad or "\n" in pad or "\r" in pad:
+        raise ValueError(f"pad must be a non-empty field without whitespace, not {pad!r}")
+
+
+def _usual_width(text: str) -> int | None:
+    """The number of fields most token lines have (None: no token lines)."""
+    counts = Counter(len(line.split(None, 50)) for line in text.split("\n")
+                     if line and not line.isspace() and not line.lstrip().startswith(DOCSTART))
+    return counts.most_common(1)[0][0] if counts else None
 
 
 def _parse(text: str, name: str, n_columns: int | None,
-           column_names: list[str] | None) -> Iterator[Sentence]:
+           column_names: list[str] | None, short_lines: str = "error",
+           pad: str = "_") -> Iterator[Sentence]:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\t" in text:
@@ -140,6 +198,9 @@ def _parse(text: str, name: str, n_columns: int | None,
     simple = _OTHER_SPACE.search(text) is None
 
     expected = n_columns
+    if expected is None and short_lines != "error":
+        expected = _usual_width(text)
+    mended, first_mended = 0, 0
     rows: list[list[str]] = []
     nums: list[int] = []
     doc = 0
@@ -170,15 +231,34 @@ def _parse(text: str, name: str, n_columns: int | None,
             expected = len(fields)
         elif len(fields) != expected:
             found = len(fields)
-            raise DataError(
-                f"expected {_columns_phrase(expected, column_names)}, "
-                f"found {found}: {line.strip()!r}",
-                name, lineno)
+            if found < expected and (short_lines == "skip"
+                                     or (short_lines == "pad" and found >= 2)):
+                mended += 1
+                first_mended = first_mended or lineno
+                if short_lines == "skip":
+                    continue
+                fields = fields[:-1] + [pad] * (expected - found) + fields[-1:]
+            else:
+                hint = ""
+                if found < expected and short_lines == "error":
+                    hint = " (short_lines='pad' or 'skip', --short-lines, reads such lines)"
+                raise DataError(
+                    f"expected {_columns_phrase(expected, column_names)}, "
+                    f"found {found}: {line.strip()!r}{hint}",
+                    name, lineno)
         rows.append(fields)
         nums.append(lineno)
         doc_has_tokens = True
     if rows:
         yield Sentence(rows, nums, doc, name)
+    if mended:
+        what = (f"padded the missing middle column(s) with {pad!r}" if short_lines == "pad"
+                else "skipped them")
+        lines = "line" if mended == 1 else "lines"
+        warnings.warn(ShortLineWarning(
+            f"{name}:{first_mended}: {mended} {lines} with fewer than "
+            f"{_columns_phrase(expected, column_names)} (the first here); {what}"),
+            stacklevel=2)
 
 
 def _check_field(field: str, i: int, j: int) -> None:
