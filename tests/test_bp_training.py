@@ -203,7 +203,7 @@ def test_a_failing_line_search_is_recovered_and_reported():
     as the weights grow the loops become frustrated, BP converges slowly or
     not at all, and the line search fails far from a fit — as on the
     user's run.  Recovering gets much further, and every row says so."""
-    data = segment_sequences(n_types=3, max_len=4, vocab=8, n_train=15, n_test=1, length=10,
+    data = segment_sequences(n_types=3, max_len=4, vocab=6, n_train=15, n_test=1, length=10,
                              seed=0)[0]
     spec = validate(parse_spec(CHAIN.format(extra=SKIP,
                                             infer="infer trp(max_iter = 50, tol = 1e-4)",

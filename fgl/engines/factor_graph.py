@@ -178,21 +178,19 @@ class FactorGraph:
         return self.n_cycles() == 0
 
     def spanning_trees(self, max_trees: int | None = None, seed: int = 0) -> list[np.ndarray]:
-        """TRP trees: edge-id arrays (sorted), each a spanning forest of the
-        bipartite graph, that together cover every edge.
+        """TRP trees: edge-id arrays (sorted), each a forest of the bipartite
+        graph, that together cover every edge.
 
-        Greedy cover by random-weight minimum spanning forests: edges not yet
-        covered weigh U(0, 1), covered ones 1 + U(0, 1), so Kruskal takes
-        every uncovered edge it can before any covered one and each new tree
-        covers at least one new edge.  A forest needs a single tree.  Raises
-        ValueError when ``max_trees`` trees do not cover the graph.
-
-        (Kruskal runs in ``_kruskal`` over the edges sorted by (covered,
-        noise), the same order as those weights.  A cover preferring the
-        chain -- factors over consecutive variable ids first, so each tree
-        holds the whole chain and skip factors hang off it as leaves -- took
-        up to 1.6x the TRP iterations of this cover on synthetic skip chains
-        (never fewer), so the random cover stays.)"""
+        The first is a spanning forest (Kruskal over the edges in random
+        order); each next one a forest, as large as Kruskal makes it, of the
+        edges no earlier tree holds — so one TRP iteration passes over the
+        graph about once, plus the few edges that close cycles, rather than
+        once per spanning tree.  (On 100 CoNLL-2003 articles with skip edges,
+        against a cover by random spanning trees: 0.54x the edges per
+        iteration, 1.1x the iterations, 0.77x the time; a cover preferring
+        the chain's factors took up to 1.6x the iterations.)  A forest needs a
+        single tree.  Raises ValueError when ``max_trees`` trees do not cover
+        the graph."""
         key = ("trees", max_trees, seed)
         if key in self._cache:
             return self._cache[key]
@@ -204,10 +202,10 @@ class FactorGraph:
         trees: list[np.ndarray] = []
         while not covered.all() or not trees:
             if max_trees is not None and len(trees) >= max_trees:
-                raise ValueError(f"{max_trees} spanning trees cover only {int(covered.sum())} "
+                raise ValueError(f"{max_trees} trees cover only {int(covered.sum())} "
                                  f"of {self.n_edges} edges")
-            noise = rng.random(E)
-            order = np.lexsort((noise, covered)).astype(np.int64)
+            todo = np.flatnonzero(~covered) if trees else np.arange(E)
+            order = todo[np.argsort(rng.random(todo.size), kind="stable")].astype(np.int64)
             in_tree = np.zeros(E, dtype=np.bool_)
             _kruskal(order, a, b, N, need, in_tree)
             edges = np.flatnonzero(in_tree).astype(np.int64)
