@@ -17,14 +17,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_loopy_engine import CHAIN_CASES, assert_matches_chain_engine, chain_engine_case
 
 from fgl.api import CRF, _as_sentences
-from fgl.engines.chain import pattern_marginals
 from fgl.engines.factor_graph import FactorGraph
 from fgl.engines.junction_tree import junction_tree, junction_tree_plan
 from fgl.engines.loopy import exact
 from fgl.engines.loopy_program import LoopyProgram
-from fgl.engines.structure import ChainStructure
 from fgl.errors import FglError
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
@@ -144,27 +143,12 @@ def test_bad_inputs():
 
 
 def test_chain_matches_chain_engine():
-    """A first-order chain against ``fgl.engines.chain``: patterns are every
-    single label and every pair (as in test_loopy_engine.py)."""
+    """A first-order chain against ``fgl.engines.chain`` (the cases of
+    test_loopy_engine.py)."""
     rng = np.random.default_rng(7)
-    for T, n in [(1, 3), (2, 2), (5, 3), (9, 4)]:
-        patterns = [(a,) for a in range(n)] + list(itertools.product(range(n), repeat=2))
-        cs = ChainStructure.build(n, patterns)
-        pot = rng.normal(size=(T, len(patterns)))
-        factors = [[t - 1, t] for t in range(1, T)] + [[t] for t in range(T)]
-        g = FactorGraph.from_factors([n] * T, factors)
-        lp = np.empty(g.n_table)
-        for f, vs in enumerate(factors):
-            lp[g.tab_ptr[f]:g.tab_ptr[f + 1]] = pot[vs[1], n:] if len(vs) == 2 else pot[vs[0], :n]
-        log_z, marg = pattern_marginals(cs, pot)
-        r = junction_tree(g, lp)
-        assert r.log_z == pytest.approx(log_z, abs=TOL)
-        for t in range(T):
-            np.testing.assert_allclose(r.var_beliefs[t], marg[t, :n], atol=TOL)
-        for f, vs in enumerate(factors):
-            if len(vs) == 2:
-                np.testing.assert_allclose(r.factor_beliefs[g.tab_ptr[f]:g.tab_ptr[f + 1]],
-                                           marg[vs[1], n:], atol=TOL)
+    for T, n in CHAIN_CASES:
+        g, lp, factors, log_z, marg = chain_engine_case(T, n, rng)
+        assert_matches_chain_engine(junction_tree(g, lp), g, factors, log_z, marg)
         assert junction_tree_plan(g).treewidth == (1 if T > 1 else 0)
 
 

@@ -385,6 +385,21 @@ def _scheduled_pass(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_e
 
 
 @njit(cache=True, nogil=True)
+def _widths(card, v_ptr, f_ptr):
+    """(largest domain, largest variable degree, largest factor arity): the
+    sizes of a kernel's scratch buffers."""
+    max_card = 1
+    max_deg = 1
+    for v in range(card.shape[0]):
+        max_card = max(max_card, card[v])
+        max_deg = max(max_deg, v_ptr[v + 1] - v_ptr[v])
+    max_arity = 1
+    for f in range(f_ptr.shape[0] - 1):
+        max_arity = max(max_arity, f_ptr[f + 1] - f_ptr[f])
+    return max_card, max_deg, max_arity
+
+
+@njit(cache=True, nogil=True)
 def propagate(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge, sched_edge,
               sched_dir, flooding, use_max, damping, tol, max_iter, msgs):
     """Run BP passes until one changes no message by ``tol`` or more.
@@ -396,16 +411,8 @@ def propagate(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge, s
     M = msgs.shape[0] // 2
     fv = msgs[:M]
     vf = msgs[M:]
-    V = card.shape[0]
     F = f_ptr.shape[0] - 1
-    max_card = 1
-    max_deg = 1
-    for v in range(V):
-        max_card = max(max_card, card[v])
-        max_deg = max(max_deg, v_ptr[v + 1] - v_ptr[v])
-    max_arity = 1
-    for f in range(F):
-        max_arity = max(max_arity, f_ptr[f + 1] - f_ptr[f])
+    max_card, max_deg, max_arity = _widths(card, v_ptr, f_ptr)
     out0 = np.empty(2 * max_card)
     pre = np.empty(max_deg * max_card)
     digits = np.zeros(max_arity, dtype=np.int64)
@@ -454,15 +461,7 @@ def beliefs(psi, shift, card, f_ptr, f_var, tab_ptr, msg_ptr, v_ptr, v_edge, var
     (Z_f the normaliser of b_f), so the logarithms are taken of messages,
     not of table entries.  Returns (Bethe log Z, or 0 for max-product; ok)."""
     V = card.shape[0]
-    F = f_ptr.shape[0] - 1
-    max_card = 1
-    max_deg = 1
-    for v in range(V):
-        max_card = max(max_card, card[v])
-        max_deg = max(max_deg, v_ptr[v + 1] - v_ptr[v])
-    max_arity = 1
-    for f in range(F):
-        max_arity = max(max_arity, f_ptr[f + 1] - f_ptr[f])
+    max_card, max_deg, max_arity = _widths(card, v_ptr, f_ptr)
     digits = np.zeros(max_arity, dtype=np.int64)
     marg = np.empty(max_arity * max_card)   # a factor's per-variable belief marginals
     if _flood_variables(card, v_ptr, v_edge, msg_ptr, fv, vf, use_max,
