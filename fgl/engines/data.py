@@ -9,10 +9,9 @@ one thread each (the numba kernels release the GIL).
 from __future__ import annotations
 
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -106,30 +105,28 @@ def map_instances(jobs: int, n: int, fn: Callable[[int], object]) -> list:
 
 
 def reduce_instances(jobs: int, n: int, fn: Callable[[int, object], None],
-                     accumulator: Callable[[], object]) -> list:
+                     accumulator: Callable[[], object], cost: Sequence[float]) -> list:
     """Run ``fn(i, acc)`` for every i in range(n) on up to ``jobs`` threads,
-    each thread taking the next instance when it is free (instances differ
-    in cost: BP may need 2 passes on one and 50 on the next) and adding into
-    its own accumulator; returns the accumulators.  They are made here, in
-    the calling thread (see ``run_parallel``)."""
+    each adding into its own accumulator; returns the accumulators in order.
+    Thread k takes the k-th of ``jobs`` contiguous runs of instances of
+    about equal total ``cost``, in order, so the sums — and a training run —
+    are the same on every run with the same ``jobs``.  The accumulators are
+    made here, in the calling thread (see ``run_parallel``)."""
     jobs = min(resolve_jobs(jobs), max(n, 1))
-    accs = [accumulator() for _ in range(jobs)]
-    if jobs == 1:
-        for i in range(n):
-            fn(i, accs[0])
-        return accs
-    lock = threading.Lock()
-    todo = iter(range(n))
+    cum = np.cumsum(np.asarray(cost, dtype=np.float64))
+    cuts = [0, *np.searchsorted(cum, cum[-1] * np.arange(1, jobs) / jobs, side="right")
+            .tolist(), n] if n else [0, 0]
+    runs = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a] or [(0, 0)]
+    accs = [accumulator() for _ in runs]
 
-    def worker(acc: object) -> None:
-        while True:
-            with lock:
-                i = next(todo, None)
-            if i is None:
-                return
-            fn(i, acc)
+    def work(k: int) -> None:
+        for i in range(*runs[k]):
+            fn(i, accs[k])
 
-    list(thread_pool(jobs).map(worker, accs))
+    if len(runs) == 1:
+        work(0)
+    else:
+        list(thread_pool(len(runs)).map(work, range(len(runs))))
     return accs
 
 

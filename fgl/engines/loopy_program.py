@@ -324,7 +324,8 @@ class LoopyProgram:
 
         # one count array per thread, not per instance
         accs = reduce_instances(jobs, data.n_sequences, work,
-                                lambda: (np.zeros(self.n_features), []))
+                                lambda: (np.zeros(self.n_features), []),
+                                [g.n_table for g in data.graphs])
         runs = [r for acc in accs for r in acc[1]]
         counts = accs[0][0]
         for acc in accs[1:]:
