@@ -104,17 +104,24 @@ def map_instances(jobs: int, n: int, fn: Callable[[int], object]) -> list:
     return list(thread_pool(jobs).map(fn, range(n)))
 
 
+RUNS_PER_THREAD = 4  # reduce_instances: runs of instances per thread, for balance
+
+
 def reduce_instances(jobs: int, n: int, fn: Callable[[int, object], None],
                      accumulator: Callable[[], object], cost: Sequence[float]) -> list:
-    """Run ``fn(i, acc)`` for every i in range(n) on up to ``jobs`` threads,
-    each adding into its own accumulator; returns the accumulators in order.
-    Thread k takes the k-th of ``jobs`` contiguous runs of instances of
-    about equal total ``cost``, in order, so the sums — and a training run —
-    are the same on every run with the same ``jobs``.  The accumulators are
-    made here, in the calling thread (see ``run_parallel``)."""
+    """Run ``fn(i, acc)`` for every i in range(n) on up to ``jobs`` threads;
+    returns the accumulators, in order.  The instances are cut into
+    contiguous runs of about equal total ``cost`` (``RUNS_PER_THREAD`` per
+    thread), each with an accumulator of its own; a free thread takes the
+    next run (instances differ in cost: BP may need 2 passes on one and 50
+    on the next).  Each run's sums are made in order, so they — and a
+    training run — are the same on every run with the same ``jobs``.  The
+    accumulators are made here, in the calling thread (see
+    ``run_parallel``)."""
     jobs = min(resolve_jobs(jobs), max(n, 1))
+    parts = 1 if jobs == 1 else min(n, jobs * RUNS_PER_THREAD)
     cum = np.cumsum(np.asarray(cost, dtype=np.float64))
-    cuts = [0, *np.searchsorted(cum, cum[-1] * np.arange(1, jobs) / jobs, side="right")
+    cuts = [0, *np.searchsorted(cum, cum[-1] * np.arange(1, parts) / parts, side="right")
             .tolist(), n] if n else [0, 0]
     runs = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a] or [(0, 0)]
     accs = [accumulator() for _ in runs]
@@ -126,7 +133,7 @@ def reduce_instances(jobs: int, n: int, fn: Callable[[int, object], None],
     if len(runs) == 1:
         work(0)
     else:
-        list(thread_pool(len(runs)).map(work, range(len(runs))))
+        list(thread_pool(jobs).map(work, range(len(runs))))
     return accs
 
 
