@@ -347,9 +347,11 @@ def belief_propagation(graph: FactorGraph, log_pot: np.ndarray, *, schedule: str
     decoded assignment (back-tracking on a forest, per-variable belief argmax
     otherwise) and ``log_z`` = ``map_score`` its exact score.
 
-    The scaled probability-domain kernels of ``fgl.engines.bp_scaled`` run
-    first; when a message underflows there (or ``log_domain`` is set) the
-    log-space kernels of this module run instead, from the same start."""
+    On a forest, TRP (default trees, undamped) stops after its one exact
+    pass, reporting residual 0.  The scaled probability-domain kernels of
+    ``fgl.engines.bp_scaled`` run first; when a message underflows there (or
+    ``log_domain`` is set) the log-space kernels of this module run instead,
+    from the same start."""
     log_pot = check_potentials(graph, log_pot)
     if not 0.0 <= damping < 1.0:
         raise ValueError("damping must lie in [0, 1)")
@@ -367,13 +369,18 @@ def belief_propagation(graph: FactorGraph, log_pot: np.ndarray, *, schedule: str
         vf0 = np.array(init[1], dtype=np.float64)
         if fv0.shape != (M,) or vf0.shape != (M,):
             raise ValueError("init messages do not match the graph")
+    # on a forest the default TRP cover is one tree, and one undamped pass over it is
+    # exact BP: no second pass to see that nothing changes
+    exact_pass = schedule == "trp" and trees is None and damping == 0.0 and graph.is_tree()
     args = (graph, log_pot, sched_edge, sched_dir, schedule == "flooding", bool(use_max),
-            float(damping), float(tol), int(max_iter))
+            float(damping), float(tol), 1 if exact_pass else int(max_iter))
     result = None if log_domain else _run_scaled(*args, fv0, vf0)
     if result is None:
         with np.errstate(divide="ignore"):
             result = _run_log(*args, None if fv0 is None else np.log(fv0),
                               None if vf0 is None else np.log(vf0))
+    if exact_pass:
+        result.residual, result.converged = 0.0, True
     return result
 
 
