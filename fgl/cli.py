@@ -6,11 +6,13 @@ and a non-zero exit status, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
 from pathlib import Path
 
+from fgl import __version__
 from fgl.engines.program import InferenceStats
 from fgl.errors import DataError, FglError, SpecError
 from fgl.io.conll import SHORT_LINES, ShortLineWarning
@@ -33,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="fgl", description="fgl: conditional random fields written as text files.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"fgl {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def short_lines_arg(sp: argparse.ArgumentParser) -> None:
@@ -107,6 +110,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _cmd_train(a: argparse.Namespace) -> None:
     from fgl.api import CRF
+    from fgl.io.model_files import check_writable
+
+    check_writable(a.output)  # before training, not after
 
     crf = CRF(Path(a.spec), sigma=a.sigma, max_iter=a.max_iter, tol=a.tol, jobs=a.jobs,
               verbose=not a.quiet)
@@ -148,6 +154,8 @@ def _report(crf, path: str, a: argparse.Namespace) -> None:
     from fgl.io.evaluate import evaluate
 
     sentences, pred = crf.tag_file(path, encoding=a.encoding, short_lines=a.short_lines)
+    if not sentences:
+        raise DataError("no sentences to evaluate (the file is empty)", path, 1)
     _warn_convergence(crf.spec, pred.stats, "decoding")
     outputs, columns = pred.outputs, [c.name for c in crf.spec.columns]
     if sentences and len(sentences[0].rows[0]) != len(columns):
@@ -274,6 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fgl: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `fgl eval ... | head`: the reader left; say nothing
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -91,8 +91,8 @@ def run_parallel(jobs: int, data: EncodedData, fn: Callable,
     in the calling thread: arrays a worker thread allocates come from its
     own malloc arena, whose freed memory the other threads cannot reuse."""
     args = [(i0, i1, *(scratch() if scratch else ())) for i0, i1 in data.chunks(resolve_jobs(jobs))]
-    if len(args) == 1:
-        return [fn(*args[0])]
+    if len(args) <= 1:      # (none: no sequences)
+        return [fn(*a) for a in args]
     return list(thread_pool(len(args)).map(lambda a: fn(*a), args))
 
 

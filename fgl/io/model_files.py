@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -42,9 +44,46 @@ def save_model(path: str | Path, model, weights: np.ndarray, meta: dict | None =
     raw = json.dumps(header, ensure_ascii=False).encode("utf-8")
     arrays = {**model.arrays(), "weights": np.asarray(weights, dtype=np.float64)}
     digest = _digest(raw, arrays)
-    with open(path, "wb") as fh:
-        np.savez_compressed(fh, header=np.frombuffer(raw, dtype=np.uint8),
-                            digest=np.frombuffer(digest.encode("ascii"), dtype=np.uint8), **arrays)
+    path = Path(check_writable(path))
+    # a temporary file in the same folder, flushed and renamed over the target: a failed
+    # write (disk full, file size limit) leaves any previous model in place
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez_compressed(fh, header=np.frombuffer(raw, dtype=np.uint8),
+                                digest=np.frombuffer(digest.encode("ascii"), dtype=np.uint8),
+                                **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())   # mkstemp's file is private; a model is not
+        os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise ModelFileError(f"cannot write the model: {e.strerror or e}", str(path)) from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def check_writable(path: str | Path) -> str:
+    """``path`` if a model can be written there — its folder exists and is
+    writable, and it is not a folder — else a ModelFileError saying why."""
+    p = Path(path)
+    if p.is_dir():
+        raise ModelFileError("is a folder; give a file name for the model (e.g. "
+                             f"{p / 'model.fglm'})", str(p))
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise ModelFileError(f"the folder {parent} does not exist", str(p))
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ModelFileError(f"the folder {parent} is not writable", str(p))
+    return str(p)
 
 
 def load_model(path: str | Path) -> tuple[object, np.ndarray, dict]:
