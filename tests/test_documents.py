@@ -74,8 +74,9 @@ def test_tag_writes_the_document_boundaries_back(capsys, tmp_path):
 
 def test_convergence_advice_fits_the_spec(capsys, tmp_path):
     train_path, _ = _files(tmp_path)
+    # every pair of mentions linked (no `nearest`): loops, so one pass does not converge
     text = re.sub(r"(?m)^infer .*$", "infer trp(max_iter = 1, tol = 1e-12)",
-                  SKIP.read_text(encoding="utf-8"))
+                  SKIP.read_text(encoding="utf-8").replace("and nearest", ""))
     spec = tmp_path / "skip_trp.fgl"
     spec.write_text(text, encoding="utf-8")
     code, _, err = run(capsys, "train", spec, "--train", train_path, "-o",
