@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from test_cli import HMM, data_files, run, train_model, write_data
 
 from fgl.io.conll import Sentence
@@ -53,6 +54,21 @@ def train_fails(capsys, tmp_path: Path, spec: Path, prefix: str, *words: str,
 
 
 # ---------------------------------------------------------------- spec errors
+
+def test_far_offsets_are_refused(capsys, tmp_path):
+    for far in ("word[t..t+2000000]", "word[t-1..t+99999999999999999999]"):
+        spec = write_spec(tmp_path, f"obs w = {far}\ntemplate s: y[t] ~ w\n")
+        check_fails(capsys, spec, 3, 9, "beyond the limit of 500 positions")
+
+
+def test_deeply_nested_expression(capsys, tmp_path):
+    deep = "lower(" * 600 + "word[t]" + ")" * 600
+    spec = write_spec(tmp_path, f"obs w = {deep}\ntemplate s: y[t] ~ w\n")
+    check_fails(capsys, spec, 3, 597, "nested more than 100 levels deep", "named `obs`")
+    ok = write_spec(tmp_path, "obs w = " + "lower(" * 40 + "word[t]" + ")" * 40
+                    + "\ntemplate s: y[t] ~ w\n", "ok.fgl")
+    assert run(capsys, "check", ok)[0] == 0
+
 
 def test_syntax_error(capsys, tmp_path):
     spec = write_spec(tmp_path, "obs = word[t]\ntemplate s: y[t] ~ word[t]\n")
@@ -175,6 +191,23 @@ def test_bad_number_in_number_column(capsys, tmp_path):
                     "template s: y[t] ~ word[t], value(x[t])\n", encoding="utf-8")
     train_data_fails(capsys, tmp_path, "a 1.0 O\nb 2.5 O\n\nc abc O\n", 4,
                      "column 'x' expects a number, found 'abc'", spec=spec)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e300"])
+def test_non_finite_or_huge_number_in_number_column(capsys, tmp_path, value):
+    spec = tmp_path / "num.fgl"
+    spec.write_text("columns word, x:number, label\noutput label\n"
+                    "template s: y[t] ~ word[t], value(x[t])\n", encoding="utf-8")
+    train_data_fails(capsys, tmp_path, f"a 1.0 O\nb 2.5 O\n\nc {value} O\n", 4,
+                     f"column 'x' holds '{value}'", "numbers must be finite", spec=spec)
+
+
+def test_ragged_vector_column(capsys, tmp_path):
+    spec = tmp_path / "vec.fgl"
+    spec.write_text("columns word, v:vector, label\noutput label\n"
+                    "template s: y[t] ~ word[t], value(v[t])\n", encoding="utf-8")
+    train_data_fails(capsys, tmp_path, "a 1,2 O\nb 1,2,3 O\n", 2,
+                     "column 'v' holds 3 numbers here and 2 on line 1", spec=spec)
 
 
 def test_undecodable_bytes_suggest_an_encoding(capsys, tmp_path):

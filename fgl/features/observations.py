@@ -161,6 +161,10 @@ class ObservationCompiler:
         return self.lexicons[key]
 
 
+# the largest number a :number or :vector column may hold: weights times values must stay
+# far from overflow (and their squares finite)
+MAX_MAGNITUDE = 1e100
+
 def _map_items(inner: Evaluator, fn: Callable[[str, str, float], list[Item]]) -> Evaluator:
     def evaluate(cols: dict[str, list], T: int, spans: Spans) -> list[list[Item]]:
         return [[out for nm, tx, v in row for out in fn(nm, tx or "", v)]
@@ -283,11 +287,21 @@ def sentence_columns(spec: ast.Spec, rows: list[list[str]], lines: list[int], fi
         values = []
         for r, line in zip(rows, lines):
             try:
-                values.append(float(r[j]) if col.kind == "number"
-                              else [float(x) for x in r[j].split(",")])
+                value = (float(r[j]) if col.kind == "number"
+                         else [float(x) for x in r[j].split(",")])
             except ValueError:
                 raise DataError(f"column '{col.name}' expects a {col.kind}, found '{r[j]}'",
                                 file, line) from None
+            if not all(abs(v) <= MAX_MAGNITUDE for v in
+                       (value if isinstance(value, list) else [value])):  # also NaN
+                raise DataError(f"column '{col.name}' holds '{r[j]}'; numbers must be finite "
+                                f"and at most {MAX_MAGNITUDE:g} in size (rescale the column)",
+                                file, line)
+            if col.kind == "vector" and values and len(value) != len(values[0]):
+                raise DataError(f"column '{col.name}' holds {len(value)} numbers here and "
+                                f"{len(values[0])} on line {lines[0]}; a vector column keeps "
+                                "one dimension", file, line)
+            values.append(value)
         cols[col.name] = values
     gold = cols.get(spec.outputs[0]) if has_gold else None
     return cols, gold

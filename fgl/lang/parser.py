@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import (
     LarkError,
     UnexpectedCharacters,
@@ -461,12 +461,30 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
         raise _syntax_error(e, text, file) from None
     except LarkError as e:  # pragma: no cover - defensive: never leak lark errors
         raise SpecError(f"syntax error: {e}", file, 1, 1) from None
+    _check_nesting(tree, file)
     try:
         return _ToAst(file, text).transform(tree)
     except VisitError as e:
         if isinstance(e.orig_exc, SpecError):
             raise e.orig_exc from None
         raise
+
+
+MAX_NESTING = 100  # parse-tree depth a spec may reach (expressions nest, statements do not)
+
+
+def _check_nesting(tree: Tree, file: str) -> None:
+    """Refuse a parse tree deeper than ``MAX_NESTING`` (e.g. hundreds of
+    nested calls) with its place, before recursive passes over it."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            meta = node.meta
+            raise SpecError(f"expression nested more than {MAX_NESTING} levels deep; write it "
+                            "in steps with named `obs` definitions", file,
+                            getattr(meta, "line", 1), getattr(meta, "column", 1))
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
 
 
 def read_spec(path) -> Spec:

@@ -14,7 +14,7 @@ from fgl.lang.checks.messages import FUNCTIONS, NEED_SEGMENTS, ZERO_ARG
 from fgl.lang.checks.text import did_you_mean, loc_of, offsets, show
 
 _GIVES = {"text": "text", "number": "numbers", "test": "a yes/no test"}
-
+MAX_OFFSET = 500  # the farthest a column may be read from its position (word[t+500])
 
 class ExpressionChecks(IndexChecks):
     def expr(self, e) -> str | None:
@@ -35,8 +35,12 @@ class ExpressionChecks(IndexChecks):
 
     def column_ref(self, e: ColumnRef) -> str | None:
         problem = self.base_problem(e)
+        far = max(abs(e.lo), abs(e.hi))
         if problem:
             self.error(e.loc, problem)
+        elif far > MAX_OFFSET:
+            self.error(e.loc, f"offset {far} in {e.column}[...] is beyond the limit of "
+                              f"{MAX_OFFSET} positions (each offset is an attribute per token)")
         elif e.lo_base == e.hi_base:
             if e.lo > e.hi:
                 self.error(e.loc, f"bad offset range {offsets(e.lo, e.hi, e.lo_base)}: "
