@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fgl import __version__
 from fgl.engines.program import InferenceStats
-from fgl.errors import DataError, FglError, SpecError
+from fgl.errors import DataError, FglError, SpecError, shorten
 from fgl.io.conll import SHORT_LINES, ShortLineWarning
 
 EPILOG = """\
@@ -204,7 +204,7 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
     path = Path(a.spec)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")   # as read_spec reads it
     except (OSError, UnicodeDecodeError) as e:
         raise FglError(f"{path}: cannot read spec: {e}") from None
     try:
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
             warnings.showwarning = _show_warning
             return command(args) or 0
     except FglError as e:
-        print(f"fgl: {e}", file=sys.stderr)
+        print(f"fgl: {shorten(str(e), 2000)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("fgl: interrupted", file=sys.stderr)

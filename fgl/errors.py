@@ -11,6 +11,15 @@ class FglError(Exception):
     """Base class of every error fgl reports to a user."""
 
 
+def shorten(text: str, limit: int = 200) -> str:
+    """``text`` for a message: cut in the middle when longer than ``limit``
+    characters (a data line of a million fields stays one readable line)."""
+    if len(text) <= limit:
+        return text
+    keep = limit // 2
+    return f"{text[:keep]} ...[{len(text) - 2 * keep} characters]... {text[-keep:]}"
+
+
 class SpecError(FglError):
     """A mistake in a model spec, located at ``file:line:col``."""
 

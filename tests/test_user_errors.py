@@ -314,3 +314,16 @@ def test_missing_model_file(capsys, tmp_path):
         assert code == 2
         no_traceback(err)
         assert err.strip() == f"fgl: {missing}: no such model file"
+
+
+def test_a_huge_data_line_gives_a_short_message(capsys, tmp_path):
+    """A line of a million fields is echoed cut in the middle, not whole."""
+    err = train_data_fails(capsys, tmp_path, "w1 O\n" + "w " * 500_000 + "O\n", 2,
+                           "found 500001", "characters]...")
+    assert len(err) < 1000
+
+
+def test_check_reads_a_byte_order_mark_as_train_does(capsys, tmp_path):
+    spec = tmp_path / "bom.fgl"
+    spec.write_bytes(b"\xef\xbb\xbf" + (BASE + "template s: y[t] ~ word[t]\n").encode("utf-8"))
+    assert run(capsys, "check", spec)[0] == 0

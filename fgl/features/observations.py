@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from fgl.errors import DataError, SpecError
+from fgl.errors import DataError, SpecError, shorten
 from fgl.features.builtins import TEXT_FUNCTIONS, call_tag, ref_text, regex_classes, text_function
 from fgl.features.streams import evaluate_streams, template_streams
 from fgl.lang import ast
@@ -290,12 +290,14 @@ def sentence_columns(spec: ast.Spec, rows: list[list[str]], lines: list[int], fi
                 value = (float(r[j]) if col.kind == "number"
                          else [float(x) for x in r[j].split(",")])
             except ValueError:
-                raise DataError(f"column '{col.name}' expects a {col.kind}, found '{r[j]}'",
+                raise DataError(f"column '{col.name}' expects a {col.kind}, "
+                                f"found '{shorten(r[j])}'",
                                 file, line) from None
             if not all(abs(v) <= MAX_MAGNITUDE for v in
                        (value if isinstance(value, list) else [value])):  # also NaN
-                raise DataError(f"column '{col.name}' holds '{r[j]}'; numbers must be finite "
-                                f"and at most {MAX_MAGNITUDE:g} in size (rescale the column)",
+                raise DataError(f"column '{col.name}' holds '{shorten(r[j])}'; numbers must be "
+                                f"finite and at most {MAX_MAGNITUDE:g} in size (rescale the "
+                                "column)",
                                 file, line)
             if col.kind == "vector" and values and len(value) != len(values[0]):
                 raise DataError(f"column '{col.name}' holds {len(value)} numbers here and "

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, TextIO
 
-from fgl.errors import DataError
+from fgl.errors import DataError, shorten
 
 DOCSTART = "-DOCSTART-"
 
@@ -244,7 +244,7 @@ def _parse(text: str, name: str, n_columns: int | None,
                     hint = " (short_lines='pad' or 'skip', --short-lines, reads such lines)"
                 raise DataError(
                     f"expected {_columns_phrase(expected, column_names)}, "
-                    f"found {found}: {line.strip()!r}{hint}",
+                    f"found {found}: {shorten(line.strip())!r}{hint}",
                     name, lineno)
         rows.append(fields)
         nums.append(lineno)
