@@ -327,3 +327,8 @@ def test_check_reads_a_byte_order_mark_as_train_does(capsys, tmp_path):
     spec = tmp_path / "bom.fgl"
     spec.write_bytes(b"\xef\xbb\xbf" + (BASE + "template s: y[t] ~ word[t]\n").encode("utf-8"))
     assert run(capsys, "check", spec)[0] == 0
+
+
+def test_absurd_segment_length_is_refused(capsys, tmp_path):
+    spec = write_spec(tmp_path, "segments max 1000000\ntemplate s: s[j] ~ word[u]\n")
+    check_fails(capsys, spec, 3, 14, "segments: max 1000000 is beyond the limit of 1000 tokens")

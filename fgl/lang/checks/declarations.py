@@ -9,6 +9,7 @@ from fgl.lang.checks.messages import COLUMN_KINDS, INPUT_FORMATS, NEED_SEGMENTS,
 from fgl.lang.checks.text import did_you_mean, end_loc, loc_of, show
 from fgl.lang.settings import whole_number
 
+MAX_SEGMENT_LENGTH = 1000  # the longest `segments max` (work and memory grow with it per token)
 
 class DeclarationChecks(CheckerBase):
     def check_input(self) -> None:
@@ -117,6 +118,11 @@ class DeclarationChecks(CheckerBase):
             self.error(loc_of(seg.max_length, seg.loc),
                        f"segments: max must be {problem}, the longest segment in tokens; "
                        f"found {show(seg.max_length)}")
+        elif seg.max_length > MAX_SEGMENT_LENGTH:
+            self.error(loc_of(seg.max_length, seg.loc),
+                       f"segments: max {seg.max_length} is beyond the limit of "
+                       f"{MAX_SEGMENT_LENGTH} tokens (the engine's work and memory grow with "
+                       "it for every token)")
         for label, n in seg.per_label.items():
             problem = whole_number(1)(n)
             if problem:
