@@ -17,7 +17,7 @@ from test_cli import HMM, REPO, run, segment_data, write_data
 
 from fgl.api import CRF
 from fgl.errors import ModelFileError
-from fgl.io.model_files import load_model
+from fgl.io.model_files import _digest, load_model
 
 SPEC = REPO / "stdlib" / "linear_chain_obs_transitions.fgl"
 
@@ -113,6 +113,53 @@ def test_lexicon_is_embedded(tmp_path, capsys):
     # without the lexicon feature the model could not tell T0 words apart:
     # it predicts some T0 labels
     assert any(y.endswith("T0") for s in before for y in s)
+
+
+def test_a_lexicon_is_never_read_from_a_path_the_file_names(tmp_path):
+    """A re-digested model whose header drops its lexicons, while its spec
+    still reads one, is refused — the loader does not fall back to reading
+    the file the spec names (a path the model's author chose)."""
+    (tmp_path / "lex.txt").write_text("a\nb\n", encoding="utf-8")
+    spec = tmp_path / "lex.fgl"
+    spec.write_text('columns word, label\noutput label\n'
+                    'template state: y[t] ~ lexicon(word[t], "lex.txt")\n', encoding="utf-8")
+    model = tmp_path / "lex.fglm"
+    CRF(spec, max_iter=3).fit([[["a"], ["c"]]], [["A", "B"]]).save(model)
+    arrays = _arrays(model)
+    header = json.loads(arrays["header"].tobytes().decode("utf-8"))
+    header["lexicons"] = {}
+    header["spec_file"] = str(tmp_path / "lex.fgl")     # where lex.txt does exist
+    raw = json.dumps(header).encode("utf-8")
+    arrays["header"] = np.frombuffer(raw, dtype=np.uint8)
+    arrays["digest"] = np.frombuffer(_digest(raw, arrays).encode("ascii"), dtype=np.uint8)
+    model.write_bytes(_npz(arrays))
+    with pytest.raises(ModelFileError, match="reads lexicon 'lex.txt', which the file does not"):
+        load_model(model)
+
+
+def test_declared_sizes_and_counts_are_checked_before_reading(trained, tmp_path, monkeypatch):
+    from fgl.io import model_files
+
+    model = trained[1]
+    many = tmp_path / "many.fglm"
+    many.write_bytes(_npz({f"a{i}": np.zeros(1) for i in range(100)}))
+    with pytest.raises(ModelFileError, match="100 members, more than the 64 allowed"):
+        load_model(many)
+    monkeypatch.setattr(model_files, "MAX_MEMBER_BYTES", 16)   # as if a member claimed GBs
+    with pytest.raises(ModelFileError, match="declares .* bytes, more than the 16 allowed"):
+        load_model(model)
+
+
+def test_a_deeply_nested_header_is_refused(trained, tmp_path):
+    model = trained[1]
+    arrays = _arrays(model)
+    raw = ("[" * 200_000 + "]" * 200_000).encode("ascii")
+    arrays["header"] = np.frombuffer(raw, dtype=np.uint8)
+    arrays["digest"] = np.frombuffer(_digest(raw, arrays).encode("ascii"), dtype=np.uint8)
+    deep = tmp_path / "deep.fglm"
+    deep.write_bytes(_npz(arrays))
+    with pytest.raises(ModelFileError, match="the header is not a JSON object"):
+        load_model(deep)
 
 
 # ---------------------------------------------------------------- corrupt and foreign files

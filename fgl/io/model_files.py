@@ -9,16 +9,19 @@ refused with a clear message rather than giving silent nonsense.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
 from fgl import registry
 from fgl.errors import FglError, ModelFileError
+from fgl.lang.ast import Call
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 
@@ -86,6 +89,48 @@ def check_writable(path: str | Path) -> str:
     return str(p)
 
 
+# what a model file may declare before anything is decompressed (its zip directory)
+MAX_MEMBERS = 64
+MAX_MEMBER_BYTES = 2 << 30      # one array
+MAX_HEADER_BYTES = 64 << 20     # the JSON header
+
+
+def _check_members(path: Path, name: str) -> None:
+    """Refuse a file whose zip directory declares too many members or sizes
+    too large to be a model (a few MB of deflated zeros can claim GBs),
+    before reading any of them."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+    except Exception:  # noqa: BLE001 - untrusted bytes; np.load says what is wrong with them
+        return
+    if len(infos) > MAX_MEMBERS:
+        raise ModelFileError(f"not an fgl model file ({len(infos)} members, more than the "
+                             f"{MAX_MEMBERS} allowed)", name)
+    for info in infos:
+        limit = MAX_HEADER_BYTES if info.filename == "header.npy" else MAX_MEMBER_BYTES
+        if info.file_size > limit:
+            raise ModelFileError(f"corrupt model file: member {info.filename} declares "
+                                 f"{info.file_size} bytes, more than the {limit} allowed", name)
+
+
+def _lexicon_names(spec) -> set[str]:
+    """The file names of every ``lexicon(e, "file")`` call in ``spec``."""
+    names, todo = set(), [spec]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (list, tuple)):
+            todo.extend(node)
+        elif isinstance(node, dict):
+            todo.extend(node.values())
+        elif dataclasses.is_dataclass(node):
+            if isinstance(node, Call) and node.func == "lexicon" and node.params:
+                names.add(str(node.params[0]))
+            todo.extend(getattr(node, f.name) for f in dataclasses.fields(node))
+            todo.append(getattr(node, "where", None))   # (a template's, not a field)
+    return names
+
+
 def load_model(path: str | Path) -> tuple[object, np.ndarray, dict]:
     """Read a model file; returns the compiled model, its weights and the
     training metadata.  Raises ModelFileError for anything but a valid,
@@ -94,6 +139,7 @@ def load_model(path: str | Path) -> tuple[object, np.ndarray, dict]:
     name = str(path)
     if not path.exists():
         raise ModelFileError("no such model file", name)
+    _check_members(path, name)
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
@@ -106,7 +152,7 @@ def load_model(path: str | Path) -> tuple[object, np.ndarray, dict]:
     raw = arrays["header"].tobytes()
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         header = None
     if isinstance(header, dict) and header.get("format") != FORMAT:
         raise ModelFileError("not an fgl model file (wrong format tag)", name)
@@ -120,8 +166,14 @@ def load_model(path: str | Path) -> tuple[object, np.ndarray, dict]:
     try:
         spec = validate(parse_spec(header["spec_text"], header["spec_file"]))
         header["lexicons"] = {k: frozenset(v) for k, v in header["lexicons"].items()}
+        missing = sorted(_lexicon_names(spec) - set(header["lexicons"]))
+        if missing:  # a lexicon comes from the file, never from a path the file names
+            raise ModelFileError(f"corrupt model file: its spec reads lexicon "
+                                 f"'{missing[0]}', which the file does not hold", name)
         engine = registry.by_name(header["engine"])
         model = engine.model.from_header(spec, Path(header["spec_file"]).parent, header, arrays)
+    except ModelFileError:
+        raise
     except FglError as e:
         raise ModelFileError(f"the model's embedded spec does not load: {e}", name) from None
     except (KeyError, TypeError, ValueError, IndexError) as e:
