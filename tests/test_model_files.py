@@ -129,12 +129,9 @@ def test_a_lexicon_is_never_read_from_a_path_the_file_names(tmp_path):
     header = json.loads(arrays["header"].tobytes().decode("utf-8"))
     header["lexicons"] = {}
     header["spec_file"] = str(tmp_path / "lex.fgl")     # where lex.txt does exist
-    raw = json.dumps(header).encode("utf-8")
-    arrays["header"] = np.frombuffer(raw, dtype=np.uint8)
-    arrays["digest"] = np.frombuffer(_digest(raw, arrays).encode("ascii"), dtype=np.uint8)
-    model.write_bytes(_npz(arrays))
+    arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
     with pytest.raises(ModelFileError, match="reads lexicon 'lex.txt', which the file does not"):
-        load_model(model)
+        load_model(_redigested(arrays, model))
 
 
 def test_declared_sizes_and_counts_are_checked_before_reading(trained, tmp_path, monkeypatch):
@@ -150,16 +147,42 @@ def test_declared_sizes_and_counts_are_checked_before_reading(trained, tmp_path,
         load_model(model)
 
 
-def test_a_deeply_nested_header_is_refused(trained, tmp_path):
-    model = trained[1]
-    arrays = _arrays(model)
-    raw = ("[" * 200_000 + "]" * 200_000).encode("ascii")
-    arrays["header"] = np.frombuffer(raw, dtype=np.uint8)
+def _redigested(arrays: dict[str, np.ndarray], path: Path) -> Path:
+    """``arrays`` written as a model file whose digest matches them (as an
+    edited file's author would make it)."""
+    raw = arrays["header"].tobytes()
     arrays["digest"] = np.frombuffer(_digest(raw, arrays).encode("ascii"), dtype=np.uint8)
-    deep = tmp_path / "deep.fglm"
-    deep.write_bytes(_npz(arrays))
+    path.write_bytes(_npz(arrays))
+    return path
+
+
+@pytest.mark.parametrize("edit, message", [
+    ("row_ptr_end", "row_ptr must rise from 0 to the number of features"),
+    ("negative_row", "a vocabulary row lies outside"),
+    ("nan_weight", "weights must be finite"),
+])
+def test_edited_arrays_are_refused(trained, tmp_path, edit, message):
+    arrays = _arrays(trained[1])
+    if edit == "row_ptr_end":
+        arrays["row_ptr"] = arrays["row_ptr"].copy()
+        arrays["row_ptr"][-1] = 10**9
+    elif edit == "negative_row":
+        header = json.loads(arrays["header"].tobytes().decode("utf-8"))
+        header["vocabs"][0]["rows"][0] = -5
+        arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+    else:
+        arrays["weights"] = arrays["weights"].copy()
+        arrays["weights"][0] = np.nan
+    with pytest.raises(ModelFileError, match=message):
+        load_model(_redigested(arrays, tmp_path / f"{edit}.fglm"))
+
+
+def test_a_deeply_nested_header_is_refused(trained, tmp_path):
+    arrays = _arrays(trained[1])
+    arrays["header"] = np.frombuffer(("[" * 200_000 + "]" * 200_000).encode("ascii"),
+                                     dtype=np.uint8)
     with pytest.raises(ModelFileError, match="the header is not a JSON object"):
-        load_model(deep)
+        load_model(_redigested(arrays, tmp_path / "deep.fglm"))
 
 
 # ---------------------------------------------------------------- corrupt and foreign files

@@ -114,6 +114,33 @@ def _check_members(path: Path, name: str) -> None:
                                  f"{info.file_size} bytes, more than the {limit} allowed", name)
 
 
+def _array_problem(header: dict, arrays: dict[str, np.ndarray]) -> str | None:
+    """What is wrong with the feature table's arrays and the vocabularies'
+    rows (an edited file is refused before anything is sized from them)."""
+    row_ptr, feat, weights = arrays["row_ptr"], arrays["feat_pattern"], arrays["weights"]
+    if not all(a.ndim == 1 for a in (row_ptr, feat, weights)):
+        return "row_ptr, feat_pattern and weights must be 1-D"
+    if row_ptr.dtype.kind not in "iu" or feat.dtype.kind not in "iu":
+        return "row_ptr and feat_pattern must be integer arrays"
+    if weights.dtype != np.float64 or not np.isfinite(weights).all():
+        return "weights must be finite float64 numbers"
+    if row_ptr.size == 0 or row_ptr[0] != 0 or row_ptr[-1] != feat.size \
+            or (np.diff(row_ptr) < 0).any():
+        return "row_ptr must rise from 0 to the number of features"
+    if feat.size and feat.min() < 0:
+        return "feat_pattern holds a negative pattern"
+    n_rows = row_ptr.size - 1
+    vocabs = header.get("vocabs")
+    if not isinstance(vocabs, list):
+        return "the header has no vocabularies"
+    for v in vocabs:
+        rows = v.get("rows") if isinstance(v, dict) else None
+        if not isinstance(rows, list) or not all(
+                isinstance(r, int) and 0 <= r < n_rows for r in rows):
+            return f"a vocabulary row lies outside 0..{n_rows - 1}"
+    return None
+
+
 def _lexicon_names(spec) -> set[str]:
     """The file names of every ``lexicon(e, "file")`` call in ``spec``."""
     names, todo = set(), [spec]
@@ -163,6 +190,9 @@ def load_model(path: str | Path) -> tuple[object, np.ndarray, dict]:
         raise ModelFileError("corrupt model file: checksum mismatch", name)
     if not isinstance(header, dict):
         raise ModelFileError("corrupt model file: the header is not a JSON object", name)
+    problem = _array_problem(header, arrays)
+    if problem:
+        raise ModelFileError(f"corrupt model file: {problem}", name)
     try:
         spec = validate(parse_spec(header["spec_text"], header["spec_file"]))
         header["lexicons"] = {k: frozenset(v) for k, v in header["lexicons"].items()}
