@@ -18,7 +18,7 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 import numpy as np
 
 from fgl import registry
-from fgl.errors import SpecError
+from fgl.errors import SpecError, TrainingError
 from fgl.io.conll import Sentence, iter_conll, read_conll
 from fgl.io.evaluate import Report, evaluate
 from fgl.io.graphs import read_graphs
@@ -183,12 +183,16 @@ class CRF:
         objective = None
         if kind != "likelihood":
             objective = LocalObjective(kind, model.program, data, model.feat_sigma, self.jobs)
-        self.weights, self.training_log = train_lbfgs(
+        weights, log = train_lbfgs(
             model.program, data, model.feat_sigma, max_iter=int(self.settings["max_iter"]),
             tol=float(self.settings["tol"]), jobs=self.jobs, w0=model.initial_weights(),
             progress=_print_progress if self.verbose else None, objective=objective,
             bp_start=str(self.settings["bp_start"]))
-        self.model = model
+        if not (np.isfinite(log.objective) and np.isfinite(weights).all()):
+            raise TrainingError(f"training diverged: the objective became {log.objective} "
+                                f"after {len(log.iterations)} iterations ({log.message}); "
+                                "no model kept — check the data's numbers and the sigma")
+        self.weights, self.training_log, self.model = weights, log, model
         return self
 
     # ------------------------------------------------------------ inference

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fgl import __version__
 from fgl.engines.program import InferenceStats
-from fgl.errors import DataError, FglError, SpecError, shorten
+from fgl.errors import DataError, FglError, SpecError, TrainingError, shorten
 from fgl.io.conll import SHORT_LINES, ShortLineWarning
 
 EPILOG = """\
@@ -276,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("always", ShortLineWarning)
             warnings.showwarning = _show_warning
             return command(args) or 0
+    except TrainingError as e:   # the input was fine; the run was not: exit 1
+        print(f"fgl: {shorten(str(e), 2000)}", file=sys.stderr)
+        return 1
     except FglError as e:
         print(f"fgl: {shorten(str(e), 2000)}", file=sys.stderr)
         return 2

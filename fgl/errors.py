@@ -28,6 +28,10 @@ class SpecError(FglError):
         super().__init__(f"{file}:{line}:{col}: {message}")
 
 
+class TrainingError(FglError):
+    """Training that ended without usable weights (a non-finite objective)."""
+
+
 class DataError(FglError):
     """A mistake in a data file, located at ``file:line``."""
 

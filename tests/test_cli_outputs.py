@@ -71,3 +71,23 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0 and capsys.readouterr().out.strip() == f"fgl {__version__}"
+
+
+def test_a_diverged_run_writes_no_model(capsys, tmp_path, monkeypatch):
+    """An objective that turns non-finite ends training with exit status 1
+    and a message; no model is written."""
+    from fgl import api
+
+    real = api.train_lbfgs
+
+    def diverging(*args, **kwargs):
+        w, log = real(*args, **kwargs)
+        log.objective = float("nan")
+        return w, log
+
+    monkeypatch.setattr(api, "train_lbfgs", diverging)
+    train, _ = data_files(tmp_path)
+    out = tmp_path / "m.fglm"
+    code, _, err = run(capsys, "train", HMM, "--train", train, "-o", out, "-q", "--max-iter", "2")
+    assert code == 1 and "training diverged" in err and "no model kept" in err
+    assert not out.exists()
