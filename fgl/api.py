@@ -18,7 +18,7 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 import numpy as np
 
 from fgl import registry
-from fgl.errors import SpecError, TrainingError
+from fgl.errors import FglError, SpecError, TrainingError
 from fgl.io.conll import Sentence, iter_conll, read_conll
 from fgl.io.evaluate import Report, evaluate
 from fgl.io.graphs import read_graphs
@@ -87,7 +87,8 @@ class CRF:
 
     def __init__(self, spec: str | Path | ast.Spec, *, sigma: float | None = None,
                  max_iter: int | None = None, tol: float | None = None,
-                 jobs: int | None = None, verbose: bool = False):
+                 jobs: int | None = None, verbose: bool = False,
+                 time_limit: float | None = None):
         if isinstance(spec, ast.Spec):
             self.spec = spec
         elif isinstance(spec, Path) or (isinstance(spec, str) and "\n" not in spec
@@ -101,6 +102,10 @@ class CRF:
             check_override(key, value)
         self.settings = train_settings(self.spec, self.overrides)
         self.jobs, self.verbose = int(self.settings["jobs"]), verbose
+        if time_limit is not None and not time_limit > 0:
+            raise FglError(f"time_limit must be a positive number of seconds; found {time_limit}")
+        self.time_limit = time_limit
+        self._stop: str | None = None
         self.model: Model | None = None
         self.weights: np.ndarray | None = None
         self.training_log: TrainingLog | None = None
@@ -183,17 +188,32 @@ class CRF:
         objective = None
         if kind != "likelihood":
             objective = LocalObjective(kind, model.program, data, model.feat_sigma, self.jobs)
+        self._stop = None
+        start = time.perf_counter()
+
+        def should_stop() -> str | None:
+            if self._stop is None and self.time_limit is not None \
+                    and time.perf_counter() - start > self.time_limit:
+                self._stop = f"stopped at the time limit ({self.time_limit:g} s)"
+            return self._stop
+
         weights, log = train_lbfgs(
             model.program, data, model.feat_sigma, max_iter=int(self.settings["max_iter"]),
             tol=float(self.settings["tol"]), jobs=self.jobs, w0=model.initial_weights(),
             progress=_print_progress if self.verbose else None, objective=objective,
-            bp_start=str(self.settings["bp_start"]))
+            bp_start=str(self.settings["bp_start"]), should_stop=should_stop)
         if not (np.isfinite(log.objective) and np.isfinite(weights).all()):
             raise TrainingError(f"training diverged: the objective became {log.objective} "
                                 f"after {len(log.iterations)} iterations ({log.message}); "
                                 "no model kept — check the data's numbers and the sigma")
         self.weights, self.training_log, self.model = weights, log, model
         return self
+
+    def request_stop(self, reason: str) -> None:
+        """Ask a training run in progress (another thread, a signal handler)
+        to end after its current iteration, keeping that iterate's weights
+        and giving ``reason`` as the log's message."""
+        self._stop = reason
 
     # ------------------------------------------------------------ inference
 

@@ -6,7 +6,9 @@ and a non-zero exit status, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
 import time
 import warnings
@@ -64,6 +66,10 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--sigma", type=float, help="override the spec's Gaussian prior sigma")
     t.add_argument("--max-iter", type=int, help="override the spec's L-BFGS iteration limit")
     t.add_argument("--tol", type=float, help="override the spec's stopping tolerance")
+    t.add_argument("--time-limit", type=float, metavar="SECONDS",
+                   help="stop training after this long and write the model reached; Ctrl-C "
+                        "or SIGTERM likewise stop after the current iteration (a second one "
+                        "aborts)")
     t.add_argument("-q", "--quiet", action="store_true", help="no per-iteration progress")
     data_args(t)
 
@@ -115,9 +121,10 @@ def _cmd_train(a: argparse.Namespace) -> None:
     check_writable(a.output)  # before training, not after
 
     crf = CRF(Path(a.spec), sigma=a.sigma, max_iter=a.max_iter, tol=a.tol, jobs=a.jobs,
-              verbose=not a.quiet)
+              verbose=not a.quiet, time_limit=a.time_limit)
     t0 = time.perf_counter()
-    crf.fit_file(a.train, encoding=a.encoding, short_lines=a.short_lines)
+    with _stop_on_signals(crf):
+        crf.fit_file(a.train, encoding=a.encoding, short_lines=a.short_lines)
     log = crf.training_log
     print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
           f"{log.evaluations} evaluations, objective {log.objective:.6g} ({log.message})",
@@ -127,6 +134,29 @@ def _cmd_train(a: argparse.Namespace) -> None:
     print(f"wrote {a.output}", file=sys.stderr)
     if a.dev:
         _report(crf, a.dev, a)
+
+
+@contextlib.contextmanager
+def _stop_on_signals(crf):
+    """While training: the first SIGINT or SIGTERM asks the run to stop
+    after its current iteration (the model reached is then written); a
+    second one interrupts as usual."""
+    def handler(signum, frame) -> None:
+        name = signal.Signals(signum).name
+        print(f"fgl: {name}: stopping after this iteration (again to abort)", file=sys.stderr)
+        crf.request_stop(f"stopped by {name}")
+        for s in caught:
+            signal.signal(s, old[s])
+
+    caught = [signal.SIGINT, signal.SIGTERM]
+    old = {s: signal.getsignal(s) for s in caught}
+    for s in caught:
+        signal.signal(s, handler)
+    try:
+        yield
+    finally:
+        for s in caught:
+            signal.signal(s, old[s])
 
 
 def _warn_convergence(spec, stats: InferenceStats | None, when: str) -> None:

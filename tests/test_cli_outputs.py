@@ -1,10 +1,13 @@
 """Where `fgl` writes and what it says when it cannot: the model's path is
 checked before training, a model is written atomically (a failed write
-leaves the previous model intact), an empty file to evaluate is a located
-error, a closed pipe is not a traceback, and `fgl --version`."""
+leaves the previous model intact), a diverged run keeps no model, a time
+limit or a signal stops training and keeps the model reached, an empty file
+to evaluate is a located error, a closed pipe is not a traceback, and
+`fgl --version`."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -91,3 +94,29 @@ def test_a_diverged_run_writes_no_model(capsys, tmp_path, monkeypatch):
     code, _, err = run(capsys, "train", HMM, "--train", train, "-o", out, "-q", "--max-iter", "2")
     assert code == 1 and "training diverged" in err and "no model kept" in err
     assert not out.exists()
+
+
+def test_time_limit_and_sigterm_stop_training_and_keep_the_model(capsys, tmp_path):
+    train, _ = data_files(tmp_path)
+    out = tmp_path / "t.fglm"
+    code, _, err = run(capsys, "train", HMM, "--train", train, "-o", out, "-q",
+                       "--time-limit", "1e-6")
+    assert code == 0 and "stopped at the time limit" in err and out.is_file()
+    assert "1 iterations" in err
+
+    # a long run (tol 1e-12 and many iterations), told to stop once it is iterating
+    sig = tmp_path / "s.fglm"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-m", "fgl.cli", "train", str(HMM), "--train",
+                             str(train), "-o", str(sig), "--tol", "1e-12", "--max-iter",
+                             "100000"], stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if line.startswith("iter") and len(lines) > 3:
+            proc.send_signal(signal.SIGTERM)
+            break
+    rest = proc.communicate(timeout=300)[1]
+    assert proc.returncode == 0, "".join(lines) + rest
+    assert "stopped by SIGTERM" in rest and sig.is_file()
+    load_model(sig)

@@ -162,7 +162,9 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
                 progress: Callable[[dict], None] | None = None,
                 objective: Objective | None = None,
                 max_recoveries: int = 5,
-                bp_start: str = "cold") -> tuple[np.ndarray, TrainingLog]:
+                bp_start: str = "cold",
+                should_stop: Callable[[], str | None] | None = None
+                ) -> tuple[np.ndarray, TrainingLog]:
     """Minimise the objective with L-BFGS (``fgl.learn.lbfgs``): the
     likelihood ``Objective`` of ``program`` on ``data``, or the given
     ``objective`` (any callable w -> (f, gradient) with a ``stats``
@@ -176,7 +178,10 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     stopping rules — or when the line search fails and up to
     ``max_recoveries`` recoveries (module docstring) do not get it going.
     ``bp_start`` ("cold" or "warm") is where the ``Objective`` made here
-    starts BP at each evaluation (module docstring).
+    starts BP at each evaluation (module docstring).  ``should_stop()``,
+    asked after every iteration, ends training at the current iterate when
+    it returns a reason (a time limit, a signal), which becomes the log's
+    message.
     ``progress`` receives each iteration's row (iteration, objective,
     gradient norm, evaluations, seconds, and the approximate inference
     statistics of the last evaluation or None), and for each recovery a row
@@ -218,6 +223,10 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
         log.iterations.append(row)
         if progress is not None:
             progress(row)
+        reason = should_stop() if should_stop is not None else None
+        if reason:
+            log.message = reason
+            return True
         if len(history) > period:
             old = history[-1 - period]
             if (old - f) / max(abs(f), 1e-300) < tol:
