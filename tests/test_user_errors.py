@@ -185,29 +185,32 @@ def test_wrong_column_count_for_the_spec(capsys, tmp_path):
                      "expected 2 columns (word label), found 3")
 
 
+def numeric_spec(tmp_path: Path, kind: str) -> Path:
+    """A spec reading a `:number` (column x) or `:vector` (column v) column."""
+    col = "x" if kind == "number" else "v"
+    spec = tmp_path / f"{kind}.fgl"
+    spec.write_text(f"columns word, {col}:{kind}, label\noutput label\n"
+                    f"template s: y[t] ~ word[t], value({col}[t])\n", encoding="utf-8")
+    return spec
+
+
 def test_bad_number_in_number_column(capsys, tmp_path):
-    spec = tmp_path / "num.fgl"
-    spec.write_text("columns word, x:number, label\noutput label\n"
-                    "template s: y[t] ~ word[t], value(x[t])\n", encoding="utf-8")
     train_data_fails(capsys, tmp_path, "a 1.0 O\nb 2.5 O\n\nc abc O\n", 4,
-                     "column 'x' expects a number, found 'abc'", spec=spec)
+                     "column 'x' expects a number, found 'abc'",
+                     spec=numeric_spec(tmp_path, "number"))
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e300"])
 def test_non_finite_or_huge_number_in_number_column(capsys, tmp_path, value):
-    spec = tmp_path / "num.fgl"
-    spec.write_text("columns word, x:number, label\noutput label\n"
-                    "template s: y[t] ~ word[t], value(x[t])\n", encoding="utf-8")
     train_data_fails(capsys, tmp_path, f"a 1.0 O\nb 2.5 O\n\nc {value} O\n", 4,
-                     f"column 'x' holds '{value}'", "numbers must be finite", spec=spec)
+                     f"column 'x' holds '{value}'", "numbers must be finite",
+                     spec=numeric_spec(tmp_path, "number"))
 
 
 def test_ragged_vector_column(capsys, tmp_path):
-    spec = tmp_path / "vec.fgl"
-    spec.write_text("columns word, v:vector, label\noutput label\n"
-                    "template s: y[t] ~ word[t], value(v[t])\n", encoding="utf-8")
     train_data_fails(capsys, tmp_path, "a 1,2 O\nb 1,2,3 O\n", 2,
-                     "column 'v' holds 3 numbers here and 2 on line 1", spec=spec)
+                     "column 'v' holds 3 numbers here and 2 on line 1",
+                     spec=numeric_spec(tmp_path, "vector"))
 
 
 def test_undecodable_bytes_suggest_an_encoding(capsys, tmp_path):
