@@ -110,6 +110,41 @@ def test_edge_to_a_missing_node(files, capsys):
     assert code == 2 and f"{bad}:1: edge to a missing node 'zz'" in err
 
 
+NODE = {"id": "a", "words": "x", "label": "L0"}
+
+
+@pytest.mark.parametrize("graph, message", [
+    ({"nodes": [NODE, {"id": "b", "words": "y", "label": "L1"}],
+      "edges": [{"source": "a", "target": "a", "type": "cites"}]},
+     "edge from node 'a' to itself"),
+    ({"nodes": [NODE, {"id": "b", "words": "y", "label": "L1"}],
+      "edges": [{"source": "a", "target": "b", "type": "cites"}] * 2},
+     "duplicate edge a -> b of type 'cites'"),
+    ({"nodes": [], "edges": []}, "a graph needs at least one node"),
+    ({"nodes": [NODE], "edges": 5}, 'expected an object with a "nodes" list'),
+    ({"nodes": [{"id": "a", "words": ["x", "y"], "label": "L0"}], "edges": []},
+     "node 'a': attribute 'words' is a JSON list; expected a string or a number"),
+    ({"nodes": [{"id": "a", "words": "x", "label": None}], "edges": []},
+     "node 'a': attribute 'label' is null"),
+])
+def test_bad_graphs_are_located_errors(files, capsys, graph, message):
+    d = files
+    bad = d / "bad.jsonl"
+    bad.write_text(json.dumps(graph) + "\n")
+    code, err = _run_err(["train", str(d / "graph.fgl"), "--train", str(bad), "-o",
+                          str(d / "x.fglm"), "-q"], capsys)
+    assert code == 2 and f"{bad}:1: {message}" in err and "Traceback" not in err, err
+
+
+def test_a_deeply_nested_json_line(files, capsys):
+    d = files
+    bad = d / "deep.jsonl"
+    bad.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    code, err = _run_err(["train", str(d / "graph.fgl"), "--train", str(bad), "-o",
+                          str(d / "x.fglm"), "-q"], capsys)
+    assert code == 2 and f"{bad}:1: JSON nested too deeply" in err
+
+
 def test_unlabelled_node_that_is_not_hidden(files, capsys):
     d = files
     bad = d / "bad.jsonl"

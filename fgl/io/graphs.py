@@ -31,9 +31,20 @@ class GraphInstance(Sentence):
     edges: list[tuple[int, int, str]] = field(default_factory=list)
 
 
-def _field(value) -> str:
-    if isinstance(value, list):
+def _field(value, kind: str, node: str, column: str, name: str, lineno: int) -> str:
+    """A node attribute as a token field: a vector column's JSON list of
+    numbers, else a JSON string, number or boolean."""
+    if kind == "vector" and isinstance(value, list):
+        if not value or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                for x in value):
+            raise DataError(f"node '{node}': attribute '{column}' must be a non-empty list "
+                            "of numbers", name, lineno)
         return ",".join(str(float(x)) for x in value)
+    if value is None or isinstance(value, (list, dict)):
+        what = "null" if value is None else f"a JSON {type(value).__name__}"
+        expected = "a list of numbers" if kind == "vector" else "a string or a number"
+        raise DataError(f"node '{node}': attribute '{column}' is {what}; expected {expected}",
+                        name, lineno)
     return str(value)
 
 
@@ -47,6 +58,7 @@ def read_graphs(path: str | Path, spec: ast.Spec, encoding: str = "utf-8") -> li
     except (OSError, UnicodeDecodeError, LookupError) as e:
         raise DataError(f"cannot read graph file: {e}", name, 0) from None
     columns = [c.name for c in spec.columns]
+    kinds = {c.name: c.kind for c in spec.columns}
     inputs = [c for c in columns if c not in spec.outputs]
     graphs = []
     for lineno, line in enumerate(text.splitlines(), 1):
@@ -56,9 +68,14 @@ def read_graphs(path: str | Path, spec: ast.Spec, encoding: str = "utf-8") -> li
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise DataError(f"not valid JSON ({e.msg} at column {e.colno})", name, lineno) from None
-        if not isinstance(obj, dict) or not isinstance(obj.get("nodes"), list):
+        except RecursionError:
+            raise DataError("JSON nested too deeply to be a graph", name, lineno) from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("nodes"), list) \
+                or not isinstance(obj.get("edges", []), list):
             raise DataError('expected an object with a "nodes" list (and an "edges" list)',
                             name, lineno)
+        if not obj["nodes"]:
+            raise DataError("a graph needs at least one node", name, lineno)
         ids, rows = [], []
         for node in obj["nodes"]:
             if not isinstance(node, dict) or "id" not in node:
@@ -72,7 +89,8 @@ def read_graphs(path: str | Path, spec: ast.Spec, encoding: str = "utf-8") -> li
                 raise DataError(f"node '{node['id']}' has some output labels but not all",
                                 name, lineno)
             wanted = columns if all(has) else inputs
-            rows.append([_field(node[c]) for c in wanted])
+            rows.append([_field(node[c], kinds[c], str(node["id"]), c, name, lineno)
+                         for c in wanted])
             ids.append(str(node["id"]))
         widths = {len(r) for r in rows}
         if len(widths) > 1:
@@ -81,7 +99,8 @@ def read_graphs(path: str | Path, spec: ast.Spec, encoding: str = "utf-8") -> li
         index = {n: k for k, n in enumerate(ids)}
         if len(index) != len(ids):
             raise DataError("duplicate node id", name, lineno)
-        edges = []
+        edges: list[tuple[int, int, str]] = []
+        seen: set[tuple[int, int, str]] = set()
         for edge in obj.get("edges", []):
             try:
                 src, dst, kind = str(edge["source"]), str(edge["target"]), str(edge.get("type", ""))
@@ -90,6 +109,13 @@ def read_graphs(path: str | Path, spec: ast.Spec, encoding: str = "utf-8") -> li
             for end in (src, dst):
                 if end not in index:
                     raise DataError(f"edge to a missing node '{end}'", name, lineno)
+            if src == dst:
+                raise DataError(f"edge from node '{src}' to itself; a pair template links two "
+                                "different nodes", name, lineno)
+            if (index[src], index[dst], kind) in seen:
+                raise DataError(f"duplicate edge {src} -> {dst}"
+                                f"{f' of type {kind!r}' if kind else ''}", name, lineno)
+            seen.add((index[src], index[dst], kind))
             edges.append((index[src], index[dst], kind))
         graphs.append(GraphInstance(rows, [lineno] * len(rows), 0, name, ids, edges))
     return graphs
