@@ -345,6 +345,9 @@ def test_where_regex_and_lexicon_are_checked_as_in_obs(tmp_path):
     at_m(only('template s: (y[i], y[j]) where regex(word[i])'), 4, 32, "regex() takes 1 parameter")
     e = only('template s: (y[i], y[j]) where lexicon(word[j], "no.txt")', base_dir=tmp_path)
     at_m(e, 4, 49, "lexicon file 'no.txt' not found")
+    (tmp_path / "latin.txt").write_bytes(b"caf\xe9\n")
+    e = only('template s: (y[i], y[j]) where lexicon(word[j], "latin.txt")', base_dir=tmp_path)
+    at_m(e, 4, 49, "lexicon file 'latin.txt' is not UTF-8 text", "save it as UTF-8")
 
 
 def test_edge_needs_input_graph():

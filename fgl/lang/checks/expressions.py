@@ -161,3 +161,12 @@ class ExpressionChecks(IndexChecks):
                 path = Path(p) if Path(p).is_absolute() else self.base_dir / p
                 if not path.is_file():
                     self.error(loc, f"lexicon file {show(p)} not found (looked for {path})")
+                else:   # read as training will read it
+                    try:
+                        path.read_text(encoding="utf-8")
+                    except UnicodeDecodeError as x:
+                        self.error(loc, f"lexicon file {show(p)} is not UTF-8 text ({x.reason} "
+                                        f"at byte {x.start}); save it as UTF-8")
+                    except OSError as x:
+                        self.error(loc, f"cannot read lexicon file {show(p)}: "
+                                        f"{x.strerror or x}")
