@@ -335,3 +335,20 @@ def test_check_reads_a_byte_order_mark_as_train_does(capsys, tmp_path):
 def test_absurd_segment_length_is_refused(capsys, tmp_path):
     spec = write_spec(tmp_path, "segments max 1000000\ntemplate s: s[j] ~ word[u]\n")
     check_fails(capsys, spec, 3, 14, "segments: max 1000000 is beyond the limit of 1000 tokens")
+
+
+def test_a_model_too_large_for_memory_is_refused_before_its_features_exist(
+        capsys, tmp_path, monkeypatch):
+    """Features are counted before they are made; a model whose training
+    would exceed the budget (FGL_MAX_MEMORY; default half the memory) is a
+    located error naming the template that makes most of them."""
+    spec = write_spec(tmp_path, "template s: y[t] ~ word[t]\n"
+                                "template h: y[t-1..t] ~ word[t] (support = all)\n")
+    monkeypatch.setenv("FGL_MAX_MEMORY", "20000")
+    train, _ = data_files(tmp_path)
+    code, _, err = run(capsys, "explain", spec, "--train", train)
+    assert code == 2 and "Traceback" not in err
+    assert f"{spec}:4:1: template 'h' would make" in err and "support = all" in err
+    assert "FGL_MAX_MEMORY" in err
+    monkeypatch.setenv("FGL_MAX_MEMORY", str(1 << 40))
+    assert run(capsys, "explain", spec, "--train", train)[0] == 0

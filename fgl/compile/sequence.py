@@ -19,6 +19,7 @@ held whole.
 """
 from __future__ import annotations
 
+import os
 import sys
 from array import array
 from pathlib import Path
@@ -43,7 +44,7 @@ from fgl.engines.chain_program import ChainProgram
 from fgl.engines.data import EncodedData, unit_ones
 from fgl.engines.semimarkov_program import SemiMarkovProgram
 from fgl.engines.structure import ChainStructure
-from fgl.errors import DataError
+from fgl.errors import DataError, SpecError
 from fgl.features.observations import TemplateAttributes, sentence_columns
 from fgl.io.conll import Sentence
 from fgl.lang import ast
@@ -413,6 +414,33 @@ class _FeatureTable:
         row_ptr, feat_pattern = self._table(new_id)
         return row_ptr, feat_pattern, self.vocabs, (unit_ptr, unit_rows, values)
 
+    def _check_size(self, template: np.ndarray, first: np.ndarray) -> None:
+        """Count the features before making them and refuse, at the template
+        that makes most, a model whose training would not fit in
+        ``memory_budget()``."""
+        rows = np.bincount(template, minlength=len(self.plans))
+        counts = []
+        for ti, plan in enumerate(self.plans):
+            if plan.support == "all":
+                counts.append(int(rows[ti]) * len(self.pattern_sets[ti]))
+            else:
+                counts.append(int(np.count_nonzero(first[template == ti] >= 0)))
+        counts[0] += len(self.row_more)   # (observed extra patterns; their template aside)
+        need, budget = sum(counts) * BYTES_PER_FEATURE, memory_budget()
+        if need <= budget:
+            return
+        ti = int(np.argmax(counts))
+        plan = self.plans[ti]
+        tpl = next(t for t in self.spec.templates if t.name == plan.name)
+        how = (f"{rows[ti]} attributes x {len(self.pattern_sets[ti])} patterns, support = all"
+               if plan.support == "all" else f"{counts[ti]} (attribute, pattern) pairs")
+        raise SpecError(f"template '{plan.name}' would make {counts[ti]} features ({how}); "
+                        f"training the model's {sum(counts)} features needs about "
+                        f"{need / 2**30:.1f} GB, more than the {budget / 2**30:.1f} GB budget "
+                        "(half the memory; FGL_MAX_MEMORY sets it): use support = observed, "
+                        "fewer patterns or fewer observations", tpl.loc.file, tpl.loc.line,
+                        tpl.loc.col)
+
     def _table(self, new_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The features as CSR over the renumbered rows: a row's supported
         patterns, or every pattern of its template when the template has
@@ -420,6 +448,7 @@ class _FeatureTable:
         n_z = self.n_z
         first = np.frombuffer(self.row_first, dtype=np.int64)
         template = np.frombuffer(self.row_template, dtype=np.int32)
+        self._check_size(template, first)
         rows = np.arange(len(first))
         every = np.array([plan.support == "all" for plan in self.plans])
         observed = ~every[template] & (first >= 0)
@@ -436,6 +465,23 @@ class _FeatureTable:
         row_ptr = np.zeros(len(first) + 1, dtype=np.int64)
         row_ptr[1:] = np.cumsum(np.bincount(row_id, minlength=len(first)))
         return row_ptr, z[order]
+
+
+# what one feature costs while training: its weight, gradient, prior, pattern
+# index, and the L-BFGS memory's 2 x 10 vectors of the weights' length
+BYTES_PER_FEATURE = 8 * 24
+
+
+def memory_budget() -> int:
+    """Bytes a model's features may take: half the machine's memory (the
+    FGL_MAX_MEMORY environment variable, in bytes, overrides it)."""
+    given = os.environ.get("FGL_MAX_MEMORY")
+    if given:
+        return int(float(given))
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
 
 
 class ChainModel(SequenceModel):
