@@ -118,6 +118,20 @@ def _rescale(buf, n):
 
 
 @njit(cache=True, nogil=True)
+def _advance(digits, card, f_var, a, k):
+    """Step the mixed-radix counter ``digits`` over the table of the factor
+    whose k edges start at ``a`` (row-major: the last variable fastest)."""
+    j = k - 1
+    if j < 0:
+        return
+    digits[j] += 1
+    while j > 0 and digits[j] == card[f_var[a + j]]:
+        digits[j] = 0
+        j -= 1
+        digits[j] += 1
+
+
+@njit(cache=True, nogil=True)
 def _factor_message(e, psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf, use_max, out,
                     digits):
     """m_{f->v} for edge e = (f, v) of a factor of any arity into
@@ -144,12 +158,7 @@ def _factor_message(e, psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf, use
                     out[x] = p
             else:
                 out[x] += p
-        j = k - 1
-        digits[j] += 1
-        while j > 0 and digits[j] == card[f_var[a + j]]:
-            digits[j] = 0
-            j -= 1
-            digits[j] += 1
+        _advance(digits, card, f_var, a, k)
 
 
 @njit(cache=True, nogil=True)
@@ -420,14 +429,10 @@ def propagate(psi, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge, s
         if f_ptr[f + 1] - f_ptr[f] == 1:
             e = f_ptr[f]
             cv = card[f_var[e]]
-            t0 = tab_ptr[f]
-            z = 0.0
-            for x in range(cv):
-                z = max(z, psi[t0 + x]) if use_max else z + psi[t0 + x]
-            if not (0.0 < z < np.inf):
+            o = msg_ptr[e]
+            fv[o:o + cv] = psi[tab_ptr[f]:tab_ptr[f] + cv]
+            if not _scale(fv[o:o + cv], cv, use_max):
                 return 0, np.inf, False
-            for x in range(cv):
-                fv[msg_ptr[e] + x] = psi[t0 + x] / z
     res = np.inf
     for it in range(1, max_iter + 1):
         if flooding:
@@ -514,13 +519,7 @@ def beliefs(psi, shift, card, f_ptr, f_var, tab_ptr, msg_ptr, v_ptr, v_edge, var
                     p *= vf[msg_ptr[a + j] + digits[j]]
                 bf[t0 + i] = p
                 z += p
-                j = k - 1
-                if j >= 0:
-                    digits[j] += 1
-                    while j > 0 and digits[j] == card[f_var[a + j]]:
-                        digits[j] = 0
-                        j -= 1
-                        digits[j] += 1
+                _advance(digits, card, f_var, a, k)
         if not (0.0 < z < np.inf):
             return np.nan, False
         inv = 1.0 / z
@@ -551,13 +550,7 @@ def beliefs(psi, shift, card, f_ptr, f_var, tab_ptr, msg_ptr, v_ptr, v_edge, var
                 for j in range(k):
                     marg[mo + digits[j]] += bf[t0 + i]
                     mo += card[f_var[a + j]]
-                j = k - 1
-                if j >= 0:
-                    digits[j] += 1
-                    while j > 0 and digits[j] == card[f_var[a + j]]:
-                        digits[j] = 0
-                        j -= 1
-                        digits[j] += 1
+                _advance(digits, card, f_var, a, k)
         mo = 0
         for j in range(k):
             m = msg_ptr[a + j]
@@ -567,46 +560,3 @@ def beliefs(psi, shift, card, f_ptr, f_var, tab_ptr, msg_ptr, v_ptr, v_edge, var
                     total -= b * np.log(vf[m + x])
             mo += card[f_var[a + j]]
     return total, True
-
-
-@njit(cache=True, nogil=True)
-def backtrack(psi, card, f_ptr, f_var, tab_ptr, e_stride, msg_ptr, vf, var_ptr, bv, roots,
-              order_f, order_e, out):
-    """Max-product decoding on a forest (as ``fgl.engines.loopy``'s
-    log-space ``_backtrack``): each root takes the argmax of its
-    max-marginal, then every factor, in BFS order, the best entry consistent
-    with its decoded parent variable, scored by ψ_f and the messages from
-    its children's subtrees."""
-    for v in range(card.shape[0]):
-        out[v] = -1
-    for k in range(roots.shape[0]):
-        r = roots[k]
-        best = -1.0
-        for x in range(card[r]):
-            if bv[var_ptr[r] + x] > best:
-                best = bv[var_ptr[r] + x]
-                out[r] = x
-    for k in range(order_f.shape[0]):
-        f = order_f[k]
-        ep = order_e[k]
-        if ep < 0:
-            continue
-        xp = out[f_var[ep]]
-        t0 = tab_ptr[f]
-        sp = e_stride[ep]
-        cp = card[f_var[ep]]
-        best = -1.0
-        bi = xp * sp
-        for i in range(tab_ptr[f + 1] - t0):
-            if (i // sp) % cp != xp:
-                continue
-            s = psi[t0 + i]
-            for j in range(f_ptr[f], f_ptr[f + 1]):
-                if j != ep:
-                    s *= vf[msg_ptr[j] + (i // e_stride[j]) % card[f_var[j]]]
-            if s > best:
-                best = s
-                bi = i
-        for j in range(f_ptr[f], f_ptr[f + 1]):
-            if j != ep:
-                out[f_var[j]] = (bi // e_stride[j]) % card[f_var[j]]

@@ -414,10 +414,12 @@ def _run_scaled(g: FactorGraph, log_pot, sched_edge, sched_dir, flooding, use_ma
     map_state = None
     if use_max:
         map_state = np.empty(g.n_vars, dtype=np.int64)
-        if g.is_tree():
+        if g.is_tree():   # the log-space back-tracking, on these messages' logarithms
             roots, order_f, order_e = g.decode_order()
-            bp_scaled.backtrack(psi, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, g.msg_ptr,
-                                vf, g.var_ptr, bv, roots, order_f, order_e, map_state)
+            with np.errstate(divide="ignore"):
+                _backtrack(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, g.msg_ptr,
+                           np.log(vf), g.var_ptr, np.log(bv), roots, order_f, order_e,
+                           map_state)
         else:
             _argmax_beliefs(g.card, g.var_ptr, bv, map_state)
     return _result(g, log_pot, float(log_z), bv, bf, it, res, tol, map_state, (fv, vf))
