@@ -23,12 +23,13 @@ import itertools
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from measure import current_rss_mb, peak_rss_mb
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "conll2000"
@@ -40,19 +41,6 @@ BLAS_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0   # KiB on Linux
-
-
-def current_rss_mb() -> float:
-    try:
-        import psutil
-        return psutil.Process().memory_info().rss / 2**20
-    except ImportError:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 # ---------------------------------------------------------------- data & features

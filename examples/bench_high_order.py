@@ -32,6 +32,7 @@ import itertools
 import time
 
 import numpy as np
+from measure import best_time
 
 from fgl.engines import chain
 from fgl.engines.structure import ChainStructure
@@ -48,17 +49,6 @@ obs a = value(a1[t-1..t+1]) | value(a2[t-1..t+1]) | value(a3[t-1..t+1])
 template state: y[t] ~ bias, a
 template ho: y[t-{order}..t] patterns observed upto
 """
-
-
-def best_time(fn, repeats: int) -> float:
-    """Best wall time of ``repeats`` calls of ``fn`` after one warm-up call."""
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def compile_order(train, order: int):

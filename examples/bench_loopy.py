@@ -76,7 +76,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -91,24 +90,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
+from measure import best_time, current_rss_mb, peak_rss_mb  # noqa: E402
+
 NEVER = ('template skip: (y[i], y[j]) where word[i] == word[j] and regex(word[i], "^$") '
          'within document ~ bias\ninfer trp(max_iter = 50, tol = 1e-4)\n')
 MODELS = {"linear": "linear / chain engine", "linear-loopy": "linear / loopy TRP",
           "skip-trp": "skip / TRP", "skip-flooding": "skip / flooding"}
 N1, N2 = 5, 25  # BP iterations of the two timed runs (their difference is timed)
-
-
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def rss_mb() -> float:
-    """Current resident set size (Linux; falls back to the peak)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except OSError:
-        return peak_mb()
 
 
 # ---------------------------------------------------------------- data
@@ -206,7 +194,7 @@ def worker_model(a) -> dict:
     from fgl.registry import compile_model
     t_import = time.perf_counter() - t0
     train, _ = training_data(a.docs, a.generated)
-    base = rss_mb()
+    base = current_rss_mb()
 
     def compile_once():
         t = time.perf_counter()
@@ -236,7 +224,7 @@ def worker_model(a) -> dict:
                cycles=sum(g.n_cycles() for g in graphs) if graphs else 0)
     if graphs:
         out.update(bp_throughput(model.program, data, w))
-    out.update(base_mb=base, peak_mb=peak_mb())
+    out.update(base_mb=base, peak_mb=peak_rss_mb())
     return out
 
 
@@ -261,15 +249,6 @@ def bp_throughput(program, data, weights) -> dict:
             "sched_ratio": sched_len / max(edges2, 1), "infer_ms": 1e3 * t_infer / n}
 
 
-def best_of(fn, k=3) -> float:
-    best = float("inf")
-    for _ in range(k):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def worker_bp_fgl(a) -> dict:
     """Sections 3-4 for fgl, in this process."""
     from fgl.engines.factor_graph import FactorGraph
@@ -280,7 +259,7 @@ def worker_bp_fgl(a) -> dict:
     warm = FactorGraph.from_factors([2, 2, 2], [[0, 1], [1, 2], [0, 2], [0]])
     warm.n_cycles()
     belief_propagation(warm, np.zeros(warm.n_table), schedule="trp")
-    base = rss_mb()
+    base = current_rss_mb()
     out = {}
     t = time.perf_counter()
     g = FactorGraph.from_factors(card, factors)
@@ -302,7 +281,7 @@ def worker_bp_fgl(a) -> dict:
     out["setup_heap_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
     del fresh
-    out.update(setup_mb=max(peak_mb() - base, 0.0), n_trees=len(trees), sched_len=len(sched[0]),
+    out.update(setup_mb=max(peak_rss_mb() - base, 0.0), n_trees=len(trees), sched_len=len(sched[0]),
                vars=g.n_vars, factors=g.n_factors, edges=g.n_edges)
 
     def run(schedule, n, tol=0.0):
@@ -312,13 +291,13 @@ def worker_bp_fgl(a) -> dict:
     run("flooding", 1)
     run("trp", 1)
     for schedule in ("flooding", "trp"):
-        t1 = best_of(lambda: run(schedule, N1))
-        t2 = best_of(lambda: run(schedule, N2))
+        t1 = best_time(lambda: run(schedule, N1), 3)
+        t2 = best_time(lambda: run(schedule, N2), 3)
         out[f"{schedule}_iter_s"] = (t2 - t1) / (N2 - N1)
     t = time.perf_counter()
     r = run("flooding", a.bp_converge, tol=1e-9)
     out.update(converge_s=time.perf_counter() - t, converge_iters=r.iterations,
-               converged=r.converged, peak_mb=peak_mb(), base_mb=base)
+               converged=r.converged, peak_mb=peak_rss_mb(), base_mb=base)
     np.save(a.marginals, np.concatenate(r.var_beliefs))
     return out
 
@@ -348,7 +327,7 @@ def worker_bp_pgmax(a) -> dict:
 
     card, factors = synthetic_skip_chain(a.bp_vars)
     lp = synthetic_log_pot(factors, card[0])
-    base = rss_mb()
+    base = current_rss_mb()
     V, K = len(card), card[0]
     t = time.perf_counter()
     variables = vgroup.NDVarArray(num_states=K, shape=(V,))
@@ -371,7 +350,7 @@ def worker_bp_pgmax(a) -> dict:
     go(N1)
     out["jit_s"] = time.perf_counter() - t
     go(N2)
-    t1, t2 = best_of(lambda: go(N1)), best_of(lambda: go(N2))
+    t1, t2 = best_time(lambda: go(N1), 3), best_time(lambda: go(N2), 3)
     out["flooding_iter_s"] = (t2 - t1) / (N2 - N1)
     n = a.bp_converge
     go(n)
@@ -380,7 +359,7 @@ def worker_bp_pgmax(a) -> dict:
     out["converge_s"] = time.perf_counter() - t
     marg = infer.get_marginals(bp.get_beliefs(res))[variables]
     np.save(a.marginals, np.asarray(marg, dtype=np.float64).reshape(-1))
-    out.update(peak_mb=peak_mb(), base_mb=base, messages_dtype=str(res.ftov_msgs.dtype))
+    out.update(peak_mb=peak_rss_mb(), base_mb=base, messages_dtype=str(res.ftov_msgs.dtype))
     return out
 
 

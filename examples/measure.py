@@ -1,0 +1,32 @@
+"""Timing and memory readings shared by the benchmark scripts."""
+from __future__ import annotations
+
+import os
+import resource
+import time
+from typing import Callable
+
+
+def best_time(fn: Callable[[], object], repeats: int) -> float:
+    """Best wall time of ``repeats`` calls of ``fn`` after one warm-up call."""
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size, MB (ru_maxrss is KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def current_rss_mb() -> float:
+    """This process's resident set size now, MB (Linux; else the peak)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        return peak_rss_mb()
