@@ -413,15 +413,8 @@ def _run_scaled(g: FactorGraph, log_pot, sched_edge, sched_dir, flooding, use_ma
         return None
     map_state = None
     if use_max:
-        map_state = np.empty(g.n_vars, dtype=np.int64)
-        if g.is_tree():   # the log-space back-tracking, on these messages' logarithms
-            roots, order_f, order_e = g.decode_order()
-            with np.errstate(divide="ignore"):
-                _backtrack(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, g.msg_ptr,
-                           np.log(vf), g.var_ptr, np.log(bv), roots, order_f, order_e,
-                           map_state)
-        else:
-            _argmax_beliefs(g.card, g.var_ptr, bv, map_state)
+        with np.errstate(divide="ignore"):
+            map_state = _decode(g, log_pot, np.log(vf), np.log(bv))
     return _result(g, log_pot, float(log_z), bv, bf, it, res, tol, map_state, (fv, vf))
 
 
@@ -441,18 +434,25 @@ def _run_log(g: FactorGraph, log_pot, sched_edge, sched_dir, flooding, use_max, 
                  g.v_edge, g.var_ptr, fv, vf, log_bv, log_bf)
     map_state = None
     if use_max:
-        map_state = np.empty(g.n_vars, dtype=np.int64)
-        if g.is_tree():
-            roots, order_f, order_e = g.decode_order()
-            _backtrack(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, g.msg_ptr, vf,
-                       g.var_ptr, log_bv, roots, order_f, order_e, map_state)
-        else:
-            _argmax_beliefs(g.card, g.var_ptr, log_bv, map_state)
+        map_state = _decode(g, log_pot, vf, log_bv)
         log_z = 0.0
     else:
         log_z = float(_bethe(log_pot, g.card, g.tab_ptr, g.v_ptr, g.var_ptr, log_bv, log_bf))
     return _result(g, log_pot, log_z, np.exp(log_bv), np.exp(log_bf), it, res, tol, map_state,
                    (np.exp(fv), np.exp(vf)))
+
+
+def _decode(g: FactorGraph, log_pot, log_vf, log_bv) -> np.ndarray:
+    """The max-product assignment from log variable->factor messages and log
+    max-marginals: back-tracking on a forest, each belief's argmax otherwise."""
+    map_state = np.empty(g.n_vars, dtype=np.int64)
+    if g.is_tree():
+        roots, order_f, order_e = g.decode_order()
+        _backtrack(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, g.msg_ptr, log_vf,
+                   g.var_ptr, log_bv, roots, order_f, order_e, map_state)
+    else:
+        _argmax_beliefs(g.card, g.var_ptr, log_bv, map_state)
+    return map_state
 
 
 def _result(g: FactorGraph, log_pot, log_z, bv, bf, it, res, tol, map_state, messages

@@ -306,19 +306,18 @@ class LoopyProgram:
         if warm is not None and not len(warm.start) == len(warm.latest) == data.n_sequences:
             raise ValueError(f"the warm start holds {len(warm.start)} instances; the data "
                              f"has {data.n_sequences}")
-        use_warm = warm is not None and self.method != "exact"
 
         def work(i: int, acc: tuple[np.ndarray, list]) -> None:
             g = data.graphs[i]
             table = self.factor_tables(w, data, i)
             if clamped:
                 _clamp(g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, data.gold[i], table)
-            if use_warm:
+            if warm is None:
+                res = self.infer(g, table)
+            else:
                 res = self.infer(g, table, init=warm.start[i], tol=warm.tol,
                                  max_iter=warm.max_iter, damping=warm.damping)
                 warm.record(i, res)
-            else:
-                res = self.infer(g, table)
             self.add_counts(data, i, res.factor_beliefs, acc[0])
             acc[1].append(RunSummary(res.log_z, res.iterations, res.residual, res.converged))
 
