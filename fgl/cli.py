@@ -306,12 +306,9 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("always", ShortLineWarning)
             warnings.showwarning = _show_warning
             return command(args) or 0
-    except TrainingError as e:   # the input was fine; the run was not: exit 1
+    except FglError as e:   # 2: a user error; 1: the input was fine, the run was not
         print(f"fgl: {shorten(str(e), 2000)}", file=sys.stderr)
-        return 1
-    except FglError as e:
-        print(f"fgl: {shorten(str(e), 2000)}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(e, TrainingError) else 2
     except KeyboardInterrupt:
         print("fgl: interrupted", file=sys.stderr)
         return 130

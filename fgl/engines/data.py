@@ -61,11 +61,17 @@ class EncodedData:
     def chunks(self, jobs: int) -> list[tuple[int, int]]:
         """Split the sequences into ``jobs`` contiguous runs of about equal
         token counts (the unit of parallel work)."""
-        n = self.n_sequences
-        jobs = max(1, min(jobs, n))
-        bounds = np.searchsorted(self.seq_ptr, np.linspace(0, self.n_tokens, jobs + 1)[1:-1])
-        cuts = [0, *sorted(set(int(b) for b in bounds)), n]
-        return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+        return contiguous_runs(self.seq_ptr, max(1, min(jobs, self.n_sequences)))
+
+
+def contiguous_runs(ptr: np.ndarray, parts: int) -> list[tuple[int, int]]:
+    """Items 0..n-1 whose costs add up to ``ptr`` (``ptr[i]`` the cost of
+    items before i, ``ptr[n]`` the total) cut into at most ``parts``
+    non-empty contiguous runs of about equal cost."""
+    n = len(ptr) - 1
+    bounds = np.searchsorted(ptr, np.linspace(0, ptr[-1], parts + 1)[1:-1])
+    cuts = [0, *sorted(set(int(b) for b in bounds)), n]
+    return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
 def resolve_jobs(jobs: int | None) -> int:
@@ -119,11 +125,8 @@ def reduce_instances(jobs: int, n: int, fn: Callable[[int, object], None],
     accumulators are made here, in the calling thread (see
     ``run_parallel``)."""
     jobs = min(resolve_jobs(jobs), max(n, 1))
-    parts = 1 if jobs == 1 else min(n, jobs * RUNS_PER_THREAD)
-    cum = np.cumsum(np.asarray(cost, dtype=np.float64))
-    cuts = [0, *np.searchsorted(cum, cum[-1] * np.arange(1, parts) / parts, side="right")
-            .tolist(), n] if n else [0, 0]
-    runs = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a] or [(0, 0)]
+    ptr = np.concatenate([[0.0], np.cumsum(np.asarray(cost, dtype=np.float64))])
+    runs = contiguous_runs(ptr, 1 if jobs == 1 else jobs * RUNS_PER_THREAD) or [(0, 0)]
     accs = [accumulator() for _ in runs]
 
     def work(k: int) -> None:
