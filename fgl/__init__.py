@@ -13,7 +13,14 @@ The package reads as the pipeline:
 * ``fgl.registry`` picks the engine a spec needs; ``fgl.model`` is the one
   model interface; ``fgl.api`` (``fgl.CRF``) and ``fgl.cli`` are the faces.
 """
-from fgl.api import CRF
-
 __all__ = ["CRF"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``fgl.CRF``, imported on first use: ``import fgl`` (and the ``fgl``
+    command's entry point, ``fgl.entry``) stays light."""
+    if name == "CRF":
+        from fgl.api import CRF
+        return CRF
+    raise AttributeError(f"module 'fgl' has no attribute {name!r}")

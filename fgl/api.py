@@ -22,11 +22,12 @@ from fgl.errors import FglError, SpecError, TrainingError
 from fgl.io.conll import Sentence, iter_conll, read_conll
 from fgl.io.evaluate import Report, evaluate
 from fgl.io.graphs import read_graphs
-from fgl.io.model_files import load_model, save_model
+from fgl.io.model_files import check_writable, load_model, save_model
 from fgl.lang import ast
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec, read_spec
 from fgl.lang.settings import OVERRIDES, check_override, train_settings
+from fgl.learn.checkpoint import TrainingState, load_checkpoint, save_checkpoint
 from fgl.learn.learner import TrainingLog, train_lbfgs
 from fgl.learn.local_objectives import LocalObjective
 from fgl.model import Model, Predictions, TokenMarginals
@@ -83,12 +84,21 @@ class CRF:
         takes the spec's ``train { jobs = N }`` (else every core).
     verbose:
         Print one line per training iteration.
+    time_limit:
+        Stop training after this many seconds, keeping the iterate reached.
+    checkpoint, checkpoint_every, checkpoint_seconds:
+        Save the training run to the file ``checkpoint`` every
+        ``checkpoint_every`` iterations (default 10), also whenever
+        ``checkpoint_seconds`` have passed since the last save, and when
+        training stops; ``fit*(resume=that file)`` continues it exactly
+        (``fgl.learn.checkpoint``).  A checkpoint is also a model file.
     """
 
     def __init__(self, spec: str | Path | ast.Spec, *, sigma: float | None = None,
                  max_iter: int | None = None, tol: float | None = None,
                  jobs: int | None = None, verbose: bool = False,
-                 time_limit: float | None = None):
+                 time_limit: float | None = None, checkpoint: str | Path | None = None,
+                 checkpoint_every: int = 10, checkpoint_seconds: float | None = None):
         if isinstance(spec, ast.Spec):
             self.spec = spec
         elif isinstance(spec, Path) or (isinstance(spec, str) and "\n" not in spec
@@ -105,6 +115,14 @@ class CRF:
         if time_limit is not None and not time_limit > 0:
             raise FglError(f"time_limit must be a positive number of seconds; found {time_limit}")
         self.time_limit = time_limit
+        if not (isinstance(checkpoint_every, int) and checkpoint_every >= 1):
+            raise FglError(f"checkpoint_every must be a whole number of iterations >= 1; found "
+                           f"{checkpoint_every}")
+        if checkpoint_seconds is not None and not checkpoint_seconds > 0:
+            raise FglError("checkpoint_seconds must be a positive number of seconds; found "
+                           f"{checkpoint_seconds}")
+        self.checkpoint = None if checkpoint is None else check_writable(checkpoint)
+        self.checkpoint_every, self.checkpoint_seconds = checkpoint_every, checkpoint_seconds
         self._stop: str | None = None
         self.model: Model | None = None
         self.weights: np.ndarray | None = None
@@ -144,19 +162,22 @@ class CRF:
     # ------------------------------------------------------------ training
 
     def fit(self, X: Sequence[Rows], y: Sequence[Sequence],
-            documents: Sequence[Hashable] | None = None) -> "CRF":
+            documents: Sequence[Hashable] | None = None,
+            resume: str | Path | None = None) -> "CRF":
         """Train on sequences ``X`` with label sequences ``y``.  ``documents``
         (one id per sequence; consecutive equal ids form a document) is what
         ``within document`` templates link across; by default every
-        sequence is a document of its own."""
-        return self.fit_sentences(_as_sentences(X, y, "train", documents))
+        sequence is a document of its own.  ``resume``: a checkpoint of a
+        run on the same data to continue."""
+        return self.fit_sentences(_as_sentences(X, y, "train", documents), resume=resume)
 
     def fit_file(self, path: str | Path, encoding: str = "utf-8",
-                 short_lines: str = "error") -> "CRF":
+                 short_lines: str = "error", resume: str | Path | None = None) -> "CRF":
         """Train on a data file holding the spec's columns (``short_lines``
-        as for ``read``).  Chain and segment models read a column file
-        twice rather than holding it."""
-        return self.fit_sentences(self._source(path, encoding, short_lines), source=str(path))
+        as for ``read``; ``resume`` as for ``fit``).  Chain and segment
+        models read a column file twice rather than holding it."""
+        return self.fit_sentences(self._source(path, encoding, short_lines), source=str(path),
+                                  resume=resume)
 
     def compile(self, X: Sequence[Rows], y: Sequence[Sequence],
                 documents: Sequence[Hashable] | None = None) -> "CRF":
@@ -171,14 +192,18 @@ class CRF:
         base = Path(self.spec.file).parent if not self.spec.file.startswith("<") else Path(".")
         return self.engine.model.compile(self.spec, sentences, base, self.overrides, source)
 
-    def fit_sentences(self, sentences: Any, source: str = "<train>") -> "CRF":
+    def fit_sentences(self, sentences: Any, source: str = "<train>",
+                      resume: str | Path | None = None) -> "CRF":
         """Train on already-read sentences (rows hold inputs and the labels),
         or on a function returning a fresh iterator over them; ``source``
-        names them in error messages."""
+        names them in error messages; ``resume`` as for ``fit``."""
         self._check_objective()
+        saved = None if resume is None else load_checkpoint(resume)
         t0 = time.perf_counter()
         model, data = self._compile(sentences, source)
         del sentences  # the encoded data is all training needs (frees them if ours)
+        if saved is not None:
+            _check_same_model(saved[0], model, str(resume))
         if self.verbose:
             print(f"compiled in {time.perf_counter() - t0:.1f}s: "
                   f"{sum(len(layer.labels) for layer in model.layers)} labels, "
@@ -201,13 +226,33 @@ class CRF:
             model.program, data, model.feat_sigma, max_iter=int(self.settings["max_iter"]),
             tol=float(self.settings["tol"]), jobs=self.jobs, w0=model.initial_weights(),
             progress=_print_progress if self.verbose else None, objective=objective,
-            bp_start=str(self.settings["bp_start"]), should_stop=should_stop)
+            bp_start=str(self.settings["bp_start"]), should_stop=should_stop,
+            checkpoint=self._checkpointer(model), resume=None if saved is None else saved[1])
         if not (np.isfinite(log.objective) and np.isfinite(weights).all()):
             raise TrainingError(f"training diverged: the objective became {log.objective} "
                                 f"after {len(log.iterations)} iterations ({log.message}); "
                                 "no model kept — check the data's numbers and the sigma")
         self.weights, self.training_log, self.model = weights, log, model
         return self
+
+    def _checkpointer(self, model: Model) -> Callable[[TrainingState, bool], None] | None:
+        """What saves the run's state when a checkpoint is due (every
+        ``checkpoint_every`` iterations, ``checkpoint_seconds`` after the
+        last save, and when training stops)."""
+        if self.checkpoint is None:
+            return None
+        last = [time.perf_counter()]
+
+        def save(state: TrainingState, final: bool) -> None:
+            now = time.perf_counter()
+            if final or state.lbfgs.iteration % self.checkpoint_every == 0 or (
+                    self.checkpoint_seconds is not None
+                    and now - last[0] >= self.checkpoint_seconds):
+                save_checkpoint(self.checkpoint, model, state,
+                                {"iterations": state.lbfgs.iteration,
+                                 "objective": state.lbfgs.f, "seconds": state.seconds})
+                last[0] = now
+        return save
 
     def request_stop(self, reason: str) -> None:
         """Ask a training run in progress (another thread, a signal handler)
@@ -334,6 +379,20 @@ class CRF:
         crf = cls(model.spec, jobs=jobs)
         crf.model, crf.weights = model, weights
         return crf
+
+
+def _check_same_model(saved: Model, model: Model, name: str) -> None:
+    """Refuse to resume a checkpoint whose spec or compiled features differ
+    from what this spec compiles to on this data."""
+    if saved.spec.text != model.spec.text:
+        raise FglError(f"{name}: the checkpoint was trained from another spec; resume with the "
+                       "spec of the run that wrote it")
+    mine, theirs = model.arrays(), saved.arrays()
+    if saved.header() != model.header() or mine.keys() != theirs.keys() or not all(
+            np.array_equal(mine[k], theirs[k]) for k in mine):
+        raise FglError(f"{name}: the checkpoint's labels, features or prior differ from what "
+                       "the spec compiles to on this data with these settings; resume with the "
+                       "training data and overrides (--sigma) of the run that wrote it")
 
 
 def _print_progress(row: dict) -> None:

@@ -70,6 +70,18 @@ def _parser() -> argparse.ArgumentParser:
                    help="stop training after this long and write the model reached; Ctrl-C "
                         "or SIGTERM likewise stop after the current iteration (a second one "
                         "aborts)")
+    t.add_argument("--checkpoint", metavar="FILE",
+                   help="save the training run here every --checkpoint-every iterations and "
+                        "when training stops (a time limit, Ctrl-C, SIGTERM); the file is also "
+                        "a model file (default with --resume: the resumed file)")
+    t.add_argument("--checkpoint-every", type=int, default=10, metavar="N",
+                   help="iterations between checkpoints (default 10)")
+    t.add_argument("--checkpoint-seconds", type=float, metavar="SECONDS",
+                   help="also save a checkpoint when this long has passed since the last")
+    t.add_argument("--resume", metavar="FILE",
+                   help="continue the run saved in this checkpoint, with the same spec and "
+                        "training data; it goes on as the uninterrupted run would have, and "
+                        "--max-iter counts the saved iterations too")
     t.add_argument("-q", "--quiet", action="store_true", help="no per-iteration progress")
     data_args(t)
 
@@ -121,15 +133,20 @@ def _cmd_train(a: argparse.Namespace) -> None:
     check_writable(a.output)  # before training, not after
 
     crf = CRF(Path(a.spec), sigma=a.sigma, max_iter=a.max_iter, tol=a.tol, jobs=a.jobs,
-              verbose=not a.quiet, time_limit=a.time_limit)
+              verbose=not a.quiet, time_limit=a.time_limit,
+              checkpoint=a.checkpoint or a.resume, checkpoint_every=a.checkpoint_every,
+              checkpoint_seconds=a.checkpoint_seconds)
     t0 = time.perf_counter()
     with _stop_on_signals(crf):
-        crf.fit_file(a.train, encoding=a.encoding, short_lines=a.short_lines)
+        crf.fit_file(a.train, encoding=a.encoding, short_lines=a.short_lines, resume=a.resume)
     log = crf.training_log
     print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
           f"{log.evaluations} evaluations, objective {log.objective:.6g} ({log.message})",
           file=sys.stderr)
     _warn_convergence(crf.spec, log.inference, "the last training evaluation")
+    if crf.checkpoint:
+        print(f"checkpoint {crf.checkpoint} (iteration {len(log.iterations)}; "
+              f"--resume {crf.checkpoint} continues it)", file=sys.stderr)
     crf.save(a.output)
     print(f"wrote {a.output}", file=sys.stderr)
     if a.dev:

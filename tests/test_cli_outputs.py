@@ -6,6 +6,8 @@ to evaluate is a located error, a closed pipe is not a traceback, and
 `fgl --version`."""
 from __future__ import annotations
 
+import importlib.abc
+import importlib.metadata
 import os
 import signal
 import subprocess
@@ -120,3 +122,21 @@ def test_time_limit_and_sigterm_stop_training_and_keep_the_model(capsys, tmp_pat
     assert proc.returncode == 0, "".join(lines) + rest
     assert "stopped by SIGTERM" in rest and sig.is_file()
     load_model(sig)
+
+
+def test_ctrl_c_during_start_up_is_quiet(capsys, monkeypatch):
+    """The console command imports the CLI inside its own handler: an
+    interrupt while numpy and numba load is "interrupted", status 130."""
+    class Interrupting(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name == "fgl.cli":
+                raise KeyboardInterrupt
+            return None
+
+    scripts = importlib.metadata.entry_points(group="console_scripts", name="fgl")
+    assert [s.value for s in scripts] == ["fgl.entry:main"]
+    monkeypatch.delitem(sys.modules, "fgl.cli")
+    monkeypatch.setattr(sys, "meta_path", [Interrupting(), *sys.meta_path])
+    from fgl.entry import main
+    assert main() == 130
+    assert capsys.readouterr().err == "fgl: interrupted\n"

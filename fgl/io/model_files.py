@@ -6,6 +6,10 @@ spec text, labels, templates, patterns, attribute vocabularies and lexicons —
 and the numeric arrays: feature table and weights.  A SHA-256 digest over
 header and arrays is checked on load, so a truncated or edited file is
 refused with a clear message rather than giving silent nonsense.
+
+A training checkpoint (``fgl.learn.checkpoint``) is a model file with
+extra arrays named ``state_*`` (the optimiser's), covered by the same
+digest; ``read_model_file`` returns them, ``load_model`` ignores them.
 """
 from __future__ import annotations
 
@@ -28,24 +32,28 @@ from fgl.lang.parser import parse_spec
 FORMAT = "fgl-model"
 VERSION = 2
 _ARRAYS = ("row_ptr", "feat_pattern", "weights")
+STATE = "state_"  # the prefix of a checkpoint's extra arrays
 
 
 def _digest(header: bytes, arrays: dict[str, np.ndarray]) -> str:
     h = hashlib.sha256(header)
-    for name in _ARRAYS:
+    for name in (*_ARRAYS, *sorted(k for k in arrays if k.startswith(STATE))):
+        h.update(name.encode("ascii") if name.startswith(STATE) else b"")
         h.update(np.ascontiguousarray(arrays[name]).tobytes())
     return h.hexdigest()
 
 
-def save_model(path: str | Path, model, weights: np.ndarray, meta: dict | None = None) -> None:
+def save_model(path: str | Path, model, weights: np.ndarray, meta: dict | None = None,
+               state: dict[str, np.ndarray] | None = None) -> None:
     """Write ``model`` (any ``fgl.model.Model``) and its ``weights`` to
-    ``path``."""
+    ``path``; ``state`` adds a checkpoint's arrays (stored as ``state_*``)."""
     header = {"format": FORMAT, "version": VERSION, "engine": model.engine,
               "spec_file": model.spec.file, "spec_text": model.spec.text,
               "lexicons": {k: sorted(v) for k, v in model.lexicons.items()},
               **model.header(), "meta": meta or {}}
     raw = json.dumps(header, ensure_ascii=False).encode("utf-8")
-    arrays = {**model.arrays(), "weights": np.asarray(weights, dtype=np.float64)}
+    arrays = {**model.arrays(), "weights": np.asarray(weights, dtype=np.float64),
+              **{STATE + k: np.asarray(v) for k, v in (state or {}).items()}}
     digest = _digest(raw, arrays)
     path = Path(check_writable(path))
     # a temporary file in the same folder, flushed and renamed over the target: a failed
@@ -162,6 +170,14 @@ def load_model(path: str | Path) -> tuple[object, np.ndarray, dict]:
     """Read a model file; returns the compiled model, its weights and the
     training metadata.  Raises ModelFileError for anything but a valid,
     intact fgl model of a supported version."""
+    model, weights, meta, _ = read_model_file(path)
+    return model, weights, meta
+
+
+def read_model_file(path: str | Path
+                    ) -> tuple[object, np.ndarray, dict, dict[str, np.ndarray]]:
+    """``load_model``'s model, weights and metadata, and the checkpoint
+    state arrays (without their ``state_`` prefix; empty for a model)."""
     path = Path(path)
     name = str(path)
     if not path.exists():
@@ -211,4 +227,8 @@ def load_model(path: str | Path) -> tuple[object, np.ndarray, dict]:
     weights = arrays["weights"]
     if weights.shape != (model.program.n_features,):
         raise ModelFileError("corrupt model file: weights do not match the feature table", name)
-    return model, weights, header.get("meta", {})
+    meta = header.get("meta", {})
+    if not isinstance(meta, dict):
+        raise ModelFileError("corrupt model file: its metadata is not a JSON object", name)
+    state = {k[len(STATE):]: v for k, v in arrays.items() if k.startswith(STATE)}
+    return model, weights, meta, state

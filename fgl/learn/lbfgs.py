@@ -24,6 +24,12 @@ up when that restart could change nothing — the failed search already was
 steepest descent from an empty memory and nothing was tightened — or after
 ``max_recoveries``.  A run whose line searches all succeed takes exactly
 the steps it took without this.
+
+Between iterations everything the method carries is an ``LBFGSState`` —
+iterate, objective, gradient, correction pairs, counters — handed to a
+``checkpoint`` hook after every iteration; ``minimize_lbfgs(resume=state)``
+continues from one exactly as the run it came from would have (the
+learner's checkpoints, ``fgl.learn.checkpoint``).
 """
 from __future__ import annotations
 
@@ -59,7 +65,7 @@ def recovery_note(count: int) -> str:
         f" ({count} line-search recover{'y' if count == 1 else 'ies'} on the way)"
 
 
-class _History:
+class History:
     """The last ``m`` correction pairs s = x_{k+1} - x_k, y = g_{k+1} - g_k.
 
     They are stored in single precision — 2·m vectors are the optimiser's
@@ -88,6 +94,29 @@ class _History:
         if sy > 1e-10 * yy:
             self.order.append(row)
             self.rho[row], self.yy[row] = 1.0 / sy, yy
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The pairs in use, oldest first, for saving (``restore`` reads them)."""
+        rows = np.array(self.order, dtype=np.int64)
+        n = 0 if self.s is None else self.s.shape[1]
+        pick = (lambda a: a[rows]) if self.s is not None else \
+            (lambda a: np.empty((0, n), dtype=np.float32))
+        return {"s": pick(self.s), "y": pick(self.y), "rho": self.rho[rows], "yy": self.yy[rows]}
+
+    @classmethod
+    def restore(cls, m: int, n: int, arrays: dict[str, np.ndarray]) -> "History":
+        """The history ``arrays()`` saved (at most ``m`` pairs of length ``n``)."""
+        history, count = cls(m), len(arrays["rho"])
+        if count > m or arrays["s"].shape != (count, n) or arrays["y"].shape != (count, n) \
+                or arrays["yy"].shape != (count,):
+            raise ValueError(f"an L-BFGS history of {count} pairs does not fit m = {m}, n = {n}")
+        if count:
+            history.s = np.zeros((m, n), dtype=np.float32)
+            history.y = np.zeros((m, n), dtype=np.float32)
+            history.s[:count], history.y[:count] = arrays["s"], arrays["y"]
+            history.rho[:count], history.yy[:count] = arrays["rho"], arrays["yy"]
+            history.order = list(range(count))
+        return history
 
     def direction(self, g: np.ndarray, out: np.ndarray) -> np.ndarray:
         """out = -H·g by the two-loop recursion (Algorithm 7.4), with
@@ -142,6 +171,23 @@ def _two_loop(g, s, y, rho, yy, order, out):
         c = alpha[j] - b * rho[k]
         for i in range(n):
             out[i] += c * s[k, i]
+
+
+@dataclass
+class LBFGSState:
+    """What L-BFGS carries from iteration ``iteration`` to the next: the
+    iterate ``x`` with its objective ``f`` and gradient ``g``, the
+    correction pairs, the evaluation count and the recoveries so far.  The
+    arrays are the optimiser's own (not copies): read them in the
+    ``checkpoint`` hook, do not keep them."""
+
+    x: np.ndarray
+    f: float
+    g: np.ndarray
+    iteration: int
+    evaluations: int
+    history: History
+    recoveries: list[dict]
 
 
 def _cubic_minimiser(a: float, fa: float, da: float, b: float, fb: float, db: float) -> float:
@@ -241,7 +287,9 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
                    callback: Callback | None = None,
                    tighten: Callable[[], str | None] | None = None,
                    on_recovery: Callable[[dict], None] | None = None,
-                   max_recoveries: int = 5) -> LBFGSResult:
+                   max_recoveries: int = 5,
+                   checkpoint: Callable[[LBFGSState], None] | None = None,
+                   resume: LBFGSState | None = None) -> LBFGSResult:
     """Minimise ``fun`` (returning f and a fresh gradient array) from ``x0``.
 
     Stops after ``max_iter`` iterations, when ‖g‖ ≤ ``epsilon``·max(1, ‖x‖)
@@ -252,31 +300,47 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
     ``tighten()`` makes ``fun`` more precise from then on and says how
     (None: nothing left to tighten); ``on_recovery(record)`` hears of each
     recovery as it happens — the record also lands in ``result.recoveries``.
+    ``checkpoint(state)`` is called after every iteration's callback;
+    ``resume`` (a state a checkpoint saw, with the same ``m``) continues
+    from there — ``x0`` is then ignored and ``fun`` not called at it.
     """
-    x = np.array(x0, dtype=np.float64)  # (a copy: the caller's x0 is left as it was)
-    n = x.shape[0]
-    f, g = fun(x)
-    evaluations = 1
-    history = _History(m)
     search = _LineSearch(fun, c1, c2, max_linesearch)
+    if resume is None:
+        x = np.array(x0, dtype=np.float64)  # (a copy: the caller's x0 is left as it was)
+        f, g = fun(x)
+        evaluations, history, recoveries = 1, History(m), []
+    else:
+        x, f, g = np.array(resume.x, dtype=np.float64), resume.f, resume.g
+        evaluations, history = resume.evaluations, resume.history
+        recoveries = list(resume.recoveries)
+    n = x.shape[0]
     d = np.negative(g)
     trial = np.empty(n)
-    recoveries: list[dict] = []
 
     def result(it: int, converged: bool, message: str) -> LBFGSResult:
         return LBFGSResult(x, f, g, it, evaluations, converged,
                            message + recovery_note(len(recoveries)), recoveries)
 
-    gnorm = float(np.linalg.norm(g))
-    if gnorm <= epsilon * max(1.0, float(np.linalg.norm(x))):
-        return result(0, True, "the initial point is stationary")
-    step = 1.0 / gnorm
-    fresh = True  # d = -g from an empty memory, first step 1/|g|
-    it = 1
+    def stationary() -> bool:
+        return float(np.linalg.norm(g)) <= epsilon * max(1.0, float(np.linalg.norm(x)))
+
+    if resume is None:
+        if stationary():
+            return result(0, True, "the initial point is stationary")
+        step = 1.0 / float(np.linalg.norm(g))
+        fresh = True  # d = -g from an empty memory, first step 1/|g|
+        it = 1
+    else:  # where the interrupted run was after its callback at iteration resume.iteration
+        it = resume.iteration
+        if stationary():
+            return result(it, True, f"gradient norm below {epsilon:g}·max(1, |x|)")
+        history.direction(g, d)
+        step, fresh = 1.0, False
+        it += 1
     while it <= max_iter:
         dphi0 = float(g @ d)
         if not dphi0 < 0.0:  # not a descent direction (rounding): restart along -g
-            history = _History(m)
+            history = History(m)
             np.negative(g, out=d)
             dphi0 = -float(g @ g)
         found = search.search(x, f, d, dphi0, step, trial)
@@ -306,9 +370,9 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
             recoveries.append(record)
             if on_recovery is not None:
                 on_recovery(record)
-            if gnorm <= epsilon * max(1.0, float(np.linalg.norm(x))):
+            if stationary():
                 return result(it - 1, True, f"gradient norm below {epsilon:g}·max(1, |x|)")
-            history = _History(m)
+            history = History(m)
             np.negative(g, out=d)
             step = 1.0 / gnorm
             fresh = True
@@ -318,9 +382,12 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
         history.record(trial, x, g_new, g)
         x, trial = trial, x  # the accepted point becomes the iterate
         g = g_new
-        if callback is not None and callback(it, f, x, g, evaluations):
+        stop = callback is not None and callback(it, f, x, g, evaluations)
+        if checkpoint is not None:
+            checkpoint(LBFGSState(x, f, g, it, evaluations, history, recoveries))
+        if stop:
             return result(it, True, "stopped by the callback")
-        if float(np.linalg.norm(g)) <= epsilon * max(1.0, float(np.linalg.norm(x))):
+        if stationary():
             return result(it, True, f"gradient norm below {epsilon:g}·max(1, |x|)")
         history.direction(g, d)
         step = 1.0

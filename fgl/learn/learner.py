@@ -35,6 +35,11 @@ the current point is re-evaluated and the search restarts along steepest
 descent.  Every recovery is logged (``TrainingLog.recoveries``), reported
 to ``progress`` as a row with a ``"recovery"`` entry, and counted in the
 final message.
+
+A run can be saved between iterations and resumed exactly
+(``fgl.learn.checkpoint``): ``train_lbfgs(checkpoint=...)`` hands the
+``TrainingState`` over after every iteration, ``resume=`` continues from
+one.
 """
 from __future__ import annotations
 
@@ -48,7 +53,11 @@ from threadpoolctl import threadpool_limits
 
 from fgl.engines.data import resolve_jobs
 from fgl.engines.program import InferenceStats, Program
-from fgl.learn.lbfgs import minimize_lbfgs, recovery_note
+from fgl.errors import FglError
+from fgl.learn.checkpoint import TrainingState
+from fgl.learn.lbfgs import LBFGSState, minimize_lbfgs, recovery_note
+
+BP_SETTINGS = ("tol", "max_iter", "damping")
 
 
 @dataclass
@@ -66,6 +75,9 @@ class TrainingLog:
     # one dict per recovery from a failed line search (fgl.learn.lbfgs): iteration, message,
     # objective and gradient_norm at the point training restarted from, evaluations so far
     recoveries: list[dict] = field(default_factory=list)
+
+
+OPTIMISER_MEMORY = 6  # L-BFGS correction pairs (CRFsuite's default)
 
 
 @njit(cache=True, nogil=True)
@@ -133,6 +145,22 @@ class Objective:
             note = f"{note or 'model: unchanged'}; clamped program: {clamped}"
         return note
 
+    def bp_settings(self) -> dict | None:
+        """BP's settings per side as recoveries left them (for a
+        checkpoint), None when no BP runs."""
+        sides = {"model": self.warm, "clamped": self.warm_clamped}
+        saved = {side: {k: getattr(warm, k) for k in BP_SETTINGS}
+                 for side, warm in sides.items() if warm is not None}
+        return saved or None
+
+    def restore_bp_settings(self, saved: dict | None) -> None:
+        """Put back what ``bp_settings`` returned."""
+        for side, warm in {"model": self.warm, "clamped": self.warm_clamped}.items():
+            if warm is not None and saved and side in saved:
+                warm.tol = float(saved[side]["tol"])
+                warm.max_iter = int(saved[side]["max_iter"])
+                warm.damping = float(saved[side]["damping"])
+
     def accept(self) -> None:
         """The weights of the last evaluation are the optimiser's new
         iterate: later evaluations start BP from that evaluation's messages
@@ -163,7 +191,9 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
                 objective: Objective | None = None,
                 max_recoveries: int = 5,
                 bp_start: str = "cold",
-                should_stop: Callable[[], str | None] | None = None
+                should_stop: Callable[[], str | None] | None = None,
+                checkpoint: Callable[[TrainingState, bool], None] | None = None,
+                resume: TrainingState | None = None
                 ) -> tuple[np.ndarray, TrainingLog]:
     """Minimise the objective with L-BFGS (``fgl.learn.lbfgs``): the
     likelihood ``Objective`` of ``program`` on ``data``, or the given
@@ -182,6 +212,13 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     asked after every iteration, ends training at the current iterate when
     it returns a reason (a time limit, a signal), which becomes the log's
     message.
+    ``checkpoint(state, final)`` receives the ``TrainingState`` after
+    every iteration (``final``: training stops there, by a stopping rule,
+    ``should_stop`` or the iteration limit); it decides what to save.
+    ``resume`` continues a saved state: the objective is evaluated at its
+    weights first and must match the saved objective (else FglError: other
+    data or settings), then training goes on as the saved run would have;
+    ``max_iter`` counts the saved run's iterations too.
     ``progress`` receives each iteration's row (iteration, objective,
     gradient norm, evaluations, seconds, and the approximate inference
     statistics of the last evaluation or None), and for each recovery a row
@@ -194,6 +231,12 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     log = TrainingLog()
     start = time.perf_counter()
     history: list[float] = []
+    if resume is not None:
+        _check_resume(objective, resume)
+        history = list(resume.objectives)
+        log.iterations, log.recoveries = list(resume.rows), list(resume.recoveries)
+        log.evaluations, log.eval_seconds = resume.lbfgs.evaluations, resume.eval_seconds
+        start -= resume.seconds
 
     accept = getattr(objective, "accept", None)
     last_gradient: list = [None]  # the array the last evaluation returned
@@ -223,16 +266,25 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
         log.iterations.append(row)
         if progress is not None:
             progress(row)
-        reason = should_stop() if should_stop is not None else None
-        if reason:
-            log.message = reason
-            return True
         if len(history) > period:
             old = history[-1 - period]
             if (old - f) / max(abs(f), 1e-300) < tol:
                 log.message = f"objective improved by less than {tol:g} over {period} iterations"
                 return True
+        # (after the stopping rule: a run resumed from here goes on as if not stopped)
+        reason = should_stop() if should_stop is not None else None
+        if reason:
+            log.message = reason
+            return True
         return False
+
+    def saved(state: LBFGSState) -> None:
+        if checkpoint is not None:
+            bp = getattr(objective, "bp_settings", None)
+            checkpoint(TrainingState(state, OPTIMISER_MEMORY, list(history), log.iterations,
+                                     log.recoveries, log.eval_seconds,
+                                     time.perf_counter() - start, bp() if bp else None),
+                       bool(log.message) or state.iteration >= max_iter)
 
     def on_recovery(record: dict) -> None:
         stats = objective.stats
@@ -256,9 +308,11 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     # work (the optimiser's dot products run on 10^5-10^6 weights)
     with threadpool_limits(limits=1, user_api="blas"):
         result = minimize_lbfgs(fun, np.zeros(program.n_features) if w0 is None else w0,
-                                max_iter=max_iter, callback=callback,
+                                m=OPTIMISER_MEMORY, max_iter=max_iter, callback=callback,
                                 tighten=getattr(objective, "tighten", None),
-                                on_recovery=on_recovery, max_recoveries=max_recoveries)
+                                on_recovery=on_recovery, max_recoveries=max_recoveries,
+                                checkpoint=saved,
+                                resume=None if resume is None else resume.lbfgs)
     log.seconds = time.perf_counter() - start
     log.objective = float(result.f)
     log.inference = objective.stats
@@ -268,3 +322,23 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     elif log.recoveries:
         log.message += recovery_note(len(log.recoveries))
     return result.x, log
+
+
+def _check_resume(objective, resume: TrainingState) -> None:
+    """Restore BP's settings and check that the objective at the saved
+    weights is the saved one: the same spec, data and prior."""
+    if resume.m != OPTIMISER_MEMORY:
+        raise FglError(f"the checkpoint's L-BFGS keeps {resume.m} correction pairs; this fgl "
+                       f"keeps {OPTIMISER_MEMORY}")
+    restore = getattr(objective, "restore_bp_settings", None)
+    if restore is not None:
+        restore(resume.bp)
+    f, _ = objective(resume.lbfgs.x)
+    saved = resume.lbfgs.f
+    if not abs(f - saved) <= 1e-8 * max(1.0, abs(saved)):
+        raise FglError(f"cannot resume: the checkpoint's objective was {saved:.12g}, on this "
+                       f"data with these settings it is {f:.12g}; resume with the training "
+                       "data, spec and sigma of the run that wrote it")
+    accept = getattr(objective, "accept", None)
+    if accept is not None:
+        accept()

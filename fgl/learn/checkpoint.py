@@ -1,0 +1,100 @@
+"""Training checkpoints: save a run between two iterations, resume it exactly.
+
+A checkpoint is a model file (``fgl.io.model_files``) of the iterate's
+weights — ``fgl tag`` and ``fgl eval`` use it as they use a model — whose
+metadata says where training was (iteration, objective, evaluations, the
+learner's objective history for its stopping rule, the log so far and
+BP's settings, which recoveries tighten) and whose ``state_*`` arrays hold
+the rest of the L-BFGS state: the gradient and the correction pairs.
+``train_lbfgs(resume=...)`` continues from it to the same iterates an
+uninterrupted run reaches — exactly where every evaluation is a function
+of the weights (exact engines; BP with ``bp_start = cold``, the default);
+under ``bp_start = warm`` BP's messages are not saved and restart from the
+checkpoint's iterate.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from fgl.errors import ModelFileError
+from fgl.io.model_files import read_model_file, save_model
+from fgl.learn.lbfgs import History, LBFGSState
+
+KIND = "fgl-checkpoint"
+ROW_KEYS = ("iteration", "objective", "gradient_norm", "evaluations", "seconds")
+
+
+@dataclass
+class TrainingState:
+    """A training run between two iterations (what a checkpoint holds).
+
+    ``objectives``: the objective at each iteration since the last
+    recovery (the learner's relative-improvement test reads them);
+    ``rows``: the log's iteration rows (without inference statistics);
+    ``bp``: BP's settings per side ({"model": {...}, "clamped": {...}})
+    as recoveries left them, None for objectives without BP."""
+
+    lbfgs: LBFGSState
+    m: int
+    objectives: list[float]
+    rows: list[dict]
+    recoveries: list[dict]
+    eval_seconds: float
+    seconds: float
+    bp: dict | None
+
+    def meta(self) -> dict:
+        """The JSON part of the checkpoint."""
+        return {"kind": KIND, "iteration": self.lbfgs.iteration, "objective": self.lbfgs.f,
+                "evaluations": self.lbfgs.evaluations, "m": self.m,
+                "optimizer_recoveries": self.lbfgs.recoveries, "objectives": self.objectives,
+                "rows": [{k: row[k] for k in ROW_KEYS} for row in self.rows],
+                "recoveries": self.recoveries, "eval_seconds": self.eval_seconds,
+                "seconds": self.seconds, "bp": self.bp}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays of the checkpoint (besides the weights, ``lbfgs.x``)."""
+        return {"gradient": np.asarray(self.lbfgs.g, dtype=np.float64),
+                **{f"lbfgs_{k}": v for k, v in self.lbfgs.history.arrays().items()}}
+
+
+def save_checkpoint(path: str | Path, model, state: TrainingState, meta: dict) -> None:
+    """Write ``state`` of a run training ``model`` to ``path`` (atomically,
+    as a model file); ``meta`` adds what a model file's metadata says."""
+    save_model(path, model, state.lbfgs.x, {**meta, "checkpoint": state.meta()}, state.arrays())
+
+
+def load_checkpoint(path: str | Path) -> tuple[object, TrainingState]:
+    """The model and training state saved at ``path``; ModelFileError when
+    it is no intact checkpoint (a plain model file included)."""
+    name = str(path)
+    model, weights, meta, arrays = read_model_file(path)
+    saved = meta.get("checkpoint")
+    if not isinstance(saved, dict) or saved.get("kind") != KIND:
+        raise ModelFileError("a model file, not a training checkpoint: resume from the file "
+                             "given to --checkpoint", name)
+    try:
+        n = weights.shape[0]
+        gradient = arrays["gradient"]
+        if gradient.shape != (n,) or gradient.dtype != np.float64 \
+                or not np.isfinite(gradient).all():
+            raise ValueError("the gradient does not match the weights")
+        m = int(saved["m"])
+        history = History.restore(m, n, {k: arrays[f"lbfgs_{k}"] for k in ("s", "y", "rho", "yy")})
+        f = float(saved["objective"])
+        if not math.isfinite(f):
+            raise ValueError("the objective is not finite")
+        lbfgs = LBFGSState(weights, f, gradient, int(saved["iteration"]),
+                           int(saved["evaluations"]), history,
+                           list(saved["optimizer_recoveries"]))
+        rows = [{**{k: row[k] for k in ROW_KEYS}, "inference": None} for row in saved["rows"]]
+        state = TrainingState(lbfgs, m, [float(v) for v in saved["objectives"]], rows,
+                              list(saved["recoveries"]), float(saved["eval_seconds"]),
+                              float(saved["seconds"]), saved["bp"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ModelFileError(f"corrupt checkpoint: {type(e).__name__}: {e}", name) from None
+    return model, state
