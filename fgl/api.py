@@ -76,9 +76,10 @@ class CRF:
     ----------
     spec:
         Path to a ``.fgl`` file, the spec text itself, or a parsed ``Spec``.
-    sigma, max_iter, tol:
+    sigma, max_iter, tol, l1:
         Override the spec's ``train`` settings (Gaussian prior sigma, L-BFGS
-        iteration limit, relative-improvement stopping tolerance).
+        iteration limit, relative-improvement stopping tolerance, L1
+        penalty — above 0 trains by OWL-QN).
     jobs:
         Threads for per-sequence work; 0 means every core; None (default)
         takes the spec's ``train { jobs = N }`` (else every core).
@@ -96,7 +97,7 @@ class CRF:
 
     def __init__(self, spec: str | Path | ast.Spec, *, sigma: float | None = None,
                  max_iter: int | None = None, tol: float | None = None,
-                 jobs: int | None = None, verbose: bool = False,
+                 jobs: int | None = None, verbose: bool = False, l1: float | None = None,
                  time_limit: float | None = None, checkpoint: str | Path | None = None,
                  checkpoint_every: int = 10, checkpoint_seconds: float | None = None):
         if isinstance(spec, ast.Spec):
@@ -106,7 +107,7 @@ class CRF:
             self.spec = read_spec(spec)
         else:
             self.spec = validate(parse_spec(str(spec), "<spec>"))
-        given = dict(zip(OVERRIDES, (sigma, max_iter, tol, jobs)))
+        given = dict(zip(OVERRIDES, (sigma, max_iter, tol, jobs, l1)))
         self.overrides = {k: v for k, v in given.items() if v is not None}
         for key, value in self.overrides.items():
             check_override(key, value)
@@ -227,7 +228,8 @@ class CRF:
             tol=float(self.settings["tol"]), jobs=self.jobs, w0=model.initial_weights(),
             progress=_print_progress if self.verbose else None, objective=objective,
             bp_start=str(self.settings["bp_start"]), should_stop=should_stop,
-            checkpoint=self._checkpointer(model), resume=None if saved is None else saved[1])
+            checkpoint=self._checkpointer(model), resume=None if saved is None else saved[1],
+            l1=float(self.settings["l1"]))
         if not (np.isfinite(log.objective) and np.isfinite(weights).all()):
             raise TrainingError(f"training diverged: the objective became {log.objective} "
                                 f"after {len(log.iterations)} iterations ({log.message}); "

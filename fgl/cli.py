@@ -66,6 +66,8 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--sigma", type=float, help="override the spec's Gaussian prior sigma")
     t.add_argument("--max-iter", type=int, help="override the spec's L-BFGS iteration limit")
     t.add_argument("--tol", type=float, help="override the spec's stopping tolerance")
+    t.add_argument("--l1", type=float, help="override the spec's L1 penalty (above 0: OWL-QN, "
+                                             "exact zeros; with sigma, the elastic net)")
     t.add_argument("--time-limit", type=float, metavar="SECONDS",
                    help="stop training after this long and write the model reached; Ctrl-C "
                         "or SIGTERM likewise stop after the current iteration (a second one "
@@ -132,7 +134,7 @@ def _cmd_train(a: argparse.Namespace) -> None:
 
     check_writable(a.output)  # before training, not after
 
-    crf = CRF(Path(a.spec), sigma=a.sigma, max_iter=a.max_iter, tol=a.tol, jobs=a.jobs,
+    crf = CRF(Path(a.spec), sigma=a.sigma, max_iter=a.max_iter, tol=a.tol, jobs=a.jobs, l1=a.l1,
               verbose=not a.quiet, time_limit=a.time_limit,
               checkpoint=a.checkpoint or a.resume, checkpoint_every=a.checkpoint_every,
               checkpoint_seconds=a.checkpoint_seconds)

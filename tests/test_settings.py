@@ -38,17 +38,11 @@ def message_at(src: str) -> tuple[int, int, str]:
 
 # ---------------------------------------------------------------- refused settings
 
-L1 = ("train: setting 'l1' is not available: L1 / elastic-net regularisation (OWL-QN) is not "
-      "implemented yet; remove it")
 TRAINER = ("train: setting 'trainer' is not available: only L-BFGS training exists (other "
            "trainers are not implemented yet); remove it")
 SCHEDULE = ("infer loopy: setting 'schedule' is not available: only the flooding schedule exists "
             "for `infer loopy` (use `infer trp` for tree schedules; residual BP is not "
             "implemented); remove it")
-
-
-def test_l1_is_refused():
-    assert message_at("train {\n  sigma = 1\n  l1 = 0.5\n}") == (6, 3, L1)
 
 
 def test_trainer_is_refused():
@@ -60,7 +54,6 @@ def test_schedule_is_refused():
 
 
 @pytest.mark.parametrize("src, message", [
-    ("train { l1 = -0.5 }", L1),
     ("train { trainer = sgd }", TRAINER),
     ("infer loopy(schedule = random)", SCHEDULE),
 ])
@@ -71,7 +64,7 @@ def test_refused_whatever_the_value(src, message):
 def test_refused_settings_are_not_offered():
     assert message_at("train { lone = 1 }")[2] == (
         "unknown setting 'lone' for train; expected one of: sigma, max_iter, tol, jobs, "
-        "objective, bp_start")
+        "objective, bp_start, l1")
     assert message_at("infer loopy(trees = 2)")[2] == (
         "unknown setting 'trees' for infer loopy; expected one of: damping, max_iter, tol")
 
@@ -88,7 +81,7 @@ def test_junction_tree_settings_are_checked():
 def test_refused_settings_have_no_default():
     refused = [s for s in SETTINGS if s.refusal is not None]
     assert [(s.block, s.key) for s in refused] == [
-        ("train", "trainer"), ("train", "l1"), ("infer loopy", "schedule")]
+        ("train", "trainer"), ("infer loopy", "schedule")]
     assert all(s.default is None for s in refused)
 
 
@@ -116,16 +109,16 @@ def test_docs_settings_md_is_the_rendered_table():
 
 def test_train_defaults():
     assert train_settings(spec()) == {"sigma": 10.0, "max_iter": 200, "tol": 1e-5, "jobs": 0,
-                                     "objective": "likelihood", "bp_start": "cold"}
+                                     "objective": "likelihood", "bp_start": "cold", "l1": 0.0}
 
 
 def test_train_spec_values_then_overrides():
     s = spec("train { sigma = 2 max_iter = 50 jobs = 4 }")
     assert train_settings(s) == {"sigma": 2, "max_iter": 50, "tol": 1e-5, "jobs": 4,
-                                "objective": "likelihood", "bp_start": "cold"}
-    got = train_settings(s, {"sigma": 0.5, "max_iter": None, "tol": 1e-3, "jobs": 1})
+                                "objective": "likelihood", "bp_start": "cold", "l1": 0.0}
+    got = train_settings(s, {"sigma": 0.5, "max_iter": None, "tol": 1e-3, "jobs": 1, "l1": 2})
     assert got == {"sigma": 0.5, "max_iter": 50, "tol": 1e-3, "jobs": 1, "objective": "likelihood",
-                   "bp_start": "cold"}
+                   "bp_start": "cold", "l1": 2}
 
 
 def test_train_overrides_are_checked():
@@ -177,8 +170,9 @@ def test_good_overrides(key, value):
     ("max_iter", 2.5, "the max_iter override must be a whole number > 0; found 2.5"),
     ("tol", -1, "the tol override must be a positive number; found -1"),
     ("jobs", -2, "the jobs override must be a whole number >= 0; found -2"),
-    ("l1", 0.1, "unknown train setting override 'l1'; expected one of: sigma, max_iter, tol, "
-                "jobs"),
+    ("l1", -0.1, "the l1 override must be a number >= 0; found -0.1"),
+    ("l2", 0.1, "unknown train setting override 'l2'; expected one of: sigma, max_iter, tol, "
+                "jobs, l1"),
 ])
 def test_bad_overrides(key, value, message):
     with pytest.raises(FglError) as info:

@@ -25,7 +25,7 @@ DEFAULT_MAX_TABLE = 1_000_000   # the largest clique table `infer junction_tree`
 # (a factorial CRF over POS x chunk labels: cliques of 40·40·17 = 27200 entries against
 # factors of 1600) BP is cheaper by an order of magnitude
 AUTO_MAX_TABLE = 10_000
-OVERRIDES = ("sigma", "max_iter", "tol", "jobs")  # train settings a caller may override
+OVERRIDES = ("sigma", "max_iter", "tol", "jobs", "l1")  # train settings a caller may override
 
 
 # ---------------------------------------------------------------- validators
@@ -106,9 +106,11 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("train", "trainer", _choice("lbfgs"), None, "nothing (refused)",
                "the optimiser",
                refusal="only L-BFGS training exists (other trainers are not implemented yet)"),
-    SettingDef("train", "l1", NON_NEGATIVE, None, "nothing (refused)",
-               "L1 penalty of the weights",
-               refusal="L1 / elastic-net regularisation (OWL-QN) is not implemented yet"),
+    SettingDef("train", "l1", NON_NEGATIVE, 0.0,
+               "learner: OWL-QN instead of L-BFGS when above 0 (fgl.learn.owlqn)",
+               "L1 penalty c: the objective adds c·Σ|w| and many weights become exactly 0; "
+               "with the Gaussian prior of sigma it is the elastic net (for L1 alone, a large "
+               "sigma such as 1e6)"),
     SettingDef("infer auto", "max_table", whole_number(1), AUTO_MAX_TABLE,
                _ENGINE.format("auto", "junction-tree size limit"),
                "per instance: the exact junction tree when its largest clique table has at most "

@@ -56,6 +56,7 @@ from fgl.engines.program import InferenceStats, Program
 from fgl.errors import FglError
 from fgl.learn.checkpoint import TrainingState
 from fgl.learn.lbfgs import LBFGSState, minimize_lbfgs, recovery_note
+from fgl.learn.owlqn import l1_penalty, minimize_owlqn
 
 BP_SETTINGS = ("tol", "max_iter", "damping")
 
@@ -193,7 +194,8 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
                 bp_start: str = "cold",
                 should_stop: Callable[[], str | None] | None = None,
                 checkpoint: Callable[[TrainingState, bool], None] | None = None,
-                resume: TrainingState | None = None
+                resume: TrainingState | None = None,
+                l1: float | np.ndarray = 0.0
                 ) -> tuple[np.ndarray, TrainingLog]:
     """Minimise the objective with L-BFGS (``fgl.learn.lbfgs``): the
     likelihood ``Objective`` of ``program`` on ``data``, or the given
@@ -219,6 +221,9 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     weights first and must match the saved objective (else FglError: other
     data or settings), then training goes on as the saved run would have;
     ``max_iter`` counts the saved run's iterations too.
+    ``l1`` (one value, or one per weight) adds Σ l1_k |w_k| to the
+    objective — L1, or elastic net with the Gaussian prior — minimised by
+    OWL-QN (``fgl.learn.owlqn``) instead of L-BFGS.
     ``progress`` receives each iteration's row (iteration, objective,
     gradient norm, evaluations, seconds, and the approximate inference
     statistics of the last evaluation or None), and for each recovery a row
@@ -231,8 +236,9 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     log = TrainingLog()
     start = time.perf_counter()
     history: list[float] = []
+    l1 = np.atleast_1d(np.asarray(l1, dtype=np.float64))
     if resume is not None:
-        _check_resume(objective, resume)
+        _check_resume(objective, resume, l1)
         history = list(resume.objectives)
         log.iterations, log.recoveries = list(resume.rows), list(resume.recoveries)
         log.evaluations, log.eval_seconds = resume.lbfgs.evaluations, resume.eval_seconds
@@ -307,12 +313,13 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     # BLAS threads would only spin against the numba threads doing the real
     # work (the optimiser's dot products run on 10^5-10^6 weights)
     with threadpool_limits(limits=1, user_api="blas"):
-        result = minimize_lbfgs(fun, np.zeros(program.n_features) if w0 is None else w0,
-                                m=OPTIMISER_MEMORY, max_iter=max_iter, callback=callback,
-                                tighten=getattr(objective, "tighten", None),
-                                on_recovery=on_recovery, max_recoveries=max_recoveries,
-                                checkpoint=saved,
-                                resume=None if resume is None else resume.lbfgs)
+        x0 = np.zeros(program.n_features) if w0 is None else w0
+        common = dict(m=OPTIMISER_MEMORY, max_iter=max_iter, callback=callback,
+                      tighten=getattr(objective, "tighten", None), on_recovery=on_recovery,
+                      max_recoveries=max_recoveries, checkpoint=saved,
+                      resume=None if resume is None else resume.lbfgs)
+        result = minimize_owlqn(fun, x0, l1, **common) if (l1 > 0).any() else \
+            minimize_lbfgs(fun, x0, **common)
     log.seconds = time.perf_counter() - start
     log.objective = float(result.f)
     log.inference = objective.stats
@@ -324,9 +331,9 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     return result.x, log
 
 
-def _check_resume(objective, resume: TrainingState) -> None:
+def _check_resume(objective, resume: TrainingState, l1: np.ndarray) -> None:
     """Restore BP's settings and check that the objective at the saved
-    weights is the saved one: the same spec, data and prior."""
+    weights is the saved one: the same spec, data and priors."""
     if resume.m != OPTIMISER_MEMORY:
         raise FglError(f"the checkpoint's L-BFGS keeps {resume.m} correction pairs; this fgl "
                        f"keeps {OPTIMISER_MEMORY}")
@@ -334,6 +341,7 @@ def _check_resume(objective, resume: TrainingState) -> None:
     if restore is not None:
         restore(resume.bp)
     f, _ = objective(resume.lbfgs.x)
+    f += l1_penalty(resume.lbfgs.x, l1) if (l1 > 0).any() else 0.0
     saved = resume.lbfgs.f
     if not abs(f - saved) <= 1e-8 * max(1.0, abs(saved)):
         raise FglError(f"cannot resume: the checkpoint's objective was {saved:.12g}, on this "
