@@ -30,6 +30,7 @@ from fgl.lang.settings import OVERRIDES, check_override, train_settings
 from fgl.learn.checkpoint import TrainingState, load_checkpoint, save_checkpoint
 from fgl.learn.learner import TrainingLog, train_lbfgs
 from fgl.learn.local_objectives import LocalObjective
+from fgl.learn.perceptron import train_perceptron
 from fgl.model import Model, Predictions, TokenMarginals
 
 Rows = Sequence[Sequence[object]]
@@ -199,6 +200,7 @@ class CRF:
         or on a function returning a fresh iterator over them; ``source``
         names them in error messages; ``resume`` as for ``fit``."""
         self._check_objective()
+        self._check_trainer(resume)
         saved = None if resume is None else load_checkpoint(resume)
         t0 = time.perf_counter()
         model, data = self._compile(sentences, source)
@@ -210,10 +212,6 @@ class CRF:
                   f"{sum(len(layer.labels) for layer in model.layers)} labels, "
                   f"{model.program.n_features} features, {data.n_sequences} instances",
                   file=sys.stderr)
-        kind = str(self.settings["objective"])
-        objective = None
-        if kind != "likelihood":
-            objective = LocalObjective(kind, model.program, data, model.feat_sigma, self.jobs)
         self._stop = None
         start = time.perf_counter()
 
@@ -223,13 +221,25 @@ class CRF:
                 self._stop = f"stopped at the time limit ({self.time_limit:g} s)"
             return self._stop
 
-        weights, log = train_lbfgs(
-            model.program, data, model.feat_sigma, max_iter=int(self.settings["max_iter"]),
-            tol=float(self.settings["tol"]), jobs=self.jobs, w0=model.initial_weights(),
-            progress=_print_progress if self.verbose else None, objective=objective,
-            bp_start=str(self.settings["bp_start"]), should_stop=should_stop,
-            checkpoint=self._checkpointer(model), resume=None if saved is None else saved[1],
-            l1=float(self.settings["l1"]))
+        progress = _print_progress if self.verbose else None
+        if self.settings["trainer"] == "perceptron":
+            weights, log = train_perceptron(
+                model.program, data, epochs=int(self.settings["epochs"]),
+                batch=int(self.settings["batch"]), w0=model.initial_weights(),
+                progress=progress, should_stop=should_stop)
+        else:
+            kind = str(self.settings["objective"])
+            objective = None
+            if kind != "likelihood":
+                objective = LocalObjective(kind, model.program, data, model.feat_sigma,
+                                           self.jobs)
+            weights, log = train_lbfgs(
+                model.program, data, model.feat_sigma, max_iter=int(self.settings["max_iter"]),
+                tol=float(self.settings["tol"]), jobs=self.jobs, w0=model.initial_weights(),
+                progress=progress, objective=objective,
+                bp_start=str(self.settings["bp_start"]), should_stop=should_stop,
+                checkpoint=self._checkpointer(model),
+                resume=None if saved is None else saved[1], l1=float(self.settings["l1"]))
         if not (np.isfinite(log.objective) and np.isfinite(weights).all()):
             raise TrainingError(f"training diverged: the objective became {log.objective} "
                                 f"after {len(log.iterations)} iterations ({log.message}); "
@@ -275,6 +285,21 @@ class CRF:
                         f"several layers or graph input); this spec runs on the "
                         f"{choice.engine.name} engine, whose likelihood is exact: remove it",
                         setting.loc.file, setting.loc.line, setting.loc.col)
+
+    def _check_trainer(self, resume: str | Path | None) -> None:
+        """Refuse settings the chosen trainer does not read, at the setting."""
+        perceptron = self.settings["trainer"] == "perceptron"
+        given = {s.key: s for s in self.spec.train}
+        unread = ("objective", "bp_start", "l1") if perceptron else ("epochs", "batch")
+        for key in unread:
+            if key in given and not (key == "objective" and given[key].value == "likelihood"):
+                s = given[key]
+                trainer = "perceptron" if perceptron else "lbfgs (the default)"
+                raise SpecError(f"train: `{key}` is not read by trainer {trainer}; remove it "
+                                f"or change the trainer", s.loc.file, s.loc.line, s.loc.col)
+        if perceptron and (self.overrides.get("l1") or self.checkpoint or resume):
+            raise FglError("trainer perceptron takes no l1, checkpoints or resume (they are "
+                           "L-BFGS's); use --time-limit or fewer epochs to bound its time")
 
     def _fitted(self) -> Model:
         if self.model is None or self.weights is None:
@@ -398,6 +423,10 @@ def _check_same_model(saved: Model, model: Model, name: str) -> None:
 
 
 def _print_progress(row: dict) -> None:
+    if "mistakes" in row:
+        print(f"epoch {row['iteration']:3d}  mistakes {row['mistakes']}  "
+              f"{row['seconds']:.1f}s", file=sys.stderr)
+        return
     if "recovery" in row:
         print(f"  recovery: {row['recovery']}", file=sys.stderr)
         return

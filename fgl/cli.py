@@ -161,9 +161,14 @@ def _cmd_train(a: argparse.Namespace) -> None:
     with _stop_on_signals(crf):
         crf.fit_file(a.train, encoding=a.encoding, short_lines=a.short_lines, resume=a.resume)
     log = crf.training_log
-    print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
-          f"{log.evaluations} evaluations, objective {log.objective:.6g} ({log.message})",
-          file=sys.stderr)
+    if log.iterations and "mistakes" in log.iterations[-1]:   # the perceptron
+        print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} epochs, "
+              f"{log.iterations[-1]['mistakes']} mistakes in the last ({log.message})",
+              file=sys.stderr)
+    else:
+        print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
+              f"{log.evaluations} evaluations, objective {log.objective:.6g} ({log.message})",
+              file=sys.stderr)
     _warn_convergence(crf.spec, log.inference, "the last training evaluation")
     if crf.checkpoint:
         print(f"checkpoint {crf.checkpoint} (iteration {len(log.iterations)}; "

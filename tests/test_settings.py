@@ -38,15 +38,14 @@ def message_at(src: str) -> tuple[int, int, str]:
 
 # ---------------------------------------------------------------- refused settings
 
-TRAINER = ("train: setting 'trainer' is not available: only L-BFGS training exists (other "
-           "trainers are not implemented yet); remove it")
 SCHEDULE = ("infer loopy: setting 'schedule' is not available: only the flooding schedule exists "
             "for `infer loopy` (use `infer trp` for tree schedules; residual BP is not "
             "implemented); remove it")
 
 
-def test_trainer_is_refused():
-    assert message_at("train { max_iter = 5 trainer = lbfgs }") == (4, 22, TRAINER)
+def test_unknown_trainer_is_refused_at_its_value():
+    assert message_at("train { max_iter = 5 trainer = sgd }") == (
+        4, 22, "train: trainer must be one of: lbfgs, perceptron; found 'sgd'")
 
 
 def test_schedule_is_refused():
@@ -54,7 +53,6 @@ def test_schedule_is_refused():
 
 
 @pytest.mark.parametrize("src, message", [
-    ("train { trainer = sgd }", TRAINER),
     ("infer loopy(schedule = random)", SCHEDULE),
 ])
 def test_refused_whatever_the_value(src, message):
@@ -64,7 +62,7 @@ def test_refused_whatever_the_value(src, message):
 def test_refused_settings_are_not_offered():
     assert message_at("train { lone = 1 }")[2] == (
         "unknown setting 'lone' for train; expected one of: sigma, max_iter, tol, jobs, "
-        "objective, bp_start, l1")
+        "objective, bp_start, trainer, epochs, batch, l1")
     assert message_at("infer loopy(trees = 2)")[2] == (
         "unknown setting 'trees' for infer loopy; expected one of: damping, max_iter, tol")
 
@@ -81,7 +79,7 @@ def test_junction_tree_settings_are_checked():
 def test_refused_settings_have_no_default():
     refused = [s for s in SETTINGS if s.refusal is not None]
     assert [(s.block, s.key) for s in refused] == [
-        ("train", "trainer"), ("infer loopy", "schedule")]
+        ("infer loopy", "schedule")]
     assert all(s.default is None for s in refused)
 
 
@@ -109,16 +107,18 @@ def test_docs_settings_md_is_the_rendered_table():
 
 def test_train_defaults():
     assert train_settings(spec()) == {"sigma": 10.0, "max_iter": 200, "tol": 1e-5, "jobs": 0,
-                                     "objective": "likelihood", "bp_start": "cold", "l1": 0.0}
+                                     "objective": "likelihood", "bp_start": "cold",
+                                     "trainer": "lbfgs", "epochs": 10, "batch": 1, "l1": 0.0}
 
 
 def test_train_spec_values_then_overrides():
     s = spec("train { sigma = 2 max_iter = 50 jobs = 4 }")
     assert train_settings(s) == {"sigma": 2, "max_iter": 50, "tol": 1e-5, "jobs": 4,
-                                "objective": "likelihood", "bp_start": "cold", "l1": 0.0}
+                                "objective": "likelihood", "bp_start": "cold", "trainer": "lbfgs",
+                                 "epochs": 10, "batch": 1, "l1": 0.0}
     got = train_settings(s, {"sigma": 0.5, "max_iter": None, "tol": 1e-3, "jobs": 1, "l1": 2})
     assert got == {"sigma": 0.5, "max_iter": 50, "tol": 1e-3, "jobs": 1, "objective": "likelihood",
-                   "bp_start": "cold", "l1": 2}
+                   "bp_start": "cold", "trainer": "lbfgs", "epochs": 10, "batch": 1, "l1": 2}
 
 
 def test_train_overrides_are_checked():

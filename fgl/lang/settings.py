@@ -103,9 +103,19 @@ SETTINGS: tuple[SettingDef, ...] = (
                "the objective is a function of the weights; warm starts from the messages of the "
                "current iterate (fewer passes, but where BP has several fixed points the "
                "objective then depends on the path and line searches fail more often)"),
-    SettingDef("train", "trainer", _choice("lbfgs"), None, "nothing (refused)",
-               "the optimiser",
-               refusal="only L-BFGS training exists (other trainers are not implemented yet)"),
+    SettingDef("train", "trainer", _choice("lbfgs", "perceptron"), "lbfgs",
+               "learner: the training method (fgl.learn.learner, fgl.learn.perceptron)",
+               "lbfgs: maximum likelihood (or the `objective`) by L-BFGS, OWL-QN when l1 > 0; "
+               "perceptron: the averaged structured perceptron over the engine's MAP decoding "
+               "(Collins 2002; reads epochs and batch, ignores sigma, tol and l1)"),
+    SettingDef("train", "epochs", whole_number(1), 10,
+               "learner: perceptron passes over the data (fgl.learn.perceptron)",
+               "trainer perceptron: the most passes over the training data (an epoch without "
+               "mistakes stops earlier)"),
+    SettingDef("train", "batch", whole_number(1), 1,
+               "learner: perceptron mini-batch (fgl.learn.perceptron)",
+               "trainer perceptron: instances decoded with the same weights before one update "
+               "(1: Collins' online perceptron)"),
     SettingDef("train", "l1", NON_NEGATIVE, 0.0,
                "learner: OWL-QN instead of L-BFGS when above 0 (fgl.learn.owlqn)",
                "L1 penalty c: the objective adds c·Σ|w| and many weights become exactly 0; "
