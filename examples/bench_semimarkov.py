@@ -1,22 +1,32 @@
 """Cost of one objective+gradient evaluation of the semi-Markov engine.
 
 Times ``model.program.expectations(w, data, jobs=1)`` (log Z and expected
-feature counts: span scores, forward, backward, marginals) — best of
-``--repeats`` after a warm-up call, random small weights — on one fixed data
-set, sweeping
+feature counts: span scores, forward, backward, marginals) and
+``model.program.decode(w, data, jobs=1)`` (Viterbi over the encoded data) —
+the calling thread's CPU time (with one job the work runs there, so other
+load on a shared machine counts less than in wall time), best of
+``--repeats`` after a warm-up call, random small weights — on one fixed
+data set, sweeping
 
-  (a) the maximum segment length L = 1..8 at a fixed segment-pattern order;
+  (a) the maximum segment length L = 1..8 at a fixed segment-pattern order,
+      with the chain engine on the equivalent chain spec at L = 1 and the
+      ratio of the two per evaluation;
   (b) the segment-pattern order k = 1..4 (``s[j-k..j] patterns observed
-      upto``) at a fixed L.
+      upto``) at a fixed L;
+  (c) the number of tokens T (a quarter, half and all of the sequences) at
+      L = 1, 4 and 8: per-evaluation time against T and L.
 
 Every gold chunk longer than L is cut into pieces of at most L tokens
 (fgl refuses a BIO chunk longer than the limit), so the tokens stay the same
-across the sweep.  The engine's cost is O(T·L·n·|P|) = O(T·L·|S|) per pass
-plus the span potentials (proportional to the attributes of the T·L
-candidate spans), so the ns per T·L·|S| unit should stay roughly flat.  For
-L = 1 the equivalent chain spec (the same observations on tokens, the same
-label patterns) is timed on the chain engine for comparison; both must give
-the same |Z|, |P|, |S| and feature count.
+across the sweep; ``O`` has its own limit of 1 token (``[O = 1]``).  The
+engine's cost is O(T·|P|·Σ_y L_y) per pass (Cuong et al. 2014 §2.5, with the
+per-label limits L_y) plus the span potentials (proportional to the
+attributes of the candidate spans), so the ns per T·|P|·Σ_y L_y unit should
+stay roughly flat.  For L = 1 the equivalent chain spec (the same
+observations on tokens, the same label patterns) is timed on the chain
+engine for comparison; both must give the same |Z|, |P|, |S| and feature
+count.  A benchmark prints, it does not assert: timings on a shared machine
+vary by some 10 %.
 
 Data: generated (``fgl.io.synth.segment_sequences``) and, when present,
 CoNLL-2000 (first N training sentences, NP and VP chunks only).
@@ -134,58 +144,95 @@ def np_vp_only(sentences: list[Sentence]) -> list[Sentence]:
 
 # ------------------------------------------------------------------ timing
 
-def time_eval(program, data, repeats: int, seed: int = 0) -> tuple[float, float]:
-    """(best seconds of one expectations call, log Z) with random small w."""
-    w = np.random.default_rng(seed).normal(0.0, 0.1, program.n_features)
-    log_z = program.expectations(w, data, jobs=1).log_z  # warm-up (and numba compilation)
+def best_time(fn, repeats: int) -> float:
+    """Best thread CPU time of ``repeats`` calls of ``fn`` after one warm-up call."""
+    fn()
     best = float("inf")
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        program.expectations(w, data, jobs=1)
-        best = min(best, time.perf_counter() - t0)
-    return best, log_z
+        t0 = time.thread_time()
+        fn()
+        best = min(best, time.thread_time() - t0)
+    return best
+
+
+def timings(program, data, repeats: int, seed: int = 0) -> tuple[float, float]:
+    """(best seconds of one expectations call, of one decode call) with
+    random small w."""
+    w = np.random.default_rng(seed).normal(0.0, 0.1, program.n_features)
+    return (best_time(lambda: program.expectations(w, data, jobs=1), repeats),
+            best_time(lambda: program.decode(w, data, jobs=1), repeats))
+
+
+def span_work(model) -> int:
+    """Σ_y L_y·|P|: span-transition updates per token of one pass (|S| for a
+    chain)."""
+    program = model.program
+    return int(getattr(program, "label_max", np.ones(1)).sum()) * program.structure.n_forward \
+        if model.engine == "segments" else program.structure.n_backward
 
 
 HEAD = (f"{'engine':<6} {'L':>2} {'k':>2} {'|Z|':>5} {'|P|':>5} {'|S|':>6} {'features':>8} "
-        f"{'tokens':>6} {'attr/unit':>9} {'compile s':>9} {'s/eval':>8} {'ns/(T·L·|S|)':>12}")
+        f"{'tokens':>6} {'attr/span':>9} {'compile s':>9} {'s/eval':>8} {'ns/unit':>8} "
+        f"{'s/decode':>8} {'vs chain':>8}")
 
 
-def row(engine: str, L: int, k: int, model, data, compile_s: float, repeats: int) -> str:
+def row(engine: str, L: int, k: int, model, data, compile_s: float, repeats: int,
+        chain_s: float | None = None) -> tuple[str, float]:
+    """One table row, and the seconds per evaluation."""
     st = model.program.structure
-    sec, _ = time_eval(model.program, data, repeats)
+    sec, dec = timings(model.program, data, repeats)
     T = data.n_tokens
-    units = T * L
-    attr = len(data.tok_row) / units
-    ns = 1e9 * sec / (T * L * st.n_backward)
+    L_max = getattr(model.program, "max_length", 1)
+    n_spans = sum(min(L_max, t - u) for t in np.diff(data.seq_ptr) for u in range(t))
+    attr = len(data.tok_row) / n_spans
+    ns = 1e9 * sec / (T * span_work(model))
+    ratio = f"{sec / chain_s:8.2f}" if chain_s else f"{'':>8}"
     return (f"{engine:<6} {L:2d} {k:2d} {len(st.patterns):5d} {st.n_forward:5d} "
             f"{st.n_backward:6d} {model.program.n_features:8d} {T:6d} {attr:9.1f} "
-            f"{compile_s:9.2f} {sec:8.4f} {ns:12.2f}")
+            f"{compile_s:9.2f} {sec:8.4f} {ns:8.2f} {dec:8.4f} {ratio}"), sec
+
+
+def compiled(spec_, sents):
+    t0 = time.perf_counter()
+    model, data = compile_model(spec_, sents)
+    return model, data, time.perf_counter() - t0
 
 
 def run(name: str, sentences: list[Sentence], has_pos: bool, Ls: list[int], orders: list[int],
         fixed_k: int, fixed_L: int, repeats: int) -> None:
-    def compiled(spec_, sents):
-        t0 = time.perf_counter()
-        model, data = compile_model(spec_, sents)
-        return model, data, time.perf_counter() - t0
-
     print(f"\n== {name}: {len(sentences)} sequences, {sum(map(len, sentences))} tokens")
     print(f"\n(a) maximum segment length L, segment-pattern order k = {fixed_k}")
     print(HEAD)
     print("-" * len(HEAD))
     for L in Ls:
+        chain_s = None
         if L == 1:
             model, data, cs = compiled(chain_spec(fixed_k, has_pos), to_types(sentences))
-            print(row("chain", 1, fixed_k, model, data, cs, repeats), flush=True)
+            text, chain_s = row("chain", 1, fixed_k, model, data, cs, repeats)
+            print(text, flush=True)
         model, data, cs = compiled(semi_spec(L, fixed_k, has_pos), cut_chunks(sentences, L))
-        print(row("semi", L, fixed_k, model, data, cs, repeats), flush=True)
+        print(row("semi", L, fixed_k, model, data, cs, repeats, chain_s)[0], flush=True)
     print(f"\n(b) segment-pattern order k, L = {fixed_L}")
     print(HEAD)
     print("-" * len(HEAD))
     cut = cut_chunks(sentences, fixed_L)
     for k in orders:
         model, data, cs = compiled(semi_spec(fixed_L, k, has_pos), cut)
-        print(row("semi", fixed_L, k, model, data, cs, repeats), flush=True)
+        print(row("semi", fixed_L, k, model, data, cs, repeats)[0], flush=True)
+    sizes = [len(sentences) // 4, len(sentences) // 2, len(sentences)]
+    print(f"\n(c) s/eval (µs per token) against the tokens T, k = {fixed_k}")
+    head = f"{'L':>2} " + " ".join(f"{f'T = {sum(map(len, sentences[:m]))}':>20}"
+                                    for m in sizes)
+    print(head)
+    print("-" * len(head))
+    for L in sorted({1, min(4, max(Ls)), max(Ls)}):
+        cells = []
+        for m in sizes:
+            model, data, _ = compiled(semi_spec(L, fixed_k, has_pos),
+                                      cut_chunks(sentences[:m], L))
+            sec, _ = timings(model.program, data, repeats)
+            cells.append(f"{sec:9.4f} ({1e6 * sec / data.n_tokens:6.2f} µs)")
+        print(f"{L:2d} " + " ".join(f"{c:>20}" for c in cells), flush=True)
 
 
 def main() -> None:
@@ -196,17 +243,20 @@ def main() -> None:
     ap.add_argument("--max-order", type=int, default=4)
     ap.add_argument("--order", type=int, default=2, help="fixed order k for sweep (a)")
     ap.add_argument("--L", type=int, default=4, help="fixed L for sweep (b)")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="smoke run: 60 sequences, L <= 3, k <= 2")
     a = ap.parse_args()
     if a.quick:
         a.sentences, a.max_L, a.max_order, a.repeats = 60, 3, 2, 1
         a.L = min(a.L, a.max_L)
     Ls, orders = list(range(1, a.max_L + 1)), list(range(1, a.max_order + 1))
-    print("seconds per objective+gradient evaluation: program.expectations(w, data, jobs=1), "
-          f"best of {a.repeats} after a warm-up, w ~ N(0, 0.1)")
-    print("attr/unit: active attribute rows per candidate span (token for the chain); "
-          "compile s: compile_model (patterns, features, encoding)")
+    print("s/eval: one objective+gradient evaluation, program.expectations(w, data, jobs=1); "
+          "s/decode: program.decode(w, data, jobs=1); "
+          f"thread CPU time, best of {a.repeats} after a warm-up, w ~ N(0, 0.1)")
+    print("attr/span: active attribute rows per candidate span (token for the chain; the "
+          "constant bias is not stored); compile s: compile_model (patterns, features, "
+          "encoding); ns/unit: s/eval per T·|P|·Σ_y L_y (T·|S| for the chain); "
+          "vs chain: semi s/eval over chain s/eval at L = 1")
 
     gen, _ = segment_sequences(n_types=3, max_len=8, vocab=200, n_train=a.sentences, n_test=1,
                                length=25, seed=0)

@@ -8,7 +8,8 @@ The package reads as the pipeline:
   (``sequence``) and general CRFs as factor graphs (``factor_graphs``);
 * ``fgl.engines`` — the exact chain (Ye et al. 2009), semi-Markov (Cuong et
   al. 2014) and loopy belief propagation (Sutton & McCallum) programs;
-* ``fgl.learn`` — the objective and L-BFGS;
+* ``fgl.learn`` — the objective, L-BFGS and OWL-QN, checkpoints, the
+  perceptron, empirical co-occurrence rate networks and feature induction;
 * ``fgl.io`` — data files, model files, evaluation, drawing;
 * ``fgl.registry`` picks the engine a spec needs; ``fgl.model`` is the one
   model interface; ``fgl.api`` (``fgl.CRF``) and ``fgl.cli`` are the faces.

@@ -27,13 +27,18 @@ from fgl.lang import ast
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec, read_spec
 from fgl.lang.settings import OVERRIDES, check_override, train_settings
+from fgl.learn import crn
 from fgl.learn.checkpoint import TrainingState, load_checkpoint, save_checkpoint
+from fgl.learn.induction import INDUCTION_KEYS, InductionSettings, train_with_induction
 from fgl.learn.learner import TrainingLog, train_lbfgs
 from fgl.learn.local_objectives import LocalObjective
 from fgl.learn.perceptron import train_perceptron
 from fgl.model import Model, Predictions, TokenMarginals
 
 Rows = Sequence[Sequence[object]]
+# train settings each trainer does not read (refused at the setting)
+UNREAD = {"lbfgs": ("epochs", "batch"), "perceptron": ("objective", "bp_start", "l1"),
+          "ecrn": ("sigma", "max_iter", "tol", "objective", "bp_start", "l1", "epochs", "batch")}
 
 
 def _as_sentences(X: Sequence[Rows], y: Sequence[Sequence] | None, what: str,
@@ -174,12 +179,14 @@ class CRF:
         return self.fit_sentences(_as_sentences(X, y, "train", documents), resume=resume)
 
     def fit_file(self, path: str | Path, encoding: str = "utf-8",
-                 short_lines: str = "error", resume: str | Path | None = None) -> "CRF":
+                 short_lines: str = "error", resume: str | Path | None = None,
+                 dev: str | Path | None = None) -> "CRF":
         """Train on a data file holding the spec's columns (``short_lines``
-        as for ``read``; ``resume`` as for ``fit``).  Chain and segment
-        models read a column file twice rather than holding it."""
+        as for ``read``; ``resume`` as for ``fit``; ``dev``: a development
+        file feature induction scores after every round).  Chain and
+        segment models read a column file twice rather than holding it."""
         return self.fit_sentences(self._source(path, encoding, short_lines), source=str(path),
-                                  resume=resume)
+                                  resume=resume, dev=dev)
 
     def compile(self, X: Sequence[Rows], y: Sequence[Sequence],
                 documents: Sequence[Hashable] | None = None) -> "CRF":
@@ -195,12 +202,14 @@ class CRF:
         return self.engine.model.compile(self.spec, sentences, base, self.overrides, source)
 
     def fit_sentences(self, sentences: Any, source: str = "<train>",
-                      resume: str | Path | None = None) -> "CRF":
+                      resume: str | Path | None = None, dev: Any = None) -> "CRF":
         """Train on already-read sentences (rows hold inputs and the labels),
         or on a function returning a fresh iterator over them; ``source``
-        names them in error messages; ``resume`` as for ``fit``."""
+        names them in error messages; ``resume`` as for ``fit``, ``dev`` as
+        for ``fit_file`` (a path or read sentences)."""
         self._check_objective()
         self._check_trainer(resume)
+        self._check_induction(resume)
         saved = None if resume is None else load_checkpoint(resume)
         t0 = time.perf_counter()
         model, data = self._compile(sentences, source)
@@ -222,7 +231,16 @@ class CRF:
             return self._stop
 
         progress = _print_progress if self.verbose else None
-        if self.settings["trainer"] == "perceptron":
+        if self._induces:
+            model, weights, log = train_with_induction(
+                model, data, InductionSettings(
+                    *(self.settings[f"induce_{k}"] for k in INDUCTION_KEYS)),
+                max_iter=int(self.settings["max_iter"]), tol=float(self.settings["tol"]),
+                jobs=self.jobs, progress=progress, should_stop=should_stop,
+                dev_score=None if dev is None else self._dev_score(dev))
+        elif self.settings["trainer"] == "ecrn":
+            weights, log = crn.train_ecrn(model, data)
+        elif self.settings["trainer"] == "perceptron":
             weights, log = train_perceptron(
                 model.program, data, epochs=int(self.settings["epochs"]),
                 batch=int(self.settings["batch"]), w0=model.initial_weights(),
@@ -286,20 +304,67 @@ class CRF:
                         f"{choice.engine.name} engine, whose likelihood is exact: remove it",
                         setting.loc.file, setting.loc.line, setting.loc.col)
 
+    @property
+    def _induces(self) -> bool:
+        """Whether a template carries `induce` (feature induction)."""
+        return any(o.key == "induce" for t in self.spec.templates for o in t.options)
+
+    def _dev_score(self, dev: Any) -> Callable[[Model, np.ndarray], float]:
+        """F1 on development sentences (a path or read sentences), for
+        feature induction's per-round report."""
+        sentences = self.read(dev) if isinstance(dev, (str, Path)) else list(dev)
+        column = self._column_names.index(self.spec.outputs[0])
+        gold = [s.column(column) for s in sentences]
+
+        def score(model: Model, w: np.ndarray) -> float:
+            pred = model.decode(w, model.encode(sentences), self.jobs).layer(model.layers[0].name)
+            return evaluate(gold, pred).overall.f1
+        return score
+
+    def _check_induction(self, resume: str | Path | None) -> None:
+        """Refuse `induce` where feature induction does not run, and the
+        `induce_*` settings without it."""
+        if not self._induces:
+            s = next((s for s in self.spec.train if s.key.startswith("induce_")), None)
+            if s is not None:
+                raise SpecError(f"train: `{s.key}` is read by feature induction only: mark the "
+                                "template of candidate tests with (induce = k)",
+                                s.loc.file, s.loc.line, s.loc.col)
+            return
+        tpl = next(t for t in self.spec.templates if any(o.key == "induce" for o in t.options))
+        where = (tpl.loc.file, tpl.loc.line, tpl.loc.col)
+        if self.engine.engine.name != "chain":
+            raise SpecError("feature induction (`induce`) works on chain models; this spec "
+                            f"runs on the {self.engine.engine.name} engine", *where)
+        if self.settings["trainer"] != "lbfgs" or self.settings["l1"] \
+                or self.settings["objective"] != "likelihood" or self.checkpoint or resume:
+            raise SpecError("feature induction trains by L-BFGS alone: no other trainer, l1, "
+                            "local objective, checkpoints or resume with `induce`", *where)
+
     def _check_trainer(self, resume: str | Path | None) -> None:
-        """Refuse settings the chosen trainer does not read, at the setting."""
-        perceptron = self.settings["trainer"] == "perceptron"
+        """Refuse settings the chosen trainer does not read, at the setting,
+        and specs the ECRN does not take (``fgl.learn.crn.check_spec``)."""
+        trainer = str(self.settings["trainer"])
+        perceptron = trainer == "perceptron"
         given = {s.key: s for s in self.spec.train}
-        unread = ("objective", "bp_start", "l1") if perceptron else ("epochs", "batch")
-        for key in unread:
-            if key in given and not (key == "objective" and given[key].value == "likelihood"):
+        for key in UNREAD[trainer]:
+            if key in given and not (perceptron and key == "objective"
+                                     and given[key].value == "likelihood"):
                 s = given[key]
-                trainer = "perceptron" if perceptron else "lbfgs (the default)"
-                raise SpecError(f"train: `{key}` is not read by trainer {trainer}; remove it "
+                name = "lbfgs (the default)" if trainer == "lbfgs" else trainer
+                raise SpecError(f"train: `{key}` is not read by trainer {name}; remove it "
                                 f"or change the trainer", s.loc.file, s.loc.line, s.loc.col)
         if perceptron and (self.overrides.get("l1") or self.checkpoint or resume):
             raise FglError("trainer perceptron takes no l1, checkpoints or resume (they are "
                            "L-BFGS's); use --time-limit or fewer epochs to bound its time")
+        if trainer == "ecrn":
+            extra = [k for k in UNREAD["ecrn"] if k in self.overrides] + [
+                k for k, v in (("checkpoint", self.checkpoint), ("resume", resume)) if v]
+            if extra:
+                raise FglError(f"trainer ecrn takes no {', '.join(extra)}: it counts relative "
+                               "frequencies in one pass, nothing is optimised")
+            choice = self.engine
+            crn.check_spec(self.spec, choice.engine.name, choice.reason)
 
     def _fitted(self) -> Model:
         if self.model is None or self.weights is None:
@@ -423,6 +488,12 @@ def _check_same_model(saved: Model, model: Model, name: str) -> None:
 
 
 def _print_progress(row: dict) -> None:
+    if "round" in row:
+        dev = f"  dev F1 {row['dev']:.2f}" if "dev" in row else ""
+        print(f"round {row['round']:3d}  scored {row['scored']}  added {row['added']}  "
+              f"features {row['features']}  objective {row['objective']:.6g}{dev}  "
+              f"{row['seconds']:.1f}s  e.g. {'; '.join(row['first'])}", file=sys.stderr)
+        return
     if "mistakes" in row:
         print(f"epoch {row['iteration']:3d}  mistakes {row['mistakes']}  "
               f"{row['seconds']:.1f}s", file=sys.stderr)

@@ -48,7 +48,14 @@ def _parser() -> argparse.ArgumentParser:
                              "keeping the first field and the label (pad), or drop it (skip); "
                              "pad and skip print how many lines they mended")
 
+    def memory_arg(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--max-memory", metavar="SIZE",
+                        help="memory a model may take (e.g. 4G, 500M; default: FGL_MAX_MEMORY, "
+                             "else half the machine's); a larger one is refused at the template "
+                             "responsible, before anything is allocated")
+
     def data_args(sp: argparse.ArgumentParser) -> None:
+        memory_arg(sp)
         sp.add_argument("--encoding", default="utf-8",
                         help="text encoding of data files (default utf-8; e.g. latin-1)")
         short_lines_arg(sp)
@@ -132,6 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("spec")
     d.add_argument("file", help="data (labels optional)")
     d.add_argument("--instance", type=int, default=0, help="which instance (default 0)")
+    memory_arg(d)
     d.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     d.add_argument("--encoding", default="utf-8")
     short_lines_arg(d)
@@ -142,6 +150,7 @@ def _parser() -> argparse.ArgumentParser:
                                    "of one pass.  Sizes depend on the training data.")
     x.add_argument("spec")
     x.add_argument("--train", metavar="FILE", help="training data to compile against")
+    memory_arg(x)
     x.add_argument("--encoding", default="utf-8")
     short_lines_arg(x)
     return p
@@ -159,12 +168,19 @@ def _cmd_train(a: argparse.Namespace) -> None:
               checkpoint_seconds=a.checkpoint_seconds)
     t0 = time.perf_counter()
     with _stop_on_signals(crf):
-        crf.fit_file(a.train, encoding=a.encoding, short_lines=a.short_lines, resume=a.resume)
+        crf.fit_file(a.train, encoding=a.encoding, short_lines=a.short_lines, resume=a.resume,
+                     dev=a.dev)
     log = crf.training_log
     if log.iterations and "mistakes" in log.iterations[-1]:   # the perceptron
         print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} epochs, "
               f"{log.iterations[-1]['mistakes']} mistakes in the last ({log.message})",
               file=sys.stderr)
+    elif log.iterations and "bigrams" in log.iterations[-1]:   # the ECRN
+        row = log.iterations[-1]
+        print(f"trained in {time.perf_counter() - t0:.1f}s: ECRN (Zhu et al., eq. 5) of "
+              f"{row['features']} features counted over {row['tokens']} tokens and "
+              f"{row['bigrams']} bigrams in {log.seconds:.2f}s; -log eq. 5 on the training "
+              f"data {log.objective:.6g}", file=sys.stderr)
     else:
         print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
               f"{log.evaluations} evaluations, objective {log.objective:.6g} ({log.message})",
@@ -369,13 +385,28 @@ _default_show = warnings.showwarning
 _shown: set[str] = set()
 
 
+@contextlib.contextmanager
+def _memory_budget(size: str | None):
+    """``--max-memory`` in force while a command runs (then the one before)."""
+    if size is None:
+        yield
+        return
+    from fgl.compile.budget import parse_size, set_memory_budget
+
+    previous = set_memory_budget(parse_size(size, "--max-memory"))
+    try:
+        yield
+    finally:
+        set_memory_budget(previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = {"train": _cmd_train, "tag": _cmd_tag, "eval": _cmd_eval,
                "compare": _cmd_compare, "check": _cmd_check,
                "explain": _cmd_explain, "draw": _cmd_draw}[args.command]
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _memory_budget(getattr(args, "max_memory", None)):
             warnings.simplefilter("always", ShortLineWarning)
             warnings.showwarning = _show_warning
             return command(args) or 0

@@ -62,7 +62,8 @@ def _segments_reason(spec: ast.Spec) -> str | None:
     if spec.segments is None:
         return None
     return ("the spec declares `segments`; templates range over segment label windows "
-            "s[j-k..j], so inference is exact in O(T·L·n·|P|)")
+            "s[j-k..j], so inference is exact in O(T·|P|·Σ_y L_y), L_y the length limit of "
+            "label y")
 
 
 def _chain_reason(spec: ast.Spec) -> str | None:

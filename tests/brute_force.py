@@ -11,9 +11,11 @@ Conventions (0-based positions):
 * chain: ``score(y) = sum_t sum_{z : t >= |z|-1, y[t-|z|+1..t] == z} pot[t, z]``;
   ``marginals[t, z] = P(y[t-|z|+1..t] == z)`` (0 when ``t < |z|-1``).
 * semi-Markov: a segmentation is a list of consecutive segments ``(u, v, label)``
-  covering ``0..T-1``, with ``1 <= v-u+1 <= L``; adjacent equal labels are
-  allowed. Pattern ``z`` fires at segment ``j`` when ``j >= |z|-1`` and the
-  labels of segments ``j-|z|+1..j`` equal ``z``; it then contributes
+  covering ``0..T-1``, with ``1 <= v-u+1 <= L`` (and at most ``max_len[label]``
+  when per-label limits are given); adjacent equal labels are allowed unless
+  ``distinct`` (then no two adjacent segments share a label). Pattern ``z``
+  fires at segment ``j`` when ``j >= |z|-1`` and the labels of segments
+  ``j-|z|+1..j`` equal ``z``; it then contributes
   ``pot[z][u_j, v_j]``. ``marginals[z][u, v]`` is the probability that the
   segmentation contains the segment ``(u, v)`` exactly and the labels of the
   ``|z|`` segments ending with it equal ``z``.
@@ -139,8 +141,12 @@ def compositions(T: int, L: int) -> Iterator[Tuple[int, ...]]:
             yield (d,) + rest
 
 
-def semimarkov_segmentations(n_labels: int, T: int, L: int) -> Iterator[List[Tuple[int, int, int]]]:
-    """Every segmentation of 0..T-1 as a list of (u, v, label), 0-based inclusive."""
+def semimarkov_segmentations(n_labels: int, T: int, L: int,
+                             max_len: Sequence[int] | None = None, distinct: bool = False
+                             ) -> Iterator[List[Tuple[int, int, int]]]:
+    """Every segmentation of 0..T-1 as a list of (u, v, label), 0-based
+    inclusive: segments of at most L tokens (``max_len[label]`` for that
+    label), no two adjacent ones with the same label when ``distinct``."""
     for comp in compositions(T, L):
         spans = []
         u = 0
@@ -148,6 +154,11 @@ def semimarkov_segmentations(n_labels: int, T: int, L: int) -> Iterator[List[Tup
             spans.append((u, u + d - 1))
             u += d
         for labs in itertools.product(range(n_labels), repeat=len(spans)):
+            if max_len is not None and any(v - u + 1 > max_len[a]
+                                           for (u, v), a in zip(spans, labs)):
+                continue
+            if distinct and any(a == b for a, b in zip(labs, labs[1:])):
+                continue
             yield [(u, v, a) for (u, v), a in zip(spans, labs)]
 
 
@@ -164,8 +175,9 @@ def semimarkov_matches(patterns: Sequence[Pattern], seg: Sequence[Tuple[int, int
     return out
 
 
-def semimarkov_brute_force(n_labels: int, patterns: Sequence[Sequence[int]], L: int, pot):
-    """Exhaustive semi-Markov inference.
+def semimarkov_brute_force(n_labels: int, patterns: Sequence[Sequence[int]], L: int, pot,
+                           max_len: Sequence[int] | None = None, distinct: bool = False):
+    """Exhaustive semi-Markov inference over ``semimarkov_segmentations``.
 
     ``pot``: dict pattern_index -> array [T, T]; entry [u, v] (0-based,
     inclusive) is the potential of the pattern at a segment (u, v). Entries
@@ -196,7 +208,7 @@ def semimarkov_brute_force(n_labels: int, patterns: Sequence[Sequence[int]], L: 
         raise ValueError("no patterns")
 
     items = []
-    for seg in semimarkov_segmentations(n_labels, T, L):
+    for seg in semimarkov_segmentations(n_labels, T, L, max_len, distinct):
         matches = semimarkov_matches(pats, seg)
         score = math.fsum(float(tables[k][u, v]) for k, u, v in matches)
         items.append((seg, score, matches))

@@ -192,3 +192,45 @@ def test_draw_writes_the_factor_graph_as_dot(files, capsys):
     assert dot.count(" -- ") == T + 2 * (T - 1) + 2 * pairs
     code = main(["draw", str(d / "skip.fgl"), str(d / "two.txt"), "--instance", "999"])
     assert code == 2 and "instance 999 does not exist" in capsys.readouterr().err
+
+
+def test_half_a_surrogate_pair_is_a_located_error(files, capsys):
+    """Found by the fuzzer: a JSON escape of half a surrogate pair ("\\ud800")
+    reached the model file and `fgl tag`'s output, which cannot encode it
+    (UnicodeEncodeError).  A whole pair is a character and reads fine."""
+    d = files
+    bad = d / "bad.jsonl"
+    for node, edge in (({"id": "a", "words": "x \ud800", "label": "L0"}, "a"),
+                       ({"id": "a\udc00", "words": "x", "label": "L0"}, "a\udc00")):
+        bad.write_text(json.dumps({"nodes": [node, {"id": "b", "words": "y", "label": "L1"}],
+                                   "edges": [{"source": edge, "target": "b"}]}) + "\n")
+        code, err = _run_err(["train", str(d / "graph.fgl"), "--train", str(bad), "-o",
+                              str(d / "x.fglm"), "-q"], capsys)
+        assert code == 2 and f"{bad}:1: the string " in err and "half of a UTF-16" in err, err
+    bad.write_text(json.dumps({"nodes": [{"id": "a", "words": "x \U0001f600", "label": "L0"},
+                                         {"id": "b", "words": "y", "label": "L1"}],
+                               "edges": [{"source": "a", "target": "b"}]}) + "\n")
+    code, err = _run_err(["train", str(d / "graph.fgl"), "--train", str(bad), "-o",
+                          str(d / "x.fglm"), "-q"], capsys)
+    assert code == 0, err
+
+
+def test_conjoined_bags_of_a_long_text_are_a_located_error(files, capsys):
+    """A conjunction of bags of words gives words² items at a node: a long
+    text would hang training and fill the memory, so it is refused at its
+    line (the checker counts a text as one word)."""
+    d = files
+    spec = d / "pairs.fgl"
+    spec.write_text(GRAPH.replace("tokens(words[a])",
+                                  "tokens(words[a]) & tokens(lower(words[a]))"), encoding="utf-8")
+    bad = d / "long.jsonl"
+    nodes = [{"id": "a", "words": "x y", "label": "L0"},
+             {"id": "b", "words": " ".join(f"w{k}" for k in range(400)), "label": "L1"}]
+    bad.write_text(json.dumps({"nodes": nodes[:1], "edges": []}) + "\n"
+                   + json.dumps({"nodes": nodes, "edges": [{"source": "a", "target": "b"}]})
+                   + "\n")
+    code, err = _run_err(["train", str(spec), "--train", str(bad), "-o", str(d / "x.fglm"),
+                          "-q"], capsys)
+    assert code == 2, err
+    assert f"{bad}:2: column 'words' holds 400 words here, and the conjunction at {spec}:4:" \
+           in err and "would give 160,000 items at one position" in err, err

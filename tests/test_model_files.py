@@ -333,3 +333,15 @@ def test_any_flipped_byte_is_refused_or_harmless(trained, tmp_path):
         assert np.array_equal(weights, crf.weights), pos
         assert model.labels == crf.model.labels, pos
     assert not leaked, leaked[:10]
+
+
+def test_a_header_whose_spec_text_is_not_text_is_refused(trained, tmp_path):
+    """Found by the fuzzer: a number or list as the embedded spec text
+    reached the parser (AttributeError) instead of being refused."""
+    for value in (42, ["columns word, label"], None):
+        arrays = _arrays(trained[1])
+        header = json.loads(arrays["header"].tobytes().decode("utf-8"))
+        header["spec_text"] = value
+        arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+        with pytest.raises(ModelFileError, match="spec's text must be a string"):
+            load_model(_redigested(arrays, tmp_path / "spec_text.fglm"))

@@ -98,3 +98,16 @@ def test_a_bag_of_words_counts_repeats():
     cols, _ = sentence_columns(spec, [["a", "O"], ["b", "O"], ["a", "O"]], [1, 2, 3], "<d>")
     (row,) = TemplateAttributes(spec)(cols, 3, [(0, 2)])[0]
     assert dict(row) == {"word[u..v]=a": 2.0, "word[u..v]=b": 1.0, "length=3": 1.0}
+
+
+def test_a_regex_with_braces_names_its_attribute():
+    """Found by the fuzzer: the braces of `{4}` broke the formatting of the
+    attribute's name (ValueError), on the general and the streamed path."""
+    from fgl.api import CRF
+
+    got = attributes('regex(word[t], "^[0-9]{4}$"), suffix(word[t], 2)')
+    assert [k for k, _ in got[2]] == ["regex(word[t],'^[0-9]{4}$')", "suffix(word[t],2)=99"]
+    crf = CRF('columns word, label\noutput label\n'
+              'template s: y[t] ~ regex(word[t], "^[0-9]{4}$"), bias\n', max_iter=20)
+    crf.fit([[["1999"], ["dog"]], [["cat"], ["2001"]]], [["Y", "N"], ["N", "Y"]])
+    assert crf.predict([[["1066"], ["ox"]]]) == [["Y", "N"]]

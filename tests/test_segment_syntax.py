@@ -82,6 +82,35 @@ def test_segments_defaults_and_forms():
     assert parse_spec("model m", F).segments is None
 
 
+@pytest.mark.parametrize("text", [
+    "segments max 6 [O = 20] from change adjacent distinct",
+    "segments max 6 [O = 20] adjacent distinct from change",
+])
+def test_adjacent_distinct(text):
+    s = parse_spec(text, F).segments
+    assert s == Segments(6, {"O": 20}, "change", L(1, 1), distinct=True)
+    assert parse_spec("segments max 6 adjacent distinct", F).segments.distinct
+    assert not parse_spec("segments max 6 from change", F).segments.distinct
+    # `distinct` is a keyword only there
+    assert parse_spec("obs distinct = word[t]", F).observations[0].name == "distinct"
+
+
+def test_adjacent_needs_distinct():
+    at(syntax_error("segments max 6 adjacent different"), 1, 25, "unexpected 'different'",
+       "'distinct'")
+
+
+@pytest.mark.parametrize("text, col, words", [
+    ("labels punc = [O , .]", 18, ("labels are separated by spaces", '[O "," "."]')),
+    ("labels punc = [O a,b]", 19, ("labels are separated by spaces", "quoted")),
+    ("segments max 4 [,COMMA = 2]", 17, ('must be quoted, as in [",COMMA" = 3]',)),
+])
+def test_a_comma_in_a_label_asks_for_quotes(text, col, words):
+    at(syntax_error(text), 1, col, "unexpected ','", *words)
+    quoted = text.replace(" , ", ' "," ').replace("a,b", '"a,b"').replace(",COMMA", '",COMMA"')
+    parse_spec(quoted, F)
+
+
 def test_segments_numbers_are_plain_after_pickling(spec):
     back = pickle.loads(pickle.dumps(spec.segments))
     assert back == spec.segments
@@ -296,8 +325,16 @@ def test_per_label_limit_must_be_positive_whole_number():
     at_m(e, 4, 22, "maximum length of 'NP'", "a whole number > 0", "found 0")
     e = only("template a: s[j]", seg_header("segments max 6 [NP = 1.5]"))
     at_m(e, 4, 22, "maximum length of 'NP'", "found 1.5")
-    # larger than max is allowed
+    # larger than max is allowed, up to the limit of `segments max`
     assert errors("template a: s[j]", seg_header("segments max 2 [NP = 9]")) == []
+    e = only("template a: s[j]", seg_header("segments max 6 [NP = 1001]"))
+    at_m(e, 4, 22, "maximum length 1001 of 'NP'", "limit of 1000 tokens")
+
+
+def test_max_has_a_limit():
+    e = only("template a: s[j]", seg_header("segments max 1000000"))
+    at_m(e, 4, 14, "max 1000000", "limit of 1000 tokens")
+    assert errors("template a: s[j]", seg_header("segments max 1000")) == []
 
 
 def test_unknown_boundary():

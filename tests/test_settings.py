@@ -45,7 +45,7 @@ SCHEDULE = ("infer loopy: setting 'schedule' is not available: only the flooding
 
 def test_unknown_trainer_is_refused_at_its_value():
     assert message_at("train { max_iter = 5 trainer = sgd }") == (
-        4, 22, "train: trainer must be one of: lbfgs, perceptron; found 'sgd'")
+        4, 22, "train: trainer must be one of: lbfgs, perceptron, ecrn; found 'sgd'")
 
 
 def test_schedule_is_refused():
@@ -62,7 +62,8 @@ def test_refused_whatever_the_value(src, message):
 def test_refused_settings_are_not_offered():
     assert message_at("train { lone = 1 }")[2] == (
         "unknown setting 'lone' for train; expected one of: sigma, max_iter, tol, jobs, "
-        "objective, bp_start, trainer, epochs, batch, l1")
+        "objective, bp_start, trainer, epochs, batch, induce_rounds, induce_per_round, "
+        "induce_min_gain, induce_iter, induce_pool, induce_margin, l1")
     assert message_at("infer loopy(trees = 2)")[2] == (
         "unknown setting 'trees' for infer loopy; expected one of: damping, max_iter, tol")
 
@@ -105,20 +106,24 @@ def test_docs_settings_md_is_the_rendered_table():
 
 # ---------------------------------------------------------------- values in effect
 
+INDUCTION_DEFAULTS = {"induce_rounds": 10, "induce_per_round": 1000, "induce_min_gain": 5.0,
+                      "induce_iter": 10, "induce_pool": 1000, "induce_margin": 0.1}
+LEARNER_DEFAULTS = {"objective": "likelihood", "bp_start": "cold", "trainer": "lbfgs",
+                    "epochs": 10, "batch": 1, "l1": 0.0, **INDUCTION_DEFAULTS}
+
+
 def test_train_defaults():
     assert train_settings(spec()) == {"sigma": 10.0, "max_iter": 200, "tol": 1e-5, "jobs": 0,
-                                     "objective": "likelihood", "bp_start": "cold",
-                                     "trainer": "lbfgs", "epochs": 10, "batch": 1, "l1": 0.0}
+                                      **LEARNER_DEFAULTS}
 
 
 def test_train_spec_values_then_overrides():
     s = spec("train { sigma = 2 max_iter = 50 jobs = 4 }")
     assert train_settings(s) == {"sigma": 2, "max_iter": 50, "tol": 1e-5, "jobs": 4,
-                                "objective": "likelihood", "bp_start": "cold", "trainer": "lbfgs",
-                                 "epochs": 10, "batch": 1, "l1": 0.0}
+                                 **LEARNER_DEFAULTS}
     got = train_settings(s, {"sigma": 0.5, "max_iter": None, "tol": 1e-3, "jobs": 1, "l1": 2})
-    assert got == {"sigma": 0.5, "max_iter": 50, "tol": 1e-3, "jobs": 1, "objective": "likelihood",
-                   "bp_start": "cold", "trainer": "lbfgs", "epochs": 10, "batch": 1, "l1": 2}
+    assert got == {"sigma": 0.5, "max_iter": 50, "tol": 1e-3, "jobs": 1,
+                   **LEARNER_DEFAULTS, "l1": 2}
 
 
 def test_train_overrides_are_checked():

@@ -15,7 +15,9 @@ spans of length > 1 that the label limits forbid must change nothing; a
 label's limit must act as a -inf potential on its longer spans.
 ``batch_expectations`` (feature scoring, dense rows, constant rows, path
 choice and fallback together) is checked the same way on random encoded
-data through ``ChainProgram``.
+data through ``ChainProgram``, and the semi-Markov engine's (span units,
+per-label limits, `adjacent distinct`, its own label numbering) through
+``SemiMarkovProgram``.
 """
 from __future__ import annotations
 
@@ -27,9 +29,10 @@ from brute_force import chain_dense_dp, chain_score
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from fgl.engines import chain, chain_program, spans
+from fgl.engines import chain, chain_program, semimarkov, spans
 from fgl.engines.chain_program import ChainProgram
 from fgl.engines.data import EncodedData
+from fgl.engines.semimarkov_program import SemiMarkovProgram
 from fgl.engines.structure import ChainStructure
 
 RTOL, ATOL = 1e-9, 1e-12
@@ -210,7 +213,9 @@ def test_label_length_limits_equal_forbidding_potentials(model, L, data):
     T = data.draw(st.integers(1, 6))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     pot = rng.normal(0.0, 2.0, (T, L, len(patterns)))
-    limits = np.array([data.draw(st.integers(1, L)) for _ in range(n)], dtype=np.int64)
+    # the kernels number labels by non-increasing limit
+    limits = np.array(sorted((data.draw(st.integers(1, L)) for _ in range(n)), reverse=True),
+                      dtype=np.int64)
     forbidden = pot.copy()
     for y in range(n):
         forbidden[:, limits[y]:, patterns.index((y,))] = -np.inf
@@ -304,5 +309,81 @@ def test_batch_expectations_equal_span_kernel(problem):
                 for k in range(row_ptr[data.tok_row[j]], row_ptr[data.tok_row[j] + 1]):
                     counts[k] += data.tok_val[j] * marg[t, feat_s[k]]
     mag = ATOL * max(1.0, float(np.abs(w).sum()) * 3 * data.n_tokens)
+    assert got.log_z == pytest.approx(total, rel=RTOL, abs=mag)
+    np.testing.assert_allclose(got.counts, counts, rtol=RTOL, atol=1e-10)
+
+
+@st.composite
+def span_programs(draw):
+    """A random feature table over span units: as ``programs`` (rows 0 and
+    1 constant), per-label limits in 1..3 (L their largest), m >= L units
+    per token, `adjacent distinct` sometimes; random rows on every span a
+    sequence holds."""
+    n, patterns, _, _ = draw(models(max_n=3, max_T=1, max_extra=5))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    observed = draw(st.booleans())  # longer patterns on per-span rows: the general path
+    singles = [patterns.index((a,)) for a in range(n)]
+    longer = [i for i, z in enumerate(patterns) if len(z) > 1]
+    rows = [singles, longer]
+    for _ in range(draw(st.integers(1, 6))):
+        pool = singles + (longer if observed else [])
+        rows.append(sorted(rng.choice(pool, size=rng.integers(1, len(pool) + 1),
+                                      replace=False).tolist()))
+    row_ptr = np.cumsum([0] + [len(r) for r in rows])
+    feat_pattern = np.array([z for r in rows for z in r], dtype=np.int64)
+    limits = np.array(draw(st.lists(st.integers(1, 3), min_size=n, max_size=n)))
+    L = int(limits.max())
+    m = L + draw(st.integers(0, 1))
+    distinct = n > 1 and draw(st.booleans())
+    lengths = draw(st.lists(st.integers(0, 5), min_size=1, max_size=3))
+    seq_ptr = np.cumsum([0] + lengths)
+    per_unit = np.zeros(seq_ptr[-1] * m, dtype=np.int64)
+    for a, b in zip(seq_ptr, seq_ptr[1:]):
+        for u in range(b - a):
+            for dm in range(min(L, b - a - u)):
+                per_unit[(a + u) * m + dm] = rng.integers(0, 3)
+    tok_ptr = np.cumsum(np.concatenate([[0], per_unit]))
+    tok_row = rng.integers(2, len(rows), size=tok_ptr[-1]).astype(np.int32)
+    tok_val = rng.choice([1.0, 0.5, -2.0], size=tok_ptr[-1])
+    data = EncodedData(seq_ptr, tok_ptr, tok_row, tok_val, None, None, m)
+    w = rng.normal(0.0, draw(st.sampled_from(SCALES)), len(feat_pattern))
+    return n, patterns, row_ptr, feat_pattern, limits, distinct, data, w
+
+
+@settings(max_examples=300, **SLOW)
+@given(span_programs())
+def test_semimarkov_batch_expectations_equal_span_kernel(problem):
+    n, patterns, row_ptr, feat_pattern, limits, distinct, data, w = problem
+    st_ = ChainStructure.build(n, patterns)
+    program = SemiMarkovProgram(st_, row_ptr, feat_pattern, limits, np.array([0, 1]), distinct)
+    got = program.expectations(w, data, 1)
+    order = semimarkov.label_order(limits)
+    est = semimarkov.engine_structure(st_, order)
+    feat_s = est.pattern_s[feat_pattern]
+    m, L = data.units_per_token, int(limits.max())
+    total = 0.0
+    counts = np.zeros(len(w))
+    for i in range(data.n_sequences):
+        a, b = int(data.seq_ptr[i]), int(data.seq_ptr[i + 1])
+        T = b - a
+        if T == 0:
+            continue
+        pot = np.zeros((T, L, len(patterns)))
+        pot += np.bincount(feat_pattern[row_ptr[0]:row_ptr[2]], w[:row_ptr[2]],
+                           minlength=len(patterns))
+        units = [(u, dm, (a + u) * m + dm) for u in range(T) for dm in range(min(L, T - u))]
+        for u, dm, k in units:
+            for j in range(data.tok_ptr[k], data.tok_ptr[k + 1]):
+                for f in range(row_ptr[data.tok_row[j]], row_ptr[data.tok_row[j] + 1]):
+                    pot[u, dm, feat_pattern[f]] += data.tok_val[j] * w[f]
+        work = spans.workspace(T, L, est.tables)
+        total += spans.sequence_marginals(pot, T, est.tables, limits[order], work, distinct)
+        for u, dm, k in units:
+            m_row = work.marg[u, dm]
+            counts[:row_ptr[2]] += m_row[feat_s[:row_ptr[2]]]
+            for j in range(data.tok_ptr[k], data.tok_ptr[k + 1]):
+                for f in range(row_ptr[data.tok_row[j]], row_ptr[data.tok_row[j] + 1]):
+                    counts[f] += data.tok_val[j] * m_row[feat_s[f]]
+    mag = ATOL * max(1.0, float(np.abs(w).sum()) * 3 * data.n_tokens * L)
     assert got.log_z == pytest.approx(total, rel=RTOL, abs=mag)
     np.testing.assert_allclose(got.counts, counts, rtol=RTOL, atol=1e-10)

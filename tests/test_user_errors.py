@@ -352,3 +352,39 @@ def test_a_model_too_large_for_memory_is_refused_before_its_features_exist(
     assert "FGL_MAX_MEMORY" in err
     monkeypatch.setenv("FGL_MAX_MEMORY", str(1 << 40))
     assert run(capsys, "explain", spec, "--train", train)[0] == 0
+
+
+def test_far_label_offsets_are_refused(capsys, tmp_path):
+    """Found by the fuzzer: label windows had no offset limit, and a far one
+    hung the checker (or the engine choice) walking its positions."""
+    for labels, col in (("y[t-99999999999..t]", 13), ("(y[t-99999999999..t], y[t+1])", 14),
+                        ("(y[t-600], y[t])", 14)):
+        spec = write_spec(tmp_path, f"template g: {labels} ~ bias\n")
+        check_fails(capsys, spec, 3, col, "offset", "in y[...] is beyond the limit of 500")
+
+
+def test_a_conjunction_of_too_many_items_is_refused(capsys, tmp_path):
+    """Found by the fuzzer: windows conjoined with windows passed the checks
+    and then hung training, building tens of millions of attributes per
+    token (a conjunction multiplies its parts' items)."""
+    e = "word[t-1..t+1]"
+    for _ in range(4):
+        e = f"({e} & {e})"
+    spec = write_spec(tmp_path, f"obs w = {e}\ntemplate s: y[t] ~ w\n")
+    check_fails(capsys, spec, 3, 10, "gives up to 43,046,721 items per position",
+                "more than the 100,000 allowed")
+    spec = write_spec(tmp_path, "obs w = word[t-9..t+9] & word[t-9..t+9]\n"
+                                "template s: y[t] ~ w & w\n")
+    check_fails(capsys, spec, 4, 20, "gives up to 130,321 items per position")
+    ok = write_spec(tmp_path, "obs w = word[t-2..t+2] & word[t-2..t+2] & word[t-2..t+2]\n"
+                              "template s: y[t] ~ w\n", "ok.fgl")
+    assert run(capsys, "check", ok)[0] == 0
+
+
+def test_a_whole_number_setting_beyond_machine_integers_is_refused(capsys, tmp_path):
+    """Found by the fuzzer: `infer trp(max_iter = 99999999999999999999)`
+    passed the checks and then failed in the engine (OverflowError)."""
+    spec = write_spec(tmp_path, "template s: y[t] ~ word[t]\ntemplate g: (y[t-2], y[t])\n"
+                                "infer trp(max_iter = 99999999999999999999)\n")
+    check_fails(capsys, spec, 5, 11, "infer trp: max_iter = 99999999999999999999 is beyond",
+                "(2147483647)")

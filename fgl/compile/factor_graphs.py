@@ -18,6 +18,7 @@ over observed layers) or all of them.
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
+from fgl.compile.footprint import Footprint, GraphCounts, factor_graph_footprint
 from fgl.compile.frontend import (
     Layer,
     TemplatePlan,
@@ -38,6 +40,7 @@ from fgl.compile.frontend import (
     vocab_from_json,
     vocab_json,
 )
+from fgl.compile.pairs import estimate_pairs, linked_pairs
 from fgl.engines.factor_graph import FactorGraph
 from fgl.engines.junction_tree import junction_tree_plan
 from fgl.engines.loopy_program import LoopyData, LoopyProgram
@@ -45,8 +48,10 @@ from fgl.errors import DataError
 from fgl.features.observations import ObservationCompiler, TemplateAttributes, sentence_columns
 from fgl.io.conll import Sentence
 from fgl.lang import ast
-from fgl.lang.settings import AUTO_MAX_TABLE, infer_settings
+from fgl.lang.settings import AUTO_MAX_TABLE, infer_settings, train_settings
 from fgl.model import Predictions, TokenMarginals
+
+SAMPLE_FACTORS = 1000  # factors per template whose attributes Unroller.census reads
 
 
 @dataclass
@@ -62,6 +67,11 @@ class Instance:
     @property
     def size(self) -> int:
         return self.bounds[-1]
+
+    @property
+    def edges(self) -> list | None:
+        """The typed edges (a, b, type) of a graph instance; None for sentences."""
+        return getattr(self.sentences[0], "edges", None)
 
     def sentence_at(self, p: int) -> tuple[Sentence, int]:
         """The sentence holding position ``p`` and p's index in it."""
@@ -145,59 +155,44 @@ class Unroller:
                         out.append((ti, [int(var[li, a + p]) for li, p in zip(layer_of, pos)],
                                     attrs[t]))
                 continue
-            spans = self._pairs(tpl, inst)
+            spans = linked_pairs(tpl, inst.cols, n, inst.edges, self.obs)
             attrs = self.attributes.evaluate(ti, inst.cols, n, spans)
             for (i, j), items in zip(spans, attrs):
                 ends = [i if index in ("i", "a") else j for _, _, index in refs]
                 out.append((ti, [int(var[li, p]) for li, p in zip(layer_of, ends)], items))
         return out
 
-    def _pairs(self, tpl: ast.Template, inst: Instance) -> list[tuple[int, int]]:
-        """The (i, j) pairs — or (a, a) nodes, (a, b) edges — a template links."""
-        n = inst.size
-        if len(tpl.labels) == 1:  # a node template in a graph model
-            return [(a, a) for a in range(n)]
-        where = tpl.where
-        edge = next((p for p in where if p.kind == "edge"), None)
-        if edge is not None:
-            graph = inst.sentences[0]
-            cands = sorted({(s, t) for s, t, kind in graph.edges if kind == edge.value})
-        else:
-            eq = next((p for p in where if p.kind == "eq"), None)
-            limit = next((int(p.value) for p in where if p.kind == "distance"), n)
-            if eq is not None:
-                left = self.obs.compile(eq.left)(inst.cols, n, [(p, p) for p in range(n)])
-                right = self.obs.compile(eq.right)(inst.cols, n, [(p, p) for p in range(n)])
-                at: dict[str, list[int]] = defaultdict(list)
-                for i, items in enumerate(left):
-                    for key in {tx for _, tx, _ in items}:
-                        at[key].append(i)
-                cands = sorted({(i, j) for j, items in enumerate(right)
-                                for key in {tx for _, tx, _ in items}
-                                for i in at.get(key, ()) if 0 < j - i <= limit})
-            else:
-                cands = [(i, j) for i in range(n) for j in range(i + 1, min(n, i + limit + 1))]
-        for pred in where:
-            if pred.kind in ("edge", "distance", "nearest") or not cands:
-                continue
-            keep = self._holds(pred, inst, cands)
-            cands = [c for c, ok in zip(cands, keep) if ok]
-        if any(p.kind == "nearest" for p in where):
-            nearest: dict[int, int] = {}
-            for i, j in cands:      # sorted: each i's first pair has its smallest j
-                nearest.setdefault(i, j)
-            cands = sorted(nearest.items())
-        return cands
-
-    def _holds(self, pred: ast.Predicate, inst: Instance, spans: list[tuple[int, int]]
-               ) -> list[bool]:
-        n = inst.size
-        left = self.obs.compile(pred.left)(inst.cols, n, spans)
-        if pred.kind == "test":
-            return [bool(items) for items in left]
-        right = self.obs.compile(pred.right)(inst.cols, n, spans)
-        same = [bool({tx for _, tx, _ in a} & {tx for _, tx, _ in b}) for a, b in zip(left, right)]
-        return same if pred.kind == "eq" else [not s for s in same]
+    def census(self, instances: list[Instance]) -> GraphCounts:
+        """What ``factors`` would make, without making it: each template's
+        factors on each instance (pair templates' estimated by
+        ``fgl.compile.pairs.estimate_pairs``) and its attribute items per
+        factor, read off a sample of up to ``SAMPLE_FACTORS`` factors."""
+        T = len(self.spec.templates)
+        factors = np.zeros((len(instances), T), dtype=np.int64)
+        items, sampled = np.zeros(T), np.zeros(T)
+        for k, inst in enumerate(instances):
+            for ti, tpl in enumerate(self.spec.templates):
+                refs = variables(tpl)
+                offsets = [off for _, off, index in refs if index == "t"]
+                if len(offsets) == len(refs):
+                    lengths = np.diff(inst.bounds)
+                    factors[k, ti] = np.maximum(
+                        0, lengths - max(0, max(offsets)) - max(0, -min(offsets))).sum()
+                    if sampled[ti] < SAMPLE_FACTORS:
+                        a, b = inst.bounds[0], inst.bounds[1]
+                        rows = self.attributes.evaluate(
+                            ti, {c: v[a:b] for c, v in inst.cols.items()}, b - a, None)
+                        items[ti] += sum(len(r) for r in rows)
+                        sampled[ti] += len(rows)
+                    continue
+                factors[k, ti], sample = estimate_pairs(tpl, inst.cols, inst.size, inst.edges,
+                                                        self.obs)
+                if sampled[ti] < SAMPLE_FACTORS and sample:
+                    rows = self.attributes.evaluate(ti, inst.cols, inst.size, sample)
+                    items[ti] += sum(len(r) for r in rows)
+                    sampled[ti] += len(rows)
+        return GraphCounts(factors, np.array([inst.size for inst in instances], dtype=np.int64),
+                           items / np.maximum(sampled, 1))
 
     @property
     def layer_index(self) -> dict[str, int]:
@@ -276,7 +271,14 @@ class FactorGraphModel:
     # ------------------------------------------------------------ encoding
 
     def encode(self, sentences: Sequence[Sentence], with_gold: bool = False) -> LoopyData:
+        """Unroll and encode sentences; refused, before unrolling, when
+        inference over them would exceed the memory budget."""
         instances = group_instances(self.spec, sentences, with_gold)
+        _footprint(self.spec, self.layers, [t.layers for t in self.templates],
+                   self.unroller.census(instances), self._features_per_template(),
+                   len(self.program.row_template), int(train_settings(self.spec)["jobs"]),
+                   training=False
+                   ).check(self.spec.templates)
         return self._encode(instances, [self.unroller.factors(inst) for inst in instances],
                             [gold_assignment(inst, self.layers, False)
                              if with_gold and inst.gold is not None
@@ -339,6 +341,29 @@ class FactorGraphModel:
     def log_partition(self, w: np.ndarray, data: LoopyData, jobs: int) -> np.ndarray:
         return self.program.log_partition(w, data, jobs)
 
+    def _features_per_template(self) -> list[int]:
+        return np.bincount(self.program.row_template, weights=np.diff(self.program.row_ptr),
+                           minlength=len(self.templates)).astype(np.int64).tolist()
+
+    def footprint(self, data: LoopyData, jobs: int | None = None) -> Footprint:
+        """The memory training on ``data`` takes, from its factor graphs and
+        (``infer auto`` / ``junction_tree``) their junction-tree plans,
+        which are made here and kept on the graphs for training."""
+        N, T = data.n_sequences, len(self.templates)
+        inst = np.repeat(np.arange(N), np.diff(data.inst_fptr))
+        factors = np.bincount(inst * T + data.fac_tpl, minlength=N * T).reshape(N, T)
+        items = (np.bincount(data.fac_tpl, weights=np.diff(data.fac_ptr), minlength=T)
+                 / np.maximum(factors.sum(axis=0), 1))
+        cliques = None
+        if self.program.method in ("auto", "junction_tree"):
+            plans = [self.program.junction_tree_plan(g) for g in data.graphs]
+            cliques = np.array([p.total_table if p else 0 for p in plans], dtype=np.int64)
+        counts = GraphCounts(factors, np.array(data.sizes, dtype=np.int64), items, cliques)
+        if jobs is None:
+            jobs = int(train_settings(self.spec)["jobs"])
+        return _footprint(self.spec, self.layers, [t.layers for t in self.templates], counts,
+                          self._features_per_template(), len(self.program.row_template), jobs)
+
     def describe(self, data: LoopyData | None = None) -> list[str]:
         method, settings = self.program.method, self.program.settings
         knobs = ", ".join(f"{k} = {v}" for k, v in settings.items())
@@ -371,6 +396,7 @@ class FactorGraphModel:
                 lines.append(f"largest instance: #{big}, {g.n_vars} variables, "
                              f"{g.n_factors} factors, {g.n_cycles()} independent cycles")
             lines += junction_tree_summary(method, settings, data.graphs)
+            lines.append(self.footprint(data).line())
         return lines
 
     # ------------------------------------------------------------ model files
@@ -402,7 +428,11 @@ class FactorGraphModel:
                 ) -> tuple["FactorGraphModel", LoopyData]:
         """Compile a general CRF against training data: lay out and unroll
         every instance once, then read the templates' configurations and
-        features off the gold assignments."""
+        features off the gold assignments.  The model's memory is estimated
+        before each large allocation — the factors, counted without
+        unrolling them; the features, counted before they are made; the
+        junction trees' clique tables, planned before training fills them —
+        and a model over the budget is refused (``fgl.compile.footprint``)."""
         if callable(sentences):
             sentences = list(sentences())
         if not sentences:
@@ -414,14 +444,47 @@ class FactorGraphModel:
                   for name in spec.outputs]
         layers += [Layer(h.name, list(h.labels), True) for h in spec.hidden]
         unroller = Unroller.for_spec(spec, base_dir, layers)
+        jobs = int(train_settings(spec, overrides)["jobs"])
+        var_layers = [[unroller.layer_index[var] for var, _, _ in variables(tpl)]
+                      for tpl in spec.templates]
+        counts = unroller.census(instances)
+        _footprint(spec, layers, var_layers, counts, [0] * len(var_layers), 0, jobs
+                   ).check(spec.templates)
         unrolled = [unroller.factors(inst) for inst in instances]
         golds = [gold_assignment(inst, layers, True) for inst in instances]
         templates = _plans(spec, layers, unroller.layer_index, unrolled, golds,
                            prior_sigma(spec, overrides))
-        vocabs, row_ptr, feat_config = _feature_table(templates, layers, unrolled, golds)
-        model = cls(spec, base_dir, layers, templates, vocabs, row_ptr, feat_config,
+        rows = _feature_rows(templates, layers, unrolled, golds)
+        _footprint(spec, layers, var_layers, counts, rows.counts(), len(rows.template), jobs
+                   ).check(spec.templates)
+        model = cls(spec, base_dir, layers, templates, rows.vocabs, *rows.arrays(),
                     unroller.attributes.lexicons)
-        return model, model._encode(instances, unrolled, golds)
+        data = model._encode(instances, unrolled, golds)
+        del unrolled   # (freed before the junction trees are planned)
+        model.footprint(data, jobs).check(spec.templates)  # with the junction trees' cliques
+        return model, data
+
+
+ADVICE = ("link fewer pairs (a stricter `where`, `and nearest`, a `distance`, `within "
+          "sentence` rather than `within document`), use fewer labels, patterns or "
+          "observations, or give a larger budget")
+
+
+def _footprint(spec: ast.Spec, layers: list[Layer], var_layers: list[list[int]],
+               counts: GraphCounts, features: list[int], attributes: int, jobs: int,
+               training: bool = True) -> Footprint:
+    """``factor_graph_footprint`` for templates over ``var_layers``."""
+    cards = [[len(layers[li].labels) for li in vl] for vl in var_layers]
+    tables = [math.prod(c) for c in cards]
+    made = counts.factors.sum(axis=0)
+    notes = [f"makes about {int(f):,} factors of {t:,} table entries"
+             + (f" and {n:,} features" if n else "")
+             for f, t, n in zip(made, tables, features)]
+    return factor_graph_footprint(counts, [len(c) for c in cards], tables,
+                                  [sum(c) for c in cards], [len(layer.labels) for layer in layers],
+                                  features, attributes, notes, ADVICE,
+                                  method=infer_settings(spec)[0],
+                                  jobs=jobs, training=training)
 
 
 def junction_tree_summary(method: str, settings: dict, graphs: list[FactorGraph]) -> list[str]:
@@ -491,12 +554,43 @@ def _plans(spec: ast.Spec, layers: list[Layer], layer_index: dict[str, int], unr
     return plans
 
 
-def _feature_table(templates: list[TemplatePlan], layers: list[Layer], unrolled: list,
-                   golds: list[np.ndarray]) -> tuple[list[dict[str, int]], np.ndarray, np.ndarray]:
+@dataclass
+class _FeatureRows:
+    """The attribute rows of the templates' features (Sutton & McCallum eq.
+    1.54): ``vocabs[t]`` maps template t's attribute keys to rows;
+    ``configs[r]`` the configurations row r was seen with in gold factors
+    (``support observed``; empty for ``support all``, whose rows take
+    every configuration of ``every[t]``).  Configurations are flat indices
+    into the factor table (row-major, first variable slowest)."""
+
+    vocabs: list[dict[str, int]]
+    configs: list[set[int]]
+    template: list[int]
+    every: list[list[int] | None]
+
+    def counts(self) -> list[int]:
+        """Features per template, before they are made."""
+        out = [0] * len(self.vocabs)
+        for r, ti in enumerate(self.template):
+            out[ti] += len(self.configs[r]) if self.every[ti] is None else len(self.every[ti])
+        return out
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(row_ptr, feat_config): each row's configurations, ascending."""
+        per_row = [sorted(c) if self.every[ti] is None else self.every[ti]
+                   for c, ti in zip(self.configs, self.template)]
+        row_ptr = np.zeros(len(per_row) + 1, dtype=np.int64)
+        row_ptr[1:] = np.cumsum([len(c) for c in per_row])
+        feat_config = np.fromiter((c for cs in per_row for c in cs), dtype=np.int64,
+                                  count=int(row_ptr[-1]))
+        return row_ptr, feat_config
+
+
+def _feature_rows(templates: list[TemplatePlan], layers: list[Layer], unrolled: list,
+                  golds: list[np.ndarray]) -> _FeatureRows:
     """Features are (attribute row, configuration) pairs: per row, the
     configurations it was seen with in gold factors (``support observed``)
-    or all its template's configurations.  Configurations are flat indices
-    into the factor table (row-major, first variable slowest)."""
+    or all its template's configurations."""
     vocabs: list[dict[str, int]] = [{} for _ in templates]
     row_configs: list[set[int]] = []
     row_tpl: list[int] = []
@@ -521,11 +615,6 @@ def _feature_table(templates: list[TemplatePlan], layers: list[Layer], unrolled:
                     row_tpl.append(ti)
                 if gold_cfg is not None:
                     row_configs[r].add(gold_cfg)
-    for r, ti in enumerate(row_tpl):
-        if templates[ti].support != "observed":
-            row_configs[r] = set(config_sets[ti])
-    row_ptr = np.zeros(len(row_configs) + 1, dtype=np.int64)
-    row_ptr[1:] = np.cumsum([len(c) for c in row_configs])
-    feat_config = np.fromiter((c for cs in row_configs for c in sorted(cs)), dtype=np.int64,
-                              count=int(row_ptr[-1]))
-    return vocabs, row_ptr, feat_config
+    every = [None if tpl.support == "observed" else sorted(cs)
+             for tpl, cs in zip(templates, config_sets)]
+    return _FeatureRows(vocabs, row_configs, row_tpl, every)

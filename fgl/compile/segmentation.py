@@ -1,27 +1,34 @@
 """Token tags <-> segmentations, for semi-Markov models.
 
 Data stays one token per line with BIO/IOB or plain labels; the spec's
-``segments ... from bio|change`` says how tags make segments:
+``segments ... from bio|change [adjacent distinct]`` says how tags make
+segments:
 
 * ``bio``: a ``B-X`` tag, or an ``I-X`` after a different type (IOB1), starts
   a segment of type X; ``I-X`` continues it; every ``O`` token (and every
-  tag without a prefix) is a segment of its own.  Segments back to tags:
-  B-X I-X ... for type X, O for O.
-* ``change``: a maximal run of one label is a segment; a run longer than the
-  label's length limit is cut into pieces of at most that length (adjacent
-  segments may share a label, Cuong et al. 2014 §2).  Segments back to tags: every
-  token gets its segment's label.
+  tag without a prefix) is a segment of its own — with ``adjacent
+  distinct``, every run of one such tag is one segment.  Segments back to
+  tags: B-X I-X ... for type X, O for O.
+* ``change``: a maximal run of one label is a segment.  Segments back to
+  tags: every token gets its segment's label.
 
-A ``bio`` chunk longer than its length limit cannot be represented and is a
-data error naming the line.
+A segment longer than its label's limit cannot be represented, nor (with
+``adjacent distinct``) two adjacent segments with the same label, such as
+``B-NP B-NP``: either is a data error naming its lines and what to change
+in the spec.
 """
 from __future__ import annotations
+
+import re
 
 from fgl.errors import DataError
 from fgl.io.conll import Sentence
 from fgl.lang import ast
 
 Segment = tuple[int, int, str]  # first token, last token, label
+
+# a label as `segments max L [...]` takes it without quotes (SEG_LABEL in the grammar)
+_BARE_LABEL = re.compile(r'[^\s\[\],"#()=]+')
 
 
 def _split(tag: str) -> tuple[str, str]:
@@ -30,34 +37,61 @@ def _split(tag: str) -> tuple[str, str]:
     return "", tag
 
 
-def segments_from_tags(tags: list[str], decl: ast.Segments, sent: Sentence) -> list[Segment]:
-    """The gold segmentation of one sentence's tags."""
-    limit = {name: min(int(m), decl.max_length) for name, m in decl.per_label.items()}
+def _runs(tags: list[str]) -> list[Segment]:
+    """Every maximal run of one tag."""
     segs: list[Segment] = []
-    if decl.boundary == "change":
-        u = 0
-        for t in range(1, len(tags) + 1):
-            if t == len(tags) or tags[t] != tags[u]:
-                cap = limit.get(tags[u], decl.max_length)
-                for a in range(u, t, cap):
-                    segs.append((a, min(a + cap, t) - 1, tags[u]))
-                u = t
-        return segs
+    for t, tag in enumerate(tags):
+        if segs and segs[-1][2] == tag:
+            segs[-1] = (segs[-1][0], t, tag)
+        else:
+            segs.append((t, t, tag))
+    return segs
+
+
+def _bio(tags: list[str], distinct: bool) -> list[Segment]:
+    """BIO/IOB1 chunks; tags without a prefix one token each, or one run
+    each when ``distinct``."""
+    segs: list[Segment] = []
     for t, tag in enumerate(tags):
         prefix, kind = _split(tag)
-        continues = (prefix in ("I", "E") and segs and segs[-1][2] == kind
-                     and segs[-1][1] == t - 1 and _split(tags[t - 1])[0] in ("B", "I"))
+        before = _split(tags[t - 1]) if t else ("", None)
+        continues = segs and segs[-1][2] == kind and (
+            (prefix in ("I", "E") and before[0] in ("B", "I"))
+            or (distinct and prefix == "" and before == ("", kind)))
         if continues:
-            u, _, _ = segs[-1]
-            segs[-1] = (u, t, kind)
+            segs[-1] = (segs[-1][0], t, kind)
         else:
             segs.append((t, t, kind))
+    return segs
+
+
+def _spec_label(y: str) -> str:
+    """``y`` as written in `segments max L [...]`: quoted unless bare."""
+    if _BARE_LABEL.fullmatch(y):
+        return y
+    return '"' + y.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def segments_from_tags(tags: list[str], decl: ast.Segments, sent: Sentence) -> list[Segment]:
+    """The gold segmentation of one sentence's tags (a DataError at its line
+    for a segment the spec cannot represent)."""
+    segs = _runs(tags) if decl.boundary == "change" else _bio(tags, decl.distinct)
     for u, v, y in segs:
-        cap = limit.get(y, decl.max_length)
+        cap = int(decl.per_label.get(y, decl.max_length))
         if v - u + 1 > cap:
-            raise DataError(f"a '{y}' segment of {v - u + 1} tokens (lines {sent.lines[u]}-"
-                            f"{sent.lines[v]}) is longer than the spec allows ({cap}); raise "
-                            f"`segments max` or the limit for '{y}'", sent.file, sent.lines[u])
+            raise DataError(
+                f"a '{y}' segment of {v - u + 1} tokens (lines {sent.lines[u]}-{sent.lines[v]}) "
+                f"is longer than the spec allows for '{y}' ({cap}); give '{y}' its own limit, "
+                f"as in `segments max {decl.max_length} [{_spec_label(y)} = {v - u + 1}]`, or "
+                f"raise `segments max`", sent.file, sent.lines[u])
+    if decl.distinct:
+        for (_, _, a), (u, _, b) in zip(segs, segs[1:]):
+            if a == b:
+                raise DataError(
+                    f"two adjacent '{a}' segments (the second starts at line {sent.lines[u]}), "
+                    "but the spec says `adjacent distinct`, which forbids adjacent segments with "
+                    "the same label; join them in the data or drop `adjacent distinct`",
+                    sent.file, sent.lines[u])
     return segs
 
 

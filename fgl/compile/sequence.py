@@ -19,7 +19,6 @@ held whole.
 """
 from __future__ import annotations
 
-import os
 import sys
 from array import array
 from pathlib import Path
@@ -27,6 +26,8 @@ from typing import Callable, ClassVar, Iterable, Sequence, Union
 
 import numpy as np
 
+from fgl.compile.conjunctions import ConjunctionIndex
+from fgl.compile.footprint import Footprint, sequence_footprint
 from fgl.compile.frontend import (
     Layer,
     TemplatePlan,
@@ -44,10 +45,11 @@ from fgl.engines.chain_program import ChainProgram
 from fgl.engines.data import EncodedData, unit_ones
 from fgl.engines.semimarkov_program import SemiMarkovProgram
 from fgl.engines.structure import ChainStructure
-from fgl.errors import DataError, SpecError
+from fgl.errors import DataError
 from fgl.features.observations import TemplateAttributes, sentence_columns
 from fgl.io.conll import Sentence
 from fgl.lang import ast
+from fgl.lang.settings import train_settings
 from fgl.model import Predictions, TokenMarginals
 
 # training data: sentences in memory, or a function giving a fresh pass over them
@@ -97,16 +99,14 @@ class SequenceModel:
         self.program = self._program(row_ptr, feat_pattern)
         self.feat_sigma = feature_sigma(templates, vocabs, row_ptr)
         self.attributes = TemplateAttributes(spec, base_dir, lexicons)
+        self.conjunctions = [ConjunctionIndex(vocab) for vocab in vocabs]
 
     # ------------------------------------------------------------ per engine
 
-    @property
-    def units_per_token(self) -> int:
-        return self.span_limit(self.spec)
-
     @classmethod
-    def span_limit(cls, spec: ast.Spec) -> int:
-        """Units per token: the longest span one unit covers (1 for a chain)."""
+    def span_limit(cls, spec: ast.Spec, longest: int) -> int:
+        """Units per token of data whose longest sequence has ``longest``
+        tokens: the longest span one unit covers (1 for a chain)."""
         return 1
 
     def _program(self, row_ptr: np.ndarray, feat_pattern: np.ndarray):
@@ -148,7 +148,7 @@ class SequenceModel:
     def encode(self, sentences: Sequence[Sentence], with_gold: bool = False) -> EncodedData:
         """Encode sentences for the engine; attributes never seen in
         training have no weights and are skipped."""
-        L = self.units_per_token
+        L = self.span_limit(self.spec, max((len(s.rows) for s in sentences), default=1))
         seq_ptr = [0]
         units = UnitRows()
         gold: list[int] = []
@@ -159,10 +159,14 @@ class SequenceModel:
             per_template = self._unit_attributes(self.attributes, cols, T, L)
             for unit in range(T * L):
                 rows, vals = [], []
-                for vocab, tpl_rows in zip(self.vocabs, per_template):
+                for vocab, conj, tpl_rows in zip(self.vocabs, self.conjunctions, per_template):
                     for key, v in tpl_rows[unit]:
                         r = vocab.get(key)
                         if r is not None and key != self.const_key:
+                            rows.append(r)
+                            vals.append(v)
+                    if conj:   # induced conjunctions (fgl.learn.induction)
+                        for r, v in conj.rows(dict(tpl_rows[unit])):
                             rows.append(r)
                             vals.append(v)
                 units.add(rows, vals)
@@ -211,7 +215,19 @@ class SequenceModel:
                          f"support {tpl.support}")
         if data is not None:
             lines.append(f"training data: {data.n_sequences} sequences, {data.n_tokens} tokens")
+            lines.append(self.footprint(data).line())
         return lines
+
+    def footprint(self, data: EncodedData, jobs: int | None = None) -> Footprint:
+        """The memory training on ``data`` takes."""
+        row_len = np.diff(self.program.row_ptr)
+        features = [int(row_len[list(vocab.values())].sum()) for vocab in self.vocabs]
+        if jobs is None:
+            jobs = int(train_settings(self.spec)["jobs"])
+        return _footprint(data.units_per_token, self.structure, features,
+                          [f"makes {n:,} features" for n in features], len(row_len),
+                          data.n_tokens, len(data.tok_ptr) - 1, len(data.tok_row),
+                          int(np.diff(data.seq_ptr).max(initial=0)), data.n_sequences, jobs)
 
     # ------------------------------------------------------------ model files
     # fgl.model's file methods, as in FactorGraphModel: the same shape over other fields
@@ -255,7 +271,9 @@ class SequenceModel:
         plans = cls._plans(spec, layer, gold, prior_sigma(spec, overrides))
         z_list = list(dict.fromkeys([(y,) for y in range(len(layer.labels))]
                                     + [z for p in plans for z in p.patterns]))
-        table = _FeatureTable(cls, spec, plans, z_list, attributes)
+        table = _FeatureTable(cls, spec, plans, z_list, attributes, len(layer.labels),
+                              int(train_settings(spec, overrides)["jobs"]),
+                              max((segs[-1][1] + 1 for segs in spans if segs), default=1))
         table.read(read, gold, spans, source)
         row_ptr, feat_pattern, vocabs, units = table.finish()
         model = cls(spec, base_dir, layer, plans, z_list, vocabs, row_ptr, feat_pattern,
@@ -268,7 +286,7 @@ class SequenceModel:
                 gold_tokens.extend([y] * (v - u + 1))
                 starts.extend([1] + [0] * (v - u))
         data = EncodedData(seq_ptr, *units, np.array(gold_tokens, dtype=np.int64),
-                           np.array(starts, dtype=np.int64), model.units_per_token)
+                           np.array(starts, dtype=np.int64), table.L)
         return model, data
 
     @classmethod
@@ -321,9 +339,12 @@ class _FeatureTable:
     every unit's rows (flat CSR arrays filled sentence by sentence)."""
 
     def __init__(self, model_cls: type[SequenceModel], spec: ast.Spec, plans: list[TemplatePlan],
-                 z_list: list[tuple[int, ...]], attributes: TemplateAttributes):
+                 z_list: list[tuple[int, ...]], attributes: TemplateAttributes, n_labels: int,
+                 jobs: int, longest: int):
         self.cls, self.spec, self.plans, self.attributes = model_cls, spec, plans, attributes
-        self.L = model_cls.span_limit(spec)
+        self.L = model_cls.span_limit(spec, longest)
+        self.structure, self.jobs = ChainStructure.build(n_labels, z_list), jobs
+        self.n_sequences = self.n_tokens = self.longest = 0
         self.n_z = len(z_list)
         z_index = {z: i for i, z in enumerate(z_list)}
         self.pattern_sets = [{z: z_index[z] for z in p.patterns} for p in plans]
@@ -353,6 +374,8 @@ class _FeatureTable:
         L, const_key = self.L, self.cls.const_key
         cols, _ = sentence_columns(self.spec, sent.rows, sent.lines, sent.file)
         T = len(sent.rows)
+        self.n_sequences, self.n_tokens = self.n_sequences + 1, self.n_tokens + T
+        self.longest = max(self.longest, T)
         per_template = self.cls._unit_attributes(self.attributes, cols, T, L)
         # gold segment j covers unit u·L + v - u (with L = 1, unit t is token t)
         gold_unit = None if L == 1 else {u * L + v - u: j for j, (u, v) in enumerate(spans)}
@@ -416,8 +439,8 @@ class _FeatureTable:
 
     def _check_size(self, template: np.ndarray, first: np.ndarray) -> None:
         """Count the features before making them and refuse, at the template
-        that makes most, a model whose training would not fit in
-        ``memory_budget()``."""
+        that makes most, a model whose training would exceed the memory
+        budget (``fgl.compile.footprint``)."""
         rows = np.bincount(template, minlength=len(self.plans))
         counts = []
         for ti, plan in enumerate(self.plans):
@@ -426,20 +449,13 @@ class _FeatureTable:
             else:
                 counts.append(int(np.count_nonzero(first[template == ti] >= 0)))
         counts[0] += len(self.row_more)   # (observed extra patterns; their template aside)
-        need, budget = sum(counts) * BYTES_PER_FEATURE, memory_budget()
-        if need <= budget:
-            return
-        ti = int(np.argmax(counts))
-        plan = self.plans[ti]
-        tpl = next(t for t in self.spec.templates if t.name == plan.name)
-        how = (f"{rows[ti]} attributes x {len(self.pattern_sets[ti])} patterns, support = all"
-               if plan.support == "all" else f"{counts[ti]} (attribute, pattern) pairs")
-        raise SpecError(f"template '{plan.name}' would make {counts[ti]} features ({how}); "
-                        f"training the model's {sum(counts)} features needs about "
-                        f"{need / 2**30:.1f} GB, more than the {budget / 2**30:.1f} GB budget "
-                        "(half the memory; FGL_MAX_MEMORY sets it): use support = observed, "
-                        "fewer patterns or fewer observations", tpl.loc.file, tpl.loc.line,
-                        tpl.loc.col)
+        notes = [f"would make {n:,} features (" + (
+            f"{rows[ti]} attributes x {len(self.pattern_sets[ti])} patterns, support = all"
+            if plan.support == "all" else f"{n:,} (attribute, pattern) pairs") + ")"
+            for ti, (n, plan) in enumerate(zip(counts, self.plans))]
+        _footprint(self.L, self.structure, counts, notes, len(template), self.n_tokens,
+                   len(self.units.ptr) - 1, len(self.units.rows), self.longest, self.n_sequences,
+                   self.jobs).check(self.spec.templates)
 
     def _table(self, new_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The features as CSR over the renumbered rows: a row's supported
@@ -465,23 +481,6 @@ class _FeatureTable:
         row_ptr = np.zeros(len(first) + 1, dtype=np.int64)
         row_ptr[1:] = np.cumsum(np.bincount(row_id, minlength=len(first)))
         return row_ptr, z[order]
-
-
-# what one feature costs while training: its weight, gradient, prior, pattern
-# index, and the L-BFGS memory's 2 x 10 vectors of the weights' length
-BYTES_PER_FEATURE = 8 * 24
-
-
-def memory_budget() -> int:
-    """Bytes a model's features may take: half the machine's memory (the
-    FGL_MAX_MEMORY environment variable, in bytes, overrides it)."""
-    given = os.environ.get("FGL_MAX_MEMORY")
-    if given:
-        return int(float(given))
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
-    except (ValueError, OSError, AttributeError):
-        return 8 << 30
 
 
 class ChainModel(SequenceModel):
@@ -523,13 +522,19 @@ class ChainModel(SequenceModel):
 
 class SegmentModel(SequenceModel):
     """A (high-order) semi-Markov model on the exact semi-Markov program
-    (Cuong et al. 2014 §2): labels belong to segments of up to L tokens."""
+    (Cuong et al. 2014 §2): labels belong to segments of up to L tokens (a
+    limit per label), adjacent segments optionally distinct.  The constant
+    ``bias`` attribute of each template is scored once per call, not per
+    span."""
 
     engine = "segments"
+    const_key = "bias"
 
     @classmethod
-    def span_limit(cls, spec: ast.Spec) -> int:
-        return spec.segments.max_length
+    def span_limit(cls, spec: ast.Spec, longest: int) -> int:
+        """The longest label limit, clamped to the longest sequence."""
+        seg = spec.segments
+        return min(max([seg.max_length, *seg.per_label.values()]), max(longest, 1))
 
     def _program(self, row_ptr: np.ndarray, feat_pattern: np.ndarray) -> SemiMarkovProgram:
         seg = self.spec.segments
@@ -538,8 +543,13 @@ class SegmentModel(SequenceModel):
             if name not in self.labels:
                 raise loc_error(f"segment length limit for unknown label '{name}'; the labels "
                                 f"are: {', '.join(self.labels)}", getattr(name, "loc", seg.loc))
-            limits[self.labels.index(name)] = min(int(m), seg.max_length)
-        return SemiMarkovProgram(self.structure, row_ptr, feat_pattern, seg.max_length, limits)
+            limits[self.labels.index(name)] = int(m)
+        if seg.distinct and len(self.labels) < 2:
+            raise loc_error(f"`adjacent distinct` needs two segment labels or more; the data has "
+                            f"only '{self.labels[0]}'", seg.loc)
+        const_rows = np.array([v["bias"] for v in self.vocabs if "bias" in v], dtype=np.int64)
+        return SemiMarkovProgram(self.structure, row_ptr, feat_pattern, limits, const_rows,
+                                 seg.distinct)
 
     @classmethod
     def _gold_segments(cls, spec: ast.Spec, tags: list[str], sent: Sentence) -> list[Segment]:
@@ -568,9 +578,25 @@ class SegmentModel(SequenceModel):
         return tags_from_segments(segs, len(labels), self.spec.segments.boundary)
 
     def _describe_engine(self) -> list[str]:
-        L, S = self.program.max_length, self.structure.n_backward
-        limits = ", ".join(f"{y} {m}" for y, m in zip(self.labels, self.program.label_max)
-                           if m != L)
-        return [f"maximum segment length L = {L}" + (f" (per label: {limits})" if limits else ""),
-                f"cost of one pass: O(T·L·n·|P|) = {L}·{S} = {L * S} span-transition"
-                f" updates per token"]
+        program, P = self.program, self.structure.n_forward
+        L, total = program.max_length, int(program.label_max.sum())
+        limits = ", ".join(f"{y} {m}" for y, m in zip(self.labels, program.label_max) if m != L)
+        return [f"maximum segment length L = {L}" + (f" (per label: {limits})" if limits else "")
+                + (", no two adjacent segments with the same label" if program.distinct else ""),
+                f"cost of one pass: O(T·|P|·Σ_y L_y) = {P}·{total} = {P * total} "
+                f"span-transition updates per token (fewer in sequences shorter than a limit)"]
+
+
+ADVICE = ("use support = observed, fewer patterns or fewer observations (in a segment model, "
+          "a shorter `segments max`), or give a larger budget")
+
+
+def _footprint(span: int, structure: ChainStructure, features: list[int], notes: list[str],
+               attributes: int, tokens: int, units: int, unit_rows: int, longest: int,
+               n_sequences: int, jobs: int) -> Footprint:
+    """``sequence_footprint`` of a model whose units cover up to ``span`` tokens."""
+    return sequence_footprint(features, notes, ADVICE, attributes=attributes, tokens=tokens,
+                              units=units, unit_rows=unit_rows, longest=longest, span=span,
+                              n_labels=structure.n_labels, n_forward=structure.n_forward,
+                              n_patterns=len(structure.patterns), n_sequences=n_sequences,
+                              jobs=jobs)

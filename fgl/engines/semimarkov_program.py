@@ -2,9 +2,12 @@
 
 ``SemiMarkovProgram`` holds one model's state machine over segment labels,
 its length limits and feature table over span attributes, and answers the
-learner's and the models' questions over ``EncodedData`` (L units per
-token) with the batch kernels of ``fgl.engines.semimarkov`` and the span
-kernel's gold-count walk (``fgl.engines.spans``).
+learner's and the models' questions over ``EncodedData`` (m units per token,
+m >= the longest span any of its sequences can hold) with the batch
+kernels of ``fgl.engines.semimarkov`` and the span kernel's gold-count
+walk (``fgl.engines.spans``).  The kernels number labels by non-increasing
+length limit; the program translates gold labels in and decoded labels
+out.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from fgl.engines import semimarkov, spans
+from fgl.engines.chain_program import ChainProgram
 from fgl.engines.data import EncodedData, run_parallel, sequence_log_z, summed
 from fgl.engines.program import Decoding, Expectations, Marginals
 from fgl.engines.structure import ChainStructure
@@ -21,22 +25,33 @@ from fgl.engines.structure import ChainStructure
 
 @dataclass
 class SemiMarkovProgram:
-    """An exact high-order semi-Markov program (Cuong et al. 2014 §2): the state
-    machine over segment labels, segments of at most ``max_length`` tokens
-    (``label_max`` per label), and the feature table over span attributes."""
+    """An exact high-order semi-Markov program (Cuong et al. 2014 §2): the
+    state machine over segment labels, segments of at most ``label_max[y]``
+    tokens for label y (``max_length``: the longest of them), no two
+    adjacent segments with the same label when ``distinct``, and the feature
+    table over span attributes (``const_rows``: the rows active on every
+    span, ``bias``)."""
 
     structure: ChainStructure
     row_ptr: np.ndarray
     feat_pattern: np.ndarray
-    max_length: int
     label_max: np.ndarray
+    const_rows: np.ndarray
+    distinct: bool = False
     has_hidden: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        self.feat_s = self.structure.pattern_s[self.feat_pattern]
-        # no span attribute is constant: every feature is read from the units
-        self.features = spans.FeatureTable(self.row_ptr, self.feat_pattern, self.feat_s,
-                                           np.zeros(0, dtype=np.int64))
+        self.label_max = np.asarray(self.label_max, dtype=np.int64)
+        self.max_length = int(self.label_max.max())
+        self.order = semimarkov.label_order(self.label_max)
+        self.rank = np.empty_like(self.order)
+        self.rank[self.order] = np.arange(len(self.order))
+        self.limits = self.label_max[self.order]
+        self.machine = semimarkov.engine_structure(self.structure, self.order)
+        # a chain program's feature table over the engine's labels: constant
+        # rows scored once per call, static patterns, dense rows
+        self.table = ChainProgram(self.machine, self.row_ptr, self.feat_pattern, self.const_rows)
+        self.features = self.table.features
 
     @property
     def n_features(self) -> int:
@@ -46,53 +61,69 @@ class SemiMarkovProgram:
                      warm: None = None) -> Expectations:
         """Σ log Z and expected counts (``warm``: exact inference carries
         nothing between calls, so there is none)."""
+        w_dense = self.table.dense_weights(w)
         units = spans.units(data)
 
-        def work(i0: int, i1: int, grad: np.ndarray) -> tuple[float, np.ndarray]:
-            total = semimarkov.batch_expectations(i0, i1, self.max_length, units, self.features,
-                                                  self.structure.tables, self.label_max, w, grad)
+        def work(i0: int, i1: int, grad: np.ndarray, grad_dense: np.ndarray
+                 ) -> tuple[float, np.ndarray]:
+            total = semimarkov.batch_expectations(
+                i0, i1, data.units_per_token, self.max_length, units, self.features,
+                self.machine.tables, self.limits, self.distinct, w, w_dense, grad, grad_dense)
+            grad[self.table.dense_feats] += grad_dense.reshape(-1)[self.table.dense_slot]
             return total, grad
 
-        return Expectations(*summed(run_parallel(jobs, data, work,
-                                                 lambda: (np.zeros(self.n_features),))))
+        return Expectations(*summed(run_parallel(
+            jobs, data, work, lambda: (np.zeros(self.n_features), np.zeros_like(w_dense)))))
 
     def gold_counts(self, data: EncodedData) -> np.ndarray:
         counts = np.zeros(self.n_features)
-        spans.gold_counts(spans.units(data), data.gold, data.starts, self.max_length,
-                          self.features, self.structure.tables, counts)
+        spans.gold_counts(spans.units(data), self.rank[data.gold], data.starts,
+                          data.units_per_token, self.features, self.machine.tables, counts)
         return counts
 
     def decode(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> Decoding:
+        w_dense = self.table.dense_weights(w)
         units = spans.units(data)
         labels = np.zeros(data.n_tokens, dtype=np.int64)
         starts = np.zeros(data.n_tokens, dtype=np.int64)
 
         def work(i0: int, i1: int) -> None:
-            semimarkov.batch_viterbi(i0, i1, self.max_length, units, self.features,
-                                     self.structure.tables, self.label_max, w, labels, starts)
+            semimarkov.batch_viterbi(i0, i1, data.units_per_token, self.max_length, units,
+                                     self.features, self.machine.tables, self.limits,
+                                     self.distinct, w, w_dense, labels, starts)
 
         run_parallel(jobs, data, work)
-        return Decoding(data.split(labels), data.split(starts))
+        return Decoding(data.split(self.order[labels]), data.split(starts))
 
     def potentials(self, w: np.ndarray, data: EncodedData, i: int) -> np.ndarray:
-        """pot[u, d-1, z] of sequence ``i``."""
+        """pot[u, d-1, z] of sequence ``i`` (d up to the longest span it holds)."""
         a, T = int(data.seq_ptr[i]), int(data.seq_ptr[i + 1] - data.seq_ptr[i])
-        pot = np.empty((T, self.max_length, len(self.structure.patterns)))
-        semimarkov.potentials(a, T, self.max_length, spans.units(data), self.features, w, pot)
+        L = min(self.max_length, T)
+        st = self.machine
+        static, w_dense = self.table.scoring(w)
+        pot = np.empty((T, L, len(st.patterns)))
+        semimarkov.potentials(a, T, data.units_per_token, L, spans.units(data), self.features,
+                              st.tables, w, static, np.arange(len(st.patterns)), w_dense,
+                              np.empty(st.n_labels), pot)
         return pot
 
     def marginals(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> Marginals:
         """Per sequence, P(token t lies in a segment labelled y | x) as a
-        [T, n_labels] array."""
-        st = self.structure
+        [T, n_labels] array (patterns 0..n-1 are the single labels)."""
+        st = self.machine
+        n = st.n_labels
         out = []
         for i in range(data.n_sequences):
-            _, marg = semimarkov.segment_marginals(st, self.potentials(w, data, i), self.label_max)
-            T = marg.shape[0]
-            tok = np.zeros((T, st.n_labels))
+            pot = self.potentials(w, data, i)
+            T, L = pot.shape[:2]
+            work = spans.workspace(T, L, st.tables)
+            semimarkov.sequence_marginals(pot, T, st.tables, self.limits, self.distinct, work,
+                                          semimarkov.scaled_workspace(T, L, n, st.n_forward))
+            marg = work.marg[:, :, st.pattern_s[:n]]
+            tok = np.zeros((T, n))
             for u in range(T):
-                for dm in range(min(self.max_length, T - u)):
-                    tok[u:u + dm + 1] += marg[u, dm, :st.n_labels]
+                for dm in range(min(L, T - u)):
+                    tok[u:u + dm + 1] += marg[u, dm]
             out.append(tok)
         return Marginals(out)
 

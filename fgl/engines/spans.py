@@ -6,8 +6,9 @@ label — and the forward states P, transitions S = P·Y and suffix tables of
 consumes a span (u, d) of d tokens:
 
 * Ψ(u, d, s) = Σ_{z ∈ Z, z suffix of s} pot[u, d, z] (Cuong et al. 2014
-  §2.3.1); -inf where the label's length limit is below d or the span runs
-  past the end;
+  §2.3.1), for the labels whose length limit admits d; with ``distinct``
+  (no two adjacent segments with the same label) -inf for p·y where y is
+  the last label of p;
 * α(v, q) = ⊕_{d ≤ L} ⊕_{s: next(s) = q} α(v - d, prev(s)) ⊗ Ψ(v - d, d, s),
   in the log-sum-exp or the max semiring (``forward``);
 * β(u, p) = ⊕_{d ≤ L} ⊕_y Ψ(u, d, p·y) ⊗ β(u + d, next(p·y)) — the
@@ -18,11 +19,17 @@ consumes a span (u, d) of d tokens:
 * the best labelling: the max semiring and a trace-back (Ye et al. 2009
   §3.1.3; Cuong et al. 2014 §2.4).
 
-Cost O(T·L·n·|P|) per pass (Cuong et al. 2014 §2.5).  Everything is in log
-space, so any range of potentials is exact.  A chain is the case L = 1: its
-[T, |Z|] potentials are a [T, 1, |Z|] view, and the chain engine
-(``fgl.engines.chain``) uses this kernel for Viterbi, for gold counts and
-whenever its scaled fast paths would not be exact.
+Per-label length limits skip work rather than add -inf: the kernels number
+labels by non-increasing limit (``max_len[0] >= max_len[1] >= ...``; the
+semi-Markov engine renumbers them so, ``fgl.engines.semimarkov``), so the
+labels a span of d tokens may take are 0..cnt[d-1]-1 (``label_counts``) and
+every loop over spans of d tokens runs over that prefix of each block:
+O(T·|P|·Σ_y L_y) per pass instead of O(T·L·n·|P|) (Cuong et al. 2014 §2.5).
+Everything is in log space, so any range of potentials is exact.  A chain
+is the case L = 1: its [T, |Z|] potentials are a [T, 1, |Z|] view, and the
+chain engine (``fgl.engines.chain``) uses this kernel for Viterbi, for gold
+counts and whenever its scaled fast paths would not be exact; so does the
+semi-Markov engine.
 
 Kernels take the number of positions T and scratch arrays (``SpanWork``,
 sized for the longest sequence of a batch), and read the state machine as
@@ -44,8 +51,8 @@ from fgl.engines.data import EncodedData
 class Units(NamedTuple):
     """Encoded data as the kernels read it: sequence i covers tokens
     ``seq_ptr[i]..seq_ptr[i+1]-1``; unit k (token k of a chain; span (u, d)
-    at k = u·L + d - 1) has attribute rows ``unit_row[unit_ptr[k]:
-    unit_ptr[k+1]]`` with values ``unit_val`` (CSR)."""
+    at k = u·m + d - 1, m the data's units per token) has attribute rows
+    ``unit_row[unit_ptr[k]:unit_ptr[k+1]]`` with values ``unit_val`` (CSR)."""
 
     seq_ptr: np.ndarray
     unit_ptr: np.ndarray
@@ -119,41 +126,58 @@ def logsumexp_row(row):
 
 
 @njit(cache=True, nogil=True)
-def span_scores(pot, T, tables, max_len, psi):
-    """psi[u, d-1, s] = Ψ(u, d, s) for u < T, block by block: block ε holds
+def label_counts(max_len, L):
+    """cnt[d-1]: how many labels admit spans of d tokens (d = 1..L) — labels
+    0..cnt[d-1]-1, since the kernels number labels by non-increasing limit
+    (a ValueError otherwise)."""
+    cnt = np.zeros(L, dtype=np.int64)
+    for y in range(max_len.shape[0]):
+        if y > 0 and max_len[y] > max_len[y - 1]:
+            raise ValueError("span kernels need labels numbered by non-increasing length limit")
+        for dm in range(min(max_len[y], L)):
+            cnt[dm] += 1
+    return cnt
+
+
+@njit(cache=True, nogil=True)
+def span_scores(pot, T, tables, cnt, distinct, psi):
+    """psi[u, d-1, p·n + y] = Ψ(u, d, p·y) for u < T, u + d <= T and the
+    labels y < cnt[d-1] that admit d tokens, block by block: block ε holds
     the labels' potentials, and the parent of p·y is p_suffix[p]·y, so each
-    block is its parent block plus the potentials of its own patterns.  A
-    label's length limit (``max_len[y]`` < d) sets its block-ε entry, and
-    so every transition ending in it, to -inf; so does a span running past
-    T."""
+    block is its parent block plus the potentials of its own patterns.
+    With ``distinct``, -inf where y is the last label of p (adjacent
+    segments may not share a label).  Other entries are not written."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     L = pot.shape[1]
     n = tables.n_labels
     p_order = tables.p_order
     p_suffix = tables.p_suffix
+    p_label = tables.p_label
     s_pattern = tables.s_pattern
     label_z = tables.label_z
     for u in range(T):
-        for dm in range(L):
+        for dm in range(min(L, T - u)):
+            c = cnt[dm]
             row = psi[u, dm]
-            if u + dm >= T:
-                row[:] = -np.inf
-                continue
             z_row = pot[u, dm]
-            for y in range(n):
-                row[y] = z_row[label_z[y]] if dm < max_len[y] else -np.inf
+            for y in range(c):
+                row[y] = z_row[label_z[y]]
             for i in range(1, p_order.shape[0]):
                 p = p_order[i]
-                dst = row[p * n:(p + 1) * n]
-                src = row[p_suffix[p] * n:(p_suffix[p] + 1) * n]
-                own = s_pattern[p * n:(p + 1) * n]
-                for y in range(n):
+                dst = row[p * n:p * n + c]
+                src = row[p_suffix[p] * n:p_suffix[p] * n + c]
+                own = s_pattern[p * n:p * n + c]
+                for y in range(c):
                     z = own[y]
                     dst[y] = src[y] + (z_row[z] if z >= 0 else 0.0)
+            if distinct:
+                for p in range(1, p_order.shape[0]):
+                    if p_label[p] < c:
+                        row[p * n + p_label[p]] = -np.inf
 
 
 @njit(cache=True, nogil=True)
-def forward(T, tables, use_max, work):
+def forward(T, tables, cnt, use_max, work):
     """α over span end positions v = 1..T from ``work.psi``, in the
     log-sum-exp (``use_max`` False) or max semiring; ``back[v, q]`` records
     the arg-max (d - 1)·S + s (Ye et al. 2009 §3.1.3)."""
@@ -164,9 +188,10 @@ def forward(T, tables, use_max, work):
     tmp = work.tmp
     acc = work.acc
     L = psi.shape[1]
-    s_prev = tables.s_prev
+    n = tables.n_labels
+    P = tables.n_forward
     s_next = tables.s_next
-    S = s_prev.shape[0]
+    S = P * n
     alpha[0, :] = -np.inf
     alpha[0, 0] = 0.0
     for v in range(1, T + 1):
@@ -174,33 +199,37 @@ def forward(T, tables, use_max, work):
         row[:] = -np.inf
         n_d = min(L, v)
         for dm in range(n_d):
+            c = cnt[dm]
             prev = alpha[v - dm - 1]
             ps = psi[v - dm - 1, dm]
             off = dm * S
-            for s in range(S):
-                x = prev[s_prev[s]] + ps[s]
-                if not use_max:
-                    tmp[off + s] = x
-                q = s_next[s]
-                if x > row[q]:
-                    row[q] = x
-                    back[v, q] = off + s
+            for p in range(P):
+                a = prev[p]
+                for s in range(p * n, p * n + c):
+                    x = a + ps[s]
+                    if not use_max:
+                        tmp[off + s] = x
+                    q = s_next[s]
+                    if x > row[q]:
+                        row[q] = x
+                        back[v, q] = off + s
         if use_max:
             continue
         acc[:] = 0.0  # log-sum-exp about each state's largest term
         for dm in range(n_d):
             off = dm * S
-            for s in range(S):
-                q = s_next[s]
-                if row[q] > -np.inf:
-                    acc[q] += np.exp(tmp[off + s] - row[q])
+            for p in range(P):
+                for s in range(p * n, p * n + cnt[dm]):
+                    q = s_next[s]
+                    if row[q] > -np.inf:
+                        acc[q] += np.exp(tmp[off + s] - row[q])
         for q in range(row.shape[0]):
             if acc[q] > 0.0:
                 row[q] += np.log(acc[q])
 
 
 @njit(cache=True, nogil=True)
-def backward(T, tables, work):
+def backward(T, tables, cnt, work):
     """β(u, p): the log-sum of every continuation of state p from token u."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     psi = work.psi
@@ -217,12 +246,13 @@ def backward(T, tables, work):
         row[:] = -np.inf
         n_d = min(L, T - u)
         for dm in range(n_d):
+            c = cnt[dm]
             ps = psi[u, dm]
             nb = beta[u + dm + 1]
             off = dm * S
             for p in range(P):
                 m = row[p]
-                for s in range(p * n, (p + 1) * n):
+                for s in range(p * n, p * n + c):
                     x = ps[s] + nb[s_next[s]]
                     tmp[off + s] = x
                     m = max(m, x)
@@ -233,7 +263,7 @@ def backward(T, tables, work):
                 continue
             a = 0.0
             for dm in range(n_d):
-                for s in range(dm * S + p * n, dm * S + (p + 1) * n):
+                for s in range(dm * S + p * n, dm * S + p * n + cnt[dm]):
                     a += np.exp(tmp[s] - m)
             row[p] = m + np.log(a)
 
@@ -256,10 +286,11 @@ def accumulate_up(row, p_suffix, p_order, n):
 
 
 @njit(cache=True, nogil=True)
-def marginals(T, tables, log_z, work):
+def marginals(T, tables, cnt, log_z, work):
     """``marg[u, d-1, s]``: the probability that (u, u+d-1) is a span whose
     transition has suffix s — each transition's own marginal, accumulated up
-    the parent tree (Cuong et al. 2014 §2.3.2)."""
+    the parent tree (Cuong et al. 2014 §2.3.2); 0 past the end and for the
+    labels that do not admit d tokens."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     psi = work.psi
     alpha = work.alpha
@@ -267,44 +298,48 @@ def marginals(T, tables, log_z, work):
     marg = work.marg
     L = psi.shape[1]
     n = tables.n_labels
-    s_prev = tables.s_prev
+    P = tables.n_forward
     s_next = tables.s_next
     p_suffix = tables.p_suffix
     p_order = tables.p_order
-    S = s_prev.shape[0]
     for u in range(T):
         a_row = alpha[u]
         for dm in range(L):
             m_row = marg[u, dm]
+            m_row[:] = 0.0
             if u + dm >= T:
-                m_row[:] = 0.0
                 continue
             ps = psi[u, dm]
             nb = beta[u + dm + 1]
-            for s in range(S):
-                m_row[s] = np.exp(a_row[s_prev[s]] + ps[s] + nb[s_next[s]] - log_z)
+            for p in range(P):
+                a = a_row[p] - log_z
+                for s in range(p * n, p * n + cnt[dm]):
+                    m_row[s] = np.exp(a + ps[s] + nb[s_next[s]])
             accumulate_up(m_row, p_suffix, p_order, n)
 
 
 @njit(cache=True, nogil=True)
-def sequence_marginals(pot, T, tables, max_len, work):
-    """log Z of one sequence (potentials ``pot[u, d-1, z]`` for u < T) and,
-    into ``work.marg``, its accumulated span-transition marginals."""
-    span_scores(pot, T, tables, max_len, work.psi)
-    forward(T, tables, False, work)
-    backward(T, tables, work)
+def sequence_marginals(pot, T, tables, max_len, work, distinct=False):
+    """log Z of one sequence (potentials ``pot[u, d-1, z]`` for u < T;
+    labels numbered by non-increasing ``max_len``) and, into ``work.marg``,
+    its accumulated span-transition marginals."""
+    cnt = label_counts(max_len, pot.shape[1])
+    span_scores(pot, T, tables, cnt, distinct, work.psi)
+    forward(T, tables, cnt, False, work)
+    backward(T, tables, cnt, work)
     log_z = logsumexp_row(work.alpha[T])
-    marginals(T, tables, log_z, work)
+    marginals(T, tables, cnt, log_z, work)
     return log_z
 
 
 @njit(cache=True, nogil=True)
-def viterbi(pot, T, tables, max_len, work, labels, starts):
+def viterbi(pot, T, tables, max_len, work, labels, starts, distinct=False):
     """The best labelling of one sequence: every token's span label into
     ``labels[:T]``, 1 at the first token of each span (else 0) into
     ``starts[:T]``; returns its score."""
-    span_scores(pot, T, tables, max_len, work.psi)
-    forward(T, tables, True, work)
+    cnt = label_counts(max_len, pot.shape[1])
+    span_scores(pot, T, tables, cnt, distinct, work.psi)
+    forward(T, tables, cnt, True, work)
     alpha = work.alpha
     back = work.back
     s_prev = tables.s_prev
@@ -335,7 +370,8 @@ def viterbi(pot, T, tables, max_len, work, labels, starts):
 def gold_counts(units, gold, starts, L, features, tables, counts):
     """Add the feature counts of the gold labellings to ``counts``.  A
     sequence's spans start where ``starts`` is 1 (at every token, for a
-    chain) and carry the label ``gold`` has at their first token; a feature
+    chain) and carry the label ``gold`` has at their first token; span (u,
+    d) is unit u·L + d - 1 (``L``: the data's units per token); a feature
     fires on a span's unit when its pattern is a suffix of the span's
     transition — an ancestor of it in the parent tree — and
     ``features.const_feats`` on every span whose transition they suffix."""

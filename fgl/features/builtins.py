@@ -114,8 +114,10 @@ TEXT_FUNCTIONS = ("lower", "prefix", "suffix", "shape", "longshape")
 
 
 def call_tag(call: ast.Call) -> str:
-    """The attribute name a call gives, with ``{}`` for its argument's."""
-    params = [repr(p) if isinstance(p, str) else str(p) for p in call.params]
+    """The attribute name a call gives, with ``{}`` for its argument's (the
+    braces of its parameters doubled, so ``regex(e, "^[0-9]{4}$")`` formats)."""
+    params = [(repr(p) if isinstance(p, str) else str(p)).replace("{", "{{").replace("}", "}}")
+              for p in call.params]
     return f"{call.func}({','.join(['{}'] + params)})"
 
 

@@ -20,6 +20,7 @@ from fgl.errors import DataError, SpecError, shorten
 from fgl.features.builtins import TEXT_FUNCTIONS, call_tag, ref_text, regex_classes, text_function
 from fgl.features.streams import evaluate_streams, template_streams
 from fgl.lang import ast
+from fgl.lang.items import MAX_ITEMS, bag_conjunctions, longest_segment, most_items
 
 Item = tuple[str, str | None, float]
 Spans = list[tuple[int, int]] | None  # None: one position per token
@@ -305,5 +306,28 @@ def sentence_columns(spec: ast.Spec, rows: list[list[str]], lines: list[int], fi
                                 "one dimension", file, line)
             values.append(value)
         cols[col.name] = values
+    _check_bags(spec, cols, lines, file)
     gold = cols.get(spec.outputs[0]) if has_gold else None
     return cols, gold
+
+
+def _check_bags(spec: ast.Spec, cols: dict[str, list], lines: list[int], file: str) -> None:
+    """Refuse texts with so many words that a conjunction of their bags
+    (tokens(...) & ...) would give more than MAX_ITEMS items at a position."""
+    conjunctions = bag_conjunctions(spec)
+    if not conjunctions:
+        return
+    columns = set().union(*(c for _, c in conjunctions)) & cols.keys()
+    words = {c: [len(x.split()) for x in cols[c]] for c in columns}
+    most = {c: max(n) for c, n in words.items()}
+    named = {d.name: d for d in spec.observations}
+    for conj, _ in conjunctions:
+        n = most_items(conj, named, longest_segment(spec), most)
+        if n > MAX_ITEMS:
+            c = max(most, key=most.get)
+            where = words[c].index(most[c])
+            raise DataError(f"column '{c}' holds {most[c]} words here, and the conjunction at "
+                            f"{conj.loc.file}:{conj.loc.line}:{conj.loc.col} of bags of words "
+                            f"(tokens) would give {n:,} items at one position, more than the "
+                            f"{MAX_ITEMS:,} allowed; shorten the text or conjoin fewer bags",
+                            file, lines[where])

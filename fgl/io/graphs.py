@@ -14,10 +14,11 @@ observation machinery reads node attributes exactly as token columns.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fgl.errors import DataError
+from fgl.errors import DataError, shorten
 from fgl.io.conll import Sentence
 from fgl.lang import ast
 
@@ -48,6 +49,29 @@ def _field(value, kind: str, node: str, column: str, name: str, lineno: int) -> 
     return str(value)
 
 
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")   # the JSON escape of half a surrogate pair
+
+
+def _lone_surrogate(obj: object) -> str | None:
+    """A string (key or value) of a JSON value holding half of a
+    UTF-16 surrogate pair: not a character, so no UTF-8 text can hold it."""
+    todo = [obj]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, str):
+            if not x.isascii():
+                try:
+                    x.encode("utf-8")
+                except UnicodeEncodeError:
+                    return x
+        elif isinstance(x, dict):
+            todo.extend(x)
+            todo.extend(x.values())
+        elif isinstance(x, list):
+            todo.extend(x)
+    return None
+
+
 def read_graphs(path: str | Path, spec: ast.Spec, encoding: str = "utf-8") -> list[GraphInstance]:
     """Read a JSON-lines graph file; errors name ``file:line``."""
     name = str(path)
@@ -70,6 +94,12 @@ def read_graphs(path: str | Path, spec: ast.Spec, encoding: str = "utf-8") -> li
             raise DataError(f"not valid JSON ({e.msg} at column {e.colno})", name, lineno) from None
         except RecursionError:
             raise DataError("JSON nested too deeply to be a graph", name, lineno) from None
+        bad = _lone_surrogate(obj) if _SURROGATE.search(line) else None
+        if bad is not None:
+            half = next(c for c in bad if 0xD800 <= ord(c) <= 0xDFFF)
+            raise DataError(f"the string {shorten(ascii(bad))} holds \\u{ord(half):04x}, half of "
+                            "a UTF-16 surrogate pair, which is not a character; write the "
+                            "character itself (or both halves of its pair)", name, lineno)
         if not isinstance(obj, dict) or not isinstance(obj.get("nodes"), list) \
                 or not isinstance(obj.get("edges", []), list):
             raise DataError('expected an object with a "nodes" list (and an "edges" list)',

@@ -120,15 +120,18 @@ class LabelRef:
 
 @dataclass
 class Segments:
-    """``segments max L [NP = 6, VP = 4] from bio|change``: a semi-Markov
-    model with segments of at most L tokens (per-label limits optional);
-    ``boundary`` says how token labels in data make segments: ``"bio"`` (a
-    B- prefix or a type change starts a segment; each O token is a segment)
-    or ``"change"`` (a label change starts a segment)."""
+    """``segments max L [NP = 6, VP = 4] from bio|change [adjacent
+    distinct]``: a semi-Markov model with segments of at most L tokens
+    (per-label limits optional, above or below L); ``boundary`` says how
+    token labels in data make segments: ``"bio"`` (a B- prefix or a type
+    change starts a segment; each O token is a segment, or each run of O
+    with ``distinct``) or ``"change"`` (a label change starts a segment);
+    ``distinct``: no two adjacent segments have the same label."""
     max_length: int
     per_label: dict[str, int]
     boundary: str
     loc: Loc
+    distinct: bool = False
 
 
 @dataclass

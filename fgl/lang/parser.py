@@ -159,7 +159,8 @@ class _ToAst(Transformer):
                                 f"(first at {first.line}:{first.col})",
                                 self.file, label.loc.line, label.loc.col)
             per_label[label] = value
-        return ("segments", loc, Segments(self._number(ch[0]), per_label, boundary, loc))
+        distinct = any(isinstance(x, tuple) and x[0] == "adjacent" for x in ch[1:])
+        return ("segments", loc, Segments(self._number(ch[0]), per_label, boundary, loc, distinct))
 
     def seg_limits(self, meta, ch):
         return ("limits", ch)
@@ -171,6 +172,9 @@ class _ToAst(Transformer):
 
     def seg_from(self, meta, ch):
         return ("from", self._name(ch[0]))
+
+    def seg_adjacent(self, meta, ch):
+        return ("adjacent", "distinct")
 
     def _number(self, tok: Token):
         if tok.type == "SIGNED_INT":
@@ -422,6 +426,12 @@ def _accepted(e: UnexpectedToken):
 
 
 _OPEN_STRING = "'\"' starting a string that is not closed on its line"
+# what a ',' where a label may stand means: a comma ends a bare label
+_COMMA_LABEL = {
+    "LABEL": '; labels are separated by spaces, and one that contains a comma must be quoted, '
+             'as in [O "," "."]',
+    "SEG_LABEL": '; a label that contains a comma must be quoted, as in [",COMMA" = 3]',
+}
 
 
 def _syntax_error(e: UnexpectedInput, text: str, file: str) -> SpecError:
@@ -434,7 +444,11 @@ def _syntax_error(e: UnexpectedInput, text: str, file: str) -> SpecError:
                 line, col = 1, 1
             return SpecError(f"unexpected end of file{_expected(_accepted(e))}", file, line, col)
         found = _OPEN_STRING if tok.value == '"' else f"'{tok.value}'"
-        return SpecError(f"unexpected {found}{_expected(_accepted(e))}", file, tok.line, tok.column)
+        accepted = set(_accepted(e) or ())
+        hint = next((h for t, h in _COMMA_LABEL.items() if t in accepted), "") \
+            if tok.value == "," else ""
+        return SpecError(f"unexpected {found}{_expected(accepted)}{hint}", file, tok.line,
+                         tok.column)
     if isinstance(e, UnexpectedCharacters):
         char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
         found = _OPEN_STRING if char == '"' else f"'{char}'"
@@ -454,7 +468,11 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
 
     Every ``Template`` gets two extra attributes: ``where`` (the list of
     ``Predicate`` of its `where` clause, empty when there is none) and
-    ``within`` (``"sentence"``/``"document"`` as written, or None)."""
+    ``within`` (``"sentence"``/``"document"`` as written, or None).
+    Raises ``TypeError`` when ``text`` is not a string (e.g. an edited
+    model file's header)."""
+    if not isinstance(text, str):
+        raise TypeError(f"a spec's text must be a string, not {type(text).__name__}")
     try:
         tree = _LARK.parse(text)
     except UnexpectedInput as e:

@@ -78,6 +78,7 @@ class SettingDef:
 _LEARNER = "learner: {} (fgl.learn.learner)"
 _ENGINE = "{} engine: {} (fgl.engines.loopy_program)"
 _COMPILERS = "compilers: {} (fgl.compile.sequence, fgl.compile.factor_graphs)"
+_INDUCTION = "feature induction: {} (fgl.learn.induction)"
 
 SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("train", "sigma", POSITIVE, 10.0,
@@ -103,11 +104,16 @@ SETTINGS: tuple[SettingDef, ...] = (
                "the objective is a function of the weights; warm starts from the messages of the "
                "current iterate (fewer passes, but where BP has several fixed points the "
                "objective then depends on the path and line searches fail more often)"),
-    SettingDef("train", "trainer", _choice("lbfgs", "perceptron"), "lbfgs",
-               "learner: the training method (fgl.learn.learner, fgl.learn.perceptron)",
+    SettingDef("train", "trainer", _choice("lbfgs", "perceptron", "ecrn"), "lbfgs",
+               "learner: the training method (fgl.learn.learner, fgl.learn.perceptron, "
+               "fgl.learn.crn)",
                "lbfgs: maximum likelihood (or the `objective`) by L-BFGS, OWL-QN when l1 > 0; "
                "perceptron: the averaged structured perceptron over the engine's MAP decoding "
-               "(Collins 2002; reads epochs and batch, ignores sigma, tol and l1)"),
+               "(Collins 2002; reads epochs and batch, ignores sigma, tol and l1); ecrn: the "
+               "empirical co-occurrence rate network (Zhu et al., eq. 5), first-order chain "
+               "models only — weights set in one pass to log relative frequencies p(y | a) and "
+               "co-occurrence rates CR(y'; y | a), decoded by the chain Viterbi (reads no "
+               "other train setting but jobs)"),
     SettingDef("train", "epochs", whole_number(1), 10,
                "learner: perceptron passes over the data (fgl.learn.perceptron)",
                "trainer perceptron: the most passes over the training data (an epoch without "
@@ -116,6 +122,29 @@ SETTINGS: tuple[SettingDef, ...] = (
                "learner: perceptron mini-batch (fgl.learn.perceptron)",
                "trainer perceptron: instances decoded with the same weights before one update "
                "(1: Collins' online perceptron)"),
+    SettingDef("train", "induce_rounds", whole_number(1), 10,
+               _INDUCTION.format("rounds"),
+               "feature induction (a template with `induce`): the most rounds of scoring "
+               "candidates, adding the best and retraining"),
+    SettingDef("train", "induce_per_round", whole_number(1), 1000,
+               _INDUCTION.format("features added per round"),
+               "feature induction: the most features added in one round"),
+    SettingDef("train", "induce_min_gain", NON_NEGATIVE, 5.0,
+               _INDUCTION.format("gain threshold"),
+               "feature induction: the least mean-field likelihood gain a feature needs to be "
+               "added (McCallum 2003 eq. 2)"),
+    SettingDef("train", "induce_iter", whole_number(1), 10,
+               _INDUCTION.format("L-BFGS iterations per round"),
+               "feature induction: L-BFGS iterations between rounds (then max_iter at the end)"),
+    SettingDef("train", "induce_pool", whole_number(1), 1000,
+               _INDUCTION.format("conjunction pool"),
+               "feature induction: conjunctions are built among this many tests of highest "
+               "gain (atomic or induced)"),
+    SettingDef("train", "induce_margin", NON_NEGATIVE, 0.1,
+               _INDUCTION.format("token margin"),
+               "feature induction: gains are measured on the tokens whose gold label's "
+               "probability is not ahead of every other by this much (0: mislabelled ones "
+               "only)"),
     SettingDef("train", "l1", NON_NEGATIVE, 0.0,
                "learner: OWL-QN instead of L-BFGS when above 0 (fgl.learn.owlqn)",
                "L1 penalty c: the objective adds c·Σ|w| and many weights become exactly 0; "
@@ -172,6 +201,12 @@ SETTINGS: tuple[SettingDef, ...] = (
                _COMPILERS.format("which weights exist"),
                "weights for the (attribute, pattern) pairs seen in training, or for all; "
                "absent: observed for templates with observations (the engine decides)"),
+    SettingDef("template", "induce", whole_number(1), None,
+               _INDUCTION.format("the candidate tests"),
+               "this unary template's attributes are candidate tests for feature induction "
+               "(McCallum 2003), not features: training adds (test, label) features and "
+               "conjunctions of up to this many tests by likelihood gain (the induce_* train "
+               "settings)"),
 )
 
 

@@ -76,6 +76,10 @@ class TrainingLog:
     # one dict per recovery from a failed line search (fgl.learn.lbfgs): iteration, message,
     # objective and gradient_norm at the point training restarted from, evaluations so far
     recoveries: list[dict] = field(default_factory=list)
+    # feature induction (fgl.learn.induction): one row per round, and the induced features
+    # ("test -> label") in the order added
+    rounds: list[dict] = field(default_factory=list)
+    induced: list[str] = field(default_factory=list)
 
 
 OPTIMISER_MEMORY = 6  # L-BFGS correction pairs (CRFsuite's default)

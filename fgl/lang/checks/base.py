@@ -26,6 +26,7 @@ class CheckerBase(Reading):
             self.obs.setdefault(d.name, d)
         self._kinds: dict[str, str | None] = {}     # named observation -> its kind
         self._in_progress: set[str] = set()         # named observations being checked
+        self._items: dict[str, int] = {}            # named observation -> its most items
         self.graph = spec.input_format == "graph"
         self.hidden: dict[str, Hidden] = {}
         for h in spec.hidden:

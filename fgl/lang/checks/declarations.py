@@ -129,6 +129,11 @@ class DeclarationChecks(CheckerBase):
                 self.error(loc_of(n, loc_of(label, seg.loc)),
                            f"segments: the maximum length of '{label}' must be {problem}; "
                            f"found {show(n)}")
+            elif n > MAX_SEGMENT_LENGTH:
+                self.error(loc_of(n, loc_of(label, seg.loc)),
+                           f"segments: the maximum length {n} of '{label}' is beyond the limit "
+                           f"of {MAX_SEGMENT_LENGTH} tokens (the engine's work and memory grow "
+                           "with it for every token)")
         if seg.boundary not in SEGMENT_BOUNDARIES:
             self.error(loc_of(seg.boundary, seg.loc),
                        f"unknown segment boundary '{seg.boundary}'; expected `from bio` (B- "

@@ -12,6 +12,7 @@ from fgl.lang.checks.context import Context
 from fgl.lang.checks.indexes import IndexChecks
 from fgl.lang.checks.messages import FUNCTIONS, NEED_SEGMENTS, ZERO_ARG
 from fgl.lang.checks.text import did_you_mean, loc_of, offsets, show
+from fgl.lang.items import MAX_ITEMS, longest_segment, most_items
 
 _GIVES = {"text": "text", "number": "numbers", "test": "a yes/no test"}
 MAX_OFFSET = 500  # the farthest a column may be read from its position (word[t+500])
@@ -32,6 +33,24 @@ class ExpressionChecks(IndexChecks):
                 return None
             return "number" if "number" in kinds else "text" if "text" in kinds else "test"
         raise TypeError(f"not an observation expression: {e!r}")
+
+    def check_items(self, e) -> None:
+        """Refuse an expression giving more than ``MAX_ITEMS`` items at one
+        position: a conjunction multiplies its parts' items, so a few wide
+        windows conjoined give millions of attributes per token."""
+        if isinstance(e, NameRef):
+            return          # checked where it is defined
+        n = self.items(e)
+        if n > MAX_ITEMS:
+            shown = f"{n:,}" if n < 10**15 else f"about 10^{len(str(n)) - 1}"
+            self.error(e.loc, f"this expression gives up to {shown} items per position (a "
+                              f"conjunction & multiplies the items of its parts), more than "
+                              f"the {MAX_ITEMS:,} allowed; conjoin fewer or narrower parts")
+
+    def items(self, e) -> int:
+        """The most items ``e`` gives at one position (a text read by
+        tokens(...) counting as one word)."""
+        return most_items(e, self.obs, longest_segment(self.spec), memo=self._items)
 
     def column_ref(self, e: ColumnRef) -> str | None:
         problem = self.base_problem(e)

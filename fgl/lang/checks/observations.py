@@ -29,8 +29,9 @@ class ObservationChecks(CheckerBase):
             if d.name in BUILTINS:
                 self.error(name_loc, f"observation name '{d.name}' clashes with the built-in "
                                      f"'{d.name}'; choose another name")
-        for name in self.obs:
-            self.obs_kind(name)
+        for name, d in self.obs.items():
+            if self.obs_kind(name) is not None:
+                self.check_items(d.expr)
         self.check_cycles()
 
     def obs_kind(self, name: str) -> str | None:

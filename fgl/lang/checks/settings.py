@@ -7,6 +7,8 @@ from fgl.lang.checks.base import CheckerBase
 from fgl.lang.checks.text import did_you_mean, loc_of, show
 from fgl.lang.settings import INFER_METHODS, block_settings
 
+MAX_WHOLE = 2**31 - 1   # the largest whole-number setting (engines count in machine integers)
+
 
 class SettingChecks(CheckerBase):
     def check_train(self) -> None:
@@ -47,3 +49,6 @@ class SettingChecks(CheckerBase):
                 problem = entry.validator(s.value)
                 if problem:
                     self.error(s.loc, f"{where}: {s.key} must be {problem}; found {show(s.value)}")
+                elif isinstance(s.value, int) and s.value > MAX_WHOLE:
+                    self.error(s.loc, f"{where}: {s.key} = {show(s.value)} is beyond the "
+                                      f"largest whole number a setting may take ({MAX_WHOLE})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fgl.lang.ast import Loc, Template
 from fgl.lang.checks.context import Context
+from fgl.lang.checks.expressions import MAX_OFFSET
 from fgl.lang.checks.messages import (
     NEED_GRAPH,
     NEED_SEGMENTS,
@@ -28,6 +29,11 @@ class TemplateChecks(PairChecks):
     def template(self, tpl: Template) -> None:
         where = getattr(tpl, "where", None) or []
         within = getattr(tpl, "within", None)
+        far = next((r for r in tpl.labels if max(abs(r.lo), abs(r.hi)) > MAX_OFFSET), None)
+        if far is not None:     # before any check walks the window's positions
+            self.error(far.loc, f"offset {max(abs(far.lo), abs(far.hi))} in {far.var}[...] is "
+                                f"beyond the limit of {MAX_OFFSET} positions")
+            return
         indexes = {r.index for r in tpl.labels}
         ctx = self.default_ctx
         if self.graph:
@@ -51,7 +57,8 @@ class TemplateChecks(PairChecks):
             self.patterns(tpl, window, declared, names)
         with self.reading(ctx):
             for e in tpl.observations:
-                self.expr(e)
+                if self.expr(e) is not None:
+                    self.check_items(e)
         self.check_settings(tpl.options, "template", f"template '{tpl.name}'", noun="option")
 
     def token_window(self, tpl: Template) -> Window:
