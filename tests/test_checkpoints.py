@@ -6,7 +6,6 @@ another spec, other data or other settings, or an edited one, is refused."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import zipfile
@@ -17,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import rosen, rosen_der
 from test_cli import HMM, REPO, data_files, run, segment_data
+from test_cli_outputs import train_until_sigterm
 from test_loopy_models import CHAIN as LOOPY_CHAIN
 from test_loopy_models import SKIP
 
@@ -108,19 +108,12 @@ def test_sigterm_then_resume_matches_the_uninterrupted_run(tmp_path):
     train, _ = data_files(tmp_path)
     ck = tmp_path / "ck.fglm"
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    cmd = [sys.executable, "-m", "fgl.cli", "train", str(HMM), "--train", str(train),
-           "--tol", "1e-12", "--jobs", "1"]
-    proc = subprocess.Popen(cmd + ["-o", str(tmp_path / "stopped.fglm"), "--max-iter", "100000",
-                                   "--checkpoint", str(ck), "--checkpoint-every", "1000"],
-                            stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
-    lines = []
-    for line in proc.stderr:
-        lines.append(line)
-        if line.startswith("iter") and len(lines) > 3:
-            proc.send_signal(signal.SIGTERM)
-            break
-    rest = proc.communicate(timeout=300)[1]
-    assert proc.returncode == 0 and "stopped by SIGTERM" in rest, "".join(lines) + rest
+    args = ["train", str(HMM), "--train", str(train), "--tol", "1e-12", "--jobs", "1"]
+    cmd = [sys.executable, "-m", "fgl.cli", *args]
+    code, err = train_until_sigterm(args + ["-o", str(tmp_path / "stopped.fglm"), "--max-iter",
+                                            "100000", "--checkpoint", str(ck),
+                                            "--checkpoint-every", "1000"])
+    assert code == 0 and "stopped by SIGTERM" in err, err
     stopped_at = load_checkpoint(ck)[1].lbfgs.iteration
     assert stopped_at >= 3
     total = str(stopped_at + 15)

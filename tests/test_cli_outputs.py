@@ -98,6 +98,22 @@ def test_a_diverged_run_writes_no_model(capsys, tmp_path, monkeypatch):
     assert not out.exists()
 
 
+def train_until_sigterm(argv: list[str]) -> tuple[int, str]:
+    """Run `fgl argv...` (a long training run), send SIGTERM once it prints
+    its third iteration; returns its exit status and stderr."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-m", "fgl.cli", *argv], stderr=subprocess.PIPE,
+                            text=True, cwd=REPO, env=env)
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if line.startswith("iter") and len(lines) > 3:
+            proc.send_signal(signal.SIGTERM)
+            break
+    rest = proc.communicate(timeout=300)[1]
+    return proc.returncode, "".join(lines) + rest
+
+
 def test_time_limit_and_sigterm_stop_training_and_keep_the_model(capsys, tmp_path):
     train, _ = data_files(tmp_path)
     out = tmp_path / "t.fglm"
@@ -108,19 +124,10 @@ def test_time_limit_and_sigterm_stop_training_and_keep_the_model(capsys, tmp_pat
 
     # a long run (tol 1e-12 and many iterations), told to stop once it is iterating
     sig = tmp_path / "s.fglm"
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-m", "fgl.cli", "train", str(HMM), "--train",
-                             str(train), "-o", str(sig), "--tol", "1e-12", "--max-iter",
-                             "100000"], stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
-    lines = []
-    for line in proc.stderr:
-        lines.append(line)
-        if line.startswith("iter") and len(lines) > 3:
-            proc.send_signal(signal.SIGTERM)
-            break
-    rest = proc.communicate(timeout=300)[1]
-    assert proc.returncode == 0, "".join(lines) + rest
-    assert "stopped by SIGTERM" in rest and sig.is_file()
+    code, err = train_until_sigterm(["train", str(HMM), "--train", str(train), "-o", str(sig),
+                                     "--tol", "1e-12", "--max-iter", "100000"])
+    assert code == 0, err
+    assert "stopped by SIGTERM" in err and sig.is_file()
     load_model(sig)
 
 

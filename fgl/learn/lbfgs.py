@@ -190,6 +190,17 @@ class LBFGSState:
     recoveries: list[dict]
 
 
+def iteration_done(callback: Callback | None, checkpoint: Callable[[LBFGSState], None] | None,
+                   state: LBFGSState) -> bool:
+    """Tell ``callback`` and then ``checkpoint`` that an iteration ended at
+    ``state``; whether the callback asks to stop."""
+    stop = callback is not None and callback(state.iteration, state.f, state.x, state.g,
+                                             state.evaluations)
+    if checkpoint is not None:
+        checkpoint(state)
+    return stop
+
+
 def _cubic_minimiser(a: float, fa: float, da: float, b: float, fb: float, db: float) -> float:
     """The minimiser of the cubic through (a, fa, da) and (b, fb, db)
     (Nocedal & Wright eq. 3.59), or NaN when it has none."""
@@ -382,10 +393,8 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
         history.record(trial, x, g_new, g)
         x, trial = trial, x  # the accepted point becomes the iterate
         g = g_new
-        stop = callback is not None and callback(it, f, x, g, evaluations)
-        if checkpoint is not None:
-            checkpoint(LBFGSState(x, f, g, it, evaluations, history, recoveries))
-        if stop:
+        if iteration_done(callback, checkpoint,
+                          LBFGSState(x, f, g, it, evaluations, history, recoveries)):
             return result(it, True, "stopped by the callback")
         if stationary():
             return result(it, True, f"gradient norm below {epsilon:g}·max(1, |x|)")

@@ -28,7 +28,15 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
-from fgl.learn.lbfgs import Callback, Function, History, LBFGSResult, LBFGSState, recovery_note
+from fgl.learn.lbfgs import (
+    Callback,
+    Function,
+    History,
+    LBFGSResult,
+    LBFGSState,
+    iteration_done,
+    recovery_note,
+)
 
 GAMMA = 1e-4          # sufficient decrease (Andrew & Gao §3.3)
 MAX_BACKTRACKS = 30
@@ -170,10 +178,8 @@ def minimize_owlqn(fun: Function, x0: np.ndarray | None, l1: np.ndarray, *, m: i
         x, trial = trial, x
         g = t_g
         pseudo_gradient(x, g, c, pg)
-        stop = callback is not None and callback(it, f, x, g, evaluations)
-        if checkpoint is not None:
-            checkpoint(LBFGSState(x, f, g, it, evaluations, history, recoveries))
-        if stop:
+        if iteration_done(callback, checkpoint,
+                          LBFGSState(x, f, g, it, evaluations, history, recoveries)):
             return result(it, True, "stopped by the callback")
         if stationary():
             return result(it, True, f"pseudo-gradient norm below {epsilon:g}·max(1, |x|)")
