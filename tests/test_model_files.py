@@ -13,11 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_cli import HMM, REPO, run, segment_data, write_data
+from test_cli import HMM, REPO, STDLIB, run, segment_data, write_data
 
 from fgl.api import CRF
 from fgl.errors import ModelFileError
 from fgl.io.model_files import _digest, load_model
+from fgl.lang.parser import read_spec
 
 SPEC = REPO / "stdlib" / "linear_chain_obs_transitions.fgl"
 
@@ -345,3 +346,44 @@ def test_a_header_whose_spec_text_is_not_text_is_refused(trained, tmp_path):
         arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
         with pytest.raises(ModelFileError, match="spec's text must be a string"):
             load_model(_redigested(arrays, tmp_path / "spec_text.fglm"))
+
+
+def _relational_model(tmp_path: Path) -> tuple[Path, Path]:
+    """A small trained factor-graph model (stdlib/relational.fgl) and its data."""
+    from fuzz_support import data_text
+    spec = read_spec(STDLIB / "relational.fgl")
+    data = tmp_path / "graphs.jsonl"
+    data.write_text(data_text(spec), encoding="utf-8")
+    model = tmp_path / "rel.fglm"
+    CRF(spec, max_iter=3, jobs=1).fit_file(data).save(model)
+    return model, data
+
+
+def _swap_templates(h: dict) -> None:
+    lines = h["spec_text"].splitlines(keepends=True)
+    at = [i for i, line in enumerate(lines) if line.startswith("template")]
+    lines[at[0]], lines[at[1]] = lines[at[1]], lines[at[0]]
+    h["spec_text"] = "".join(lines)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda h, a: a["feat_pattern"].__setitem__(0, 1_000_000),
+     "a feature's label pattern lies outside its template's"),
+    (lambda h, a: h.update(lexicons=[]), "AttributeError"),
+    (lambda h, a: h["templates"][0]["patterns"][0].__setitem__(0, float("inf")),
+     "OverflowError"),
+    (lambda h, a: h["vocabs"].pop(1), "do not match the templates of its embedded spec"),
+    (lambda h, a: _swap_templates(h), "do not match the templates of its embedded spec"),
+], ids=["pattern out of range", "lexicons a list", "infinite pattern", "vocabulary dropped",
+        "spec templates swapped"])
+def test_a_model_whose_parts_disagree_is_refused_before_tagging(tmp_path, edit, message):
+    """Edits that keep the digest right but make the header, the embedded
+    spec and the arrays disagree (found by tests/test_fuzz.py: some read
+    out of bounds while tagging)."""
+    model, data = _relational_model(tmp_path)
+    arrays = _arrays(model)
+    header = json.loads(arrays["header"].tobytes().decode("utf-8"))
+    edit(header, arrays)
+    arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+    with pytest.raises(ModelFileError, match=message):
+        CRF.load(_redigested(arrays, tmp_path / "edited.fglm")).tag_file(data)

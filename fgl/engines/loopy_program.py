@@ -229,6 +229,12 @@ class LoopyProgram:
     def n_features(self) -> int:
         return len(self.feat_config)
 
+    def pattern_bounds(self) -> np.ndarray:
+        """Per feature, one past the largest configuration of its template's
+        table (a model file's arrays are checked against it)."""
+        rows = np.repeat(np.arange(len(self.row_ptr) - 1), np.diff(self.row_ptr))
+        return np.asarray(self.template_size, dtype=np.int64)[self.row_template[rows]]
+
     def factor_tables(self, w: np.ndarray, data: LoopyData, i: int) -> np.ndarray:
         """The flat log-potential tables θ_f of instance i."""
         g = data.graphs[i]

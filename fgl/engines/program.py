@@ -83,6 +83,10 @@ class Program(Protocol):
         ``warm``: state an approximate engine carries between calls (its
         ``warm_start(data)``), None for exact engines."""
 
+    def pattern_bounds(self) -> np.ndarray:
+        """Per feature, one past the largest label pattern (or factor
+        configuration) id its ``feat_pattern`` entry may hold."""
+
     def gold_counts(self, data: Any) -> np.ndarray:
         """Feature counts of the gold assignment (fully observed data)."""
 

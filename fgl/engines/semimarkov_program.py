@@ -57,6 +57,11 @@ class SemiMarkovProgram:
     def n_features(self) -> int:
         return len(self.feat_pattern)
 
+    def pattern_bounds(self) -> np.ndarray:
+        """Per feature, one past the largest pattern id it may have (a model
+        file's arrays are checked against it)."""
+        return np.full(self.n_features, len(self.structure.patterns), dtype=np.int64)
+
     def expectations(self, w: np.ndarray, data: EncodedData, jobs: int = 1,
                      warm: None = None) -> Expectations:
         """Σ log Z and expected counts (``warm``: exact inference carries

@@ -216,13 +216,20 @@ def read_model_file(path: str | Path
         if missing:  # a lexicon comes from the file, never from a path the file names
             raise ModelFileError(f"corrupt model file: its spec reads lexicon "
                                  f"'{missing[0]}', which the file does not hold", name)
+        if [t.get("name") if isinstance(t, dict) else None for t in header["templates"]] \
+                != [t.name for t in spec.templates] or len(header["vocabs"]) != len(spec.templates):
+            raise ModelFileError("corrupt model file: its templates and vocabularies do not "
+                                 "match the templates of its embedded spec", name)
         engine = registry.by_name(header["engine"])
         model = engine.model.from_header(spec, Path(header["spec_file"]).parent, header, arrays)
+        if (np.asarray(arrays["feat_pattern"]) >= model.program.pattern_bounds()).any():
+            raise ModelFileError("corrupt model file: a feature's label pattern lies outside "
+                                 "its template's", name)
     except ModelFileError:
         raise
     except FglError as e:
         raise ModelFileError(f"the model's embedded spec does not load: {e}", name) from None
-    except (KeyError, TypeError, ValueError, IndexError) as e:
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as e:
         raise ModelFileError(f"corrupt model file: {type(e).__name__}: {e}", name) from None
     weights = arrays["weights"]
     if weights.shape != (model.program.n_features,):
