@@ -75,6 +75,14 @@ def _labels(v: object) -> list[str]:
     return [str(x) for x in v] if isinstance(v, (list, tuple)) else [str(v)]
 
 
+def eval_scheme(spec: ast.Spec, scheme: str) -> str:
+    """The evaluation scheme for ``spec``'s output: ``"auto"`` means the
+    model's own segments (``"runs"``) for a segment model ``from change``."""
+    if scheme == "auto" and getattr(spec.segments, "boundary", None) == "change":
+        return "runs"
+    return scheme
+
+
 class CRF:
     """A CRF defined by an fgl spec.
 
@@ -434,13 +442,21 @@ class CRF:
         return sum(a == b for p, g in zip(pred, norm) for a, b in zip(p, g)) / max(total, 1)
 
     def evaluate(self, X: Sequence[Rows], y: Sequence[Sequence],
-                 documents: Sequence[Hashable] | None = None) -> Report | dict[str, Report]:
+                 documents: Sequence[Hashable] | None = None, *, scheme: str = "auto",
+                 ignore: Iterable[str] = ("O",), labels: Iterable[str] | None = None
+                 ) -> Report | dict[str, Report]:
         """conlleval-style report: accuracy, per-chunk-type and per-label
-        P/R/F1; with several output layers, one report per layer."""
+        P/R/F1; with several output layers, one report per layer.
+        ``scheme``, ``ignore``, ``labels``: as in ``fgl.io.evaluate.evaluate``
+        (``"auto"`` scores a segment model ``from change`` by runs)."""
         pred = self.tag_sentences(_as_sentences(X, None, "predict", documents))
+        scheme = eval_scheme(self.spec, scheme)
+        ignore, labels = tuple(ignore), None if labels is None else list(labels)
         if len(pred.outputs) == 1:
-            return evaluate([list(s) for s in y], pred.layer(pred.outputs[0]))
-        return {name: evaluate([[tok[k] for tok in s] for s in y], pred.layer(name))
+            return evaluate([list(s) for s in y], pred.layer(pred.outputs[0]),
+                            scheme, ignore, labels)
+        return {name: evaluate([[tok[k] for tok in s] for s in y], pred.layer(name),
+                               scheme, ignore, labels)
                 for k, name in enumerate(pred.outputs)}
 
     def explain(self, path: str | Path | None = None, encoding: str = "utf-8",

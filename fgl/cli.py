@@ -105,9 +105,26 @@ def _parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("eval", help="evaluate a model on labelled data",
                        description="Token accuracy, conlleval-style per-chunk-type P/R/F1 "
-                                   "(BIO/IOB tags) and per-label P/R/F1.")
+                                   "(BIO/IOB tags), or segment P/R/F1 (--scheme runs), and "
+                                   "per-label P/R/F1; --labels adds a micro-average of "
+                                   "token-level P/R/F1 over chosen labels.")
     e.add_argument("model")
     e.add_argument("file", help="labelled data (CoNLL columns, gold label last)")
+    e.add_argument("--scheme", choices=("auto", "iob", "plain", "runs"), default="auto",
+                   help="how tags make chunks: iob (B-/I-/E-/S- prefixes), plain (each "
+                        "token is a chunk), runs (each maximal run of one label is a "
+                        "segment); auto (default): the model's own segments for a segment "
+                        "model `from change` (runs), else iob when any tag has a prefix, "
+                        "else plain")
+    e.add_argument("--ignore", action="append", metavar="LABEL",
+                   help="a label (chunk type) that is not a chunk or segment; repeatable; "
+                        "replaces the default O (--ignore '' ignores nothing)")
+    e.add_argument("--labels", action="extend", type=_label_list, metavar="L1,L2,...",
+                   help="also print the micro-averaged token-level P/R/F1 over these labels "
+                        "(e.g. the punctuation measure); repeatable")
+    e.add_argument("--label", action="append", dest="labels", metavar="LABEL",
+                   help="one label for --labels, taken as is (for labels with a comma: "
+                        "--label , --label . --label '?'); repeatable")
     data_args(e)
 
     m = sub.add_parser("compare", help="compare two models on labelled data",
@@ -238,9 +255,25 @@ def _warn_convergence(spec, stats: InferenceStats | None, when: str) -> None:
           f"{advice[-1]}", file=sys.stderr)
 
 
+def _label_list(text: str) -> list[str]:
+    """The labels of ``--labels L1,L2,...``."""
+    labels = text.split(",")
+    if "" in labels:
+        raise argparse.ArgumentTypeError(
+            f"empty label in {text!r}; give a label with a comma in it with --label, "
+            "as in --label ,")
+    return labels
+
+
 def _report(crf, path: str, a: argparse.Namespace) -> None:
-    """Evaluate every output column (conlleval-style when tags are BIO)."""
+    """Evaluate every output column (conlleval-style when tags are BIO;
+    `fgl eval`'s --scheme, --ignore and --labels apply)."""
+    from fgl.api import eval_scheme
     from fgl.io.evaluate import evaluate
+
+    scheme = eval_scheme(crf.spec, getattr(a, "scheme", "auto"))
+    ignore = getattr(a, "ignore", None) or ("O",)
+    labels = getattr(a, "labels", None)
 
     sentences, pred = crf.tag_file(path, encoding=a.encoding, short_lines=a.short_lines)
     if not sentences:
@@ -254,7 +287,7 @@ def _report(crf, path: str, a: argparse.Namespace) -> None:
         if len(outputs) > 1:
             print(f"== {out}")
         gold = [s.column(columns.index(out)) for s in sentences]
-        print(evaluate(gold, pred.layer(out)).format())
+        print(evaluate(gold, pred.layer(out), scheme, ignore, labels).format())
 
 
 def _cmd_tag(a: argparse.Namespace) -> None:
@@ -325,11 +358,12 @@ def _cmd_check(a: argparse.Namespace) -> int:
         text = path.read_text(encoding="utf-8-sig")   # as read_spec reads it
     except (OSError, UnicodeDecodeError) as e:
         raise FglError(f"{path}: cannot read spec: {e}") from None
+    notes: list[SpecError] = []
     try:
-        errors = check_spec(parse_spec(text, str(path)), path.parent)
+        errors = check_spec(parse_spec(text, str(path)), path.parent, notes)
     except SpecError as e:  # a syntax error: reported like every other spec error
         errors = [e]
-    for err in errors:
+    for err in errors + notes:    # errors first, then warnings, each in source order
         print(err, file=sys.stderr)
     if errors:
         return 1

@@ -142,7 +142,7 @@ def test_undefined_observation_that_is_a_column():
 
 def test_unknown_function():
     e = only("obs w = lowr(word[t])")
-    at(e, 4, 9, "unknown function 'lowr'; expected one of:", "lower, prefix",
+    at(e, 4, 9, "unknown function 'lowr'; expected one of:", "lower, pad, prefix",
        "did you mean 'lower'")
 
 

@@ -60,7 +60,21 @@ BUILTINS: dict[str, Builtin] = {
     "tokens": Builtin("text", (), "text", "every whitespace-separated word of the text (a bag)"),
     "length": Builtin(None, (), "text",
                       "segment models: the segment's length in tokens (length=3)"),
+    "count": Builtin("any", (), "number",
+                     "how many items its expression gives, as one real value: "
+                     "count(word[u..v]) is the segment's length"),
+    "pad": Builtin("text", (), "text",
+                   "a column at offsets, with a marker where an offset falls outside the "
+                   "sequence: pad(word[t-2])"),
+    "zip": Builtin("any", (), "text",
+                   "the ranges of a conjunction paired position by position, not crossed: "
+                   "zip(word[u-1..v-1] & word[u..v])"),
 }
+
+# what pad(...) reads before the first token and after the last: texts with a space,
+# which no token of a column can be (columns are split on whitespace)
+START_MARKER = "<sequence start>"
+END_MARKER = "<sequence end>"
 
 
 def shape(word: str, collapse: bool = True) -> str:
@@ -111,6 +125,21 @@ def ref_text(base: str, off: int) -> str:
 
 
 TEXT_FUNCTIONS = ("lower", "prefix", "suffix", "shape", "longshape")
+
+
+def expr_text(e: ast.ObsExpr) -> str:
+    """An observation expression as written (spaces dropped): ``count``'s
+    attribute name."""
+    if isinstance(e, ast.ColumnRef):
+        lo, hi = ref_text(e.lo_base, e.lo), ref_text(e.hi_base, e.hi)
+        return f"{e.column}[{lo if (e.lo_base, e.lo) == (e.hi_base, e.hi) else lo + '..' + hi}]"
+    if isinstance(e, ast.NameRef):
+        return e.name
+    if isinstance(e, ast.Call):
+        return call_tag(e).format(expr_text(e.arg))
+    sep = "&" if isinstance(e, ast.Conj) else "|"
+    return sep.join(f"({expr_text(p)})" if isinstance(p, ast.Disj) else expr_text(p)
+                    for p in e.parts)
 
 
 def call_tag(call: ast.Call) -> str:

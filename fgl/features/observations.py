@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Callable
 
 from fgl.errors import DataError, SpecError, shorten
-from fgl.features.builtins import TEXT_FUNCTIONS, call_tag, ref_text, regex_classes, text_function
+from fgl.features.builtins import (
+    END_MARKER,
+    START_MARKER,
+    TEXT_FUNCTIONS,
+    call_tag,
+    expr_text,
+    ref_text,
+    regex_classes,
+    text_function,
+)
 from fgl.features.streams import evaluate_streams, template_streams
 from fgl.lang import ast
 from fgl.lang.items import MAX_ITEMS, bag_conjunctions, longest_segment, most_items
@@ -25,6 +34,10 @@ from fgl.lang.items import MAX_ITEMS, bag_conjunctions, longest_segment, most_it
 Item = tuple[str, str | None, float]
 Spans = list[tuple[int, int]] | None  # None: one position per token
 Evaluator = Callable[[dict[str, list], int, Spans], list[list[Item]]]
+# per position or span, a range's (name, text) at each of its positions in order; a
+# position outside the sequence has START_MARKER or END_MARKER as its text
+Slots = Callable[[dict[str, list], int, Spans], list[list[tuple[str, str]]]]
+_MARKERS = (START_MARKER, END_MARKER)
 
 
 class ObservationCompiler:
@@ -122,11 +135,17 @@ class ObservationCompiler:
         return evaluate
 
     def _call(self, call: ast.Call) -> Evaluator:
-        inner = self.compile(call.arg)
         func = call.func
+        if func == "pad":     # pad and zip read ranges position by position
+            return _kept(*self._slots(call))
+        if func == "zip":
+            return _zipped([self._slots(p) for p in call.arg.parts])
+        inner = self.compile(call.arg)
         tag = call_tag(call)
         if func == "value":
             return inner
+        if func == "count":
+            return _count(inner, f"count({expr_text(call.arg)})")
         if func == "either":
             return _either(inner)
         if func == "tokens":
@@ -146,6 +165,22 @@ class ObservationCompiler:
             return _map_items(inner, lambda nm, tx, v: ([(tag.format(nm), None, v)]
                                                         if tx in words else []))
         raise SpecError(f"unknown function '{func}'", call.loc.file, call.loc.line, call.loc.col)
+
+    def _slots(self, expr: ast.ObsExpr) -> tuple[Slots, bool]:
+        """A range read position by position (a column reference under text
+        built-ins, ``pad`` and names) and whether its markers are kept (under
+        ``pad``)."""
+        if isinstance(expr, ast.NameRef):
+            return self._slots(self.named[expr.name].expr)
+        if isinstance(expr, ast.ColumnRef):
+            return _column_slots(expr), False
+        inner, kept = self._slots(expr.arg)
+        if expr.func == "pad":
+            return inner, True
+        fn, tag = text_function(expr), call_tag(expr)
+        return (lambda cols, T, spans: [[(tag.format(nm), tx if tx in _MARKERS else fn(tx))
+                                         for nm, tx in row] for row in inner(cols, T, spans)],
+                kept)
 
     def _lexicon(self, call: ast.Call) -> frozenset[str]:
         """The lexicon named in the spec, read once (relative to the spec's
@@ -171,6 +206,63 @@ def _map_items(inner: Evaluator, fn: Callable[[str, str, float], list[Item]]) ->
         return [[out for nm, tx, v in row for out in fn(nm, tx or "", v)]
                 for row in inner(cols, T, spans)]
     return evaluate
+
+
+def _column_slots(ref: ast.ColumnRef) -> Slots:
+    """A text column's range, position by position: per offset its own name
+    (``word[t-2]``), or one name for a range between u and v."""
+    if ref.lo_base == ref.hi_base:
+        offsets = [(f"{ref.column}[{ref_text(ref.lo_base, off)}]", off)
+                   for off in range(ref.lo, ref.hi + 1)]
+    label = (f"{ref.column}[{ref_text(ref.lo_base, ref.lo)}..{ref_text(ref.hi_base, ref.hi)}]")
+
+    def slots(cols: dict[str, list], T: int, spans: Spans) -> list[list[tuple[str, str]]]:
+        values = cols[ref.column]
+
+        def at(i: int) -> str:
+            return values[i] if 0 <= i < T else START_MARKER if i < 0 else END_MARKER
+        out = []
+        for u, v in spans if spans is not None else ((t, t) for t in range(T)):
+            base = {"u": u, "v": v, "t": u, "i": u, "j": v, "a": u, "b": v}
+            if ref.lo_base == ref.hi_base:
+                out.append([(nm, at(base[ref.lo_base] + off)) for nm, off in offsets])
+            else:
+                out.append([(label, at(i)) for i in range(base[ref.lo_base] + ref.lo,
+                                                          base[ref.hi_base] + ref.hi + 1)])
+        return out
+    return slots
+
+
+def _kept(slots: Slots, kept: bool) -> Evaluator:
+    """``pad(e)``: the range's items, a marker where a position is outside."""
+    return lambda cols, T, spans: [[(nm, tx, 1.0) for nm, tx in row
+                                    if kept or tx not in _MARKERS]
+                                   for row in slots(cols, T, spans)]
+
+
+def _zipped(parts: list[tuple[Slots, bool]]) -> Evaluator:
+    """``zip(a & b)``: one conjoined item per aligned position of the ranges,
+    none where an unpadded range is outside the sequence (Cuong et al. 2014
+    §4: word pairs at fixed offsets summed over a segment)."""
+    def evaluate(cols: dict[str, list], T: int, spans: Spans) -> list[list[Item]]:
+        rows = [slots(cols, T, spans) for slots, _ in parts]
+        kept = [k for _, k in parts]
+        out = []
+        for at in zip(*rows):
+            row: list[Item] = []
+            for combo in zip(*at):
+                if all(k or tx not in _MARKERS for k, (_, tx) in zip(kept, combo)):
+                    row.append(("&".join(nm for nm, _ in combo),
+                                "|".join(tx for _, tx in combo), 1.0))
+            out.append(row)
+        return out
+    return evaluate
+
+
+def _count(inner: Evaluator, name: str) -> Evaluator:
+    """``count(e)``: how many items ``e`` gives, as one real value (none when 0)."""
+    return lambda cols, T, spans: [[(name, None, float(len(items)))] if items else []
+                                   for items in inner(cols, T, spans)]
 
 
 def _either(inner: Evaluator) -> Evaluator:

@@ -1,4 +1,5 @@
-"""conlleval-style evaluation: token accuracy, chunk and per-label P/R/F1.
+"""conlleval-style evaluation: token accuracy, chunk and per-label P/R/F1,
+and a micro-average of token P/R/F1 over chosen labels.
 
 Chunk rules (scheme ``"iob"``; accepts IOB1, IOB2/BIO, IOBES and BILOU in one
 set of rules, so mixed or ill-formed sequences are still read sensibly):
@@ -21,23 +22,36 @@ the first ``-``, or a *bare* label with no such prefix (e.g. ``PER`` or
 
 Scheme ``"plain"`` ignores prefixes: every non-``O`` token is a one-token
 chunk whose type is its whole label, so chunk scores equal per-label token
-scores (except that ``O`` is not a chunk).  Scheme ``"auto"`` (the default)
-uses ``"iob"`` if any gold or predicted tag has a ``B-``/``I-``/``E-``/
-``S-``/``L-``/``U-`` prefix, else ``"plain"``.
+scores (except that ``O`` is not a chunk).  Scheme ``"runs"`` reads plain
+labels as segments: every maximal run of one label is one chunk (segment)
+of that type, as segment models ``from change`` write them.  Scheme
+``"auto"`` (the default) uses ``"iob"`` if any gold or predicted tag has a
+``B-``/``I-``/``E-``/``S-``/``L-``/``U-`` prefix, else ``"plain"``.
+
+``ignore`` (default ``("O",)``) names the chunk types that are not chunks:
+chunks of those types are dropped under every scheme (under ``"iob"`` the tag
+``O`` is always outside; under ``"plain"`` and ``"runs"`` ``O`` is a label
+like any other, a chunk type unless ignored).
 
 A predicted chunk is correct when its type, start and end all equal those of
 a gold chunk.  Precision = correct/predicted, recall = correct/gold, F1 =
 2PR/(P+R); all are percentages (0-100) and 0 when the denominator is 0.
 ``overall`` is micro-averaged over all chunk types.
+
+``labels`` (optional) selects labels for a token-level micro-average: a
+token is predicted when its predicted tag is one of them, gold when its gold
+tag is, and correct when both tags are equal and one of them (the
+punctuation measure of Cuong et al. 2014, §4, over ``,`` ``.`` ``?``).
 """
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 _PREFIX = {"B": "B", "I": "I", "E": "E", "S": "S", "L": "E", "U": "S"}
 
-SCHEMES = ("auto", "iob", "plain")
+SCHEMES = ("auto", "iob", "plain", "runs")
 _ALIASES = {"bio": "iob", "iob1": "iob", "iob2": "iob", "iobes": "iob", "bilou": "iob"}
 
 
@@ -71,18 +85,27 @@ class Report:
     overall: Scores                      # micro-average over chunk types
     labels: dict[str, Scores]            # per label, token level
     scheme: str = field(default="iob")   # the scheme actually used
+    selected: tuple[str, ...] = ()       # the labels of ``micro`` (none: no micro-average)
+    micro: Scores | None = None          # token-level micro-average over ``selected``
 
     def format(self) -> str:
-        """A conlleval-like table: chunk scores per type, then per label."""
+        """A conlleval-like table: chunk scores per type, then per label;
+        the micro-average over the selected labels on its own line."""
         o = self.overall
+        unit, title = ("segments", "segment") if self.scheme == "runs" else ("chunks", "chunk type")
         out = [
-            f"processed {self.tokens} tokens with {o.support} chunks; "
-            f"found: {o.predicted} chunks; correct: {o.correct}.",
+            f"processed {self.tokens} tokens with {o.support} {unit}; "
+            f"found: {o.predicted} {unit}; correct: {o.correct}.",
             f"accuracy: {self.accuracy:6.2f}%; precision: {o.precision:6.2f}%; "
             f"recall: {o.recall:6.2f}%; F1: {o.f1:6.2f}",
-            "",
         ]
-        out += _table("chunk type", self.chunks, total=("overall", o))
+        if self.micro is not None:
+            m = self.micro
+            out.append(f"labels {' '.join(self.selected)}: precision: {m.precision:6.2f}%; "
+                       f"recall: {m.recall:6.2f}%; F1: {m.f1:6.2f} (gold: {m.support}; "
+                       f"found: {m.predicted}; correct: {m.correct})")
+        out.append("")
+        out += _table(title, self.chunks, total=("overall", o))
         out.append("")
         out += _table("label", self.labels)
         return "\n".join(out) + "\n"
@@ -116,14 +139,21 @@ def _split(tag: str) -> tuple[str, str]:
     return "", tag
 
 
-def chunks(tags: list[str], scheme: str = "iob") -> list[tuple[str, int, int]]:
-    """The chunks of one tag sequence as ``(type, start, end_exclusive)``.
+def chunks(tags: list[str], scheme: str = "iob",
+           ignore: Iterable[str] = ("O",)) -> list[tuple[str, int, int]]:
+    """The chunks of one tag sequence as ``(type, start, end_exclusive)``,
+    without those whose type is in ``ignore``.
 
-    See the module docstring for the rules of ``"iob"`` and ``"plain"``.
+    See the module docstring for the rules of each scheme.
     """
     scheme = _resolve(scheme, [tags])
+    skip = set(ignore)
     if scheme == "plain":
-        return [(t, i, i + 1) for i, t in enumerate(tags) if t != "O"]
+        return [(t, i, i + 1) for i, t in enumerate(tags) if t not in skip]
+    if scheme == "runs":
+        starts = [i for i in range(len(tags)) if i == 0 or tags[i] != tags[i - 1]]
+        return [(tags[u], u, v) for u, v in zip(starts, [*starts[1:], len(tags)])
+                if tags[u] not in skip]
     out: list[tuple[str, int, int]] = []
     open_type: str | None = None
     start = 0
@@ -148,7 +178,7 @@ def chunks(tags: list[str], scheme: str = "iob") -> list[tuple[str, int, int]]:
         prev = p
     if open_type is not None:
         out.append((open_type, start, len(tags)))
-    return out
+    return [c for c in out if c[0] not in skip]
 
 
 def _resolve(scheme: str, seqs) -> str:
@@ -164,12 +194,15 @@ def _resolve(scheme: str, seqs) -> str:
     return "plain"
 
 
-def evaluate(gold: list[list[str]], pred: list[list[str]], scheme: str = "auto") -> Report:
+def evaluate(gold: list[list[str]], pred: list[list[str]], scheme: str = "auto",
+             ignore: Iterable[str] = ("O",), labels: Iterable[str] | None = None) -> Report:
     """Compare predicted tag sequences with gold ones, sentence by sentence.
 
     ``gold`` and ``pred`` must have the same number of sentences and each
     pair the same length (else ``ValueError``).  Chunks never cross sentence
     boundaries.  Accuracy is over all tokens (0 when there are none).
+    ``ignore``: chunk types that are not chunks; ``labels``: the labels of
+    the token-level micro-average ``Report.micro`` (see the module docstring).
     """
     if len(gold) != len(pred):
         raise ValueError(f"gold has {len(gold)} sentences but pred has {len(pred)}")
@@ -179,6 +212,10 @@ def evaluate(gold: list[list[str]], pred: list[list[str]], scheme: str = "auto")
         if len(g) != len(p):
             raise ValueError(f"sentence {i}: gold has {len(g)} tokens but pred has {len(p)}")
     used = _resolve(scheme, [*gold, *pred])
+    ignore = tuple(ignore)
+    selected = tuple(dict.fromkeys(labels)) if labels is not None else ()
+    if labels is not None and not selected:
+        raise ValueError("labels: expected at least one label")
 
     tokens = right = 0
     lab_gold: Counter[str] = Counter()
@@ -195,8 +232,8 @@ def evaluate(gold: list[list[str]], pred: list[list[str]], scheme: str = "auto")
             if a == b:
                 right += 1
                 lab_ok[a] += 1
-        gc = chunks(g, used)
-        pc = chunks(p, used)
+        gc = chunks(g, used, ignore)
+        pc = chunks(p, used, ignore)
         for c in gc:
             ch_gold[c[0]] += 1
         for c in pc:
@@ -209,4 +246,10 @@ def evaluate(gold: list[list[str]], pred: list[list[str]], scheme: str = "auto")
     overall = Scores.from_counts(sum(ch_ok.values()), sum(ch_pred.values()), sum(ch_gold.values()))
     label_scores = {t: Scores.from_counts(lab_ok[t], lab_pred[t], lab_gold[t])
                     for t in sorted(set(lab_gold) | set(lab_pred))}
-    return Report(_pct(right, tokens), tokens, chunk_scores, overall, label_scores, used)
+    micro = None
+    if selected:
+        micro = Scores.from_counts(sum(lab_ok[t] for t in selected),
+                                   sum(lab_pred[t] for t in selected),
+                                   sum(lab_gold[t] for t in selected))
+    return Report(_pct(right, tokens), tokens, chunk_scores, overall, label_scores, used,
+                  selected, micro)

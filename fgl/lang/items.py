@@ -17,6 +17,8 @@ from typing import Iterator, Mapping
 from fgl.features.builtins import REGEX_CLASSES
 from fgl.lang import ast
 
+# the built-ins that keep a range's positions in order (zip pairs them, pad marks the ends)
+POSITIONAL_FUNCTIONS = ("lower", "prefix", "suffix", "shape", "longshape", "pad")
 MAX_ITEMS = 100_000  # the most items an expression may give at one position
 
 
@@ -44,6 +46,10 @@ def most_items(e: ast.ObsExpr, named: Mapping[str, ast.ObsDef], segment: int = 1
                 memo[x.name] = count(d.expr)
             return memo[x.name]
         if isinstance(x, ast.Call):
+            if x.func == "count":
+                return 1
+            if x.func == "zip" and isinstance(x.arg, ast.Conj):
+                return min(count(p) for p in x.arg.parts)
             if x.func == "tokens":
                 factor = max((words.get(r.column, 1) for r in column_refs(x.arg, named)),
                              default=1)
@@ -57,6 +63,25 @@ def most_items(e: ast.ObsExpr, named: Mapping[str, ast.ObsDef], segment: int = 1
         return 1
 
     return count(e)
+
+
+def range_ref(e: ast.ObsExpr, named: Mapping[str, ast.ObsDef],
+              seen: frozenset[str] = frozenset()) -> ast.ColumnRef | None:
+    """The column range under ``e`` when ``e`` reads one position by position
+    (a column reference, under text built-ins, ``pad`` and names), else None."""
+    if isinstance(e, ast.ColumnRef):
+        return e
+    if isinstance(e, ast.NameRef) and e.name in named and e.name not in seen:
+        return range_ref(named[e.name].expr, named, seen | {e.name})
+    if isinstance(e, ast.Call) and e.func in POSITIONAL_FUNCTIONS:
+        return range_ref(e.arg, named, seen)
+    return None
+
+
+def range_width(ref: ast.ColumnRef) -> tuple[bool, int]:
+    """How long a range is: (False, n) for n positions, (True, k) for a
+    u..v range of the segment's length plus k."""
+    return (ref.lo_base != ref.hi_base, ref.hi - ref.lo + (ref.lo_base == ref.hi_base))
 
 
 def longest_segment(spec: ast.Spec) -> int:

@@ -54,10 +54,17 @@ class _Checker(DeclarationChecks, ObservationChecks, ExpressionChecks, TemplateC
         return sorted(self.errors, key=lambda e: (e.line, e.col))
 
 
-def check_spec(spec: Spec, base_dir: Path | None = None) -> list[SpecError]:
+def check_spec(spec: Spec, base_dir: Path | None = None,
+               warnings: list[SpecError] | None = None) -> list[SpecError]:
     """Every semantic error in ``spec``, in source order.  ``base_dir`` is
-    where relative file names (lexicons) are looked up; None skips that."""
-    return _Checker(spec, base_dir).run()
+    where relative file names (lexicons) are looked up; None skips that.
+    ``warnings``, when given, receives what is legal but likely not meant
+    (each a SpecError whose message starts "warning: "), in source order."""
+    checker = _Checker(spec, base_dir)
+    errors = checker.run()
+    if warnings is not None:
+        warnings.extend(sorted(checker.warnings, key=lambda w: (w.line, w.col)))
+    return errors
 
 
 def validate(spec: Spec, base_dir: Path | None = None) -> Spec:

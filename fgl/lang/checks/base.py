@@ -16,6 +16,7 @@ class CheckerBase(Reading):
         self.spec = spec
         self.base_dir = Path(base_dir) if base_dir is not None else None
         self.errors: list[SpecError] = []
+        self.warnings: list[SpecError] = []         # legal, but likely not what was meant
         self.columns: dict[str, Column] = {}
         for c in spec.columns:
             self.columns.setdefault(c.name, c)
@@ -37,6 +38,12 @@ class CheckerBase(Reading):
 
     def error(self, loc: Loc, message: str) -> None:
         self.errors.append(SpecError(message, loc.file, loc.line, loc.col))
+
+    def warn(self, loc: Loc, message: str) -> None:
+        """A warning: printed by `fgl check` as ``file:line:col: warning: ...``."""
+        w = SpecError(f"warning: {message}", loc.file, loc.line, loc.col)
+        if all(str(w) != str(x) for x in self.warnings):
+            self.warnings.append(w)
 
     def once(self, seen: dict[str, Loc], name: str, loc: Loc, error_loc: Loc, what: str,
              verb: str) -> bool:

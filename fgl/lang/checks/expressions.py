@@ -6,13 +6,20 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from fgl.features.builtins import BUILTINS
+from fgl.features.builtins import BUILTINS, expr_text
 from fgl.lang.ast import Call, ColumnRef, Conj, Disj, NameRef
 from fgl.lang.checks.context import Context
 from fgl.lang.checks.indexes import IndexChecks
 from fgl.lang.checks.messages import FUNCTIONS, NEED_SEGMENTS, ZERO_ARG
 from fgl.lang.checks.text import did_you_mean, loc_of, offsets, show
-from fgl.lang.items import MAX_ITEMS, longest_segment, most_items
+from fgl.lang.items import (
+    MAX_ITEMS,
+    POSITIONAL_FUNCTIONS,
+    longest_segment,
+    most_items,
+    range_ref,
+    range_width,
+)
 
 _GIVES = {"text": "text", "number": "numbers", "test": "a yes/no test"}
 MAX_OFFSET = 500  # the farthest a column may be read from its position (word[t+500])
@@ -29,6 +36,8 @@ class ExpressionChecks(IndexChecks):
             return self.call(e)
         if isinstance(e, (Conj, Disj)):
             kinds = [self.expr(p) for p in e.parts]
+            if isinstance(e, Conj):
+                self.cross_product(e)
             if None in kinds:
                 return None
             return "number" if "number" in kinds else "text" if "text" in kinds else "test"
@@ -51,6 +60,17 @@ class ExpressionChecks(IndexChecks):
         """The most items ``e`` gives at one position (a text read by
         tokens(...) counting as one word)."""
         return most_items(e, self.obs, longest_segment(self.spec), memo=self._items)
+
+    def cross_product(self, e: Conj) -> None:
+        """Warn when a conjunction crosses two ranges of several positions:
+        every combination, where aligned pairs are usually meant."""
+        ranges = [r for r in (range_ref(p, self.obs) for p in e.parts)
+                  if r is not None and range_width(r) != (False, 1)]
+        if len(ranges) >= 2:
+            a, b = (f"{r.column}[{offsets(r.lo, r.hi, r.lo_base, r.hi_base)}]" for r in ranges[:2])
+            self.warn(e.loc, f"{a} & {b} makes every combination of the two ranges (a cross "
+                             f"product); for pairs aligned position by position write "
+                             f"zip({a} & {b})")
 
     def column_ref(self, e: ColumnRef) -> str | None:
         problem = self.base_problem(e)
@@ -133,7 +153,21 @@ class ExpressionChecks(IndexChecks):
             return b.gives
         if e.func == "either":
             return self.either(e)
+        if e.func == "zip":
+            return self.zip(e)
+        padded = _pad_of(e.arg, self.obs) if e.func not in ("count", "pad") else None
+        if padded is not None:
+            outer = Call(e.func, padded.arg, e.params, e.loc)
+            hint = (f"write pad(...) outermost, as in pad({expr_text(outer)})"
+                    if e.func in POSITIONAL_FUNCTIONS else f"apply {e.func}() to the column itself")
+            self.error(e.loc, f"{e.func}() cannot read pad(...): it would read the start and end "
+                              f"markers as tokens; {hint}")
+        if e.func == "pad":
+            return self.pad(e)
         arg_kind = self.expr(e.arg)
+        if e.func == "count":
+            self.params(e, b.params)
+            return None if arg_kind is None else b.gives
         self.params(e, b.params)
         if arg_kind is not None and arg_kind != b.takes:
             what = (f"'{e.arg.column}' is {self.columns[e.arg.column].kind}"
@@ -154,6 +188,61 @@ class ExpressionChecks(IndexChecks):
             return None
         with self.reading(Context.EITHER):
             return self.expr(e.arg)
+
+    def positional(self, e, what: str, example: str) -> bool:
+        """``e`` reads a text column position by position (a column reference,
+        under text built-ins and ``pad``); else an error.  ``e`` is checked."""
+        kind = self.expr(e)
+        if kind is None:
+            return False
+        if range_ref(e, self.obs) is None or kind != "text":
+            self.error(e.loc, f"{what} reads a text column at offsets, possibly under "
+                              f"{', '.join(f for f in POSITIONAL_FUNCTIONS if f != 'pad')} or pad, "
+                              f"as in {example}; found "
+                              + (f"an expression that gives {_GIVES[kind]}" if kind != "text"
+                                 else "an expression that is not one column range"))
+            return False
+        return True
+
+    def pad(self, e: Call) -> str | None:
+        """``pad(e)``: a column at offsets, with markers outside the sequence."""
+        self.params(e, BUILTINS["pad"].params)
+        if self.graph:
+            self.error(e.loc, "pad(...) marks offsets before the start or after the end of a "
+                              "sequence, but a graph model (`input graph`) has no sequence")
+            return None
+        ok = self.positional(e.arg, "pad(...)", "pad(word[t-2]) or pad(lower(word[u-1]))")
+        return "text" if ok else None
+
+    def zip(self, e: Call) -> str | None:
+        """``zip(a & b & ...)``: ranges of equal length paired position by
+        position (Cuong et al. 2014 §4)."""
+        self.params(e, BUILTINS["zip"].params)
+        example = "zip(word[u-1..v-1] & word[u..v]) or zip(word[t-2..t] & pos[t-2..t])"
+        if not isinstance(e.arg, Conj):
+            self.expr(e.arg)
+            self.error(e.arg.loc, f"zip(...) pairs the ranges of a conjunction position by "
+                                  f"position; write them joined by &, as in {example}")
+            return None
+        if self.graph:
+            self.error(e.loc, "zip(...) pairs column ranges at offsets, but a graph model "
+                              "(`input graph`) has no offsets")
+            return None
+        if not all([self.positional(p, "each part of zip(...)", example) for p in e.arg.parts]):
+            return None
+        refs = [range_ref(p, self.obs) for p in e.arg.parts]
+        widths = [range_width(r) for r in refs]
+        for p, r, w in zip(e.arg.parts, refs, widths):
+            if w != widths[0]:
+                def shown(x: ColumnRef, w: tuple[bool, int]) -> str:
+                    n = (f"the segment's length{w[1]:+d}" if w[1] else "the segment's length"
+                         ) if w[0] else f"{w[1]} position{'s' if w[1] > 1 else ''}"
+                    return f"{x.column}[{offsets(x.lo, x.hi, x.lo_base, x.hi_base)}] ({n})"
+                self.error(p.loc, f"zip(...) pairs its ranges position by position, so they "
+                                  f"must be equally long; {shown(refs[0], widths[0])} and "
+                                  f"{shown(r, w)} are not, as in {example}")
+                return None
+        return "text"
 
     def params(self, e: Call, types: tuple[type, ...]) -> None:
         if len(e.params) != len(types):
@@ -189,3 +278,12 @@ class ExpressionChecks(IndexChecks):
                     except OSError as x:
                         self.error(loc, f"cannot read lexicon file {show(p)}: "
                                         f"{x.strerror or x}")
+
+
+def _pad_of(e, named: dict) -> Call | None:
+    """``e`` when it is pad(...), directly or through names, else None."""
+    seen: set[str] = set()
+    while isinstance(e, NameRef) and e.name in named and e.name not in seen:
+        seen.add(e.name)
+        e = named[e.name].expr
+    return e if isinstance(e, Call) and e.func == "pad" else None
