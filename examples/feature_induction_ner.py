@@ -47,7 +47,7 @@ TESTS = ("word[t-2..t+2]", "lower(word[t-2..t+2])", "class(word[t-2..t+2])",
 HERE = ("word[t]", "lower(word[t])", "class(word[t])", "shape(word[t])", "pos[t]", "chunk[t]")
 
 
-def specs(rounds: int, per_round: int, max_iter: int) -> dict[str, str]:
+def specs(rounds: int, per_round: int, max_iter: int, min_gain: float) -> dict[str, str]:
     train = f"train {{ sigma = 3  max_iter = {max_iter} }}\n"
     fixed_pairs = ", ".join(f"{a} & {b.replace('[t]', f'[t{d}]')}"
                             for a in HERE for b in HERE for d in ("-1", "+1"))
@@ -59,7 +59,7 @@ def specs(rounds: int, per_round: int, max_iter: int) -> dict[str, str]:
         "induced": HEAD + f"template cands: y[t] ~ {', '.join(TESTS)} (induce = 2)\n"
         "template trans: y[t-1..t]\n"
         f"train {{ sigma = 3  max_iter = {max_iter}  induce_rounds = {rounds}  "
-        f"induce_per_round = {per_round}  induce_min_gain = 5  induce_iter = 10 }}\n",
+        f"induce_per_round = {per_round}  induce_min_gain = {min_gain:g}  induce_iter = 10 }}\n",
     }
 
 
@@ -70,6 +70,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--per-round", type=int, default=1000)
     ap.add_argument("--max-iter", type=int, default=200)
+    ap.add_argument("--min-gain", type=float, default=5.0,
+                    help="induce_min_gain (the paper's threshold: 5)")
     ap.add_argument("--only", choices=["word identity", "fixed conjunctions", "induced"],
                     action="append", help="train only these models")
     a = ap.parse_args()
@@ -78,7 +80,7 @@ def main() -> int:
         print(f"skipped: CoNLL-2003 not found in {a.data}")
         return 0
     rounds = a.rounds or (4 if a.quick else 10)
-    models = specs(rounds, a.per_round, a.max_iter)
+    models = specs(rounds, a.per_round, a.max_iter, a.min_gain)
     probe = CRF(models["word identity"])
     train, dev = probe.read(train_path), probe.read(dev_path)
     if a.quick:

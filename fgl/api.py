@@ -478,6 +478,8 @@ class CRF:
             meta = {"iterations": len(self.training_log.iterations),
                     "objective": self.training_log.objective,
                     "seconds": self.training_log.seconds}
+            if self.training_log.induced:   # feature induction: the features in order added
+                meta["induced"] = self.training_log.induced
         save_model(path, model, self.weights, meta)
 
     @classmethod

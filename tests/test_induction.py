@@ -11,6 +11,7 @@ from scipy.optimize import minimize_scalar
 
 from fgl import CRF
 from fgl.errors import SpecError
+from fgl.io.model_files import load_model
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 from fgl.learn.induction import FeatureInduction, InductionSettings, _gains
@@ -109,6 +110,7 @@ def test_an_induced_model_saves_loads_and_tags(tmp_path):
     assert any(" & " in k for k in crf.model.vocabs[0])
     path = tmp_path / "m.fglm"
     crf.save(path)
+    assert load_model(path)[2]["induced"] == crf.training_log.induced
     again = CRF.load(path)
     Xt, _ = _xor_data(50, 4)
     assert again.predict(Xt) == crf.predict(Xt)
