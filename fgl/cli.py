@@ -65,11 +65,15 @@ def _parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train a spec on a data file",
                        description="Compile SPEC against the training data and fit its weights "
-                                   "by L-BFGS; write the model file.")
+                                   "by the spec's trainer (L-BFGS by default; OWL-QN when l1 > "
+                                   "0, the averaged perceptron, the ECRN, or feature induction "
+                                   "for a template with `induce`); write the model file.")
     t.add_argument("spec", help="the model spec (.fgl)")
     t.add_argument("--train", required=True, metavar="FILE",
                    help="training data (CoNLL columns; JSON lines for `input graph` specs)")
-    t.add_argument("--dev", metavar="FILE", help="development data, evaluated after training")
+    t.add_argument("--dev", metavar="FILE",
+                   help="development data, evaluated after training (and scored after every "
+                        "round of feature induction)")
     t.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
     t.add_argument("--sigma", type=float, help="override the spec's Gaussian prior sigma")
     t.add_argument("--max-iter", type=int, help="override the spec's L-BFGS iteration limit")
