@@ -22,6 +22,7 @@ from fgl.errors import FglError, SpecError, TrainingError
 from fgl.io.conll import Sentence, iter_conll, read_conll
 from fgl.io.evaluate import Report, evaluate
 from fgl.io.graphs import read_graphs
+from fgl.io.inspect import inspection, state_features, transition_features
 from fgl.io.model_files import check_writable, load_model, save_model
 from fgl.lang import ast
 from fgl.lang.checks import validate
@@ -142,6 +143,7 @@ class CRF:
         self.model: Model | None = None
         self.weights: np.ndarray | None = None
         self.training_log: TrainingLog | None = None
+        self.training_meta: dict = {}   # a loaded model file's training metadata
 
     @property
     def engine(self) -> registry.Choice:
@@ -475,9 +477,7 @@ class CRF:
         model = self._fitted()
         meta = {}
         if self.training_log is not None:
-            meta = {"iterations": len(self.training_log.iterations),
-                    "objective": self.training_log.objective,
-                    "seconds": self.training_log.seconds}
+            meta = self._training_meta()
             if self.training_log.induced:   # feature induction: the features in order added
                 meta["induced"] = self.training_log.induced
         save_model(path, model, self.weights, meta)
@@ -485,10 +485,41 @@ class CRF:
     @classmethod
     def load(cls, path: str | Path, jobs: int | None = None) -> "CRF":
         """Read a model file written by ``save``."""
-        model, weights, _ = load_model(path)
+        model, weights, meta = load_model(path)
         crf = cls(model.spec, jobs=jobs)
-        crf.model, crf.weights = model, weights
+        crf.model, crf.weights, crf.training_meta = model, weights, meta
         return crf
+
+    # ------------------------------------------------------------ looking inside
+
+    def inspect(self, top: int = 10, template: str | None = None) -> dict:
+        """The model's weights by template (the strongest ``top`` per
+        template, or a label matrix for a two-label template without
+        observations) and its training metadata, as plain data
+        (``fgl.io.inspect``; ``fgl inspect MODEL`` prints it)."""
+        return inspection(self._fitted(), self.weights, self._training_meta(), top, template)
+
+    @property
+    def state_features_(self) -> dict[tuple[str, str], float]:
+        """{(attribute, label): weight} of the one-label templates with
+        observations (sklearn-crfsuite's meaning)."""
+        return state_features(self._fitted(), self.weights)
+
+    @property
+    def transition_features_(self) -> dict[tuple[str, str], float]:
+        """{(label from, label to): weight} of the two-label templates
+        without observations (sklearn-crfsuite's meaning)."""
+        return transition_features(self._fitted(), self.weights)
+
+    def _training_meta(self) -> dict:
+        """What training left: the log's summary, or the loaded file's."""
+        if self.training_log is not None:
+            log = self.training_log
+            return {"iterations": len(log.iterations), "objective": log.objective,
+                    "seconds": log.seconds, "evaluations": log.evaluations,
+                    "converged": log.converged, "message": log.message,
+                    "trainer": str(self.settings["trainer"])}
+        return dict(self.training_meta)
 
 
 def _check_same_model(saved: Model, model: Model, name: str) -> None:

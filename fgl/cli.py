@@ -27,6 +27,7 @@ examples:
   fgl tag chunker.fglm test.txt > tagged.txt
   fgl eval chunker.fglm test.txt
   fgl compare chunker.fglm other.fglm test.txt
+  fgl inspect chunker.fglm --top 5
 
 A spec names the data columns (`columns word, pos, chunk`), the label column
 (`output chunk`), observation functions (`obs w = word[t-2..t+2]`) and clique
@@ -148,6 +149,16 @@ def _parser() -> argparse.ArgumentParser:
                    help="contiguous test partitions for the t-intervals (default 10)")
     m.add_argument("--seed", type=int, default=0, help="random seed of the shuffles")
     data_args(m)
+
+    i = sub.add_parser("inspect", help="show a trained model's weights and training log",
+                       description="Per template: feature counts and the strongest weights "
+                                   "(attribute -> labels), positive and negative, or the label "
+                                   "matrix of a two-label template without observations (a "
+                                   "transition table); the training log the model file keeps.")
+    i.add_argument("model", help="a model file written by `fgl train`")
+    i.add_argument("--top", type=int, default=10, help="weights shown per template (default 10)")
+    i.add_argument("--template", metavar="NAME", help="only this template")
+    i.add_argument("--json", action="store_true", help="print JSON instead of text")
 
     c = sub.add_parser("check", help="validate a spec", description="Parse and check a spec; "
                        "report every error as file:line:col.")
@@ -353,6 +364,23 @@ def _cmd_compare(a: argparse.Namespace) -> None:
         print(result.format(a.model_a, a.model_b))
 
 
+def _cmd_inspect(a: argparse.Namespace) -> None:
+    import json
+
+    from fgl.api import CRF
+    from fgl.io.inspect import format_inspection
+
+    if a.top < 0:
+        raise FglError("--top must be 0 or more")
+    crf = CRF.load(a.model)
+    names = [t.name for t in crf.model.templates]
+    if a.template is not None and a.template not in names:
+        raise FglError(f"{a.model}: no template '{a.template}'; the model has "
+                       f"{', '.join(names)}")
+    info = crf.inspect(a.top, a.template)
+    print(json.dumps(info, indent=1, ensure_ascii=False) if a.json else format_inspection(info))
+
+
 def _cmd_check(a: argparse.Namespace) -> int:
     from fgl.lang.checks import check_spec
     from fgl.lang.parser import parse_spec
@@ -441,7 +469,7 @@ def _memory_budget(size: str | None):
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     command = {"train": _cmd_train, "tag": _cmd_tag, "eval": _cmd_eval,
-               "compare": _cmd_compare, "check": _cmd_check,
+               "compare": _cmd_compare, "inspect": _cmd_inspect, "check": _cmd_check,
                "explain": _cmd_explain, "draw": _cmd_draw}[args.command]
     try:
         with warnings.catch_warnings(), _memory_budget(getattr(args, "max_memory", None)):

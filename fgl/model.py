@@ -108,6 +108,10 @@ class Model(Protocol):
     def log_partition(self, w: np.ndarray, data: Any, jobs: int) -> np.ndarray:
         """log Z(x) of every instance of ``data``."""
 
+    def pattern_labels(self, template: int, pattern: int) -> tuple[str, ...]:
+        """The labels (one per variable) of a feature's ``feat_pattern``
+        entry in ``template``."""
+
     def describe(self, data: Any | None = None) -> list[str]:
         """Sizes of the compiled program (and of ``data``'s instances) for
         ``explain``."""

@@ -364,6 +364,16 @@ class FactorGraphModel:
         return _footprint(self.spec, self.layers, [t.layers for t in self.templates], counts,
                           self._features_per_template(), len(self.program.row_template), jobs)
 
+    def pattern_labels(self, template: int, pattern: int) -> tuple[str, ...]:
+        """The labels of configuration ``pattern`` of ``template``'s table
+        (row-major over its variables, the first slowest)."""
+        out = []
+        for li in reversed(self.templates[template].layers):
+            labels = self.layers[li].labels
+            pattern, y = divmod(pattern, len(labels))
+            out.append(labels[y])
+        return tuple(reversed(out))
+
     def describe(self, data: LoopyData | None = None) -> list[str]:
         method, settings = self.program.method, self.program.settings
         knobs = ", ".join(f"{k} = {v}" for k, v in settings.items())

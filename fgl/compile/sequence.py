@@ -198,6 +198,10 @@ class SequenceModel:
     def log_partition(self, w: np.ndarray, data: EncodedData, jobs: int) -> np.ndarray:
         return self.program.log_partition(w, data, jobs)
 
+    def pattern_labels(self, template: int, pattern: int) -> tuple[str, ...]:
+        """The labels of label pattern ``pattern`` (oldest first)."""
+        return tuple(self.labels[y] for y in self.structure.patterns[pattern])
+
     def describe(self, data: EncodedData | None = None) -> list[str]:
         st = self.structure
         lines = [f"labels (n = {st.n_labels}): {' '.join(self.labels)}",
