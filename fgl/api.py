@@ -34,7 +34,7 @@ from fgl.learn.induction import INDUCTION_KEYS, InductionSettings, train_with_in
 from fgl.learn.learner import TrainingLog, train_lbfgs
 from fgl.learn.local_objectives import LocalObjective
 from fgl.learn.perceptron import train_perceptron
-from fgl.model import Model, Predictions, TokenMarginals
+from fgl.model import Model, Predictions, TokenMarginals, output_layers
 
 Rows = Sequence[Sequence[object]]
 # train settings each trainer does not read (refused at the setting)
@@ -56,6 +56,10 @@ def _as_sentences(X: Sequence[Rows], y: Sequence[Sequence] | None, what: str,
     for i, rows in enumerate(X):
         if y is not None and len(rows) != len(y[i]):
             raise ValueError(f"{what}: sequence {i} has {len(rows)} tokens but {len(y[i])} labels")
+        if any(isinstance(row, dict) for row in rows):
+            raise FglError(f"{what}: sequence {i} holds a dict per token (sklearn-crfsuite's "
+                           "feature dicts); fgl reads rows of the spec's column values, in the "
+                           "order of `columns`, and its observations make the features")
         if i and (documents is None or documents[i] != documents[i - 1]):
             doc += 1
         fields = [[_text(v) for v in row] + (_labels(y[i][j]) if y is not None else [])
@@ -186,7 +190,8 @@ class CRF:
         ``within document`` templates link across; by default every
         sequence is a document of its own.  ``resume``: a checkpoint of a
         run on the same data to continue."""
-        return self.fit_sentences(_as_sentences(X, y, "train", documents), resume=resume)
+        sentences = [s for s in _as_sentences(X, y, "train", documents) if s.rows]
+        return self.fit_sentences(sentences, resume=resume)   # (an empty sequence adds nothing)
 
     def fit_file(self, path: str | Path, encoding: str = "utf-8",
                  short_lines: str = "error", resume: str | Path | None = None,
@@ -382,9 +387,22 @@ class CRF:
         return self.model
 
     def tag_sentences(self, sentences: Sequence[Sentence]) -> Predictions:
-        """MAP labels of every output layer, with inference statistics."""
+        """MAP labels of every output layer, with inference statistics (an
+        empty sequence gets empty label sequences)."""
         model = self._fitted()
-        return model.decode(self.weights, model.encode(sentences), self.jobs)
+        keep = [i for i, s in enumerate(sentences) if s.rows]
+        if len(keep) == len(sentences):
+            return model.decode(self.weights, model.encode(sentences), self.jobs)
+        outputs = [layer.name for layer in output_layers(model.layers)]
+        labels: list[list[list[str]]] = [[[] for _ in outputs] for _ in sentences]
+        stats = None
+        if keep:
+            pred = model.decode(self.weights, model.encode([sentences[i] for i in keep]),
+                                self.jobs)
+            for i, per_layer in zip(keep, pred.labels):
+                labels[i] = per_layer
+            stats = pred.stats
+        return Predictions(outputs, labels, stats)
 
     def predict_sentences(self, sentences: Sequence[Sentence]) -> list[list]:
         return self.tag_sentences(sentences).tokens()
@@ -412,8 +430,21 @@ class CRF:
                   ) -> TokenMarginals:
         """Per-token label marginals of every output layer."""
         model = self._fitted()
-        data = model.encode(_as_sentences(X, None, "predict", documents))
-        return model.marginals(self.weights, data, self.jobs)
+        sentences = _as_sentences(X, None, "predict", documents)
+        keep = [i for i, s in enumerate(sentences) if s.rows]
+        got = model.marginals(self.weights, model.encode([sentences[i] for i in keep]),
+                              self.jobs) if keep else None
+        if len(keep) == len(sentences):
+            return got
+        probs = [[np.zeros((0, len(labels))) for labels in model_labels]
+                 for model_labels in [[layer.labels for layer in output_layers(model.layers)]]
+                 * len(sentences)]
+        for i, per_layer in zip(keep, got.probs if got else []):
+            probs[i] = per_layer
+        outputs = output_layers(model.layers)
+        return TokenMarginals([layer.name for layer in outputs],
+                              [layer.labels for layer in outputs], probs,
+                              got.stats if got else None)
 
     def predict_marginals(self, X: Sequence[Rows], documents: Sequence[Hashable] | None = None
                           ) -> list[list[dict]]:
@@ -431,8 +462,19 @@ class CRF:
         ``within document`` templates) under the current weights (the Bethe
         approximation for loopy models)."""
         model = self._fitted()
-        data = model.encode(_as_sentences(X, None, "predict", documents))
-        return [float(v) for v in model.log_partition(self.weights, data, self.jobs)]
+        sentences = _as_sentences(X, None, "predict", documents)
+        keep = [i for i, s in enumerate(sentences) if s.rows]
+        if len(keep) == len(sentences):   # (one value per instance: a document, if linked)
+            data = model.encode(sentences)
+            return [float(v) for v in model.log_partition(self.weights, data, self.jobs)]
+        if documents is not None:
+            raise FglError("log_partition: an empty sequence among documents; drop it first")
+        out = [0.0] * len(sentences)    # an empty sequence has one labelling, of score 0
+        if keep:
+            data = model.encode([sentences[i] for i in keep])
+            for i, v in zip(keep, model.log_partition(self.weights, data, self.jobs)):
+                out[i] = float(v)
+        return out
 
     def score(self, X: Sequence[Rows], y: Sequence[Sequence],
               documents: Sequence[Hashable] | None = None) -> float:

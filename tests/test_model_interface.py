@@ -169,3 +169,23 @@ def test_no_engine_branches_outside_the_registry():
             if pattern.search(line):
                 offenders.append(f"{path.relative_to(ROOT)}:{no}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_empty_sequences_and_feature_dicts():
+    """An empty sequence trains nothing and predicts nothing, whatever its
+    place; sklearn-crfsuite's feature dicts are refused, not misread."""
+    from test_cli import HMM, segment_data
+
+    from fgl.errors import FglError
+    train = segment_data(n_train=20)[0]
+    X = [[row[:-1] for row in s.rows] for s in train]
+    y = [[row[-1] for row in s.rows] for s in train]
+    crf = CRF(str(HMM), max_iter=5, jobs=1).fit([[]] + X, [[]] + y)
+    plain = CRF(str(HMM), max_iter=5, jobs=1).fit(X, y)
+    np.testing.assert_array_equal(crf.weights, plain.weights)
+    assert crf.predict([[], X[0], []]) == [[], plain.predict([X[0]])[0], []]
+    marginals = crf.predict_marginals([[], X[1]])
+    assert marginals[0] == [] and len(marginals[1]) == len(X[1])
+    assert crf.log_partition([[], X[2]]) == [0.0, crf.log_partition([X[2]])[0]]
+    with pytest.raises(FglError, match="feature dicts"):
+        crf.predict([[{"word": "a"}]])
