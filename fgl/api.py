@@ -149,6 +149,12 @@ class CRF:
         self.training_log: TrainingLog | None = None
         self.training_meta: dict = {}   # a loaded model file's training metadata
 
+    def __repr__(self) -> str:
+        name = self.spec.file if not self.spec.file.startswith("<") else (self.spec.name or "spec")
+        state = (f"trained, {len(self.weights)} features" if self.weights is not None
+                 else "not trained")
+        return f"CRF({name!r}, engine={self.engine.engine.name}, {state})"
+
     @property
     def engine(self) -> registry.Choice:
         """The engine this spec compiles to, and why."""

@@ -189,3 +189,11 @@ def test_empty_sequences_and_feature_dicts():
     assert crf.log_partition([[], X[2]]) == [0.0, crf.log_partition([X[2]])[0]]
     with pytest.raises(FglError, match="feature dicts"):
         crf.predict([[{"word": "a"}]])
+
+
+def test_repr_names_the_spec_engine_and_state():
+    from test_cli import HMM
+    assert repr(CRF(str(HMM))) == f"CRF({str(HMM)!r}, engine=chain, not trained)"
+    spec = 'model "tiny"\ncolumns word, label\noutput label\ntemplate s: y[t] ~ word[t]\n'
+    crf = CRF(spec).fit([[["a"], ["b"]]], [["X", "Y"]])
+    assert repr(crf) == f"CRF('tiny', engine=chain, trained, {len(crf.weights)} features)"
