@@ -563,13 +563,17 @@ class SegmentModel(SequenceModel):
     def _unit_attributes(cls, attributes: TemplateAttributes, cols: dict[str, list], T: int,
                          L: int) -> UnitAttributes:
         """Per template, the attributes of candidate segment (u, d) at unit
-        u·L + d - 1 (empty past the end)."""
-        spans = [(u, u + d - 1) for u in range(T) for d in range(1, L + 1) if u + d <= T]
+        u·L + d - 1 (empty past the end), from token tables where the
+        template allows it (``TemplateAttributes.segments``)."""
         out = []
-        for rows in attributes(cols, T, spans):
-            units: list[list[tuple[str, float]]] = [[] for _ in range(T * L)]
-            for (u, v), items in zip(spans, rows):
-                units[u * L + v - u] = items
+        for rows in attributes.segments(cols, T, L):
+            units: list[list[tuple[str, float]]] = []
+            k = 0
+            for u in range(T):
+                m = min(L, T - u)
+                units.extend(rows[k:k + m])
+                units.extend([[]] * (L - m))
+                k += m
             out.append(units)
         return out
 

@@ -27,6 +27,7 @@ from fgl.features.builtins import (
     regex_classes,
     text_function,
 )
+from fgl.features.span_streams import evaluate_span_streams, template_span_streams
 from fgl.features.streams import evaluate_streams, template_streams
 from fgl.lang import ast
 from fgl.lang.items import MAX_ITEMS, bag_conjunctions, longest_segment, most_items
@@ -321,6 +322,9 @@ class TemplateAttributes:
         # the column-wise fast path at token positions, where a template allows it
         self._streams = [template_streams(oc, tpl.observations) if tpl.observations else None
                          for tpl in spec.templates]
+        # the token-table fast path on every candidate segment (segment models)
+        self._span_streams = [template_span_streams(oc, tpl.observations)
+                              if tpl.observations else None for tpl in spec.templates]
 
     def evaluate(self, ti: int, cols: dict[str, list], T: int, spans: Spans = None,
                  ) -> list[list[tuple[str, float]]]:
@@ -354,6 +358,23 @@ class TemplateAttributes:
         """``out[template][i]`` = list of ``(attribute key, value)`` at token
         i, or on segment ``spans[i]`` in a segment model."""
         return [self.evaluate(ti, cols, T, spans) for ti in range(len(self._evaluators))]
+
+    def segments(self, cols: dict[str, list], T: int, L: int
+                 ) -> list[list[list[tuple[str, float]]]]:
+        """``out[template][i]`` on every candidate segment (u, u + d - 1),
+        d ≤ L, u then d ascending (Cuong et al. 2014 §2): from token tables
+        where a template allows it (``fgl.features.span_streams``), else
+        from the general evaluators."""
+        spans = None
+        out = []
+        for ti, nodes in enumerate(self._span_streams):
+            if nodes is not None:
+                out.append(evaluate_span_streams(nodes, cols, T, L))
+                continue
+            if spans is None:
+                spans = [(u, u + d - 1) for u in range(T) for d in range(1, min(L, T - u) + 1)]
+            out.append(self.evaluate(ti, cols, T, spans))
+        return out
 
 
 def sentence_columns(spec: ast.Spec, rows: list[list[str]], lines: list[int], file: str,
