@@ -151,6 +151,19 @@ def _label_max(z_row, label_z, c):
     return m
 
 
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy", inline="always")
+def _label_exps(z_row, label_z, c, row):
+    """``row[y] = exp(z_row[label_z[y]] - m)`` for the labels y < c, m the
+    largest of their potentials; returns m and the smallest ``row[y]``."""
+    m = _label_max(z_row, label_z, c)
+    e_lo = 1.0
+    for y in range(c):
+        e = np.exp(z_row[label_z[y]] - m)
+        row[y] = e
+        e_lo = min(e_lo, e)
+    return m, e_lo
+
+
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
 def _span_factors(pot, T, tables, sc, cnt, distinct, epsi, ws):
     """``epsi[u, d-1, p·n + y] = exp(Ψ(u, d, p·y) - m(u, d))`` for the labels
@@ -188,13 +201,8 @@ def _span_factors(pot, T, tables, sc, cnt, distinct, epsi, ws):
             c = cnt[dm]
             row = epsi[u, dm]
             z_row = pot[u, dm]
-            m = _label_max(z_row, label_z, c)
+            m, e_lo = _label_exps(z_row, label_z, c, row)
             off[u, dm] = m - shift
-            e_lo = 1.0
-            for y in range(c):
-                e = np.exp(z_row[label_z[y]] - m)
-                row[y] = e
-                e_lo = min(e_lo, e)
             mn = e_lo
             mx = 1.0
             for i in range(1, P):
@@ -252,13 +260,8 @@ def _label_factors(pot, T, tables, cnt, c_lo, c_hi, ws):
             c = cnt[dm]
             row = e_lab[u, dm]
             z_row = pot[u, dm]
-            m = _label_max(z_row, label_z, c)
+            m, e_lo = _label_exps(z_row, label_z, c, row)
             off[u, dm] = m - shift
-            e_lo = 1.0
-            for y in range(c):
-                e = np.exp(z_row[label_z[y]] - m)
-                row[y] = e
-                e_lo = min(e_lo, e)
             row[c:] = 0.0
             low[u, dm] = e_lo * c_lo
             high[u, dm] = c_hi
