@@ -7,9 +7,9 @@ Viterbi of Cuong et al. 2014 §2 for segment models, max-product for
 factor graphs — each engine's own ``decode``) and, when the decoding is
 not the gold one, add the gold feature counts and subtract the decoded
 ones.  The weights returned are the average of the weights after every
-instance, computed lazily (the bookkeeping of Daumé 2006's averaged perceptron: keep w and
-u = Σ_t t·Δ_t; after S steps from w₀ the average is
-((S + 1)·w − w₀ − u) / S).  Instances are visited in a shuffled
+instance, computed lazily (the bookkeeping of Daumé 2006's averaged
+perceptron: keep w and u = Σ_t t·Δ_t; after S steps from w₀ the average
+is ((S + 1)·w − w₀ − u) / S).  Instances are visited in a shuffled
 order, the same for every run (seed 0), and an epoch without mistakes
 ends training (the data are separated).
 
