@@ -124,6 +124,62 @@ def _static_tables(static, dynamic, tables):
     return ScaledTables(dynamic, block_dynamic, static_exp, cum_lo, cum_hi)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def label_max(z_row, label_z, c):
+    """The largest potential of labels 0..c-1 (-inf when c = 0)."""
+    m = -np.inf
+    for y in range(c):
+        m = max(m, z_row[label_z[y]])
+    return m
+
+
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy", inline="always")
+def label_exps(z_row, label_z, c, row):
+    """``row[y] = exp(z_row[label_z[y]] - m)`` for the labels y < c, m the
+    largest of their potentials; returns m and the smallest ``row[y]``."""
+    m = label_max(z_row, label_z, c)
+    e_lo = 1.0
+    for y in range(c):
+        e = np.exp(z_row[label_z[y]] - m)
+        row[y] = e
+        e_lo = min(e_lo, e)
+    return m, e_lo
+
+
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy", inline="always")
+def extend_blocks(row, z_row, c, e_lo, n, P, p_order, p_suffix, s_pattern, block_dynamic,
+                  dynamic, static_exp, cum_lo, cum_hi):
+    """Fill the forward-state blocks of one position's ``row`` (block ε,
+    ``row[:c]``, already holding the label exponentials whose smallest is
+    ``e_lo``) for the labels y < c: each block is its parent block times the
+    exp of its own pattern potentials (``z_row``) where they vary, else
+    ``static_exp``.  Returns the smallest and largest value written (for a
+    static block, the bounds ``cum_lo``/``cum_hi``: exact enough to be safe)."""
+    mn = e_lo
+    mx = 1.0
+    for i in range(1, P):
+        p = p_order[i]
+        base = p * n
+        par = p_suffix[p] * n
+        if block_dynamic[p]:
+            for y in range(c):
+                z = s_pattern[base + y]
+                f = np.exp(z_row[z]) if z >= 0 and dynamic[z] else static_exp[base + y]
+                e = row[par + y] * f
+                row[base + y] = e
+                mn = min(mn, e)
+                mx = max(mx, e)
+        else:
+            dst = row[base:base + c]
+            src = row[par:par + c]
+            f = static_exp[base:base + c]
+            for y in range(c):
+                dst[y] = src[y] * f[y]
+            mn = min(mn, e_lo * cum_lo[p])
+            mx = max(mx, cum_hi[p])
+    return mn, mx
+
+
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
 def _exp_transition_scores(pot, tables, sc, epsi, low):
     """``epsi[t, p·n + y] = exp(Ψ(t, p·y) - shift_t)``, block by block: the
@@ -153,37 +209,11 @@ def _exp_transition_scores(pot, tables, sc, epsi, low):
     shift = 0.0
     for t in range(T):
         row = epsi[t]
-        m = -np.inf
-        for y in range(n):  # block ε: transition ε·y carries the label's pattern
-            m = max(m, pot[t, label_z[y]])
+        # block ε: transition ε·y carries the label's pattern
+        m, eps_lo = label_exps(pot[t], label_z, n, row)
         shift += m
-        eps_lo = 1.0
-        for y in range(n):
-            e = np.exp(pot[t, label_z[y]] - m)
-            row[y] = e
-            eps_lo = min(eps_lo, e)
-        mn = eps_lo
-        mx = 1.0
-        for i in range(1, P):
-            p = p_order[i]
-            base = p * n
-            par = p_suffix[p] * n
-            if block_dynamic[p]:
-                for y in range(n):
-                    z = s_pattern[base + y]
-                    f = np.exp(pot[t, z]) if z >= 0 and dynamic[z] else static_exp[base + y]
-                    e = row[par + y] * f
-                    row[base + y] = e
-                    mn = min(mn, e)
-                    mx = max(mx, e)
-            else:
-                dst = row[base:base + n]
-                src = row[par:par + n]
-                f = static_exp[base:base + n]
-                for y in range(n):
-                    dst[y] = src[y] * f[y]
-                mn = min(mn, eps_lo * cum_lo[p])  # a bound: exact enough to be safe
-                mx = max(mx, cum_hi[p])
+        mn, mx = extend_blocks(row, pot[t], n, eps_lo, n, P, p_order, p_suffix, s_pattern,
+                               block_dynamic, dynamic, static_exp, cum_lo, cum_hi)
         if not (mn >= lo and mx <= hi):
             return np.nan
         low[t] = mn

@@ -57,6 +57,8 @@ from fgl.engines.chain import (
     _TINY,
     _static_cumulative,
     _static_tables,
+    extend_blocks,
+    label_exps,
 )
 from fgl.engines.structure import ChainStructure
 
@@ -142,28 +144,6 @@ def _token_shifts(pot, T, tables, sig):
     return total
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _label_max(z_row, label_z, c):
-    """The largest potential of labels 0..c-1 (-inf when c = 0)."""
-    m = -np.inf
-    for y in range(c):
-        m = max(m, z_row[label_z[y]])
-    return m
-
-
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy", inline="always")
-def _label_exps(z_row, label_z, c, row):
-    """``row[y] = exp(z_row[label_z[y]] - m)`` for the labels y < c, m the
-    largest of their potentials; returns m and the smallest ``row[y]``."""
-    m = _label_max(z_row, label_z, c)
-    e_lo = 1.0
-    for y in range(c):
-        e = np.exp(z_row[label_z[y]] - m)
-        row[y] = e
-        e_lo = min(e_lo, e)
-    return m, e_lo
-
-
 @njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
 def _span_factors(pot, T, tables, sc, cnt, distinct, epsi, ws):
     """``epsi[u, d-1, p·n + y] = exp(Ψ(u, d, p·y) - m(u, d))`` for the labels
@@ -201,30 +181,10 @@ def _span_factors(pot, T, tables, sc, cnt, distinct, epsi, ws):
             c = cnt[dm]
             row = epsi[u, dm]
             z_row = pot[u, dm]
-            m, e_lo = _label_exps(z_row, label_z, c, row)
+            m, e_lo = label_exps(z_row, label_z, c, row)
             off[u, dm] = m - shift
-            mn = e_lo
-            mx = 1.0
-            for i in range(1, P):
-                p = p_order[i]
-                base = p * n
-                par = p_suffix[p] * n
-                if block_dynamic[p]:
-                    for y in range(c):
-                        z = s_pattern[base + y]
-                        f = np.exp(z_row[z]) if z >= 0 and dynamic[z] else static_exp[base + y]
-                        e = row[par + y] * f
-                        row[base + y] = e
-                        mn = min(mn, e)
-                        mx = max(mx, e)
-                else:
-                    dst = row[base:base + c]
-                    src = row[par:par + c]
-                    f = static_exp[base:base + c]
-                    for y in range(c):
-                        dst[y] = src[y] * f[y]
-                    mn = min(mn, e_lo * cum_lo[p])  # bounds: exact enough to be safe
-                    mx = max(mx, cum_hi[p])
+            mn, mx = extend_blocks(row, z_row, c, e_lo, n, P, p_order, p_suffix, s_pattern,
+                                   block_dynamic, dynamic, static_exp, cum_lo, cum_hi)
             if not (mn >= lo and mx <= hi):
                 return np.nan
             low[u, dm] = mn
@@ -260,7 +220,7 @@ def _label_factors(pot, T, tables, cnt, c_lo, c_hi, ws):
             c = cnt[dm]
             row = e_lab[u, dm]
             z_row = pot[u, dm]
-            m, e_lo = _label_exps(z_row, label_z, c, row)
+            m, e_lo = label_exps(z_row, label_z, c, row)
             off[u, dm] = m - shift
             row[c:] = 0.0
             low[u, dm] = e_lo * c_lo
