@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from measure import best_time
 
 from fgl.io.conll import Sentence, read_conll
 from fgl.io.evaluate import chunks
@@ -144,23 +145,13 @@ def np_vp_only(sentences: list[Sentence]) -> list[Sentence]:
 
 # ------------------------------------------------------------------ timing
 
-def best_time(fn, repeats: int) -> float:
-    """Best thread CPU time of ``repeats`` calls of ``fn`` after one warm-up call."""
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.thread_time()
-        fn()
-        best = min(best, time.thread_time() - t0)
-    return best
-
-
 def timings(program, data, repeats: int, seed: int = 0) -> tuple[float, float]:
     """(best seconds of one expectations call, of one decode call) with
     random small w."""
     w = np.random.default_rng(seed).normal(0.0, 0.1, program.n_features)
-    return (best_time(lambda: program.expectations(w, data, jobs=1), repeats),
-            best_time(lambda: program.decode(w, data, jobs=1), repeats))
+    return (best_time(lambda: program.expectations(w, data, jobs=1), repeats,
+                      time.thread_time),
+            best_time(lambda: program.decode(w, data, jobs=1), repeats, time.thread_time))
 
 
 def span_work(model) -> int:
