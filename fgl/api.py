@@ -442,12 +442,10 @@ class CRF:
                               self.jobs) if keep else None
         if len(keep) == len(sentences):
             return got
-        probs = [[np.zeros((0, len(labels))) for labels in model_labels]
-                 for model_labels in [[layer.labels for layer in output_layers(model.layers)]]
-                 * len(sentences)]
+        outputs = output_layers(model.layers)
+        probs = [[np.zeros((0, len(layer.labels))) for layer in outputs] for _ in sentences]
         for i, per_layer in zip(keep, got.probs if got else []):
             probs[i] = per_layer
-        outputs = output_layers(model.layers)
         return TokenMarginals([layer.name for layer in outputs],
                               [layer.labels for layer in outputs], probs,
                               got.stats if got else None)
