@@ -1,0 +1,6 @@
+"""``python -m fgl.cli``: the ``fgl`` command."""
+import sys
+
+from fgl.cli import main
+
+sys.exit(main())

@@ -1,0 +1,113 @@
+"""``fgl train``: compile a spec against training data and fit its weights."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+import time
+from pathlib import Path
+
+from fgl.cli.options import data_args
+from fgl.cli.reporting import report, warn_convergence
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train a spec on a data file",
+                       description="Compile SPEC against the training data and fit its weights "
+                                   "by the spec's trainer (L-BFGS by default; OWL-QN when l1 > "
+                                   "0, the averaged perceptron, the ECRN, or feature induction "
+                                   "for a template with `induce`); write the model file.")
+    p.add_argument("spec", help="the model spec (.fgl)")
+    p.add_argument("--train", required=True, metavar="FILE",
+                   help="training data (CoNLL columns; JSON lines for `input graph` specs)")
+    p.add_argument("--dev", metavar="FILE",
+                   help="development data, evaluated after training (and scored after every "
+                        "round of feature induction)")
+    p.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
+    p.add_argument("--sigma", type=float, help="override the spec's Gaussian prior sigma")
+    p.add_argument("--max-iter", type=int, help="override the spec's L-BFGS iteration limit")
+    p.add_argument("--tol", type=float, help="override the spec's stopping tolerance")
+    p.add_argument("--l1", type=float, help="override the spec's L1 penalty (above 0: OWL-QN, "
+                                             "exact zeros; with sigma, the elastic net)")
+    p.add_argument("--time-limit", type=float, metavar="SECONDS",
+                   help="stop training after this long and write the model reached; Ctrl-C "
+                        "or SIGTERM likewise stop after the current iteration (a second one "
+                        "aborts)")
+    p.add_argument("--checkpoint", metavar="FILE",
+                   help="save the training run here every --checkpoint-every iterations and "
+                        "when training stops (a time limit, Ctrl-C, SIGTERM); the file is also "
+                        "a model file (default with --resume: the resumed file)")
+    p.add_argument("--checkpoint-every", type=int, default=10, metavar="N",
+                   help="iterations between checkpoints (default 10)")
+    p.add_argument("--checkpoint-seconds", type=float, metavar="SECONDS",
+                   help="also save a checkpoint when this long has passed since the last")
+    p.add_argument("--resume", metavar="FILE",
+                   help="continue the run saved in this checkpoint, with the same spec and "
+                        "training data; it goes on as the uninterrupted run would have, and "
+                        "--max-iter counts the saved iterations too")
+    p.add_argument("-q", "--quiet", action="store_true", help="no per-iteration progress")
+    data_args(p)
+
+
+def run(a: argparse.Namespace) -> None:
+    from fgl.api import CRF
+    from fgl.io.model_files import check_writable
+
+    check_writable(a.output)  # before training, not after
+
+    crf = CRF(Path(a.spec), sigma=a.sigma, max_iter=a.max_iter, tol=a.tol, jobs=a.jobs, l1=a.l1,
+              verbose=not a.quiet, time_limit=a.time_limit,
+              checkpoint=a.checkpoint or a.resume, checkpoint_every=a.checkpoint_every,
+              checkpoint_seconds=a.checkpoint_seconds)
+    t0 = time.perf_counter()
+    with _stop_on_signals(crf):
+        crf.fit_file(a.train, encoding=a.encoding, short_lines=a.short_lines, resume=a.resume,
+                     dev=a.dev)
+    log = crf.training_log
+    if log.iterations and "mistakes" in log.iterations[-1]:   # the perceptron
+        print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} epochs, "
+              f"{log.iterations[-1]['mistakes']} mistakes in the last ({log.message})",
+              file=sys.stderr)
+    elif log.iterations and "bigrams" in log.iterations[-1]:   # the ECRN
+        row = log.iterations[-1]
+        print(f"trained in {time.perf_counter() - t0:.1f}s: ECRN (Zhu et al., eq. 5) of "
+              f"{row['features']} features counted over {row['tokens']} tokens and "
+              f"{row['bigrams']} bigrams in {log.seconds:.2f}s; -log eq. 5 on the training "
+              f"data {log.objective:.6g}", file=sys.stderr)
+    else:
+        print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
+              f"{log.evaluations} evaluations, objective {log.objective:.6g} ({log.message})",
+              file=sys.stderr)
+    warn_convergence(crf.spec, log.inference, "the last training evaluation")
+    if crf.checkpoint:
+        print(f"checkpoint {crf.checkpoint} (iteration {len(log.iterations)}; "
+              f"--resume {crf.checkpoint} continues it)", file=sys.stderr)
+    crf.save(a.output)
+    print(f"wrote {a.output}", file=sys.stderr)
+    if a.dev:
+        report(crf, a.dev, a)
+
+
+@contextlib.contextmanager
+def _stop_on_signals(crf):
+    """While training: the first SIGINT or SIGTERM asks the run to stop
+    after its current iteration (the model reached is then written); a
+    second one interrupts as usual."""
+    def handler(signum, frame) -> None:
+        name = signal.Signals(signum).name
+        print(f"fgl: {name}: stopping after this iteration (again to abort)", file=sys.stderr)
+        crf.request_stop(f"stopped by {name}")
+        for s in caught:
+            signal.signal(s, old[s])
+
+    caught = [signal.SIGINT, signal.SIGTERM]
+    old = {s: signal.getsignal(s) for s in caught}
+    for s in caught:
+        signal.signal(s, handler)
+    try:
+        yield
+    finally:
+        for s in caught:
+            signal.signal(s, old[s])
+
