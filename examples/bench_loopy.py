@@ -69,6 +69,7 @@ no longer supports the classic runtime everywhere).
     python examples/bench_loopy.py                  # ~2 minutes on 2 cores
     python examples/bench_loopy.py --docs 80 --max-iter 30 --bp-vars 160000
     python examples/bench_loopy.py --skip-models    # sections 3-4 only
+    python examples/bench_loopy.py --quick          # tiny sizes, no cold-JIT section
 """
 from __future__ import annotations
 
@@ -516,10 +517,15 @@ def main() -> int:
                     help="BP iterations for the marginal comparison")
     ap.add_argument("--skip-models", action="store_true", help="sections 3-4 only")
     ap.add_argument("--skip-bp", action="store_true", help="sections 1-2 only")
+    ap.add_argument("--quick", action="store_true",
+                    help="4 documents, 2 iterations, a 2000-variable BP graph, and no cold-JIT "
+                         "section (it compiles every kernel from scratch: half a minute)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--jit-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--marginals", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.quick:
+        a.docs, a.max_iter, a.bp_vars, a.bp_converge = 4, 2, 2000, 10
 
     if a.worker:
         fn = {"bp-fgl": worker_bp_fgl, "bp-pgmax": worker_bp_pgmax}.get(a.worker, worker_model)
@@ -533,7 +539,8 @@ def main() -> int:
         common = ["--docs", str(a.docs), "--max-iter", str(a.max_iter), "--jobs", str(a.jobs),
                   *(["--generated"] if a.generated else [])]
         section_models(a, common)
-        section_jit(a)
+        if not a.quick:
+            section_jit(a)
     if not a.skip_bp:
         section_bp(a)
     print(f"\n({time.perf_counter() - t0:.0f} s in all)")

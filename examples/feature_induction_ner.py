@@ -20,6 +20,7 @@ reach; the comparison that matters is induced against fixed.
 
     python examples/feature_induction_ner.py            # full data (long: tens of minutes)
     python examples/feature_induction_ner.py --quick    # 3000 training sentences
+    python examples/feature_induction_ner.py --quick --train-sentences 500 --dev-sentences 500
 
 Reads ``../shared/data/conll2003`` in place and skips when it is absent;
 prints tables, asserts nothing.
@@ -72,6 +73,10 @@ def main() -> int:
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--min-gain", type=float, default=5.0,
                     help="induce_min_gain (the paper's threshold: 5)")
+    ap.add_argument("--train-sentences", type=int, default=None,
+                    help="first N training sentences (default: all, 3000 with --quick)")
+    ap.add_argument("--dev-sentences", type=int, default=None,
+                    help="first N sentences of eng.testa (default: all)")
     ap.add_argument("--only", choices=["word identity", "fixed conjunctions", "induced"],
                     action="append", help="train only these models")
     a = ap.parse_args()
@@ -83,8 +88,10 @@ def main() -> int:
     models = specs(rounds, a.per_round, a.max_iter, a.min_gain)
     probe = CRF(models["word identity"])
     train, dev = probe.read(train_path), probe.read(dev_path)
-    if a.quick:
-        train = train[:3000]
+    if a.quick or a.train_sentences:
+        train = train[:a.train_sentences or 3000]
+    if a.dev_sentences:
+        dev = dev[:a.dev_sentences]
     gold = [s.column(3) for s in dev]
     print(f"CoNLL-2003 English: {len(train)} training sentences, {len(dev)} in eng.testa; "
           f"{rounds} induction rounds of up to {a.per_round} features")

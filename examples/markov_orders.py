@@ -8,6 +8,7 @@ sequences of length 20 and tested on 500 more.  Accuracy should rise with
 the maximum order up to k and not beyond.
 
     python examples/markov_orders.py [--order 2] [--noise 1.0] [--max-order 4]
+    python examples/markov_orders.py --quick     # 100 + 100 sequences, orders 1..3
 """
 from __future__ import annotations
 
@@ -35,10 +36,15 @@ def main() -> None:
     ap.add_argument("--noise", type=float, default=1.0, help="observation std-dev sigma")
     ap.add_argument("--max-order", type=int, default=4, help="largest CRF order to train")
     ap.add_argument("--train", type=int, default=500, help="training sequences")
+    ap.add_argument("--test", type=int, default=500, help="test sequences")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--quick", action="store_true",
+                    help="100 training and 100 test sequences, orders 1..3")
     a = ap.parse_args()
+    if a.quick:
+        a.train, a.test, a.max_order = 100, 100, 3
     train, test = markov_sequences(order=a.order, sigma=a.noise, n_train=a.train,
-                                   n_test=500, seed=a.seed)
+                                   n_test=a.test, seed=a.seed)
     gold = [s.column(-1) for s in test]
     X_test = [[row[:-1] for row in s.rows] for s in test]
     print(f"data: order-{a.order} Markov model, n=5 r=2 m=3, noise sigma={a.noise}, "

@@ -23,6 +23,7 @@ token micro-F1 over , . ? (sigma 1, 100 L-BFGS iterations, as the paper).
     python examples/punctuation_table6.py                  # all six, full data
     python examples/punctuation_table6.py --quick          # 800 texts, 30 iterations
     python examples/punctuation_table6.py --models C1,SC1
+    python examples/punctuation_table6.py --quick --models C1,SC1 --test-texts 300  # < 1 minute
 """
 from __future__ import annotations
 
@@ -145,6 +146,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DATA, help="folder holding punc.tr and punc.ts")
     ap.add_argument("--quick", action="store_true", help="800 training texts, 30 iterations")
+    ap.add_argument("--test-texts", type=int, default=0, help="first N test texts (0: all)")
     ap.add_argument("--models", default=",".join(PAPER), help="e.g. C1,SC1")
     ap.add_argument("--max-iter", type=int, default=None, help="L-BFGS iterations (default 100)")
     ap.add_argument("--jobs", type=int, default=0, help="threads (0: every core)")
@@ -165,6 +167,8 @@ def main() -> None:
     test = sentences(read_texts(a.data / "punc.ts"), "punc.ts")
     if a.quick:
         train = train[:800]
+    if a.test_texts:
+        test = test[:a.test_texts]
     runs = longest_runs(train)
     # every limit from the training data, but O's: a fixed --o-limit, since an O
     # segment is a whole run of O under `adjacent distinct` and runs vary

@@ -27,6 +27,7 @@ training seconds side by side; asserts nothing.
     python examples/segment_models.py                        # CoNLL-2000, 2000 sentences
     python examples/segment_models.py --generated            # generated segment data
     python examples/segment_models.py --train-sentences 500 --max-iter 50
+    python examples/segment_models.py --quick                # 300 + 300 sentences, 30 iterations
 """
 from __future__ import annotations
 
@@ -163,7 +164,11 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=0, help="threads (0: every core)")
     ap.add_argument("--only", default="", help="comma-separated subset, e.g. C1,SC1")
     ap.add_argument("--show-specs", action="store_true")
+    ap.add_argument("--quick", action="store_true",
+                    help="300 training and 300 test sentences, 30 iterations")
     a = ap.parse_args()
+    if a.quick:
+        a.train_sentences, a.test_sentences, a.max_iter = 300, 300, 30
 
     generated = a.generated or not (a.data / "train.txt").exists()
     if generated:

@@ -22,6 +22,7 @@ document.
 
     python examples/skip_chain_conll2002.py                 # ~ a few minutes on 2 cores
     python examples/skip_chain_conll2002.py --train-docs 300 --max-iter 100 --test testb
+    python examples/skip_chain_conll2002.py --quick         # 10 + 10 documents, seconds
 """
 from __future__ import annotations
 
@@ -153,7 +154,11 @@ def main() -> int:
     ap.add_argument("--objectives", default="piecewise,pseudo_likelihood",
                     help="local training objectives to compare on the skip chain "
                          "(comma-separated; empty: none)")
+    ap.add_argument("--quick", action="store_true",
+                    help="10 training and 10 test documents, 10 iterations")
     args = ap.parse_args()
+    if args.quick:
+        args.train_docs, args.test_docs, args.max_iter = 10, 10, 10
 
     train_path, test_path = DATA / "esp.train", DATA / f"esp.{args.test}"
     if not train_path.exists() or not test_path.exists():

@@ -35,6 +35,7 @@ the line search fails and training stops early; ``--pairs all`` shows it.
 
     python examples/skip_chain_ner.py                       # both corpora, ~ 5 min on 2 cores
     python examples/skip_chain_ner.py --corpus ned --train-docs 100 --max-iter 100
+    python examples/skip_chain_ner.py --quick               # 10 + 10 articles, seconds
 """
 from __future__ import annotations
 
@@ -216,7 +217,11 @@ def main() -> int:
     ap.add_argument("--pairs", choices=["nearest", "all"], default="nearest",
                     help="skip edges from each mention to the next identical word only "
                          "(default), or between every pair (a clique per name)")
+    ap.add_argument("--quick", action="store_true",
+                    help="10 training and 10 test articles, 10 iterations")
     args = ap.parse_args()
+    if args.quick:
+        args.train_docs, args.test_docs, args.max_iter = 10, 10, 10
 
     corpora = ["conll2003", "ned"] if args.corpus == "both" else [args.corpus]
     for corpus in corpora:

@@ -14,7 +14,7 @@ The package reads as the pipeline:
 * ``fgl.registry`` picks the engine a spec needs; ``fgl.model`` is the one
   model interface; ``fgl.api`` (``fgl.CRF``) and ``fgl.cli`` are the faces.
 """
-__all__ = ["CRF"]
+__all__ = ["CRF", "CRFEstimator"]
 __version__ = "0.1.0"
 
 
@@ -24,4 +24,7 @@ def __getattr__(name: str):
     if name == "CRF":
         from fgl.api import CRF
         return CRF
+    if name == "CRFEstimator":
+        from fgl.estimator import CRFEstimator
+        return CRFEstimator
     raise AttributeError(f"module 'fgl' has no attribute {name!r}")

@@ -59,7 +59,8 @@ def _as_sentences(X: Sequence[Rows], y: Sequence[Sequence] | None, what: str,
         if any(isinstance(row, dict) for row in rows):
             raise FglError(f"{what}: sequence {i} holds a dict per token (sklearn-crfsuite's "
                            "feature dicts); fgl reads rows of the spec's column values, in the "
-                           "order of `columns`, and its observations make the features")
+                           "order of `columns`, and its observations make the features; for "
+                           "feature dicts use fgl.CRFEstimator() (docs/sklearn.md)")
         if i and (documents is None or documents[i] != documents[i - 1]):
             doc += 1
         fields = [[_text(v) for v in row] + (_labels(y[i][j]) if y is not None else [])
@@ -83,7 +84,7 @@ def _labels(v: object) -> list[str]:
 def eval_scheme(spec: ast.Spec, scheme: str) -> str:
     """The evaluation scheme for ``spec``'s output: ``"auto"`` means the
     model's own segments (``"runs"``) for a segment model ``from change``."""
-    if scheme == "auto" and getattr(spec.segments, "boundary", None) == "change":
+    if scheme.lower() == "auto" and getattr(spec.segments, "boundary", None) == "change":
         return "runs"
     return scheme
 
@@ -112,17 +113,24 @@ class CRF:
         ``checkpoint_seconds`` have passed since the last save, and when
         training stops; ``fit*(resume=that file)`` continues it exactly
         (``fgl.learn.checkpoint``).  A checkpoint is also a model file.
+    dask, dask_workers:
+        Train ``fit_file`` on a Dask cluster (``fgl.distributed``): ``dask``
+        a scheduler address (``"tcp://host:8786"``) or a
+        ``distributed.Client``, or ``dask_workers`` = N worker processes on
+        this machine; ``fit_file`` then takes a path, a glob or a list of
+        them, and each worker reads and encodes its own shards.
     """
 
     def __init__(self, spec: str | Path | ast.Spec, *, sigma: float | None = None,
                  max_iter: int | None = None, tol: float | None = None,
                  jobs: int | None = None, verbose: bool = False, l1: float | None = None,
                  time_limit: float | None = None, checkpoint: str | Path | None = None,
-                 checkpoint_every: int = 10, checkpoint_seconds: float | None = None):
+                 checkpoint_every: int = 10, checkpoint_seconds: float | None = None,
+                 dask: Any = None, dask_workers: int | None = None):
         if isinstance(spec, ast.Spec):
             self.spec = spec
         elif isinstance(spec, Path) or (isinstance(spec, str) and "\n" not in spec
-                                        and spec.endswith(".fgl")):
+                                        and (spec.endswith(".fgl") or spec.startswith("stdlib:"))):
             self.spec = read_spec(spec)
         else:
             self.spec = validate(parse_spec(str(spec), "<spec>"))
@@ -143,6 +151,10 @@ class CRF:
                            f"{checkpoint_seconds}")
         self.checkpoint = None if checkpoint is None else check_writable(checkpoint)
         self.checkpoint_every, self.checkpoint_seconds = checkpoint_every, checkpoint_seconds
+        if dask is not None or dask_workers is not None:
+            from fgl.distributed.cluster import check_target
+            check_target(dask, dask_workers)
+        self.dask, self.dask_workers = dask, dask_workers
         self._stop: str | None = None
         self.model: Model | None = None
         self.weights: np.ndarray | None = None
@@ -154,6 +166,35 @@ class CRF:
         state = (f"trained, {len(self.weights)} features" if self.weights is not None
                  else "not trained")
         return f"CRF({name!r}, engine={self.engine.engine.name}, {state})"
+
+    def _repr_svg_(self) -> str | None:
+        """A notebook's picture of the model: its templates' clique shapes
+        over a few positions (``fgl.io.draw.structure_drawing``); None
+        (the text repr) without matplotlib."""
+        from fgl.io.draw import structure_drawing
+
+        try:
+            return structure_drawing(self.spec).svg()
+        except FglError:
+            return None
+
+    def draw(self, data: str | Path | Sequence[Rows] | None = None, instance: int = 0,
+             tokens: str | tuple[int | None, int | None] | None = None,
+             encoding: str = "utf-8", short_lines: str = "error") -> Any:
+        """A picture (``fgl.io.draw.Drawing``: ``.save("g.svg")``, shown by
+        a notebook) of instance ``instance`` of ``data`` — a data file, or
+        sequences of rows as for ``predict`` — cut to ``tokens`` ("A:B" or
+        (A, B)); a trained CRF colours it by its predictions.  Without
+        data: the templates' structure."""
+        from fgl.io.draw import draw_instance, parse_tokens, structure_drawing
+
+        if data is None:
+            return structure_drawing(self.spec)
+        sentences = self.read(data, encoding, short_lines) if isinstance(data, (str, Path)) \
+            else _as_sentences(data, None, "draw")
+        window = parse_tokens(tokens) if isinstance(tokens, str) else tokens
+        return draw_instance(self.spec, sentences, instance, window, Path(self.spec.file).parent,
+                             self if self.weights is not None else None)
 
     @property
     def engine(self) -> registry.Choice:
@@ -205,7 +246,13 @@ class CRF:
         """Train on a data file holding the spec's columns (``short_lines``
         as for ``read``; ``resume`` as for ``fit``; ``dev``: a development
         file feature induction scores after every round).  Chain and
-        segment models read a column file twice rather than holding it."""
+        segment models read a column file twice rather than holding it.
+        With ``dask``/``dask_workers`` set, ``path`` may be a glob or a list
+        and training runs on the cluster (``fgl.distributed``)."""
+        if self.dask is not None or self.dask_workers is not None:
+            from fgl.distributed.training import fit_on_cluster
+            return fit_on_cluster(self, path, dask=self.dask, workers=self.dask_workers,
+                                  encoding=encoding, short_lines=short_lines, resume=resume)
         return self.fit_sentences(self._source(path, encoding, short_lines), source=str(path),
                                   resume=resume, dev=dev)
 
@@ -228,6 +275,10 @@ class CRF:
         or on a function returning a fresh iterator over them; ``source``
         names them in error messages; ``resume`` as for ``fit``, ``dev`` as
         for ``fit_file`` (a path or read sentences)."""
+        if self.dask is not None or self.dask_workers is not None:
+            raise FglError("distributed training (dask, dask_workers) reads its data on the "
+                           "workers: train with fit_file(path or glob), not on sentences held "
+                           "here")
         self._check_objective()
         self._check_trainer(resume)
         self._check_induction(resume)
@@ -460,6 +511,38 @@ class CRF:
         per_layer = [m.dicts(name) for name in m.outputs]
         return [[dict(zip(m.outputs, tok)) for tok in zip(*seqs)] for seqs in zip(*per_layer)]
 
+    def marginals_sentences(self, sentences: Sequence[Sentence]) -> TokenMarginals:
+        """``marginals`` of sentences as ``read`` returns them."""
+        from fgl.confidence import token_marginals
+        return token_marginals(self._fitted(), self.weights, sentences, self.jobs)
+
+    def segment_confidences(self, X: Sequence[Rows], documents: Sequence[Hashable] | None = None,
+                            *, scheme: str = "auto", ignore: Iterable[str] = ("O",)) -> list:
+        """Per sequence, its predicted segments as ``(start, end, label,
+        confidence)`` (tokens start..end-1; ``fgl.confidence``): the chunks of
+        the predicted tags under ``scheme`` (a segment model's own segments),
+        without those labelled as in ``ignore``, each with P(its predicted
+        labels | x) by constrained forward-backward (Sutton & McCallum
+        §1.3.3); with several output layers, ``{layer: [...]}``."""
+        sentences = _as_sentences(X, None, "predict", documents)
+        found = self.segment_confidences_sentences(sentences, scheme=scheme, ignore=ignore)
+        names = [layer.name for layer in output_layers(self._fitted().layers)]
+        if len(names) == 1:
+            return [per_layer[0] for per_layer in found]
+        return [dict(zip(names, per_layer)) for per_layer in found]
+
+    def segment_confidences_sentences(self, sentences: Sequence[Sentence],
+                                      predictions: Predictions | None = None, *,
+                                      scheme: str = "auto", ignore: Iterable[str] = ("O",)
+                                      ) -> list[list[list]]:
+        """``segment_confidences`` of read sentences, per sentence and output
+        layer (``predictions``: their ``tag_sentences``, when at hand)."""
+        from fgl.confidence import segment_confidences
+        model = self._fitted()
+        pred = predictions if predictions is not None else self.tag_sentences(sentences)
+        return segment_confidences(model, self.weights, sentences, self.jobs, pred,
+                                   eval_scheme(self.spec, scheme), ignore)
+
     def log_partition(self, X: Sequence[Rows], documents: Sequence[Hashable] | None = None
                       ) -> list[float]:
         """log Z(x) of each input instance (a sequence, or a document for
@@ -482,29 +565,42 @@ class CRF:
 
     def score(self, X: Sequence[Rows], y: Sequence[Sequence],
               documents: Sequence[Hashable] | None = None) -> float:
-        """Token accuracy (0-1) of the predictions against ``y`` (every
-        output layer's labels must be right)."""
+        """Token accuracy of the predictions against ``y``, in percent
+        (0-100, like ``Report.accuracy`` and every score fgl reports); with
+        several output layers a token is right when every layer's label is."""
         pred = self.predict(X, documents)
-        norm = [[tuple(v) if isinstance(v, list) else v for v in seq] for seq in y]
+        norm = [[tuple(_labels(v)) if isinstance(v, (list, tuple)) else str(v) for v in seq]
+                for seq in y]
         total = sum(len(s) for s in y)
-        return sum(a == b for p, g in zip(pred, norm) for a, b in zip(p, g)) / max(total, 1)
+        right = sum(a == b for p, g in zip(pred, norm) for a, b in zip(p, g))
+        return 100.0 * right / max(total, 1)
 
     def evaluate(self, X: Sequence[Rows], y: Sequence[Sequence],
-                 documents: Sequence[Hashable] | None = None, *, scheme: str = "auto",
-                 ignore: Iterable[str] = ("O",), labels: Iterable[str] | None = None
-                 ) -> Report | dict[str, Report]:
-        """conlleval-style report: accuracy, per-chunk-type and per-label
-        P/R/F1; with several output layers, one report per layer.
-        ``scheme``, ``ignore``, ``labels``: as in ``fgl.io.evaluate.evaluate``
-        (``"auto"`` scores a segment model ``from change`` by runs)."""
+                 documents: Sequence[Hashable] | None = None, *,
+                 scheme: str | dict[str, str] = "auto", ignore: Iterable[str] = ("O",),
+                 labels: Iterable[str] | None = None) -> Report | dict[str, Report]:
+        """A conlleval-style ``Report`` (token and sequence accuracy, chunk or
+        per-label P/R/F1, confusion counts; every score in percent); with
+        several output layers (``y`` holding a tuple of labels per token),
+        a dict ``{layer: Report}``.  ``scheme``: bio, iob1, iobes, io, iob,
+        plain, runs or auto (each layer chooses; a segment model ``from
+        change`` is scored by runs), or ``{layer: scheme}`` (unnamed layers:
+        auto).  ``ignore``, ``labels``: as in ``fgl.io.evaluate.evaluate``."""
         pred = self.tag_sentences(_as_sentences(X, None, "predict", documents))
-        scheme = eval_scheme(self.spec, scheme)
+        per_layer = scheme if isinstance(scheme, dict) else dict.fromkeys(pred.outputs, scheme)
+        unknown = set(per_layer) - set(pred.outputs)
+        if unknown:
+            raise FglError(f"scheme names {', '.join(sorted(unknown))}, but the output layers "
+                           f"are {', '.join(pred.outputs)}")
+        schemes = {name: eval_scheme(self.spec, per_layer.get(name, "auto"))
+                   for name in pred.outputs}
         ignore, labels = tuple(ignore), None if labels is None else list(labels)
         if len(pred.outputs) == 1:
-            return evaluate([list(s) for s in y], pred.layer(pred.outputs[0]),
-                            scheme, ignore, labels)
+            name = pred.outputs[0]
+            return evaluate([list(s) for s in y], pred.layer(name), schemes[name], ignore,
+                            labels)
         return {name: evaluate([[tok[k] for tok in s] for s in y], pred.layer(name),
-                               scheme, ignore, labels)
+                               schemes[name], ignore, labels)
                 for k, name in enumerate(pred.outputs)}
 
     def explain(self, path: str | Path | None = None, encoding: str = "utf-8",

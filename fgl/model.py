@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, Sequence
+from typing import Any, ClassVar, NamedTuple, Protocol, Sequence
 
 import numpy as np
 
@@ -61,6 +61,21 @@ class TokenMarginals:
                 for per_layer in self.probs]
 
 
+class SegmentConfidence(NamedTuple):
+    """A predicted segment: tokens ``start``..``end - 1`` labelled ``label``
+    (the chunk type, or the segment label of a segment model), with the
+    probability of its predicted labels (``Model.segment_confidences``)."""
+
+    start: int
+    end: int
+    label: str
+    confidence: float
+
+
+# per sentence, per output layer, its segments
+Confidences = list[list[list[SegmentConfidence]]]
+
+
 class Model(Protocol):
     """What the API, CLI and model files may use of a compiled model."""
 
@@ -107,6 +122,15 @@ class Model(Protocol):
 
     def log_partition(self, w: np.ndarray, data: Any, jobs: int) -> np.ndarray:
         """log Z(x) of every instance of ``data``."""
+
+    def segment_confidences(self, w: np.ndarray, data: Any, jobs: int,
+                            tags: list[list[list[str]]], schemes: list[str],
+                            ignore: tuple[str, ...]) -> Confidences:
+        """The segments of every instance's predicted ``tags`` (per sentence,
+        per output layer; chunks under ``schemes``, one per output layer, or
+        a segment model's own segments), without those labelled as in
+        ``ignore``, each with P(its predicted labels | x) = Z_clamped / Z
+        (Sutton & McCallum §1.3.3)."""
 
     def pattern_labels(self, template: int, pattern: int) -> tuple[str, ...]:
         """The labels (one per variable) of a feature's ``feat_pattern``

@@ -67,6 +67,10 @@ def _segments_reason(spec: ast.Spec) -> str | None:
 
 
 def _chain_reason(spec: ast.Spec) -> str | None:
+    if all(len(t.labels) == 1 and t.labels[0].lo == t.labels[0].hi for t in spec.templates):
+        return ("every template reads one label y[t] and none links two, so each token's "
+                "label is predicted on its own (a maximum-entropy classifier per token): "
+                "exact in O(T·n)")
     return ("every template is a contiguous label window y[t-k..t] of one chain, so "
             "inference is exact in O(T·n·|P|)")
 
@@ -93,12 +97,23 @@ class Choice:
     def model(self) -> type[Model]:
         return self.engine.model
 
-    def title(self, spec: ast.Spec) -> str:
-        """What runs, with the spec's inference method for factor graphs."""
+    def title(self, spec: ast.Spec, acyclic: bool = False) -> str:
+        """What runs, with the spec's inference method for factor graphs
+        (``acyclic``: every instance's factor graph is known to be a tree
+        or forest, where belief propagation is exact)."""
         if self.engine.name != "factor graph":
             return self.engine.title
         method, settings = infer_settings(spec)
         cite = "Sutton & McCallum §1.4.4, §1.5"
+        if acyclic and method in ("loopy", "trp"):
+            how = " with the TRP schedule" if method == "trp" else ""
+            return (f"belief propagation{how} over a factor graph per instance, exact here: "
+                    f"every instance is a tree or forest, with no cycle to make it loopy ({cite})")
+        if acyclic and method == "auto":
+            return (f"a factor graph per instance: exact junction tree where the largest clique "
+                    f"table ≤ {settings['max_table']}, loopy BP elsewhere; every instance here "
+                    f"is a tree or forest, so inference is exact throughout "
+                    f"(Koller & Friedman 2009 ch. 10; {cite})")
         if method in ("auto", "junction_tree"):
             run = ("exact junction tree where the largest clique table ≤ {}, loopy BP (TRP) "
                    "elsewhere"
@@ -133,7 +148,9 @@ def explain(spec: ast.Spec, model: Model | None = None, data: object | None = No
     """The engine chosen for ``spec`` and why, then the compiled program's
     sizes when a ``model`` (compiled against ``data``) is given."""
     choice = choose(spec)
-    lines = [f"engine: {choice.title(spec)}", f"  why: {choice.reason}"]
+    graphs = getattr(data, "graphs", None)
+    acyclic = bool(graphs) and all(g.is_tree() for g in graphs)
+    lines = [f"engine: {choice.title(spec, acyclic)}", f"  why: {choice.reason}"]
     if model is not None:
         lines += model.describe(data)
     return "\n".join(lines)

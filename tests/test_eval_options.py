@@ -64,8 +64,10 @@ def test_ignore_drops_chunk_types_in_every_scheme():
     assert r.overall.f1 == 100.0
     # token labels are still all reported
     assert set(r.labels) == {"B-PER", "I-PER", "O", "B-LOC", "B-ORG"}
-    assert evaluate([["x", "O", "y"]], [["x", "x", "y"]], "plain", ignore=("y",)).chunks.keys() \
-        == {"x", "O"}
+    # under plain, ignored labels are left out of the micro and macro averages
+    r = evaluate([["x", "O", "y"]], [["x", "x", "y"]], "plain", ignore=("y",))
+    assert (r.overall.correct, r.overall.predicted, r.overall.support) == (1, 2, 2)
+    assert r.macro.f1 == pytest.approx((200 / 3 + 0) / 2)   # x: P 50 R 100; O: 0
 
 
 def test_label_micro_average_by_hand_with_a_comma_label():
@@ -124,7 +126,7 @@ def test_cli_eval_runs_ignore_and_labels(capsys, tmp_path):
     assert out == expected.format() + "\n"
     assert out.startswith(f"processed {expected.tokens} tokens with "
                           f"{expected.overall.support} segments;")
-    assert out.splitlines()[2].startswith("labels T0 O: precision:")
+    assert out.splitlines()[3].startswith("labels T0 O: precision:")
     assert expected.overall.support == sum(len(chunks(g, "runs")) for g in gold)
 
     code, out, err = run(capsys, "eval", model, test, "--scheme", "runs", "--ignore", "T1")
@@ -132,11 +134,14 @@ def test_cli_eval_runs_ignore_and_labels(capsys, tmp_path):
     assert out == evaluate(gold, pred, "runs", ignore=["T1"]).format() + "\n"
     segment_table = out.split("\n\n")[1].splitlines()
     assert segment_table[0].startswith("segment ")
-    rows = {line.split()[0] for line in segment_table[2:-2]}
+    rows = {line.split()[0] for line in segment_table[2:-3]}
     assert rows == {"O", "T0"}
 
-    code, out, _ = run(capsys, "eval", model, test)  # auto on plain labels: token chunks
-    assert "tokens with" in out and "segments" not in out.splitlines()[0]
+    code, out, _ = run(capsys, "eval", model, test)  # auto on plain labels: label scores
+    assert out == evaluate(gold, pred, "plain").format() + "\n"
+    assert out.startswith(f"processed {expected.tokens} tokens with 3 labels (averages "
+                          "without O).")
+    assert "chunk type" not in out and "segment" not in out
 
 
 def test_cli_labels_with_commas_and_errors(capsys, tmp_path):
@@ -145,7 +150,7 @@ def test_cli_labels_with_commas_and_errors(capsys, tmp_path):
     assert run(capsys, "train", HMM, "--train", train, "-o", model, "-q")[0] == 0
     code, out, err = run(capsys, "eval", model, test, "--label", ",", "--labels", "O,B-T0")
     assert code == 0, err
-    assert out.splitlines()[2].startswith("labels , O B-T0: precision:")
+    assert out.splitlines()[3].startswith("labels , O B-T0: precision:")
     with pytest.raises(SystemExit):
         run(capsys, "eval", model, test, "--labels", ",")
     assert "--label ," in capsys.readouterr().err

@@ -11,7 +11,7 @@ def test_hand_computed_basic_case():
     gold = [["B-NP", "I-NP", "O", "B-VP"]]
     pred = [["B-NP", "O", "O", "B-VP"]]
     r = evaluate(gold, pred)
-    assert r.scheme == "iob"
+    assert r.scheme == "bio"
     # gold chunks NP[0,2) VP[3,4); predicted NP[0,1) VP[3,4); only VP is right.
     assert (r.overall.support, r.overall.predicted, r.overall.correct) == (2, 2, 1)
     assert r.overall.precision == approx(50.0)
@@ -79,14 +79,16 @@ def test_bare_labels_are_one_token_chunks():
 def test_plain_scheme():
     r = evaluate([["N", "N", "O", "V"]], [["N", "V", "O", "V"]])
     assert r.scheme == "plain"
-    assert r.chunks["N"].support == 2 and r.chunks["N"].correct == 1
-    assert r.chunks["V"].precision == approx(50.0)
-    assert "O" not in r.chunks
+    assert r.chunks == {}                       # labels, not chunks
+    assert r.labels["N"].support == 2 and r.labels["N"].correct == 1
+    assert r.labels["V"].precision == approx(50.0)
+    # micro over N and V (O is ignored): 2 right of 3 gold, 3 predicted
+    assert (r.overall.correct, r.overall.predicted, r.overall.support) == (2, 3, 3)
     # Plain ignores prefixes entirely when asked for explicitly.
     assert chunks(["B-X", "I-X"], scheme="plain") == [("B-X", 0, 1), ("I-X", 1, 2)]
 
 
-def test_auto_uses_iob_if_either_side_has_prefixes():
+def test_auto_uses_iob_if_either_side_has_prefixes_mixed_with_bare_labels():
     r = evaluate([["PER", "O"]], [["B-PER", "O"]])
     assert r.scheme == "iob"
     assert r.overall.correct == 1  # PER[0,1) in both

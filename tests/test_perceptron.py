@@ -88,8 +88,8 @@ def test_every_engine_trains_by_the_perceptron(name, spec):
     assert rows[-1]["mistakes"] < rows[0]["mistakes"]
     reference = CRF(text.replace(PERCEPTRON % (8, 1), "train { max_iter = 60 }\n"),
                     jobs=1).fit(X, y)
-    assert crf.score(Xt, yt) > reference.score(Xt, yt) - 0.1
-    assert crf.score(Xt, yt) > 0.5
+    assert crf.score(Xt, yt) > reference.score(Xt, yt) - 10
+    assert crf.score(Xt, yt) > 50
 
 
 def test_settings_the_trainer_does_not_read_are_refused():

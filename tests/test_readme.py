@@ -24,5 +24,5 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_readme_main_job_exists():
-    assert "python examples/markov_orders.py" in README
-    assert (ROOT / "examples" / "markov_orders.py").exists()
+    assert "python examples/structures.py" in README
+    assert (ROOT / "examples" / "structures.py").exists()

@@ -17,7 +17,8 @@ from fgl import __version__
 from fgl.errors import FglError, TrainingError, shorten
 from fgl.io.conll import ShortLineWarning
 
-COMMANDS = ("train", "tag", "eval", "compare", "inspect", "check", "draw", "explain")
+COMMANDS = ("train", "tag", "eval", "compare", "inspect", "check", "draw", "explain",
+            "convert")
 
 EPILOG = """\
 examples:
@@ -28,6 +29,7 @@ examples:
   fgl eval chunker.fglm test.txt
   fgl compare chunker.fglm other.fglm test.txt
   fgl inspect chunker.fglm --top 5
+  fgl convert crfpp template --columns word,pos,chunk -o chunk.fgl
 
 A spec names the data columns (`columns word, pos, chunk`), the label column
 (`output chunk`), observation functions (`obs w = word[t-2..t+2]`) and clique

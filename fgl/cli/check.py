@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from fgl.errors import FglError, SpecError
 
@@ -17,8 +16,9 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(a: argparse.Namespace) -> int:
     from fgl.lang.checks import check_spec
     from fgl.lang.parser import parse_spec
+    from fgl.lang.stdlib import resolve_spec_path
 
-    path = Path(a.spec)
+    path = resolve_spec_path(a.spec)
     try:
         text = path.read_text(encoding="utf-8-sig")   # as read_spec reads it
     except (OSError, UnicodeDecodeError) as e:

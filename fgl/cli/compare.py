@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from fgl.cli.options import data_args
+from fgl.cli.reporting import add_scheme_arg
 from fgl.errors import DataError, FglError
 
 
@@ -14,8 +15,8 @@ def add(sub: argparse._SubParsersAction) -> None:
                                    "t-intervals, and an approximate randomisation test of the "
                                    "F1 difference (each shuffle swaps the two outputs of a "
                                    "sequence with probability 1/2; p = (nc + 1) / (nt + 1)). "
-                                   "F1 is the chunk F1 of `fgl eval` (BIO tags), or the F1 of "
-                                   "tokens not labelled O for plain labels.")
+                                   "F1 is the overall F1 of `fgl eval` under --scheme: chunk "
+                                   "F1, or the micro F1 of the labels but O for plain labels.")
     p.add_argument("model_a")
     p.add_argument("model_b")
     p.add_argument("file", help="labelled data (the label columns of both models)")
@@ -24,11 +25,15 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--partitions", type=int, default=10,
                    help="contiguous test partitions for the t-intervals (default 10)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the shuffles")
+    add_scheme_arg(p, "how tags make chunks, as in `fgl eval --scheme` (LAYER=SCHEME for one "
+                      "output layer; repeatable)")
     data_args(p)
 
 
 def run(a: argparse.Namespace) -> None:
     from fgl.api import CRF
+    from fgl.cli.reporting import layer_schemes, located
+    from fgl.io.schemes import TagError
     from fgl.io.significance import compare
 
     if a.trials < 1 or a.partitions < 1:
@@ -44,6 +49,7 @@ def run(a: argparse.Namespace) -> None:
         raise FglError(f"the models label different columns ({', '.join(outputs[0])} and "
                        f"{', '.join(outputs[1])}); compare models of the same task")
     columns = [c.name for c in models[0].spec.columns]
+    schemes = layer_schemes(models[0], a.scheme)
     if len(sentences[0].rows[0]) != len(columns):
         raise DataError(f"comparing needs the label column(s) {', '.join(outputs[0])}",
                         sentences[0].file, sentences[0].lines[0])
@@ -51,6 +57,10 @@ def run(a: argparse.Namespace) -> None:
         if len(outputs[0]) > 1:
             print(f"== {out}")
         gold = [s.column(columns.index(out)) for s in sentences]
-        result = compare(gold, tagged[0][1].layer(out), tagged[1][1].layer(out),
-                         trials=a.trials, partitions=a.partitions, seed=a.seed)
+        try:
+            result = compare(gold, tagged[0][1].layer(out), tagged[1][1].layer(out),
+                             trials=a.trials, partitions=a.partitions, seed=a.seed,
+                             scheme=schemes[out])
+        except TagError as e:
+            raise located(e, sentences, out) from None
         print(result.format(a.model_a, a.model_b))

@@ -4,36 +4,55 @@ from __future__ import annotations
 import argparse
 
 from fgl.cli.options import data_args, label_list
-from fgl.cli.reporting import report
+from fgl.cli.reporting import add_scheme_arg, report
 
 
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate a model on labelled data",
-                       description="Token accuracy, conlleval-style per-chunk-type P/R/F1 "
-                                   "(BIO/IOB tags), or segment P/R/F1 (--scheme runs), and "
-                                   "per-label P/R/F1; --labels adds a micro-average of "
-                                   "token-level P/R/F1 over chosen labels.")
+                       description="Token (word) and sequence accuracy, conlleval-style "
+                                   "per-chunk-type P/R/F1 under a tag scheme (BIO, IOB1, "
+                                   "IOBES, IO), segment P/R/F1 (--scheme runs), or for plain "
+                                   "labels per-label P/R/F1 with micro and macro averages; "
+                                   "every output layer of the model; --confusion adds the "
+                                   "confusion matrix. Every score is a percentage.")
     p.add_argument("model")
     p.add_argument("file", help="labelled data (CoNLL columns, gold label last)")
-    p.add_argument("--scheme", choices=("auto", "iob", "plain", "runs"), default="auto",
-                   help="how tags make chunks: iob (B-/I-/E-/S- prefixes), plain (each "
-                        "token is a chunk), runs (each maximal run of one label is a "
-                        "segment); auto (default): the model's own segments for a segment "
-                        "model `from change` (runs), else iob when any tag has a prefix, "
-                        "else plain")
+    add_scheme_arg(p, "how tags make chunks: bio (IOB2: B-X starts a chunk), iob1 (CoNLL-2003: "
+                      "I-X starts one unless after X; B-X between two chunks of type X), iobes "
+                      "(B-, I-, E-, S-; BILOU's L-, U- too), io (each run of I-X), iob (any mix "
+                      "of prefixes and bare labels), plain (no chunks: per-label scores with "
+                      "micro and macro averages), runs (each maximal run of one label is a "
+                      "segment); auto (default): runs for a segment model `from change`, else "
+                      "from the tags (docs/evaluation.md). LAYER=SCHEME sets one output layer's "
+                      "(e.g. --scheme chunk=bio); repeatable")
     p.add_argument("--ignore", action="append", metavar="LABEL",
-                   help="a label (chunk type) that is not a chunk or segment; repeatable; "
-                        "replaces the default O (--ignore '' ignores nothing)")
+                   help="a label (chunk type) that is not a chunk or segment, and under plain "
+                        "is left out of the averages; repeatable; replaces the default O "
+                        "(--ignore '' ignores nothing)")
     p.add_argument("--labels", action="extend", type=label_list, metavar="L1,L2,...",
                    help="also print the micro-averaged token-level P/R/F1 over these labels "
                         "(e.g. the punctuation measure); repeatable")
     p.add_argument("--label", action="append", dest="labels", metavar="LABEL",
                    help="one label for --labels, taken as is (for labels with a comma: "
                         "--label , --label . --label '?'); repeatable")
+    p.add_argument("--confusion", action="store_true",
+                   help="also print the confusion matrix of the labels (rows gold, columns "
+                        "predicted; a wide label set keeps its most frequent labels and "
+                        "merges the rest into (other))")
+    p.add_argument("-o", "--output", dest="picture", metavar="PICTURE",
+                   help="with --confusion: draw the matrix into PICTURE (.png, .svg or .pdf; "
+                        "one file per output layer, NAME.LAYER.png, for several) instead of "
+                        "printing it; needs matplotlib (pip install 'fgl[plot]')")
     data_args(p)
 
 
 def run(a: argparse.Namespace) -> None:
     from fgl.api import CRF
+    from fgl.errors import FglError
+    from fgl.io.confusion import check_picture_path
 
+    if a.picture is not None:
+        if not a.confusion:
+            raise FglError("-o draws the confusion matrix: add --confusion")
+        check_picture_path(a.picture)
     report(CRF.load(a.model, jobs=a.jobs), a.file, a)

@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from fgl.engines.program import InferenceStats
-from fgl.errors import DataError
+from fgl.errors import DataError, FglError
 
 
 def warn_convergence(spec, stats: InferenceStats | None, when: str) -> None:
@@ -29,13 +29,49 @@ def warn_convergence(spec, stats: InferenceStats | None, when: str) -> None:
 
 
 
-def report(crf, path: str, a: argparse.Namespace) -> None:
-    """Evaluate every output column (conlleval-style when tags are BIO;
-    `fgl eval`'s --scheme, --ignore and --labels apply)."""
-    from fgl.api import eval_scheme
-    from fgl.io.evaluate import evaluate
+def add_scheme_arg(p: argparse.ArgumentParser, help: str) -> None:
+    """``--scheme SCHEME`` or ``--scheme LAYER=SCHEME`` (repeatable)."""
+    p.add_argument("--scheme", action="append", type=_scheme, metavar="[LAYER=]SCHEME",
+                   help=help)
 
-    scheme = eval_scheme(crf.spec, getattr(a, "scheme", "auto"))
+
+def _scheme(text: str) -> tuple[str | None, str]:
+    from fgl.io.schemes import ALIASES, SCHEMES
+
+    layer, _, name = text.rpartition("=")
+    if name.lower() not in SCHEMES + tuple(ALIASES):
+        raise argparse.ArgumentTypeError(
+            f"unknown scheme {name!r}; expected one of {', '.join(SCHEMES + tuple(ALIASES))}"
+            ", or LAYER=SCHEME for one output layer")
+    return layer or None, name.lower()
+
+
+def layer_schemes(crf, given: list[tuple[str | None, str]] | None) -> dict[str, str]:
+    """The scheme of each output layer from the ``--scheme`` values: a bare
+    scheme for every layer, ``LAYER=SCHEME`` for one (``auto`` otherwise;
+    ``fgl.api.eval_scheme`` resolves a segment model's ``auto``)."""
+    from fgl.api import eval_scheme
+
+    outputs = list(crf.spec.outputs)
+    default = "auto"
+    named: dict[str, str] = {}
+    for layer, name in given or ():
+        if layer is None:
+            default = name
+        elif layer not in outputs:
+            raise FglError(f"--scheme {layer}={name}: the model has no output layer {layer!r}; "
+                           f"its output layers are {', '.join(outputs)}")
+        else:
+            named[layer] = name
+    return {out: eval_scheme(crf.spec, named.get(out, default)) for out in outputs}
+
+
+def report(crf, path: str, a: argparse.Namespace) -> None:
+    """Evaluate every output column (`fgl eval`'s --scheme, --ignore,
+    --labels, --confusion and -o apply; `train --dev` has their defaults)."""
+    from fgl.io.evaluate import TagError, evaluate
+
+    schemes = layer_schemes(crf, getattr(a, "scheme", None))
     ignore = getattr(a, "ignore", None) or ("O",)
     labels = getattr(a, "labels", None)
 
@@ -51,5 +87,40 @@ def report(crf, path: str, a: argparse.Namespace) -> None:
         if len(outputs) > 1:
             print(f"== {out}")
         gold = [s.column(columns.index(out)) for s in sentences]
-        print(evaluate(gold, pred.layer(out), scheme, ignore, labels).format())
+        try:
+            result = evaluate(gold, pred.layer(out), schemes[out], ignore, labels)
+        except TagError as e:
+            raise located(e, sentences, out) from None
+        print(result.format())
+        if getattr(a, "confusion", False):
+            _confusion(result, getattr(a, "picture", None), out if len(outputs) > 1 else None)
 
+
+def located(e, sentences, layer: str) -> Exception:
+    """A scheme's refusal of a tag, at its line of the data file (a gold
+    tag) or naming the model's label (a predicted one)."""
+    side, i, j = e.where.replace("]", "").split("[")
+    if side == "gold":
+        s = sentences[int(i)]
+        return DataError(e.describe(f"the gold {layer} tag is "), s.file, s.lines[int(j)])
+    model = {"pred_a": "the first model", "pred_b": "the second model"}.get(side, "the model")
+    return FglError(e.describe(f"{model} predicts the {layer} tag ") + "; choose the "
+                    "scheme of the model's labels")
+
+
+def _confusion(result, picture: str | None, layer: str | None) -> None:
+    """Print the confusion matrix, or draw it into ``picture`` (with the
+    layer's name before the suffix when the model has several layers)."""
+    from pathlib import Path
+
+    from fgl.io.confusion import draw_confusion, format_confusion
+
+    if picture is None:
+        print(format_confusion(result.confusion))
+        return
+    dest = Path(picture)
+    if layer is not None:
+        dest = dest.with_name(f"{dest.stem}.{layer}{dest.suffix}")
+    title = "confusion matrix" + (f" of {layer}" if layer else "")
+    draw_confusion(result.confusion, dest, title=f"{title} (scheme {result.scheme})")
+    print(f"wrote the confusion matrix to {dest}", file=sys.stderr)

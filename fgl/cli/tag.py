@@ -1,4 +1,5 @@
-"""``fgl tag``: label a data file with a trained model."""
+"""``fgl tag``: label a data file with a trained model, optionally with
+token marginals and segment confidences (``fgl.confidence``)."""
 from __future__ import annotations
 
 import argparse
@@ -6,37 +7,135 @@ import sys
 
 from fgl.cli.options import data_args
 from fgl.cli.reporting import warn_convergence
+from fgl.io.evaluate import SCHEMES
+
+COLUMNS = """\
+columns appended to each token line, in this order:
+  the predicted label of every output layer;
+  --marginals best: P(predicted label | x) of every output layer;
+  --marginals all:  every label of every output layer as LABEL:P, in the
+                    model's label order (split at the last ':');
+  --confidence:     per output layer, the confidence of the predicted segment
+                    that starts at this token (P(its predicted labels | x), by
+                    constrained forward-backward), '-' elsewhere.
+Probabilities are written with 6 decimals.  Graph input (JSON lines) gets a
+"marginals" object: node id -> P(predicted label) (best) or {label: P} (all),
+a list over the output layers when there are several.  See docs/confidence.md."""
 
 
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tag", help="label a data file with a trained model",
                        description="Write FILE back with one predicted label column appended "
-                                   "(input columns only, or with gold labels: both work).")
+                                   "(input columns only, or with gold labels: both work).",
+                       epilog=COLUMNS, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="a model file written by `fgl train`")
-    p.add_argument("file", help="data to label (CoNLL columns)")
+    p.add_argument("file", help="data to label (CoNLL columns, or JSON-lines graphs)")
     p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    p.add_argument("--marginals", nargs="?", const="best", choices=("best", "all"),
+                   help="append per-token label probabilities: of the predicted label (best, "
+                        "the default) or of every label (all)")
+    p.add_argument("--confidence", action="store_true",
+                   help="append each predicted segment's confidence at its first token "
+                        "(column files only)")
+    p.add_argument("--scheme", choices=SCHEMES, default="auto",
+                   help="how --confidence reads chunks from a chain or factor-graph model's "
+                        "tags, as in `fgl eval --scheme` (default auto); a segment model "
+                        "uses its own segments")
     data_args(p)
+
+
+def _prob(p: float) -> str:
+    return f"{p:.6f}"
+
+
+def _token_columns(tags: list[list[str]], probs: list, labels: list[list[str]], mode: str
+                   ) -> list[list[str]]:
+    """Per token, the marginal columns of one sentence (``tags[k]``: output
+    layer k's predicted tags; ``probs[k]``: its [tokens, labels] array)."""
+    out: list[list[str]] = [[] for _ in (tags[0] if tags else [])]
+    for seq, p, names in zip(tags, probs, labels):
+        index = {y: c for c, y in enumerate(names)}
+        for t, (row, tag) in enumerate(zip(p, seq)):
+            if mode == "best":
+                out[t].append(_prob(row[_column(index, tag)]))
+            else:
+                out[t].extend(f"{y}:{_prob(v)}" for y, v in zip(names, row))
+    return out
+
+
+def _column(index: dict[str, int], tag: str) -> int:
+    """The marginal column of a predicted tag: the label itself, or for a
+    segment model's B-X / I-X tag its segment label X."""
+    return index[tag] if tag in index else index[tag[2:]]
+
+
+def _confidence_columns(found: list[list], T: int) -> list[list[str]]:
+    """Per token of one sentence, per output layer: the confidence of the
+    segment starting there, else '-'."""
+    out = [["-"] * len(found) for _ in range(T)]
+    for k, segs in enumerate(found):
+        for seg in segs:
+            out[seg.start][k] = _prob(seg.confidence)
+    return out
 
 
 def run(a: argparse.Namespace) -> None:
     import json
 
     from fgl.api import CRF
+    from fgl.errors import FglError
     from fgl.io.conll import has_docstart, write_conll
 
     crf = CRF.load(a.model, jobs=a.jobs)
+    graph = crf.spec.input_format == "graph"
+    if a.confidence and graph:
+        raise FglError("--confidence: segments are stretches of a sequence, and graph input "
+                       "has none (its nodes are not in an order); use --marginals")
     sentences, tagged = crf.tag_file(a.file, encoding=a.encoding, short_lines=a.short_lines)
     warn_convergence(crf.spec, tagged.stats, "decoding")
+    marg = None
+    if a.marginals:
+        marg = crf.marginals_sentences(sentences)
+        warn_convergence(crf.spec, marg.stats, "marginals")
+    found = (crf.segment_confidences_sentences(sentences, tagged, scheme=a.scheme)
+             if a.confidence else None)
     pred = tagged.tokens()
     out = open(a.output, "w", encoding="utf-8") if a.output else sys.stdout
     try:
-        if crf.spec.input_format == "graph":  # one JSON line per graph: node id -> labels
-            for graph, labels in zip(sentences, pred):
-                print(json.dumps({"labels": dict(zip(graph.node_ids, labels))},
-                                 ensure_ascii=False), file=out)
+        if graph:  # one JSON line per graph: node id -> labels (and marginals)
+            for i, (g, labels) in enumerate(zip(sentences, pred)):
+                line = {"labels": dict(zip(g.node_ids, labels))}
+                if marg is not None:
+                    line["marginals"] = _node_marginals(g.node_ids, tagged.labels[i],
+                                                        marg.probs[i], marg.labels, a.marginals)
+                print(json.dumps(line, ensure_ascii=False), file=out)
         else:
             extra = [[list(y) if isinstance(y, tuple) else [y] for y in labels] for labels in pred]
+            for i, rows in enumerate(extra):
+                if marg is not None:
+                    for row, cols in zip(rows, _token_columns(tagged.labels[i], marg.probs[i],
+                                                              marg.labels, a.marginals)):
+                        row.extend(cols)
+                if found is not None:
+                    for row, cols in zip(rows, _confidence_columns(found[i], len(rows))):
+                        row.extend(cols)
             write_conll(out, sentences, extra, docstart=has_docstart(a.file, a.encoding))
     finally:
         if a.output:
             out.close()
+
+
+def _node_marginals(nodes: list[str], tags: list[list[str]], probs: list,
+                    labels: list[list[str]], mode: str) -> dict:
+    """node id -> its marginals (one value per output layer, a list when
+    there are several)."""
+    per_layer = []
+    for seq, p, names in zip(tags, probs, labels):
+        index = {y: c for c, y in enumerate(names)}
+        if mode == "best":
+            per_layer.append([float(row[index[tag]]) for row, tag in zip(p, seq)])
+        else:
+            per_layer.append([dict(zip(names, map(float, row))) for row in p])
+    if len(per_layer) == 1:
+        return dict(zip(nodes, per_layer[0]))
+    return {node: list(vals) for node, vals in zip(nodes, zip(*per_layer))}

@@ -41,15 +41,17 @@ from fgl.compile.frontend import (
     vocab_json,
 )
 from fgl.compile.pairs import estimate_pairs, linked_pairs
+from fgl.engines.data import map_instances
 from fgl.engines.factor_graph import FactorGraph
 from fgl.engines.junction_tree import junction_tree_plan
-from fgl.engines.loopy_program import LoopyData, LoopyProgram
+from fgl.engines.loopy_program import LoopyData, LoopyProgram, clamp
 from fgl.errors import DataError
 from fgl.features.observations import ObservationCompiler, TemplateAttributes, sentence_columns
 from fgl.io.conll import Sentence
+from fgl.io.schemes import chunks
 from fgl.lang import ast
 from fgl.lang.settings import AUTO_MAX_TABLE, infer_settings, train_settings
-from fgl.model import Predictions, TokenMarginals
+from fgl.model import Confidences, Predictions, SegmentConfidence, TokenMarginals
 
 SAMPLE_FACTORS = 1000  # factors per template whose attributes Unroller.census reads
 
@@ -341,6 +343,40 @@ class FactorGraphModel:
     def log_partition(self, w: np.ndarray, data: LoopyData, jobs: int) -> np.ndarray:
         return self.program.log_partition(w, data, jobs)
 
+    def segment_confidences(self, w: np.ndarray, data: LoopyData, jobs: int,
+                                tags: list[list[list[str]]], schemes: list[str],
+                                ignore: tuple[str, ...]) -> Confidences:
+        """Chunks of every output layer's tags, clamped as evidence: log Z of
+        the clamped instance minus log Z, by the spec's inference (exact by
+        junction tree, else the Bethe approximation)."""
+        program = self.program
+        outputs = [k for k, layer in enumerate(self.layers) if not layer.hidden]
+        first_sentence = np.cumsum([0] + [len(inst.sentences) for inst in data.instances])
+
+        def instance(i: int) -> list[list[list[SegmentConfidence]]]:
+            g, inst, n = data.graphs[i], data.instances[i], data.sizes[i]
+            table = program.factor_tables(w, data, i)
+            log_z = program.infer(g, table).log_z
+            result = []
+            for a, per_layer in zip(inst.bounds, tags[first_sentence[i]:first_sentence[i + 1]]):
+                layers = []
+                for k, scheme, seq in zip(outputs, schemes, per_layer):
+                    label_ids = {y: c for c, y in enumerate(self.layers[k].labels)}
+                    segs = []
+                    for y, u, v in chunks(seq, scheme, ignore):
+                        evidence = np.full(g.n_vars, -1, dtype=np.int64)
+                        for t in range(u, v):
+                            evidence[k * n + a + t] = label_ids[seq[t]]
+                        clamped = table.copy()
+                        clamp(g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, evidence, clamped)
+                        c = np.exp(program.infer(g, clamped).log_z - log_z)
+                        segs.append(SegmentConfidence(u, v, y, float(min(c, 1.0))))
+                    layers.append(segs)
+                result.append(layers)
+            return result
+
+        return [per for inst in map_instances(jobs, data.n_sequences, instance) for per in inst]
+
     def _features_per_template(self) -> list[int]:
         return np.bincount(self.program.row_template, weights=np.diff(self.program.row_ptr),
                            minlength=len(self.templates)).astype(np.int64).tolist()
@@ -400,6 +436,10 @@ class FactorGraphModel:
             lines.append(f"instances: {len(data.graphs)}; variables {V}, factors {F}, "
                          f"edges {E}, independent cycles {cyc}"
                          + (f", TRP trees {trees}" if method == "trp" else ""))
+            if cyc == 0 and data.graphs:
+                lines.append("no instance has a cycle: every factor graph is a tree or forest, "
+                             "on which belief propagation is exact, not loopy (Sutton & McCallum "
+                             "§1.4.4)")
             big = max(range(len(data.graphs)), key=lambda i: data.graphs[i].n_vars, default=None)
             if big is not None:
                 g = data.graphs[big]
@@ -528,6 +568,9 @@ def junction_tree_summary(method: str, settings: dict, graphs: list[FactorGraph]
         lines.append(f"runs: {len(fit)} of {n} instances exact by junction tree"
                      + (f"; {len(over)} too large (inference on them is an error: raise "
                         "max_table or drop the `infer` line)" if over else ""))
+    elif all(g.is_tree() for g in graphs):
+        lines.append(f"runs: every instance by `infer {method}`, exact here (no instance "
+                     "has a cycle)")
     else:
         lines.append(f"runs: every instance by `infer {method}`; without the `infer` line "
                      f"{len(fit)} of {n} would run exactly by junction tree")

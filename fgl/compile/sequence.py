@@ -41,6 +41,7 @@ from fgl.compile.frontend import (
     vocab_json,
 )
 from fgl.compile.segmentation import segments_from_tags, tags_from_segments
+from fgl.engines import constrained
 from fgl.engines.chain_program import ChainProgram
 from fgl.engines.data import EncodedData, unit_ones
 from fgl.engines.semimarkov_program import SemiMarkovProgram
@@ -48,9 +49,10 @@ from fgl.engines.structure import ChainStructure
 from fgl.errors import DataError
 from fgl.features.observations import TemplateAttributes, sentence_columns
 from fgl.io.conll import Sentence
+from fgl.io.schemes import chunks
 from fgl.lang import ast
 from fgl.lang.settings import train_settings
-from fgl.model import Predictions, TokenMarginals
+from fgl.model import Confidences, Predictions, SegmentConfidence, TokenMarginals
 
 # training data: sentences in memory, or a function giving a fresh pass over them
 Sentences = Union[Sequence[Sentence], Callable[[], Iterable[Sentence]]]
@@ -516,10 +518,35 @@ class ChainModel(SequenceModel):
     def _tags(self, labels: np.ndarray, starts: np.ndarray | None) -> list[str]:
         return [self.labels[i] for i in labels]
 
+    def segment_confidences(self, w: np.ndarray, data: EncodedData, jobs: int,
+                                tags: list[list[list[str]]], schemes: list[str],
+                                ignore: tuple[str, ...]) -> Confidences:
+        """Chunks of the predicted tags, each clamped to them (exact)."""
+        program, st = self.program, self.structure
+        index = {y: k for k, y in enumerate(self.layers[0].labels)}
+        scoring = program.scoring(w)
+        ones = np.ones(st.n_labels, dtype=np.int64)
+        out = []
+        for i, (seq,) in enumerate(tags):
+            found = chunks(seq, schemes[0], ignore)
+            span_u = [t for _, a, b in found for t in range(a, b)]
+            pot = program.potentials(w, data, i, scoring)
+            conf = constrained.confidences(
+                pot.reshape(pot.shape[0], 1, -1), st.tables, ones, False, span_u,
+                np.ones(len(span_u), dtype=np.int64), [index[seq[t]] for t in span_u],
+                np.cumsum([0] + [b - a for _, a, b in found]))
+            out.append([[SegmentConfidence(a, b, y, float(c))
+                         for (y, a, b), c in zip(found, conf)]])
+        return out
+
     def _describe_engine(self) -> list[str]:
         st = self.structure
         order = max(len(z) for z in st.patterns) - 1
         n = st.n_labels
+        if order == 0:
+            return [f"cost of one pass: n = {n} label scores per token, each token normalised "
+                    f"on its own; no template links two labels, so there is no dynamic program "
+                    f"across tokens (no transitions)"]
         return [f"cost of one pass: O(T·n·|P|) = {st.n_backward} transition updates per token"
                 f" (a dense order-{order} chain would need n^{order + 1} = {n ** (order + 1)})"]
 
@@ -539,6 +566,27 @@ class SegmentModel(SequenceModel):
         """The longest label limit, clamped to the longest sequence."""
         seg = spec.segments
         return min(max([seg.max_length, *seg.per_label.values()]), max(longest, 1))
+
+    def segment_confidences(self, w: np.ndarray, data: EncodedData, jobs: int,
+                                tags: list[list[list[str]]], schemes: list[str],
+                                ignore: tuple[str, ...]) -> Confidences:
+        """The model's own predicted segments, from its Viterbi segmentation
+        (the one its tags were written from), exactly; ``schemes`` play no part."""
+        program, labels = self.program, self.layers[0].labels
+        dec = program.decode(w, data, jobs)
+        out = []
+        for i, (ids, starts) in enumerate(zip(dec.assignments, dec.segment_starts)):
+            first = np.flatnonzero(starts).tolist()
+            segs = [(u, v, int(ids[u])) for u, v in zip(first, first[1:] + [len(ids)])
+                    if labels[ids[u]] not in ignore]
+            pot = program.potentials(w, data, i)
+            conf = constrained.confidences(
+                pot, program.machine.tables, program.limits, program.distinct,
+                [u for u, _, _ in segs], [v - u for u, v, _ in segs],
+                [program.rank[y] for _, _, y in segs], np.arange(len(segs) + 1))
+            out.append([[SegmentConfidence(u, v, labels[y], float(c))
+                         for (u, v, y), c in zip(segs, conf)]])
+        return out
 
     def _program(self, row_ptr: np.ndarray, feat_pattern: np.ndarray) -> SemiMarkovProgram:
         seg = self.spec.segments

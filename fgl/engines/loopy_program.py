@@ -107,7 +107,7 @@ def _gold_index(gold, f_ptr, f_var, e_stride, out):
 
 
 @njit(cache=True, nogil=True)
-def _clamp(card, f_ptr, f_var, tab_ptr, e_stride, gold, table):
+def clamp(card, f_ptr, f_var, tab_ptr, e_stride, gold, table):
     """Set θ_f(x) = -inf wherever x disagrees with an observed variable."""
     for f in range(tab_ptr.shape[0] - 1):
         for i in range(tab_ptr[f + 1] - tab_ptr[f]):
@@ -317,7 +317,7 @@ class LoopyProgram:
             g = data.graphs[i]
             table = self.factor_tables(w, data, i)
             if clamped:
-                _clamp(g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, data.gold[i], table)
+                clamp(g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, data.gold[i], table)
             if warm is None:
                 res = self.infer(g, table)
             else:
@@ -376,7 +376,7 @@ class LoopyProgram:
             return self.infer(data.graphs[i], self.factor_tables(w, data, i), use_max=True)
 
         results = map_instances(jobs, data.n_sequences, work)
-        return Decoding([r.map_state for r in results], stats=InferenceStats.of(results))
+        return Decoding([r.map_state for r in results], stats=InferenceStats.each(results))
 
     def _beliefs(self, w: np.ndarray, data: LoopyData, jobs: int) -> list[loopy.BPResult]:
         return map_instances(jobs, data.n_sequences,
@@ -386,7 +386,7 @@ class LoopyProgram:
         """Per instance, the (approximate) marginal of every variable: a
         list of one belief vector per variable."""
         results = self._beliefs(w, data, jobs)
-        return Marginals([r.var_beliefs for r in results], InferenceStats.of(results))
+        return Marginals([r.var_beliefs for r in results], InferenceStats.each(results))
 
     def log_partition(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> np.ndarray:
         """Bethe log Z(x) of every instance (exact on trees and with

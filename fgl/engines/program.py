@@ -26,6 +26,11 @@ class InferenceStats:
     not_converged: int = 0
     max_iterations: int = 0
     max_residual: float = 0.0
+    # per instance, in data order (``each``: decoding and marginals; training
+    # keeps the summary only); 0 iterations: solved exactly (junction tree)
+    iterations: list[int] | None = None
+    residuals: list[float] | None = None
+    converged: list[bool] | None = None
 
     @classmethod
     def of(cls, results: list) -> "InferenceStats":
@@ -34,6 +39,16 @@ class InferenceStats:
         return cls(len(results), sum(not r.converged for r in results),
                    max((r.iterations for r in results), default=0),
                    max((r.residual for r in results), default=0.0))
+
+    @classmethod
+    def each(cls, results: list) -> "InferenceStats":
+        """``of(results)``, keeping every instance's iterations, final
+        residual and whether it converged."""
+        stats = cls.of(results)
+        stats.iterations = [int(r.iterations) for r in results]
+        stats.residuals = [float(r.residual) for r in results]
+        stats.converged = [bool(r.converged) for r in results]
+        return stats
 
 
 @dataclass

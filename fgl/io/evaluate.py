@@ -1,58 +1,43 @@
-"""conlleval-style evaluation: token accuracy, chunk and per-label P/R/F1,
-and a micro-average of token P/R/F1 over chosen labels.
+"""Scoring predicted tag sequences against gold ones, as conlleval does and
+more: token (word) and sequence accuracy, chunk P/R/F1 under a tag scheme
+(``fgl.io.schemes``: bio, iob1, iobes, io, iob, runs), per-label P/R/F1
+with micro and macro averages (scheme ``plain``: labels, no chunks), the
+confusion counts (``fgl.io.confusion`` prints and draws them), and a
+token-level micro-average over chosen labels.
 
-Chunk rules (scheme ``"iob"``; accepts IOB1, IOB2/BIO, IOBES and BILOU in one
-set of rules, so mixed or ill-formed sequences are still read sensibly):
+Units: every score here is a percentage (0-100), as conlleval prints it:
+``Report.accuracy``, ``Report.sequence_accuracy`` and every precision,
+recall and F1; a score whose denominator is 0 is 0.
 
-A tag is ``O``, or ``P-TYPE`` where the prefix ``P`` is one of ``B I E S``
-(``L`` and ``U`` are read as ``E`` and ``S``) and ``TYPE`` is everything after
-the first ``-``, or a *bare* label with no such prefix (e.g. ``PER`` or
-``,``).  Reading left to right:
-
-* ``O`` closes any open chunk.
-* ``B-X`` closes any open chunk and opens a chunk of type X.
-* ``I-X`` continues the open chunk when it has type X and the previous tag was
-  ``B-X`` or ``I-X``; otherwise it closes any open chunk and opens a new X
-  chunk (IOB1: an ``I-X`` after ``O``, after another type, or after ``E-``/
-  ``S-`` starts a chunk).
-* ``E-X`` ends the open chunk (including this token) when it continues it
-  under the same rule as ``I-X``; otherwise it is a one-token chunk.
-* ``S-X`` closes any open chunk and is a one-token chunk.
-* A bare label ``L`` closes any open chunk and is a one-token chunk of type L.
-
-Scheme ``"plain"`` ignores prefixes: every non-``O`` token is a one-token
-chunk whose type is its whole label, so chunk scores equal per-label token
-scores (except that ``O`` is not a chunk).  Scheme ``"runs"`` reads plain
-labels as segments: every maximal run of one label is one chunk (segment)
-of that type, as segment models ``from change`` write them.  Scheme
-``"auto"`` (the default) uses ``"iob"`` if any gold or predicted tag has a
-``B-``/``I-``/``E-``/``S-``/``L-``/``U-`` prefix, else ``"plain"``.
-
-``ignore`` (default ``("O",)``) names the chunk types that are not chunks:
-chunks of those types are dropped under every scheme (under ``"iob"`` the tag
-``O`` is always outside; under ``"plain"`` and ``"runs"`` ``O`` is a label
-like any other, a chunk type unless ignored).
-
-A predicted chunk is correct when its type, start and end all equal those of
-a gold chunk.  Precision = correct/predicted, recall = correct/gold, F1 =
-2PR/(P+R); all are percentages (0-100) and 0 when the denominator is 0.
-``overall`` is micro-averaged over all chunk types.
-
-``labels`` (optional) selects labels for a token-level micro-average: a
-token is predicted when its predicted tag is one of them, gold when its gold
-tag is, and correct when both tags are equal and one of them (the
-punctuation measure of Cuong et al. 2014, §4, over ``,`` ``.`` ``?``).
+* Token (word) accuracy: tokens whose tag equals the gold tag / tokens.
+  Sequence accuracy: sequences with every tag right / sequences.
+* Chunks: a predicted chunk is correct when its type, start and end all
+  equal those of a gold chunk; precision = correct / predicted, recall =
+  correct / gold, F1 = 2PR / (P + R).  ``overall`` is the micro-average (the
+  counts summed over chunk types, conlleval's "overall"); ``macro`` the mean
+  of the per-type precisions, recalls and F1s.
+* Plain labels: a token is a prediction of its predicted label and a gold
+  instance of its gold label, so per-label precision = tokens rightly
+  predicted as L / tokens predicted as L.  ``overall`` (micro) sums the
+  counts over the labels that are not ignored, ``macro`` averages their
+  scores; with nothing ignored, micro P = R = F1 = token accuracy.
+* ``ignore`` (default ``("O",)``) names chunk types that are not chunks
+  (under every scheme; under the prefixed schemes ``O`` is always outside)
+  and, under ``plain``, the labels left out of the averages.
+* ``labels`` (optional) selects labels for ``Report.micro``: a token is
+  predicted when its predicted tag is one of them, gold when its gold tag
+  is, and correct when both tags are equal and one of them (the punctuation
+  measure of Cuong et al. 2014 §4, over ``,`` ``.`` ``?``).
 """
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-_PREFIX = {"B": "B", "I": "I", "E": "E", "S": "S", "L": "E", "U": "S"}
+from fgl.io.schemes import SCHEMES, TagError, check, chunks, resolve
 
-SCHEMES = ("auto", "iob", "plain", "runs")
-_ALIASES = {"bio": "iob", "iob1": "iob", "iob2": "iob", "iobes": "iob", "bilou": "iob"}
+__all__ = ["SCHEMES", "Report", "Scores", "TagError", "chunks", "evaluate", "resolve"]
 
 
 def _pct(num: int, den: int) -> float:
@@ -76,43 +61,80 @@ class Scores:
         f = 2 * p * r / (p + r) if p + r > 0 else 0.0
         return cls(p, r, f, support, predicted, correct)
 
+    @classmethod
+    def micro(cls, rows: Iterable["Scores"]) -> "Scores":
+        """The scores of the summed counts."""
+        rows = list(rows)
+        return cls.from_counts(sum(s.correct for s in rows), sum(s.predicted for s in rows),
+                               sum(s.support for s in rows))
+
+    @classmethod
+    def macro(cls, rows: Iterable["Scores"]) -> "Scores":
+        """The mean precision, recall and F1 of ``rows`` (each row weighs
+        the same), with their summed counts."""
+        rows = list(rows)
+        n = len(rows) or 1
+        return cls(sum(s.precision for s in rows) / n, sum(s.recall for s in rows) / n,
+                   sum(s.f1 for s in rows) / n, sum(s.support for s in rows),
+                   sum(s.predicted for s in rows), sum(s.correct for s in rows))
+
 
 @dataclass
 class Report:
-    accuracy: float                      # percent of tokens whose tag is right
+    """An evaluation; every score in percent (module docstring)."""
+    accuracy: float                      # token (word) accuracy: % of tokens tagged right
     tokens: int
-    chunks: dict[str, Scores]            # per chunk type
-    overall: Scores                      # micro-average over chunk types
+    chunks: dict[str, Scores]            # per chunk type (empty under plain)
+    overall: Scores                      # micro-average over chunk types (plain: labels)
     labels: dict[str, Scores]            # per label, token level
     scheme: str = field(default="iob")   # the scheme actually used
     selected: tuple[str, ...] = ()       # the labels of ``micro`` (none: no micro-average)
     micro: Scores | None = None          # token-level micro-average over ``selected``
+    sequence_accuracy: float = 0.0       # % of sequences with every tag right
+    sequences: int = 0
+    macro: Scores | None = None          # mean over chunk types (plain: labels not ignored)
+    ignored: tuple[str, ...] = ("O",)
+    confusion: dict[tuple[str, str], int] = field(default_factory=dict)  # (gold, pred) -> n
 
     def format(self) -> str:
-        """A conlleval-like table: chunk scores per type, then per label;
-        the micro-average over the selected labels on its own line."""
+        """A conlleval-like text: the summary lines, then the chunk (or
+        segment) table and the label table; under plain, the label table
+        with its micro and macro averages only."""
+        plain = self.scheme == "plain"
         o = self.overall
-        unit, title = ("segments", "segment") if self.scheme == "runs" else ("chunks", "chunk type")
-        out = [
-            f"processed {self.tokens} tokens with {o.support} {unit}; "
-            f"found: {o.predicted} {unit}; correct: {o.correct}.",
-            f"accuracy: {self.accuracy:6.2f}%; precision: {o.precision:6.2f}%; "
-            f"recall: {o.recall:6.2f}%; F1: {o.f1:6.2f}",
-        ]
+        if plain:
+            left_out = [t for t in self.ignored if t in self.labels]
+            without = f" (averages without {', '.join(left_out)})" if left_out else ""
+            out = [f"processed {self.tokens} tokens with {len(self.labels)} labels{without}.",
+                   f"accuracy: {self.accuracy:6.2f}%; micro F1: {o.f1:6.2f}; "
+                   f"macro F1: {self.macro.f1:6.2f}"]
+        else:
+            unit = "segments" if self.scheme == "runs" else "chunks"
+            out = [f"processed {self.tokens} tokens with {o.support} {unit}; "
+                   f"found: {o.predicted} {unit}; correct: {o.correct}.",
+                   f"accuracy: {self.accuracy:6.2f}%; precision: {o.precision:6.2f}%; "
+                   f"recall: {o.recall:6.2f}%; F1: {o.f1:6.2f}"]
+        right = round(self.sequence_accuracy * self.sequences / 100)
+        out.append(f"sequence accuracy: {self.sequence_accuracy:6.2f}% ({right} of "
+                   f"{self.sequences} sequences with every tag right); scheme {self.scheme}")
         if self.micro is not None:
             m = self.micro
             out.append(f"labels {' '.join(self.selected)}: precision: {m.precision:6.2f}%; "
                        f"recall: {m.recall:6.2f}%; F1: {m.f1:6.2f} (gold: {m.support}; "
                        f"found: {m.predicted}; correct: {m.correct})")
         out.append("")
-        out += _table(title, self.chunks, total=("overall", o))
-        out.append("")
-        out += _table("label", self.labels)
+        if plain:
+            out += _table("label", self.labels, [("micro", o), ("macro", self.macro)])
+        else:
+            title = "segment" if self.scheme == "runs" else "chunk type"
+            out += _table(title, self.chunks, [("overall", o), ("macro", self.macro)])
+            out.append("")
+            out += _table("label", self.labels)
         return "\n".join(out) + "\n"
 
 
 def _table(title: str, rows: dict[str, Scores],
-           total: tuple[str, Scores] | None = None) -> list[str]:
+           totals: Sequence[tuple[str, Scores]] = ()) -> list[str]:
     width = max([len(title), 7, *(len(k) for k in rows)])
     head = (f"{title:<{width}}  {'precision':>9}  {'recall':>7}  {'F1':>7}  "
             f"{'gold':>6}  {'found':>6}  {'correct':>7}")
@@ -124,85 +146,24 @@ def _table(title: str, rows: dict[str, Scores],
 
     for name in sorted(rows):
         lines.append(row(name, rows[name]))
-    if total is not None:
+    if totals:
         lines.append("-" * len(head))
-        lines.append(row(*total))
+        lines += [row(name, s) for name, s in totals]
     return lines
 
 
-def _split(tag: str) -> tuple[str, str]:
-    """(prefix, type): prefix is one of B I E S, 'O', or '' for a bare label."""
-    if tag == "O":
-        return "O", ""
-    if len(tag) >= 2 and tag[1] == "-" and tag[0] in _PREFIX:
-        return _PREFIX[tag[0]], tag[2:]
-    return "", tag
+def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
+             scheme: str = "auto", ignore: Iterable[str] = ("O",),
+             labels: Iterable[str] | None = None) -> Report:
+    """Compare predicted tag sequences with gold ones, sequence by sequence.
 
-
-def chunks(tags: list[str], scheme: str = "iob",
-           ignore: Iterable[str] = ("O",)) -> list[tuple[str, int, int]]:
-    """The chunks of one tag sequence as ``(type, start, end_exclusive)``,
-    without those whose type is in ``ignore``.
-
-    See the module docstring for the rules of each scheme.
-    """
-    scheme = _resolve(scheme, [tags])
-    skip = set(ignore)
-    if scheme == "plain":
-        return [(t, i, i + 1) for i, t in enumerate(tags) if t not in skip]
-    if scheme == "runs":
-        starts = [i for i in range(len(tags)) if i == 0 or tags[i] != tags[i - 1]]
-        return [(tags[u], u, v) for u, v in zip(starts, [*starts[1:], len(tags)])
-                if tags[u] not in skip]
-    out: list[tuple[str, int, int]] = []
-    open_type: str | None = None
-    start = 0
-    prev = "O"
-    for i, tag in enumerate(tags):
-        p, typ = _split(tag)
-        continues = (open_type is not None and typ == open_type
-                     and prev in ("B", "I") and p in ("I", "E"))
-        if not continues and open_type is not None:
-            out.append((open_type, start, i))
-            open_type = None
-        if p == "O":
-            pass
-        elif continues:
-            if p == "E":
-                out.append((open_type, start, i + 1))
-                open_type = None
-        elif p in ("B", "I"):
-            open_type, start = typ, i
-        else:  # S, E not continuing, bare label: one-token chunk
-            out.append((typ, i, i + 1))
-        prev = p
-    if open_type is not None:
-        out.append((open_type, start, len(tags)))
-    return [c for c in out if c[0] not in skip]
-
-
-def _resolve(scheme: str, seqs) -> str:
-    s = _ALIASES.get(scheme.lower(), scheme.lower())
-    if s not in SCHEMES:
-        raise ValueError(f"unknown scheme {scheme!r}; expected one of {', '.join(SCHEMES)}")
-    if s != "auto":
-        return s
-    for seq in seqs:
-        for t in seq:
-            if _split(t)[0] in ("B", "I", "E", "S"):
-                return "iob"
-    return "plain"
-
-
-def evaluate(gold: list[list[str]], pred: list[list[str]], scheme: str = "auto",
-             ignore: Iterable[str] = ("O",), labels: Iterable[str] | None = None) -> Report:
-    """Compare predicted tag sequences with gold ones, sentence by sentence.
-
-    ``gold`` and ``pred`` must have the same number of sentences and each
-    pair the same length (else ``ValueError``).  Chunks never cross sentence
-    boundaries.  Accuracy is over all tokens (0 when there are none).
-    ``ignore``: chunk types that are not chunks; ``labels``: the labels of
-    the token-level micro-average ``Report.micro`` (see the module docstring).
+    ``gold`` and ``pred`` must have the same number of sequences and each
+    pair the same length (else ``ValueError``); chunks never cross sequence
+    boundaries.  ``scheme``: one of ``fgl.io.schemes.SCHEMES`` (or an alias:
+    iob2 = bio, bilou = iobes); a tag the scheme does not read raises
+    ``TagError`` naming it and its place (``gold[i][j]`` or ``pred[i][j]``).
+    ``ignore``, ``labels``: see the module docstring.  Every score of the
+    report is in percent.
     """
     if len(gold) != len(pred):
         raise ValueError(f"gold has {len(gold)} sentences but pred has {len(pred)}")
@@ -211,45 +172,53 @@ def evaluate(gold: list[list[str]], pred: list[list[str]], scheme: str = "auto",
             raise ValueError(f"sentence {i}: expected a list of tags, found a string")
         if len(g) != len(p):
             raise ValueError(f"sentence {i}: gold has {len(g)} tokens but pred has {len(p)}")
-    used = _resolve(scheme, [*gold, *pred])
+    used = resolve(scheme, gold, pred)
+    check(gold, used, "gold")
+    check(pred, used, "pred")
     ignore = tuple(ignore)
     selected = tuple(dict.fromkeys(labels)) if labels is not None else ()
     if labels is not None and not selected:
         raise ValueError("labels: expected at least one label")
 
-    tokens = right = 0
-    lab_gold: Counter[str] = Counter()
-    lab_pred: Counter[str] = Counter()
-    lab_ok: Counter[str] = Counter()
+    confusion: Counter[tuple[str, str]] = Counter()
+    tokens = right_seqs = 0
     ch_gold: Counter[str] = Counter()
     ch_pred: Counter[str] = Counter()
     ch_ok: Counter[str] = Counter()
     for g, p in zip(gold, pred):
         tokens += len(g)
-        for a, b in zip(g, p):
-            lab_gold[a] += 1
-            lab_pred[b] += 1
-            if a == b:
-                right += 1
-                lab_ok[a] += 1
-        gc = chunks(g, used, ignore)
-        pc = chunks(p, used, ignore)
-        for c in gc:
-            ch_gold[c[0]] += 1
-        for c in pc:
-            ch_pred[c[0]] += 1
-        for c in set(gc) & set(pc):
-            ch_ok[c[0]] += 1
+        confusion.update(zip(g, p))
+        right_seqs += list(g) == list(p)
+        if used == "plain":
+            continue
+        gc, pc = chunks(g, used, ignore), chunks(p, used, ignore)
+        ch_gold.update(c[0] for c in gc)
+        ch_pred.update(c[0] for c in pc)
+        ch_ok.update(c[0] for c in set(gc) & set(pc))
 
-    chunk_scores = {t: Scores.from_counts(ch_ok[t], ch_pred[t], ch_gold[t])
-                    for t in sorted(set(ch_gold) | set(ch_pred))}
-    overall = Scores.from_counts(sum(ch_ok.values()), sum(ch_pred.values()), sum(ch_gold.values()))
+    lab_gold: Counter[str] = Counter()
+    lab_pred: Counter[str] = Counter()
+    lab_ok: Counter[str] = Counter()
+    for (a, b), n in confusion.items():
+        lab_gold[a] += n
+        lab_pred[b] += n
+        if a == b:
+            lab_ok[a] += n
     label_scores = {t: Scores.from_counts(lab_ok[t], lab_pred[t], lab_gold[t])
                     for t in sorted(set(lab_gold) | set(lab_pred))}
+    if used == "plain":
+        chunk_scores: dict[str, Scores] = {}
+        averaged = [s for t, s in label_scores.items() if t not in ignore]
+    else:
+        chunk_scores = {t: Scores.from_counts(ch_ok[t], ch_pred[t], ch_gold[t])
+                        for t in sorted(set(ch_gold) | set(ch_pred))}
+        averaged = list(chunk_scores.values())
     micro = None
     if selected:
         micro = Scores.from_counts(sum(lab_ok[t] for t in selected),
                                    sum(lab_pred[t] for t in selected),
                                    sum(lab_gold[t] for t in selected))
-    return Report(_pct(right, tokens), tokens, chunk_scores, overall, label_scores, used,
-                  selected, micro)
+    right = sum(n for (a, b), n in confusion.items() if a == b)
+    return Report(_pct(right, tokens), tokens, chunk_scores, Scores.micro(averaged),
+                  label_scores, used, selected, micro, _pct(right_seqs, len(gold)), len(gold),
+                  Scores.macro(averaged), ignore, dict(confusion))

@@ -11,8 +11,9 @@
   system is scored on each, and the mean is given ± the 95 % half-width
   t₀.₉₇₅,ₖ₋₁ · s / √k.
 
-The score is the micro-averaged chunk F1 of ``fgl.io.evaluate`` (for
-labels without B-/I- prefixes: F1 over the tokens not labelled ``O``);
+The score is the micro-averaged chunk F1 of ``fgl.io.evaluate`` under the
+scheme given (``fgl.io.schemes``; for plain labels the micro-averaged F1
+over the tokens not labelled ``O``);
 both computations work on per-sequence counts (correct, predicted, gold),
 so a trial costs one matrix product, not a re-evaluation.
 """
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from fgl.io.evaluate import _resolve, chunks
+from fgl.io.schemes import check, chunks, resolve
 
 CHUNK = 512  # trials per matrix product
 
@@ -111,7 +112,9 @@ def compare(gold: list[list[str]], pred_a: list[list[str]], pred_b: list[list[st
         raise ValueError("gold and both outputs must hold the same sequences")
     if trials < 1 or partitions < 1:
         raise ValueError("trials and partitions must be at least 1")
-    used = _resolve(scheme, [*gold, *pred_a, *pred_b])
+    used = resolve(scheme, gold, pred_a, pred_b)
+    for side, seqs in (("gold", gold), ("pred_a", pred_a), ("pred_b", pred_b)):
+        check(seqs, used, side)
     a, b = sequence_counts(gold, pred_a, used), sequence_counts(gold, pred_b, used)
     p, far = randomisation_test(a, b, trials, seed)
     k = min(partitions, len(gold))

@@ -191,3 +191,53 @@ def segment_sequences(n_types: int = 3, max_len: int = 4, vocab: int = 50, n_tra
 def write_segment_files(directory, **kwargs) -> tuple[Path, Path]:
     """Write :func:`segment_sequences` to ``directory/train.txt`` and ``test.txt``."""
     return _write_pair(directory, *segment_sequences(**kwargs))
+
+
+def citation_graphs(n_graphs: int = 40, n_papers: int = 12, n_topics: int = 3,
+                    topical: float = 0.3, p_within: float = 0.4, p_across: float = 0.03,
+                    seed: int = 0) -> list[dict]:
+    """Citation graphs for relational CRFs (Sutton & McCallum §1.4.1), as
+    dicts in the JSON-lines graph format of :mod:`fgl.io.graphs`.
+
+    Each graph holds ``n_papers`` papers (nodes ``p0, p1, ...``) with a topic
+    ``T0 .. T{n_topics-1}`` drawn uniformly (column ``label``) and four words
+    (column ``words``). Each word is one of the topic's five words
+    (``t{k}w{i}``) with probability ``topical``, else one of 30 words
+    common to all topics (``c{i}``), so many papers have no topical word at
+    all. Two papers of one topic cite each other (an edge of type
+    ``"cites"``) with probability ``p_within``, of different topics
+    ``p_across``: a paper's neighbours tell its topic where its words do not.
+    Drawn from ``default_rng(seed)``.
+    """
+    if n_graphs < 0 or n_papers < 1 or n_topics < 1:
+        raise ValueError("need n_graphs >= 0, n_papers >= 1 and n_topics >= 1")
+    for name, p in (("topical", topical), ("p_within", p_within), ("p_across", p_across)):
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"{name} must be a probability, found {p}")
+    rng = np.random.default_rng(seed)
+    graphs = []
+    for _ in range(n_graphs):
+        topics = rng.integers(0, n_topics, n_papers)
+        nodes = []
+        for k, z in enumerate(topics):
+            words = [f"t{z}w{rng.integers(0, 5)}" if rng.random() < topical
+                     else f"c{rng.integers(0, 30)}" for _ in range(4)]
+            nodes.append({"id": f"p{k}", "words": " ".join(words), "label": f"T{z}"})
+        edges = [{"source": f"p{a}", "target": f"p{b}", "type": "cites"}
+                 for a in range(n_papers) for b in range(a + 1, n_papers)
+                 if rng.random() < (p_within if topics[a] == topics[b] else p_across)]
+        graphs.append({"nodes": nodes, "edges": edges})
+    return graphs
+
+
+def write_citation_graphs(path, **kwargs) -> Path:
+    """Write :func:`citation_graphs` (same keyword arguments) to ``path``, one
+    graph of JSON per line."""
+    import json
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p, "w", encoding="utf-8", newline="\n") as f:
+        for graph in citation_graphs(**kwargs):
+            f.write(json.dumps(graph) + "\n")
+    return p

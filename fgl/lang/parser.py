@@ -506,11 +506,13 @@ def _check_nesting(tree: Tree, file: str) -> None:
 
 
 def read_spec(path) -> Spec:
-    """Read, parse and validate the spec file at ``path`` (UTF-8).  Relative
-    file names in the spec (lexicons) are resolved against its directory."""
+    """Read, parse and validate the spec file at ``path`` (UTF-8), or the
+    stdlib spec ``stdlib:NAME`` (``fgl.lang.stdlib``).  Relative file names
+    in the spec (lexicons) are resolved against its directory."""
     from fgl.lang.checks import validate
+    from fgl.lang.stdlib import resolve_spec_path
 
-    path = Path(path)
+    path = resolve_spec_path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:

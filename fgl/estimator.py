@@ -1,0 +1,306 @@
+"""``fgl.CRFEstimator``: fgl's CRF under scikit-learn's estimator contract.
+
+``fgl.CRF`` reads and checks its spec when it is made; scikit-learn wants a
+constructor that only stores its parameters (so ``clone``, ``set_params``
+and ``GridSearchCV`` can make fresh copies), checks in ``fit`` and keeps
+what training learns in attributes ending in ``_``.  ``CRFEstimator`` is
+that face: ``fit`` builds and trains an ``fgl.CRF`` (``crf_``).
+
+It needs no scikit-learn: ``get_params``/``set_params`` are written here
+after scikit-learn's rules (the parameters are the constructor's
+arguments), and ``__sklearn_tags__`` imports scikit-learn only when
+scikit-learn itself asks.  With ``spec=None`` it reads sklearn-crfsuite's
+input — per token a dict of features — and trains the model
+sklearn-crfsuite trains on it (``fgl.io.feature_dicts``); with a spec, ``X``
+holds rows of the spec's input columns, as ``fgl.CRF`` takes.
+"""
+from __future__ import annotations
+
+import inspect
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from fgl.errors import FglError
+from fgl.io.feature_dicts import BAG_KEY, FeatureDictSpec
+from fgl.lang import ast
+
+METRICS = ("token_accuracy", "sequence_accuracy", "f1")
+
+
+class NotFittedError(FglError, ValueError, AttributeError):
+    """The estimator is used before ``fit`` (an ``AttributeError`` and a
+    ``ValueError``, as scikit-learn's own ``NotFittedError``, which the
+    error raised also is when scikit-learn is installed)."""
+
+
+def _not_fitted(message: str) -> NotFittedError:
+    try:
+        from sklearn.exceptions import NotFittedError as SklearnNotFitted
+    except ImportError:
+        return NotFittedError(message)
+    both = type("NotFittedError", (NotFittedError, SklearnNotFitted),
+                {"__module__": __name__, "__doc__": NotFittedError.__doc__})
+    return both(message)
+
+
+class CRFEstimator:
+    """A CRF with scikit-learn's estimator contract.
+
+    Parameters
+    ----------
+    spec:
+        The model: a path to a ``.fgl`` file, the spec text, or a parsed
+        ``Spec`` (anything ``fgl.CRF`` takes); ``None`` (default) for
+        sklearn-crfsuite's input, a dict of features per token, with the
+        model sklearn-crfsuite trains on it: state features over the
+        attributes, first-order transitions (``docs/sklearn.md``).
+    sigma, max_iter, tol, l1, jobs, verbose, time_limit:
+        As for ``fgl.CRF`` (None: the spec's ``train`` settings, else fgl's
+        defaults; CRFsuite's ``c2`` is ``1 / (2 sigma^2)``, its ``c1`` is
+        ``l1``).
+    all_possible_states, all_possible_transitions:
+        sklearn-crfsuite's options of the same names, for ``spec=None``:
+        a weight for every (attribute, label) pair / every label pair, not
+        only those seen in training.
+    """
+
+    def __init__(self, spec: str | Path | ast.Spec | None = None, *, sigma: float | None = None,
+                 max_iter: int | None = None, tol: float | None = None, l1: float | None = None,
+                 jobs: int | None = None, verbose: bool = False,
+                 time_limit: float | None = None, all_possible_states: bool = False,
+                 all_possible_transitions: bool = False):
+        self.spec = spec
+        self.sigma = sigma
+        self.max_iter = max_iter
+        self.tol = tol
+        self.l1 = l1
+        self.jobs = jobs
+        self.verbose = verbose
+        self.time_limit = time_limit
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
+
+    # ------------------------------------------------------------ parameters
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        return [p.name for p in inspect.signature(cls.__init__).parameters.values()
+                if p.name != "self"]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's parameters and their values (``deep`` is
+        accepted for scikit-learn; no parameter is an estimator)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: Any) -> "CRFEstimator":
+        """Set parameters by name; checked at the next ``fit``."""
+        names = self._param_names()
+        for name, value in params.items():
+            if name not in names:
+                raise ValueError(f"invalid parameter {name!r} for {type(self).__name__}; "
+                                 f"valid parameters: {', '.join(names)}")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = {p.name: p.default for p in
+                    inspect.signature(type(self).__init__).parameters.values()}
+        given = [f"{k}={_short(v)}" for k, v in self.get_params().items()
+                 if not _same(v, defaults[k])]
+        return f"{type(self).__name__}({', '.join(given)})"
+
+    def __sklearn_tags__(self):
+        """scikit-learn's tags (called by scikit-learn only): a supervised
+        estimator whose X is not a 2-D array, and not a classifier, so
+        cross-validation splits sequences with plain ``KFold``."""
+        from sklearn.utils import InputTags, Tags, TargetTags
+        return Tags(estimator_type=None, target_tags=TargetTags(required=True),
+                    input_tags=InputTags(two_d_array=False, dict=True, string=True))
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "crf_")
+
+    def __getstate__(self) -> dict:
+        """Pickling (``joblib.dump``): the trained CRF travels as its model
+        file's bytes (``fgl.CRF.save``)."""
+        state = dict(self.__dict__)
+        if "crf_" in state:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "model.fglm"
+                state["crf_"].save(path)
+                state["crf_"] = path.read_bytes()
+            state.pop("coef_")            # (the model file's weights)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        from fgl.api import CRF
+        if isinstance(state.get("crf_"), bytes):
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "model.fglm"
+                path.write_bytes(state["crf_"])
+                crf = CRF.load(path, jobs=state.get("jobs"))
+            crf.verbose, crf.training_log = bool(state.get("verbose")), state.get("training_log_")
+            state["crf_"], state["coef_"] = crf, crf.weights
+        self.__dict__.update(state)
+
+    # ------------------------------------------------------------ training
+
+    def fit(self, X: Sequence[Sequence[Any]], y: Sequence[Sequence[Any]]) -> "CRFEstimator":
+        """Check the parameters, build the model and train it on sequences
+        ``X`` (feature dicts per token with ``spec=None``, else rows of the
+        spec's input columns) and label sequences ``y``."""
+        from fgl.api import CRF
+        X, y = list(X), list(y)
+        self._check_params()
+        for name in ("crf_", "feature_dicts_", "classes_", "coef_", "training_log_"):
+            self.__dict__.pop(name, None)
+        if self.spec is None:
+            dicts = FeatureDictSpec(X, all_possible_states=bool(self.all_possible_states),
+                                    all_possible_transitions=bool(self.all_possible_transitions))
+            spec, rows = dicts.text, dicts.rows(X)
+        else:
+            dicts, spec, rows = None, self.spec, _plain_rows(X)
+        crf = CRF(spec, sigma=self.sigma, max_iter=self.max_iter, tol=self.tol, l1=self.l1,
+                  jobs=self.jobs, verbose=bool(self.verbose), time_limit=self.time_limit)
+        crf.fit(rows, y)
+        self.crf_ = crf
+        if dicts is not None:
+            self.feature_dicts_ = dicts
+        labels = {layer.name: list(layer.labels) for layer in crf.model.layers
+                  if not layer.hidden}
+        self.classes_ = next(iter(labels.values())) if len(labels) == 1 else labels
+        self.coef_ = crf.weights
+        self.training_log_ = crf.training_log
+        return self
+
+    def _check_params(self) -> None:
+        """What fit refuses before any work (the numbers are checked by
+        ``fgl.CRF``, with the same messages as the CLI's)."""
+        if self.spec is not None and not isinstance(self.spec, (str, Path, ast.Spec)):
+            raise FglError(f"spec must be a path to a .fgl file, spec text, a parsed Spec or "
+                           f"None (feature dicts); found {type(self.spec).__name__}")
+        for name in ("all_possible_states", "all_possible_transitions"):
+            value = getattr(self, name)
+            if not isinstance(value, (bool, np.bool_)):
+                raise FglError(f"{name} must be True or False; found {value!r}")
+            if value and self.spec is not None:
+                raise FglError(f"{name} shapes the model built for feature dicts (spec=None); "
+                               "with a spec, write it there: `(support = all)` on a state "
+                               "template, `patterns all` on a transition template")
+
+    # ------------------------------------------------------------ prediction
+
+    def _fitted(self):
+        crf = getattr(self, "crf_", None)
+        if crf is None:
+            raise _not_fitted(f"this {type(self).__name__} is not fitted yet; call fit(X, y)")
+        return crf
+
+    def _rows(self, X: Sequence[Sequence[Any]]) -> list:
+        """``X`` as the trained spec's rows."""
+        crf = self._fitted()
+        dicts = getattr(self, "feature_dicts_", None)
+        if dicts is None:
+            return _plain_rows(list(X))
+        bag = crf.model.vocabs[0]      # the state template over the bag comes first
+        known = {key[len(BAG_KEY):] for key in bag if key.startswith(BAG_KEY)}
+        return dicts.rows(list(X), known)
+
+    def predict(self, X: Sequence[Sequence[Any]]) -> list[list]:
+        """The most likely label sequence of each sequence (with several
+        output layers, a tuple of labels per token)."""
+        return self._fitted().predict(self._rows(X))
+
+    def predict_single(self, xseq: Sequence[Any]) -> list:
+        """``predict`` of one sequence."""
+        return self.predict([xseq])[0]
+
+    def predict_marginals(self, X: Sequence[Sequence[Any]]) -> list[list[dict]]:
+        """Per sequence, per token, ``{label: probability}`` (sklearn-crfsuite's
+        shape); with several output layers ``{layer: {label: probability}}``."""
+        return self._fitted().predict_marginals(self._rows(X))
+
+    def predict_marginals_single(self, xseq: Sequence[Any]) -> list[dict]:
+        """``predict_marginals`` of one sequence."""
+        return self.predict_marginals([xseq])[0]
+
+    def score(self, X: Sequence[Sequence[Any]], y: Sequence[Sequence[Any]]) -> float:
+        """Token accuracy in percent (0-100), the unit of ``fgl.CRF.score``
+        and of every score fgl reports: the share of tokens whose labels
+        (every output layer's) are right."""
+        return self._fitted().score(self._rows(X), _text_labels(y))
+
+    # ------------------------------------------------------------ looking inside
+
+    @property
+    def state_features_(self) -> dict[tuple[str, str], float]:
+        """{(attribute, label): weight} — with feature dicts, the attribute
+        named as python-crfsuite names it (``word.lower():the``)."""
+        crf = self._fitted()
+        dicts = getattr(self, "feature_dicts_", None)
+        if dicts is None:
+            return crf.state_features_
+        return {(dicts.attribute_name(a), label): w
+                for (a, label), w in crf.state_features_.items()}
+
+    @property
+    def transition_features_(self) -> dict[tuple[str, str], float]:
+        """{(label from, label to): weight}."""
+        return self._fitted().transition_features_
+
+
+def _plain_rows(X: list) -> list:
+    """Rows for a spec; feature dicts are refused with what to do."""
+    for i, seq in enumerate(X):
+        if any(isinstance(token, dict) for token in seq):
+            raise FglError(f"sequence {i} holds a dict per token (sklearn-crfsuite's feature "
+                           "dicts), but the estimator has a spec, whose columns are read from "
+                           "rows of values; leave spec=None to train on feature dicts")
+    return X
+
+
+def _same(a: object, b: object) -> bool:
+    try:
+        return bool(a is b or a == b)
+    except (TypeError, ValueError):      # (arrays compare element-wise)
+        return False
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "...'"
+
+
+def sequence_scorer(metric: str = "token_accuracy") -> Callable[[Any, Any, Any], float]:
+    """A scorer for ``cross_val_score(..., scoring=)`` and ``GridSearchCV``
+    (a callable ``(estimator, X, y) -> float``, higher is better, in
+    percent like every score fgl reports):
+    ``"token_accuracy"`` (the default of ``score``), ``"sequence_accuracy"``
+    (the share of sequences with every label right) or ``"f1"`` (micro F1
+    of the chunks or labels ``fgl.io.evaluate`` finds, scheme ``auto``)."""
+    if metric not in METRICS:
+        raise FglError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
+
+    def score(estimator: CRFEstimator, X: Any, y: Any) -> float:
+        if metric == "token_accuracy":
+            return estimator.score(X, y)
+        y, pred = _text_labels(y), estimator.predict(X)
+        if metric == "sequence_accuracy":
+            return 100.0 * sum(list(p) == g for p, g in zip(pred, y)) / max(len(y), 1)
+        if any(isinstance(label, tuple) for seq in y for label in seq):
+            raise FglError("the f1 scorer scores one output layer; this model has several "
+                           "(score each with fgl.CRF.evaluate)")
+        from fgl.io.evaluate import evaluate
+        return evaluate(y, pred).overall.f1
+    score.__name__ = f"fgl_{metric}"
+    return score
+
+
+def _text_labels(y: Sequence[Sequence[Any]]) -> list[list]:
+    """Label sequences as fgl predicts them: text, a tuple per token with
+    several output layers."""
+    return [[tuple(str(v) for v in label) if isinstance(label, (list, tuple)) else str(label)
+             for label in seq] for seq in y]

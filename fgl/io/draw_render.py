@@ -1,0 +1,175 @@
+"""A ``Scene`` (``fgl.io.draw_layout``) painted with matplotlib: SVG, PNG or PDF.
+
+Drawn with matplotlib's own renderers (no Graphviz or other system
+binary).  Every mark carries an SVG id naming what it is — ``var-3``,
+``factor-skip-2``, ``arc-skip-2``, ``edge-trans-4-1``, ``segment-0`` — so a
+picture can be checked or styled.  Factors are coloured by template (a
+legend names them); a trained model's picture fills each variable with the
+colour of its predicted label, shaded by that label's marginal probability.
+"""
+from __future__ import annotations
+
+import io
+import math
+
+from fgl.errors import FglError
+from fgl.io.draw_layout import Scene, Variable
+
+RADIUS = 0.22
+SQUARE = 0.17
+UNIT = 0.6            # inches per token
+MAX_WIDTH = 100.0     # inches; wider pictures are scaled down
+MAX_PIXELS = 12000    # the widest PNG; a wider picture gets a lower resolution
+DPI = 150
+FORMATS = ("svg", "png", "pdf")
+TEMPLATE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
+                    "#17becf", "#e377c2", "#bcbd22", "#7f7f7f")
+TAG_COLOURS = ("#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5",
+               "#ffffb3", "#bc80bd", "#ccebc5", "#ffed6f", "#d9d9d9")
+OUTSIDE = "#f2f2f2"   # the colour of the label O
+
+
+def template_colour(ti: int) -> str:
+    return TEMPLATE_COLOURS[ti % len(TEMPLATE_COLOURS)]
+
+
+def tag_colours(tags: list[str]) -> dict[str, str]:
+    """A fill colour per label (O pale grey), in the scene's label order."""
+    out, k = {}, 0
+    for tag in tags:
+        if tag == "O":
+            out[tag] = OUTSIDE
+        else:
+            out[tag] = TAG_COLOURS[k % len(TAG_COLOURS)]
+            k += 1
+    return out
+
+
+def _matplotlib():
+    try:
+        import matplotlib
+    except ImportError:
+        raise FglError("drawing pictures needs matplotlib: pip install 'fgl[plot]' "
+                       "(or write DOT with -o FILE.dot)") from None
+    return matplotlib
+
+
+def render(scene: Scene, fmt: str) -> bytes:
+    """The picture of ``scene`` in ``fmt`` ("svg", "png" or "pdf")."""
+    if fmt not in FORMATS:
+        raise FglError(f"cannot draw a .{fmt} file; the formats are {', '.join(FORMATS)} "
+                       "and dot")
+    matplotlib = _matplotlib()
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "fgl",
+                                "font.family": "DejaVu Sans"}):
+        fig = Figure()
+        ax = fig.add_subplot()
+        x0, x1, y0, y1 = _paint(ax, scene)
+        unit = min(UNIT, MAX_WIDTH / max(x1 - x0, 1))
+        width = max((x1 - x0) * unit, 4.0)
+        fig.set_size_inches(width, max((y1 - y0) * unit, 2.0))
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, dpi=min(DPI, MAX_PIXELS / (width + 2)),
+                    bbox_inches="tight", pad_inches=0.15,
+                    metadata={"Date": None} if fmt == "svg" else None)
+    return buf.getvalue()
+
+
+def _paint(ax, scene: Scene) -> tuple[float, float, float, float]:
+    """Draw every mark on ``ax``; returns the data extent (x0, x1, y0, y1)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Circle, Patch, PathPatch, Rectangle
+    from matplotlib.path import Path as MPath
+
+    by_id = {v.id: v for v in scene.variables}
+    colours = tag_colours(scene.tags)
+    xs = [v.x for v in scene.variables] + [f.x for f in scene.factors] + [0.0]
+    ys = [v.y for v in scene.variables] + [f.y for f in scene.factors] + [0.0]
+    count: dict[str, int] = {}
+    for f in scene.factors:
+        name = scene.templates[f.template]
+        k = count[name] = count.get(name, -1) + 1
+        colour = template_colour(f.template)
+        if f.arc:
+            a, b = (by_id[i] for i in f.variables)
+            ctrl = (2 * f.x - (a.x + b.x) / 2, 2 * f.y - (a.y + b.y) / 2)
+            lift = RADIUS if f.above else -RADIUS
+            path = MPath([(a.x, a.y + lift), ctrl, (b.x, b.y + lift)],
+                         [MPath.MOVETO, MPath.CURVE3, MPath.CURVE3])
+            ax.add_patch(PathPatch(path, fill=False, edgecolor=colour, linewidth=1.0,
+                                   alpha=0.8, gid=f"arc-{name}-{k}", zorder=1))
+        else:
+            for j, vid in enumerate(f.variables):
+                v = by_id[vid]
+                ex, ey = _rim(v, f.x, f.y)
+                ax.add_line(Line2D([f.x, ex], [f.y, ey], color=colour, linewidth=1.0,
+                                   gid=f"edge-{name}-{k}-{j}", zorder=1))
+        ax.add_patch(Rectangle((f.x - SQUARE / 2, f.y - SQUARE / 2), SQUARE, SQUARE,
+                               facecolor=colour, edgecolor=colour, gid=f"factor-{name}-{k}",
+                               zorder=3))
+    for v in scene.variables:
+        fill, alpha = "white", 1.0
+        if v.tag is not None:
+            fill = colours.get(v.tag, "white")
+            alpha = 1.0 if v.prob is None else 0.2 + 0.8 * v.prob
+        ax.add_patch(Circle((v.x, v.y), RADIUS, facecolor=fill, alpha=alpha, zorder=4,
+                            edgecolor="none", gid=f"fill-{v.id}"))
+        ax.add_patch(Circle((v.x, v.y), RADIUS, facecolor="none", edgecolor="#333333",
+                            linewidth=1.0, linestyle="--" if v.hidden else "-", zorder=5,
+                            gid=f"var-{v.id}"))
+        if v.index:
+            ax.text(v.x, v.y, v.index, ha="center", va="center", color="#555555", zorder=6,
+                    fontsize=6 if len(v.index) < 3 else 5 if len(v.index) < 4 else 4)
+        if v.text:
+            if scene.text_above:
+                ax.text(v.x, v.y + RADIUS + 0.1, v.text, ha="center", va="bottom", fontsize=7,
+                        zorder=6, gid=f"label-{v.id}")
+            elif scene.graph:
+                ax.text(v.x + RADIUS + 0.05, v.y + 0.05, v.text, ha="left", va="bottom",
+                        fontsize=7, zorder=6, gid=f"word-{v.id}")
+                xs.append(v.x + 1.2)
+            else:
+                ax.text(v.x, v.y - 0.8, v.text, ha="center", va="top", fontsize=7, zorder=6,
+                        gid=f"word-{v.id}")
+                ys.append(v.y - 1.1)
+    for w in scene.words:
+        ax.add_patch(Circle((w.x, w.y), 0.05, color="#555555", zorder=4))
+        ax.text(w.x, w.y - 0.15, w.text, ha="center", va="top", fontsize=7,
+                gid=f"word-{w.pos}")
+        xs.append(w.x)
+        ys.append(w.y - 0.5)
+    for k, b in enumerate(scene.brackets):
+        colour = colours.get(b.tag, "#333333")
+        edge = "#333333" if colour in (OUTSIDE, "white") else colour
+        ax.add_line(Line2D([b.x0, b.x0, b.x1, b.x1], [b.y - 0.12, b.y, b.y, b.y - 0.12],
+                           color=edge, linewidth=1.6, gid=f"segment-{k}"))
+    left = min(xs) - 0.5
+    for name, y, hidden in scene.rows:
+        if len(scene.rows) > 1 or not scene.graph:
+            ax.text(left - 0.1, y, name + (" (hidden)" if hidden else ""), ha="right",
+                    va="center", fontsize=8, style="italic", color="#333333")
+    x0, x1 = left - 1.6, max(xs) + 0.6
+    y0, y1 = min(ys) - 0.6, max(ys) + 0.6
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title("\n".join([scene.title, *scene.notes]), fontsize=9, loc="left")
+    handles = [Line2D([], [], marker="s", linestyle="", color=template_colour(ti),
+                      label=f"{name}") for ti, name in enumerate(scene.templates)]
+    used = {v.tag for v in scene.variables} | {b.tag for b in scene.brackets}
+    handles += [Patch(facecolor=colours[t], edgecolor="#333333", label=t) for t in scene.tags
+                if t in used]
+    if handles:
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), frameon=False,
+                  ncol=min(len(handles), 8), fontsize=8, handletextpad=0.3, columnspacing=1.2)
+    return x0, x1, y0, y1
+
+
+def _rim(v: Variable, x: float, y: float) -> tuple[float, float]:
+    """The point of ``v``'s circle facing (x, y)."""
+    dx, dy = x - v.x, y - v.y
+    d = math.hypot(dx, dy) or 1.0
+    return v.x + RADIUS * dx / d, v.y + RADIUS * dy / d
