@@ -35,6 +35,9 @@ RUNS: dict[str, tuple[list[str], str | None, list[str]]] = {
     "bench_high_order.py": (["--quick"], None, [r"Table 1", r"Table 2", r"max\|dlogZ\|"]),
     "bench_semimarkov.py": (["--quick"], None, [
         r"\(a\) maximum segment length", r"\(b\) segment-pattern order", r"\(c\) s/eval"]),
+    "bench_dask.py": (["--quick"], None, [
+        r"workers\s+compile s\s+eval s", r"(?m)^\s+1\s+[\d.]+\s+[\d.]+",
+        r"(?m)^\s+2\s+[\d.]+\s+[\d.]+", r"projected for 1e\+08 tokens on 100 machines"]),
     "bench_loopy.py": (["--quick"], None, [
         r"linear / chain engine", r"skip / TRP", r"fgl flooding"]),
     "bench_conll2000.py": (["--quick", "--max-iter", "3"], "conll2000", [

@@ -16,6 +16,15 @@ def add(sub: argparse._SubParsersAction) -> None:
     memory_arg(p)
     p.add_argument("--encoding", default="utf-8")
     short_lines_arg(p)
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--dask", metavar="ADDRESS",
+                       help="compile on this Dask cluster (--train may be a quoted glob) and "
+                            "estimate one training evaluation's communication against its "
+                            "compute, measured there")
+    where.add_argument("--dask-workers", type=int, metavar="N",
+                       help="the same on a Dask cluster of N worker processes on this machine")
+    p.add_argument("--bandwidth", type=float, default=1e9, metavar="BYTES_PER_S",
+                   help="network bandwidth the communication estimate assumes (default 1e9)")
     return p
 
 
@@ -37,4 +46,30 @@ def run(a: argparse.Namespace) -> None:
         print(crf.explain())
         print("labels, patterns and state counts depend on the data: add --train FILE")
         return
+    if a.dask is not None or a.dask_workers is not None:
+        _explain_on_cluster(crf, a)
+        return
     print(crf.explain(a.train, encoding=a.encoding, short_lines=a.short_lines))
+
+
+def _explain_on_cluster(crf, a: argparse.Namespace) -> None:
+    """Compile on the cluster, then time evaluations there and print the
+    per-evaluation communication estimate against the compute."""
+    from fgl import registry
+    from fgl.distributed import cost
+    from fgl.distributed.cluster import connect, worker_threads
+    from fgl.distributed.objective import DistributedObjective
+    from fgl.distributed.training import check_trainable, cluster_shards, compile_shards
+
+    check_trainable(crf)
+    with connect(a.dask, a.dask_workers) as client:
+        shards = cluster_shards(crf, client, a.train)
+        encoded = compile_shards(crf, client, shards, a.encoding, a.short_lines)
+        model = encoded.model
+        print(registry.explain(crf.spec, model))
+        print(f"training data: {len(shards)} shards, {encoded.n_instances} instances, "
+              f"{encoded.n_tokens} tokens (held by the workers)")
+        objective = DistributedObjective(client, encoded, model.feat_sigma,
+                                         worker_threads(client, crf.jobs))
+        measured = cost.measure(objective, model.initial_weights(), encoded.n_tokens)
+    print("\n".join(cost.lines(measured, a.bandwidth)))

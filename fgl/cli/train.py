@@ -20,7 +20,8 @@ def add(sub: argparse._SubParsersAction) -> None:
                                    "for a template with `induce`); write the model file.")
     p.add_argument("spec", help="the model spec (.fgl)")
     p.add_argument("--train", required=True, metavar="FILE",
-                   help="training data (CoNLL columns; JSON lines for `input graph` specs)")
+                   help="training data (CoNLL columns; JSON lines for `input graph` specs); "
+                        "with --dask/--dask-workers also a quoted glob ('data/part-*.txt')")
     p.add_argument("--dev", metavar="FILE",
                    help="development data, evaluated after training (and scored after every "
                         "round of feature induction)")
@@ -47,6 +48,17 @@ def add(sub: argparse._SubParsersAction) -> None:
                         "training data; it goes on as the uninterrupted run would have, and "
                         "--max-iter counts the saved iterations too")
     p.add_argument("-q", "--quiet", action="store_true", help="no per-iteration progress")
+    cluster = p.add_argument_group("training on a Dask cluster (pip install 'fgl[dask]')")
+    where = cluster.add_mutually_exclusive_group()
+    where.add_argument("--dask", metavar="ADDRESS",
+                       help="the scheduler of a Dask cluster (tcp://host:8786); each worker "
+                            "reads and encodes its own shards of --train")
+    where.add_argument("--dask-workers", type=int, metavar="N",
+                       help="a Dask cluster of N worker processes on this machine")
+    cluster.add_argument("--sigma-grid", metavar="S1,S2,...",
+                         help="with --dask/--dask-workers: train one model per sigma as "
+                              "independent jobs, print a table, and write the one with the "
+                              "best --dev F1")
     data_args(p)
 
 
@@ -55,11 +67,15 @@ def run(a: argparse.Namespace) -> None:
     from fgl.io.model_files import check_writable
 
     check_writable(a.output)  # before training, not after
+    if a.sigma_grid is not None:
+        _sigma_grid(a)
+        return
 
     crf = CRF(Path(a.spec), sigma=a.sigma, max_iter=a.max_iter, tol=a.tol, jobs=a.jobs, l1=a.l1,
               verbose=not a.quiet, time_limit=a.time_limit,
               checkpoint=a.checkpoint or a.resume, checkpoint_every=a.checkpoint_every,
-              checkpoint_seconds=a.checkpoint_seconds)
+              checkpoint_seconds=a.checkpoint_seconds, dask=a.dask,
+              dask_workers=a.dask_workers)
     t0 = time.perf_counter()
     with _stop_on_signals(crf):
         crf.fit_file(a.train, encoding=a.encoding, short_lines=a.short_lines, resume=a.resume,
@@ -87,6 +103,34 @@ def run(a: argparse.Namespace) -> None:
     print(f"wrote {a.output}", file=sys.stderr)
     if a.dev:
         report(crf, a.dev, a)
+
+
+def _sigma_grid(a: argparse.Namespace) -> None:
+    """``--sigma-grid``: one training job per sigma on the cluster, a table
+    of the results, the best model on --dev written to -o."""
+    from fgl.distributed.search import best, search, table
+    from fgl.errors import FglError
+
+    if a.dask is None and a.dask_workers is None:
+        raise FglError("--sigma-grid runs its jobs on a Dask cluster: add --dask ADDRESS or "
+                       "--dask-workers N")
+    if not a.dev:
+        raise FglError("--sigma-grid chooses the model by its F1 on development data: add "
+                       "--dev FILE")
+    try:
+        sigmas = [float(v) for v in a.sigma_grid.split(",")]
+    except ValueError:
+        raise FglError(f"--sigma-grid takes sigmas separated by commas (1,3,10); found "
+                       f"{a.sigma_grid!r}") from None
+    if not all(v > 0 for v in sigmas):
+        raise FglError(f"--sigma-grid: every sigma must be positive; found {a.sigma_grid}")
+    trials = search([a.spec], sigmas, a.train, a.dev, dask=a.dask, workers=a.dask_workers,
+                    max_iter=a.max_iter, encoding=a.encoding, jobs=a.jobs or 1)
+    print(table(trials))
+    chosen = best(trials)
+    Path(a.output).write_bytes(chosen.model)
+    print(f"wrote {a.output} (sigma {chosen.sigma:g}, dev F1 {chosen.dev_f1:.2f})",
+          file=sys.stderr)
 
 
 @contextlib.contextmanager

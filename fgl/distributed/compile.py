@@ -1,0 +1,290 @@
+"""Compiling a spec on a Dask cluster: the driver merges what workers find in
+their shards and never holds the training data.
+
+Collect rounds run on the workers and send the driver summaries — labels,
+label windows, attribute keys in the order first met, the patterns each was
+seen with — which it merges in shard order, so the model is the one a
+one-machine compile of the concatenated shards makes: the same labels in
+the same order, the same patterns, vocabularies and feature table.  Then
+the model goes to the workers (as a task's value, recomputable, not
+scattered data) and every worker encodes its shards and keeps them
+(``EncodedShards``: Dask futures the driver holds; if a worker is lost,
+Dask re-reads and re-encodes its shards elsewhere from their lineage).
+
+Chain and segment models take two collect rounds (``fgl.distributed.
+sequence_pass``: gold labels, then attributes) and an encoding one, which
+also counts how often each attribute row occurs: the driver orders the rows
+by it, as the one-machine compile does, and each worker renumbers its
+encoded shards in place.  Factor-graph models take two collect rounds
+(``fgl.distributed.graph_pass``) before the encoding.  The one-machine memory
+budget check (``fgl.compile.footprint``) is about one machine holding
+everything and is not applied to the whole; a factor-graph model's own
+``encode`` checks each shard's factors on its worker, chain and segment
+shards are not checked.
+"""
+from __future__ import annotations
+
+import warnings
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fgl import registry
+from fgl.compile.factor_graphs import FactorGraphModel, Unroller, _FeatureRows, _plans
+from fgl.compile.frontend import Layer, layer_labels, prior_sigma
+from fgl.compile.sequence import SequenceModel, _FeatureTable
+from fgl.distributed import graph_pass, sequence_pass
+from fgl.distributed.recipe import ModelRecipe
+from fgl.distributed.reduce import tree_reduce
+from fgl.distributed.shards import Shard, read_shard
+from fgl.errors import DataError
+from fgl.features.observations import TemplateAttributes
+from fgl.lang import ast
+from fgl.model import Model
+
+
+@dataclass
+class Reading:
+    """How workers read shards."""
+
+    spec: ast.Spec
+    encoding: str = "utf-8"
+    short_lines: str = "error"
+
+    def read(self, shard: Shard) -> list:
+        return read_shard(shard, self.spec, self.encoding, self.short_lines)
+
+
+@dataclass
+class EncodedShards:
+    """A compiled model and how each worker encodes its shards: per shard,
+    a function and its arguments (futures of what the driver merged and
+    sent, or of the shard's encoding), which give the engine's encoded
+    data.  Workers run them where the data is kept
+    (``fgl.distributed.objective``); every future they depend on stays held
+    (``held``) so that Dask can recompute them on another worker if one is
+    lost."""
+
+    model: Model
+    recipe: Any             # a future of the ``ModelRecipe``
+    encoders: list[tuple]   # per shard, (function, *arguments)
+    shards: list[Shard]
+    n_instances: int
+    n_tokens: int
+    held: list              # every future the encoders depend on
+
+
+def compile_on_cluster(client, spec: ast.Spec, shards: list[Shard], base_dir: Path,
+                       overrides: dict | None, reading: Reading, source: str) -> EncodedShards:
+    """Compile ``spec`` against the shards on ``client``'s cluster."""
+    lexicons = TemplateAttributes(spec, base_dir).lexicons
+    cls = registry.choose(spec).model
+    if issubclass(cls, SequenceModel):
+        return _compile_sequence(client, cls, spec, shards, base_dir, lexicons, overrides,
+                                 reading, source)
+    return _compile_graph(client, spec, shards, base_dir, lexicons, overrides, reading, source)
+
+
+# ---------------------------------------------------------------- worker tasks
+
+def _value(x: Any) -> Any:
+    return x
+
+
+def constant(client, value: Any) -> Any:
+    """A future of ``value`` that Dask can recompute if every worker holding
+    it is lost: a task returning it (the value travels in the task, once),
+    not scattered data — which the scheduler keeps one replica of and
+    cannot recompute."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="(Large object|Sending large graph)",
+                                category=UserWarning)
+        return client.submit(_value, value, pure=False)
+
+
+def _gold_task(shard: Shard, reading: Reading) -> sequence_pass.GoldSummary:
+    return sequence_pass.gold_summary(reading.spec, reading.read(shard))
+
+
+def _attribute_task(shard: Shard, reading: Reading, plan: sequence_pass.SequencePlan
+                    ) -> sequence_pass.AttributeSummary:
+    return sequence_pass.attribute_summary(plan, reading.read(shard))
+
+
+def _encode_task(shard: Shard, index: int, reading: Reading, plan: sequence_pass.SequencePlan,
+                 merged: tuple) -> sequence_pass.EncodedShard:
+    vocabs, first_seen = merged
+    return sequence_pass.EncodedShard(
+        sequence_pass.encode_shard(plan, vocabs, first_seen, index, reading.read(shard)))
+
+
+def _final_task(shard: sequence_pass.EncodedShard, new_id: np.ndarray) -> Any:
+    return shard.final(new_id)
+
+
+def _label_task(shard: Shard, reading: Reading) -> graph_pass.LabelSummary:
+    return graph_pass.label_summary(reading.spec, reading.read(shard))
+
+
+def _factor_task(shard: Shard, reading: Reading, base_dir: Path, lexicons: dict,
+                 layers: list[Layer]) -> graph_pass.FactorSummary:
+    return graph_pass.factor_summary(reading.spec, base_dir, lexicons, layers,
+                                     reading.read(shard))
+
+
+def _graph_encode_task(shard: Shard, reading: Reading, recipe: ModelRecipe) -> Any:
+    return recipe.build().encode(reading.read(shard), with_gold=True)
+
+
+def _add_arrays(*arrays: np.ndarray) -> np.ndarray:
+    total = arrays[0].copy()
+    for a in arrays[1:]:
+        total += a
+    return total
+
+
+# ---------------------------------------------------------------- chain and segments
+
+class _MergedTable(_FeatureTable):
+    """The one-machine compile's feature table, filled from merged summaries
+    rather than from reading the data."""
+
+    def _check_size(self, template: np.ndarray, first: np.ndarray) -> None:
+        return None   # (the whole-model budget is one machine's: module docstring)
+
+
+def _compile_sequence(client, cls: type[SequenceModel], spec: ast.Spec, shards: list[Shard],
+                      base_dir: Path, lexicons: dict, overrides: dict | None, reading: Reading,
+                      source: str) -> EncodedShards:
+    reading_f = constant(client, reading)
+    golds = client.gather(client.map(_gold_task, shards, reading=reading_f, pure=False))
+    n_sequences = sum(g.n_sequences for g in golds)
+    if not n_sequences:
+        raise DataError("the training data has no sequences", source, 0)
+    declared = cls._declared(spec)
+    layer = Layer(spec.outputs[0], declared or sorted(set().union(*(g.labels for g in golds))))
+    index = layer.index
+    windows = sorted(set().union(*(g.windows for g in golds)))
+    plans = cls._plans(spec, layer, [[index[y] for y in w] for w in windows],
+                       prior_sigma(spec, overrides))
+    z_list = list(dict.fromkeys([(y,) for y in range(len(layer.labels))]
+                                + [z for p in plans for z in p.patterns]))
+    longest = max((g.longest for g in golds), default=1) or 1
+    plan = sequence_pass.SequencePlan(spec, base_dir, lexicons, layer, plans, z_list,
+                                      cls.span_limit(spec, longest))
+    plan_f = constant(client, plan)
+    summaries = client.gather(client.map(_attribute_task, shards, reading=reading_f,
+                                         plan=plan_f, pure=False))
+    table = _MergedTable(cls, spec, plans, z_list, TemplateAttributes(spec, base_dir, lexicons),
+                         len(layer.labels), 1, longest)
+    first_seen = _merge_attributes(table, summaries)
+    del summaries
+    merged_f = constant(client, (table.vocabs, first_seen))
+    n_rows = len(table.row_template)
+    workers = sorted(client.scheduler_info()["workers"])
+    encoded = [client.submit(_encode_task, shard, i, reading_f, plan_f, merged_f,
+                             workers=[workers[i % len(workers)]], allow_other_workers=True,
+                             pure=False)
+               for i, shard in enumerate(shards)]
+    counts = tree_reduce(client, [client.submit(sequence_pass.row_counts, e, n_rows, pure=False)
+                                  for e in encoded], _add_arrays).result()
+    order = np.argsort(-counts, kind="stable")   # (as _FeatureTable.finish numbers rows)
+    new_id = np.empty(len(order), dtype=np.int32)
+    new_id[order] = np.arange(len(order))
+    for vocab in table.vocabs:
+        for key, r in vocab.items():
+            vocab[key] = int(new_id[r])
+    row_ptr, feat_pattern = table._table(new_id)
+    model = cls(spec, base_dir, layer, plans, z_list, table.vocabs, row_ptr, feat_pattern,
+                lexicons)
+    new_id_f = constant(client, new_id)
+    recipe_f = constant(client, ModelRecipe.of(model, base_dir))
+    return EncodedShards(model, recipe_f,
+                         [(_final_task, e, new_id_f) for e in encoded],
+                         shards, n_sequences, sum(g.n_tokens for g in golds),
+                         [reading_f, plan_f, merged_f, new_id_f, recipe_f, *encoded])
+
+
+def _merge_attributes(table: _FeatureTable,
+                      summaries: list[sequence_pass.AttributeSummary]) -> np.ndarray:
+    """Number attribute rows in the order first met over the shards in order
+    (the one-machine numbering before renumbering by frequency), fill the
+    table's supported patterns, and return (shard, sentence, unit) of each
+    row's first gold unit."""
+    first_seen: list[tuple[int, int, int]] = []
+    zsets: list[set[int]] = []
+    for s, summary in enumerate(summaries):
+        for (ti, key), (i, unit), zs in zip(summary.keys, summary.first, summary.patterns):
+            vocab = table.vocabs[ti]
+            r = vocab.get(key)
+            if r is None:
+                r = vocab[key] = len(zsets)
+                zsets.append(set())
+                first_seen.append((s, i, unit))
+                table.row_template.append(ti)
+            zsets[r].update(zs)
+    n_z = table.n_z
+    table.row_first = array("q", (min(zs) if zs else -1 for zs in zsets))
+    table.row_more = {r * n_z + z for r, zs in enumerate(zsets) for z in zs if z != min(zs)}
+    return np.array(first_seen, dtype=np.int64).reshape(-1, 3)
+
+
+# ---------------------------------------------------------------- factor graphs
+
+def _compile_graph(client, spec: ast.Spec, shards: list[Shard], base_dir: Path, lexicons: dict,
+                   overrides: dict | None, reading: Reading, source: str) -> EncodedShards:
+    reading_f = constant(client, reading)
+    found = client.gather(client.map(_label_task, shards, reading=reading_f, pure=False))
+    n_instances = sum(f.n_instances for f in found)
+    if not n_instances:
+        raise DataError("the training data has no sequences", source, 0)
+    layers = [Layer(name, layer_labels(spec, name, set().union(*(f.labels[name] for f in found))))
+              for name in spec.outputs]
+    layers += [Layer(h.name, list(h.labels), True) for h in spec.hidden]
+    summaries = client.gather(client.map(_factor_task, shards, reading=reading_f,
+                                         base_dir=base_dir, lexicons=lexicons, layers=layers,
+                                         pure=False))
+    unroller = Unroller.for_spec(spec, base_dir, layers, lexicons)
+    # every gold configuration seen, as factors of one stand-in instance for ``_plans``
+    factors, gold = [], []
+    for ti in range(len(spec.templates)):
+        for config in sorted(set().union(*(s.configs[ti] for s in summaries))):
+            factors.append((ti, list(range(len(gold), len(gold) + len(config))), None))
+            gold.extend(config)
+    templates = _plans(spec, layers, unroller.layer_index, [factors],
+                       [np.array(gold, dtype=np.int64)], prior_sigma(spec, overrides))
+    rows = _merge_factor_rows(templates, layers, summaries)
+    model = FactorGraphModel(spec, base_dir, layers, templates, rows.vocabs, *rows.arrays(),
+                             lexicons)
+    recipe_f = constant(client, ModelRecipe.of(model, base_dir))
+    return EncodedShards(model, recipe_f,
+                         [(_graph_encode_task, shard, reading_f, recipe_f) for shard in shards],
+                         shards, n_instances, sum(f.n_tokens for f in found),
+                         [reading_f, recipe_f])
+
+
+def _merge_factor_rows(templates: list, layers: list[Layer],
+                       summaries: list[graph_pass.FactorSummary]) -> _FeatureRows:
+    """``_feature_rows`` of the whole data from the shards' summaries."""
+    config_sets = []
+    for tpl in templates:
+        st = graph_pass.strides(layers, tpl.layers)
+        config_sets.append({sum(c * s for c, s in zip(conf, st)) for conf in tpl.patterns})
+    vocabs: list[dict[str, int]] = [{} for _ in templates]
+    configs: list[set[int]] = []
+    row_tpl: list[int] = []
+    for summary in summaries:
+        for (ti, key), seen in zip(summary.keys, summary.seen_with):
+            r = vocabs[ti].get(key)
+            if r is None:
+                r = vocabs[ti][key] = len(configs)
+                configs.append(set())
+                row_tpl.append(ti)
+            if templates[ti].support == "observed":
+                configs[r].update(seen & config_sets[ti])
+    every = [None if tpl.support == "observed" else sorted(cs)
+             for tpl, cs in zip(templates, config_sets)]
+    return _FeatureRows(vocabs, configs, row_tpl, every)

@@ -1,0 +1,112 @@
+"""Many models at once: independent training jobs on one Dask cluster.
+
+Each (spec, sigma) pair is one job, run by one worker as a one-machine
+training run on the training files (read on that worker), scored on the
+development file when there is one; ``search`` returns one ``Trial`` per
+job and ``table`` prints them.  (scikit-learn's ``GridSearchCV`` over the
+``fgl.CRFEstimator`` can likewise spread its fits over a cluster with
+``joblib.parallel_backend("dask")``.)
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from fgl.distributed.cluster import connect
+from fgl.distributed.shards import expand
+from fgl.errors import FglError
+
+
+@dataclass
+class Trial:
+    """One training job's outcome; ``model`` is the model file's bytes."""
+
+    spec: str
+    sigma: float | None
+    iterations: int
+    objective: float
+    seconds: float
+    dev_f1: float | None
+    message: str
+    model: bytes
+
+
+def train_one(spec: str, sigma: float | None, train: list[str], dev: str | None,
+              max_iter: int | None, encoding: str, jobs: int) -> Trial:
+    """Train one model on a worker and score it on ``dev`` (F1 of the first
+    output, the evaluation scheme ``fgl eval`` uses by default)."""
+    from fgl.api import CRF, eval_scheme
+    from fgl.io.evaluate import evaluate
+
+    crf = CRF(spec, sigma=sigma, max_iter=max_iter, jobs=jobs)
+    t0 = time.perf_counter()
+    if len(train) == 1:
+        crf.fit_file(train[0], encoding=encoding)
+    else:
+        crf.fit_sentences([s for path in train for s in crf.read(path, encoding)],
+                          source=f"{len(train)} files")
+    seconds = time.perf_counter() - t0
+    f1 = None
+    if dev is not None:
+        sentences, pred = crf.tag_file(dev, encoding)
+        out = pred.outputs[0]
+        column = [c.name for c in crf.spec.columns].index(out)
+        f1 = evaluate([s.column(column) for s in sentences], pred.layer(out),
+                      eval_scheme(crf.spec, "auto")).overall.f1
+    fd, path = tempfile.mkstemp(suffix=".fglm")
+    os.close(fd)
+    try:
+        crf.save(path)
+        model = Path(path).read_bytes()
+    finally:
+        os.unlink(path)
+    log = crf.training_log
+    return Trial(spec, sigma, len(log.iterations), log.objective, seconds, f1, log.message,
+                 model)
+
+
+def search(specs: Sequence[str | Path], sigmas: Sequence[float | None], train: Any,
+           dev: str | Path | None = None, *, dask: Any = None, workers: int | None = None,
+           max_iter: int | None = None, encoding: str = "utf-8", jobs: int = 1) -> list[Trial]:
+    """Train every spec with every sigma (None: the spec's own) as
+    independent jobs on the cluster (``dask``: a client or scheduler
+    address; ``workers``: a local cluster of that many processes); the
+    trials in (spec, sigma) order.  ``train`` is a path, glob or list; the
+    files must be readable by every worker."""
+    if not specs or not sigmas:
+        raise FglError("search needs at least one spec and one sigma")
+    files = expand(train)
+    with connect(dask, workers) as client:
+        futures = [client.submit(train_one, str(spec), sigma, files,
+                                 None if dev is None else str(dev), max_iter, encoding, jobs,
+                                 pure=False)
+                   for spec in specs for sigma in sigmas]
+        return client.gather(futures)
+
+
+def table(trials: list[Trial]) -> str:
+    """The trials as a text table, the best development F1 marked."""
+    best = max((t for t in trials if t.dev_f1 is not None), key=lambda t: t.dev_f1,
+               default=None)
+    width = max([4] + [len(Path(t.spec).name) for t in trials])
+    lines = [f"{'spec':{width}s} {'sigma':>7s} {'iters':>6s} {'objective':>14s} "
+             f"{'seconds':>8s} {'dev F1':>7s}"]
+    for t in trials:
+        sigma = "spec" if t.sigma is None else f"{t.sigma:g}"
+        f1 = "-" if t.dev_f1 is None else f"{t.dev_f1:.2f}"
+        mark = "  <- best" if t is best else ""
+        lines.append(f"{Path(t.spec).name:{width}s} {sigma:>7s} {t.iterations:6d} "
+                     f"{t.objective:14.6g} {t.seconds:8.1f} {f1:>7s}{mark}")
+    return "\n".join(lines)
+
+
+def best(trials: list[Trial]) -> Trial:
+    """The trial with the best development F1."""
+    scored = [t for t in trials if t.dev_f1 is not None]
+    if not scored:
+        raise FglError("choosing among models needs development data (--dev)")
+    return max(scored, key=lambda t: t.dev_f1)
