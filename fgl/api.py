@@ -293,15 +293,7 @@ class CRF:
                   f"{sum(len(layer.labels) for layer in model.layers)} labels, "
                   f"{model.program.n_features} features, {data.n_sequences} instances",
                   file=sys.stderr)
-        self._stop = None
-        start = time.perf_counter()
-
-        def should_stop() -> str | None:
-            if self._stop is None and self.time_limit is not None \
-                    and time.perf_counter() - start > self.time_limit:
-                self._stop = f"stopped at the time limit ({self.time_limit:g} s)"
-            return self._stop
-
+        should_stop = self._stop_rule()
         progress = _print_progress if self.verbose else None
         if self._induces:
             model, weights, log = train_with_induction(
@@ -355,6 +347,19 @@ class CRF:
                                  "objective": state.lbfgs.f, "seconds": state.seconds})
                 last[0] = now
         return save
+
+    def _stop_rule(self) -> Callable[[], str | None]:
+        """The stopping rule of a training run starting now: the reason to
+        stop once ``request_stop`` was called or the time limit passed."""
+        self._stop = None
+        start = time.perf_counter()
+
+        def should_stop() -> str | None:
+            if self._stop is None and self.time_limit is not None \
+                    and time.perf_counter() - start > self.time_limit:
+                self._stop = f"stopped at the time limit ({self.time_limit:g} s)"
+            return self._stop
+        return should_stop
 
     def request_stop(self, reason: str) -> None:
         """Ask a training run in progress (another thread, a signal handler)

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
+from small_specs import SKIP
 
 from fgl.api import CRF
 from fgl.cli import main
@@ -19,14 +20,6 @@ from fgl.io.synth import segment_sequences
 pytest.importorskip("matplotlib")
 
 SVG = "{http://www.w3.org/2000/svg}"
-
-SKIP = """columns word, label
-output label
-template state: y[t] ~ bias, word[t]
-template trans: y[t-1..t]
-template skip: (y[i], y[j]) where word[i] == word[j] ~ bias
-infer trp(max_iter = 30)
-"""
 
 CHAIN = """columns word, label
 output label

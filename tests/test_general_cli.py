@@ -4,28 +4,11 @@ clear file:line or line:col message, never a traceback."""
 import json
 
 import pytest
+from small_specs import FACTORIAL, SKIP
 
 from fgl.cli import main
 from fgl.io.conll import write_conll
 from fgl.io.synth import segment_sequences
-
-FACTORIAL = """columns word, pos, chunk
-output pos, chunk
-template pos_state:   pos[t] ~ bias, word[t]
-template chunk_state: chunk[t] ~ bias, word[t]
-template chunk_trans: chunk[t-1..t]
-template cross:       (pos[t], chunk[t])
-infer trp(max_iter = 30)
-train { sigma = 3  max_iter = 15 }
-"""
-
-SKIP = """columns word, label
-output label
-template state: y[t] ~ bias, word[t]
-template trans: y[t-1..t]
-template skip: (y[i], y[j]) where word[i] == word[j] ~ bias
-infer trp(max_iter = 30)
-"""
 
 GRAPH = """input graph
 columns words, label

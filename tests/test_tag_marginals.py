@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from brute_force import chain_enumerate, logsumexp, semimarkov_matches, semimarkov_segmentations
+from small_specs import FACTORIAL
 
 from fgl.api import CRF, _as_sentences
 from fgl.cli import main
@@ -260,16 +261,6 @@ def test_help_documents_the_columns(capsys):
     out = capsys.readouterr().out
     assert "--marginals" in out and "LABEL:P" in out and "--confidence" in out
 
-
-FACTORIAL = """columns word, pos, chunk
-output pos, chunk
-template pos_state:   pos[t] ~ bias, word[t]
-template chunk_state: chunk[t] ~ bias, word[t]
-template chunk_trans: chunk[t-1..t]
-template cross:       (pos[t], chunk[t])
-infer trp(max_iter = 30)
-train { sigma = 3  max_iter = 15 }
-"""
 
 
 def test_every_output_layer_gets_its_columns(data, tmp_path, capsys):

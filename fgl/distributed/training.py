@@ -109,14 +109,7 @@ def compile_shards(crf: "CRF", client: Any, shards: list, encoding: str = "utf-8
 
 def _train(crf: "CRF", model, objective: DistributedObjective, saved,
            report: Callable[[dict], None] | None) -> tuple:
-    crf._stop = None
-    start = time.perf_counter()
-
-    def should_stop() -> str | None:
-        if crf._stop is None and crf.time_limit is not None \
-                and time.perf_counter() - start > crf.time_limit:
-            crf._stop = f"stopped at the time limit ({crf.time_limit:g} s)"
-        return crf._stop
+    should_stop = crf._stop_rule()
 
     def progress(row: dict) -> None:
         if objective.last is not None:
