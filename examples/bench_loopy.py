@@ -1,7 +1,7 @@
 """Loopy belief propagation speed and memory: skip-chain against linear-chain CRFs, and PGMax.
 
 A benchmark, not a timed test (issue 10): every number below is printed,
-none is asserted.  Four sections:
+none is asserted.  Four sections (and 1b):
 
 1. Training cost per objective evaluation, on the same documents and the
    observations of stdlib/skip_chain.fgl in every row:
@@ -21,6 +21,13 @@ none is asserted.  Four sections:
    the process's resident size after imports and reading the data, each
    with its ratio to the linear chain's (target: within 2x); BP iterations
    and messages per second of ``program.infer`` at the trained weights.
+
+1b. The skip/linear ratio in one process: both models train as in 1,
+   recording the weights of each evaluation, then their evaluations at
+   those weights alternate (--reps times), so load on a shared machine hits
+   both alike (section 1's ratio compares two processes run one after the
+   other); wall and CPU ms per evaluation, and the skip chain's BP
+   iterations per instance along its training path.
 
 2. Cold and warm JIT: the first objective evaluation in a fresh process
    with an empty numba cache (NUMBA_CACHE_DIR a new temporary directory),
@@ -229,6 +236,56 @@ def worker_model(a) -> dict:
     return out
 
 
+def worker_paired(a) -> dict:
+    """Section 1's skip/linear ratio measured in one process: each model
+    trains --max-iter L-BFGS iterations, recording the weights of every
+    evaluation; then the two models' evaluations at those weights alternate
+    (linear, skip, linear, ...) --reps times, so machine load hits both
+    alike.  Reports wall and CPU (process_time: all threads) ms per
+    evaluation, and the skip chain's BP iterations per instance along its
+    trajectory (mean, and edge-weighted: passes over the graph)."""
+    from skip_chain_conll2002 import SPEC
+
+    from fgl.lang.checks import validate
+    from fgl.lang.parser import parse_spec
+    from fgl.learn.learner import Objective, train_lbfgs
+    from fgl.registry import compile_model
+
+    train, _ = training_data(a.docs, a.generated)
+    objectives, paths = {}, {}
+    for name in ("linear", "skip-trp"):
+        model, data = compile_model(validate(parse_spec(model_text(name), str(SPEC))), train,
+                                    SPEC.parent)
+        seen: list[np.ndarray] = []
+
+        class Recording(Objective):
+            def __call__(self, w):
+                seen.append(np.array(w))
+                return super().__call__(w)
+
+        train_lbfgs(model.program, data, model.feat_sigma, max_iter=a.max_iter, jobs=a.jobs,
+                    objective=Recording(model.program, data, model.feat_sigma, a.jobs))
+        objectives[name] = Objective(model.program, data, model.feat_sigma, a.jobs)
+        paths[name] = seen
+    n = min(len(p) for p in paths.values())
+    wall = dict.fromkeys(objectives, 0.0)
+    cpu = dict.fromkeys(objectives, 0.0)
+    for _ in range(a.reps):
+        for j in range(n):
+            for name, objective in objectives.items():
+                t, c = time.perf_counter(), time.process_time()
+                objective(paths[name][j])
+                wall[name] += time.perf_counter() - t
+                cpu[name] += time.process_time() - c
+    program, skip_data = objectives["skip-trp"].program, objectives["skip-trp"].data
+    its = np.array([[program.infer(g, program.factor_tables(w, skip_data, i)).iterations
+                     for i, g in enumerate(skip_data.graphs)] for w in paths["skip-trp"][:n]])
+    edges = np.array([g.n_edges for g in skip_data.graphs])
+    return {"evals": n * a.reps, "wall": wall, "cpu": cpu, "mean_iters": float(its.mean()),
+            "pass_iters": float((its @ edges).sum() / (n * edges.sum())),
+            "last_iters": float(its[-1].mean()), "max_iters": int(its.max())}
+
+
 def bp_throughput(program, data, weights) -> dict:
     """Single-threaded sum-product BP over every instance at ``weights``
     (program.infer, the path training takes; run twice, the second timed)."""
@@ -414,6 +471,29 @@ def section_models(a, common: list[str]) -> None:
           "iterations) per second of program.infer, one thread; infer ms: per instance.\n")
 
 
+def section_paired(a, common: list[str]) -> None:
+    r = spawn(["--worker", "paired", *common, "--reps", str(a.reps)])
+    if "error" in r:
+        print(f"1b. paired timing failed\n{r['error']}")
+        return
+    print(f"1b. The same two trainings in one process, their evaluations alternating "
+          f"({r['evals']} each)\n")
+    head = f"{'model':<22} {'wall ms':>8} {'CPU ms':>8}"
+    print(head)
+    print("-" * len(head))
+    for name in ("linear", "skip-trp"):
+        print(f"{MODELS[name]:<22} {1e3 * r['wall'][name] / r['evals']:8.1f} "
+              f"{1e3 * r['cpu'][name] / r['evals']:8.1f}")
+    print(f"\nskip / linear per evaluation: {r['wall']['skip-trp'] / r['wall']['linear']:.2f} "
+          f"(wall), {r['cpu']['skip-trp'] / r['cpu']['linear']:.2f} (CPU) (target: within 5x).  "
+          f"Skip chain BP iterations per instance along the training path: mean "
+          f"{r['mean_iters']:.2f}, {r['pass_iters']:.2f} weighted by edges, "
+          f"{r['last_iters']:.2f} at the last weights, at most {r['max_iters']}.  CPU ms: "
+          "process time of every thread per evaluation.  Section 1 runs each model in its own "
+          "process, one after another, so load that changes between them moves its ratio; "
+          "here it hits both alike.\n")
+
+
 def section_jit(a) -> None:
     print("2. JIT: first objective evaluation in a fresh process, numba cache empty (cold) "
           "and filled by the cold run (warm)\n")
@@ -515,6 +595,8 @@ def main() -> int:
                                                                 "skip chain (sections 3-4)")
     ap.add_argument("--bp-converge", type=int, default=200,
                     help="BP iterations for the marginal comparison")
+    ap.add_argument("--reps", type=int, default=2,
+                    help="section 1b: times each recorded evaluation is repeated")
     ap.add_argument("--skip-models", action="store_true", help="sections 3-4 only")
     ap.add_argument("--skip-bp", action="store_true", help="sections 1-2 only")
     ap.add_argument("--quick", action="store_true",
@@ -528,7 +610,8 @@ def main() -> int:
         a.docs, a.max_iter, a.bp_vars, a.bp_converge = 4, 2, 2000, 10
 
     if a.worker:
-        fn = {"bp-fgl": worker_bp_fgl, "bp-pgmax": worker_bp_pgmax}.get(a.worker, worker_model)
+        fn = {"bp-fgl": worker_bp_fgl, "bp-pgmax": worker_bp_pgmax,
+              "paired": worker_paired}.get(a.worker, worker_model)
         print(json.dumps(fn(a)))
         return 0
 
@@ -539,6 +622,7 @@ def main() -> int:
         common = ["--docs", str(a.docs), "--max-iter", str(a.max_iter), "--jobs", str(a.jobs),
                   *(["--generated"] if a.generated else [])]
         section_models(a, common)
+        section_paired(a, common)
         if not a.quick:
             section_jit(a)
     if not a.skip_bp:

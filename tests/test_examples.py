@@ -39,7 +39,8 @@ RUNS: dict[str, tuple[list[str], str | None, list[str]]] = {
         r"workers\s+compile s\s+eval s", r"(?m)^\s+1\s+[\d.]+\s+[\d.]+",
         r"(?m)^\s+2\s+[\d.]+\s+[\d.]+", r"projected for 1e\+08 tokens on 100 machines"]),
     "bench_loopy.py": (["--quick"], None, [
-        r"linear / chain engine", r"skip / TRP", r"fgl flooding"]),
+        r"linear / chain engine", r"skip / TRP", r"skip / linear per evaluation",
+        r"fgl flooding"]),
     "bench_conll2000.py": (["--quick", "--max-iter", "3"], "conll2000", [
         r"features\s+[\d,]+\s+[\d,]+", r"iterations\s+3\s+3"]),
     "learners_conll2000.py": (["--quick", "--max-iter", "3", "--epochs", "1"], "conll2000", [

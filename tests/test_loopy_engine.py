@@ -544,3 +544,52 @@ def test_scaled_kernels_fall_back_to_log_space_on_underflow():
         assert r.log_z == pytest.approx(ex.map_score if use_max else ex.log_z, abs=1e-9)
         assert_beliefs_close(r, ex.var_beliefs if not use_max else ref.var_beliefs,
                              ex.factor_beliefs if not use_max else ref.factor_beliefs, 1e-9)
+
+
+def tied_graph(n_vars, n_extra, rng, scale):
+    """A chain whose pairwise factors all share one table (a transition
+    template's), ``n_extra`` pairwise factors with tables of their own (loops),
+    and 0-2 unary factors per variable, half of them sharing one table."""
+    c = int(rng.integers(2, 4))
+    factors = [[v, v + 1] for v in range(n_vars - 1)]
+    tables = [rng.normal(scale=scale, size=c * c)] * len(factors)
+    shared_unary = rng.normal(scale=scale, size=c)
+    for v in range(n_vars):
+        for _ in range(int(rng.integers(0, 3))):
+            factors.append([v])
+            tables.append(shared_unary if rng.random() < 0.5 else rng.normal(scale=scale, size=c))
+    for _ in range(n_extra if n_vars > 2 else 0):
+        factors.append([int(v) for v in rng.choice(n_vars, size=2, replace=False)])
+        tables.append(rng.normal(scale=scale, size=c * c))
+    return [c] * n_vars, factors, np.concatenate(tables)
+
+
+@SETTINGS
+@given(n_vars=st.integers(2, 9), n_extra=st.integers(0, 3), seed=st.integers(0, 2**32 - 1),
+       schedule=st.sampled_from(["flooding", "trp"]), use_max=st.booleans(), hard=st.booleans())
+def test_tied_tables_and_repeated_unary_factors(n_vars, n_extra, seed, schedule, use_max, hard):
+    """Tables equal to an earlier one share its ψ, and a unary factor's
+    belief and Bethe term come from its variable's belief (``bp_scaled``):
+    on trees BP still equals exact enumeration, on loopy graphs the
+    log-space kernels' fixed point, variables with two unary factors and
+    hard zeros included."""
+    rng = np.random.default_rng(seed)
+    card, factors, lp = tied_graph(n_vars, n_extra, rng, 0.3 if n_extra else 2.0)
+    if hard:
+        lp = with_hard_zeros(lp, rng, 0.1)
+    g = FactorGraph.from_factors(card, factors)
+    ex = exact(g, lp)
+    assume(np.isfinite(ex.map_score))
+    use_max = use_max and g.is_tree()
+    kw = dict(schedule=schedule, use_max=use_max, tol=1e-13, max_iter=3000)
+    fast = belief_propagation(g, lp, **kw)
+    assume(fast.converged)
+    if g.is_tree():
+        assert fast.log_z == pytest.approx(ex.map_score if use_max else ex.log_z, abs=1e-8)
+        if not use_max:
+            assert_beliefs_close(fast, ex.var_beliefs, ex.factor_beliefs, 1e-8)
+        return
+    slow = belief_propagation(g, lp, log_domain=True, **kw)
+    assume(slow.converged)
+    assert fast.log_z == pytest.approx(slow.log_z, abs=1e-8)
+    assert_beliefs_close(fast, slow.var_beliefs, slow.factor_beliefs, 1e-8)

@@ -399,16 +399,18 @@ def _run_scaled(g: FactorGraph, log_pot, sched_edge, sched_dir, flooding, use_ma
     fv, vf = msgs[:M], msgs[M:]
     psi = np.empty(g.n_table)
     shift = np.empty(g.n_factors)
-    bp_scaled.potentials(log_pot, g.tab_ptr, psi, shift)
-    it, res, ok = bp_scaled.propagate(psi, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac,
+    psi_at = np.empty(g.n_factors, dtype=np.int64)
+    psi = psi[:bp_scaled.potentials(log_pot, g.tab_ptr, psi, shift, psi_at)]
+    it, res, ok = bp_scaled.propagate(psi, psi_at, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac,
                                       g.msg_ptr, g.v_ptr, g.v_edge, sched_edge, sched_dir,
                                       flooding, use_max, damping, tol, max_iter, msgs)
     if not ok:
         return None
     bv = np.empty(int(g.var_ptr[-1]))
     bf = np.empty(g.n_table)
-    log_z, ok = bp_scaled.beliefs(psi, shift, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.msg_ptr,
-                                  g.v_ptr, g.v_edge, g.var_ptr, fv, vf, use_max, bv, bf)
+    log_z, ok = bp_scaled.beliefs(log_pot, psi, psi_at, shift, g.card, g.f_ptr, g.f_var, g.tab_ptr,
+                                  g.e_fac, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr, fv, vf,
+                                  use_max, bv, bf)
     if not ok:
         return None
     map_state = None
