@@ -14,7 +14,14 @@ data set, sweeping
   (b) the segment-pattern order k = 1..4 (``s[j-k..j] patterns observed
       upto``) at a fixed L;
   (c) the number of tokens T (a quarter, half and all of the sequences) at
-      L = 1, 4 and 8: per-evaluation time against T and L.
+      L = 1, 4 and 8: per-evaluation time against T and L;
+  (d) compiling and tagging at scale: ``--scale-tokens`` training tokens
+      (10,000) and 60 % as many test tokens in sequences of 100 tokens, at
+      L = ``--scale-L`` (40), with the usual span features (the words of the
+      segment as a bag, the words before and after it, prefixes and suffixes
+      of its first and last word, its length): process CPU time of
+      ``compile_model`` and of tagging (``model.encode`` then
+      ``model.decode``).
 
 Every gold chunk longer than L is cut into pieces of at most L tokens
 (fgl refuses a BIO chunk longer than the limit), so the tokens stay the same
@@ -33,6 +40,7 @@ CoNLL-2000 (first N training sentences, NP and VP chunks only).
 
     python examples/bench_semimarkov.py                 # ~a few minutes
     python examples/bench_semimarkov.py --quick         # smoke run
+    python examples/bench_semimarkov.py --only-scale    # (d) alone, ~10 s
 """
 from __future__ import annotations
 
@@ -90,6 +98,22 @@ template segment: y[t] ~ bias, first, last, before, after, inside, shp, len1{pos
 template labels: y[t-{k}..t] patterns observed upto
 """
 CHAIN_POS = "obs pfirst = pos[t]\nobs plast = prefix(pos[t], 20)\nobs pinside = suffix(pos[t], 20)"
+
+
+SCALE = """
+columns word, label
+output label
+segments max {L} [O = 1] from bio
+obs inside = word[u..v]
+obs before = word[u-1]
+obs after  = word[v+1]
+obs fpre   = prefix(word[u], 3)
+obs fsuf   = suffix(word[u], 3)
+obs lpre   = prefix(word[v], 3)
+obs lsuf   = suffix(word[v], 3)
+template segment: s[j] ~ bias, inside, before, after, fpre, fsuf, lpre, lsuf, length
+template labels: s[j-1..j] patterns observed upto
+"""
 
 
 def spec(text: str):
@@ -226,6 +250,27 @@ def run(name: str, sentences: list[Sentence], has_pos: bool, Ls: list[int], orde
         print(f"{L:2d} " + " ".join(f"{c:>20}" for c in cells), flush=True)
 
 
+def scale(tokens: int, L: int) -> None:
+    """(d): compile and tag time at ``tokens`` training tokens and span limit L."""
+    n = max(1, tokens // 100)
+    train, test = segment_sequences(n_types=3, max_len=8, vocab=2000, n_train=n,
+                                    n_test=max(1, 6 * n // 10), length=100, seed=0)
+    compile_model(spec(SCALE.format(L=L)), train[:2])   # warm-up: load compiled kernels
+    t0 = time.process_time()
+    model, data = compile_model(spec(SCALE.format(L=L)), train)
+    t1 = time.process_time()
+    w = np.random.default_rng(0).normal(0.0, 0.1, model.program.n_features)
+    encoded = model.encode(test)
+    t2 = time.process_time()
+    model.decode(w, encoded, 1)
+    t3 = time.process_time()
+    print(f"\n(d) compile and tag at scale, L = {model.program.max_length} (process CPU time)")
+    print(f"compile: {data.n_tokens} tokens, {model.program.n_features} features, "
+          f"{len(data.tok_row):,} unit rows: {t1 - t0:.2f} s")
+    print(f"tag: {encoded.n_tokens} tokens: {t3 - t1:.2f} s (encode {t2 - t1:.2f} s, "
+          f"decode {t3 - t2:.2f} s)", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="CoNLL-2000 directory")
@@ -236,7 +281,13 @@ def main() -> None:
     ap.add_argument("--L", type=int, default=4, help="fixed L for sweep (b)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="smoke run: 60 sequences, L <= 3, k <= 2")
+    ap.add_argument("--scale-tokens", type=int, default=10000, help="training tokens of (d)")
+    ap.add_argument("--scale-L", type=int, default=40, help="span limit L of (d)")
+    ap.add_argument("--only-scale", action="store_true", help="run (d) alone")
     a = ap.parse_args()
+    if a.only_scale:
+        scale(a.scale_tokens, a.scale_L)
+        return
     if a.quick:
         a.sentences, a.max_L, a.max_order, a.repeats = 60, 3, 2, 1
         a.L = min(a.L, a.max_L)
@@ -259,6 +310,7 @@ def main() -> None:
             conll, True, Ls, orders, a.order, a.L, a.repeats)
     else:
         print(f"\n(no CoNLL-2000 at {a.data}; skipped)")
+    scale(a.scale_tokens // 10 if a.quick else a.scale_tokens, a.scale_L)
 
 
 if __name__ == "__main__":

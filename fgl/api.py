@@ -610,10 +610,10 @@ class CRF:
 
     def explain(self, path: str | Path | None = None, encoding: str = "utf-8",
                 short_lines: str = "error") -> str:
-        """The engine chosen for the spec and why; with training data, the
-        compiled program's sizes as well."""
+        """The engine chosen for the spec and why; with training data (or
+        once fitted, without any), the compiled program's sizes as well."""
         if path is None:
-            return registry.explain(self.spec)
+            return registry.explain(self.spec, self.model)
         model, data = self._compile(self.read(path, encoding, short_lines), str(path))
         return registry.explain(self.spec, model, data)
 

@@ -20,13 +20,25 @@ segments max 4
 REFS = ["word[u]", "word[v]", "word[u-1]", "word[v+1]", "word[u+1]", "word[v-2]",
         "word[u-1..u+1]", "pos[v..v+1]", "word[u..v]", "word[u+1..v]", "word[u-1..v+1]",
         "pos[u..v-1]", "pos[u]", "pos[u..v]"]
+# position by position: pad, zip and count (not wrapped)
+POSITIONAL = ["pad(word[u-1])", "pad(lower(word[v+2]))", "pad(word[u-2..v-2])",
+              "pad(shape(word[u+1..v+1]))", "count(word[u..v])", 'count(regex(word[u+1..v], "."))',
+              "count(pad(word[u-1..v+1]))", "count(word[u-1..u+1])",
+              "zip(word[u-1..v-1] & word[u..v])",
+              "zip(pad(word[u-2..v-2]) & lower(pos[u+1..v+1]))",
+              "zip(word[u..v-1] & word[u+1..v] & pad(pos[u+2..v+1]))",
+              "count(zip(word[u..v-1] & pos[u+1..v]))"]
+# a stage over a combination (applied per distinct attribute)
+MAPPED = ["lower(word[u] & pos[v])", "lower(length)", "tokens(word[u] | pos[v])",
+          "shape(word[u-1] & word[u..v])", 'regex(word[u] & pos[u], "^T")',
+          "class(word[u] | word[v])", "prefix(lower(word[u]) & bos, 2)"]
 ZERO = ["bias", "bos", "eos", "length"]
 WRAPS = ["lower({})", "prefix({}, 2)", "suffix({}, 3)", "shape({})", "longshape({})",
          "class({})", "tokens({})", 'regex({}, "^[A-Z]")', 'regex({}, "")',
          'lexicon({}, "lex.txt")', "lower(shape({}))", 'regex({}, "=")']
 # ... and some it does not
-OTHER = ["value(x[u])", "count(word[u..v])", "zip(word[u-1..v-1] & word[u..v])",
-         "pad(word[u-1])", "value(x[u..v])"]
+OTHER = ["value(x[u])", "count(word[u] & pos[v])", "zip(word[u-1..u] & pos[u..u+1])",
+         "count(lower(word[u]) | pos[v])", "value(x[u..v])"]
 
 WORDS = ["the", "The", "cat", "C4t", "2024", "a-b", "NY", "x|y", "x", "y|", "a b", "a=b", ""]
 TAGS = ["DT", "NN", "VB", "N|N"]
@@ -34,7 +46,12 @@ TAGS = ["DT", "NN", "VB", "N|N"]
 
 @st.composite
 def atoms(draw) -> tuple[str, bool]:
-    kind = draw(st.sampled_from(["ref", "ref", "wrapped", "wrapped", "zero", "other"]))
+    kind = draw(st.sampled_from(["ref", "ref", "wrapped", "wrapped", "zero", "other",
+                                 "positional", "positional", "mapped"]))
+    if kind == "positional":
+        return draw(st.sampled_from(POSITIONAL)), True
+    if kind == "mapped":
+        return draw(st.sampled_from(MAPPED)), True
     if kind == "zero":
         return draw(st.sampled_from(ZERO)), True
     if kind == "other":
@@ -74,8 +91,9 @@ def _both(obs: list[str], tmp_path, rows, L: int):
     ("word[u], lower(word[v]), word[u-1] & word[v+1], length", True),
     ("word[u..v], regex(word[u..v], \"^[A-Z]\"), shape(word[u]) & shape(word[v])", True),
     ("tokens(word[u..v]) & pos[u], bos | eos, bias", True),
-    ("word[u], count(word[u..v])", False),
-    ("zip(word[u-1..v-1] & word[u..v])", False),
+    ("word[u], count(word[u..v]), pad(word[u-2]), count(regex(word[u+1..v], \".\"))", True),
+    ("zip(word[u-1..v-1] & word[u..v]), zip(pad(word[u-2..v-2]) & word[u..v])", True),
+    ("word[u], count(word[u] & pos[v])", False),
     ("value(x[u]), word[u]", False),
     ('regex(word[u], "a=b") & word[v]', False),   # a name holding '='
 ])

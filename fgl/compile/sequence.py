@@ -48,6 +48,7 @@ from fgl.engines.semimarkov_program import SemiMarkovProgram
 from fgl.engines.structure import ChainStructure
 from fgl.errors import DataError
 from fgl.features.observations import TemplateAttributes, sentence_columns
+from fgl.features.span_arrays import KeyTable, Rows, stack
 from fgl.io.conll import Sentence
 from fgl.io.schemes import chunks
 from fgl.lang import ast
@@ -76,11 +77,100 @@ class UnitRows:
             self.vals.extend(vals)
         self.ptr.append(len(self.rows))
 
+    def extend(self, lengths: np.ndarray, rows: np.ndarray, vals: np.ndarray) -> None:
+        """Units of ``lengths`` rows each, their rows and values in turn."""
+        if self.vals is None and not np.all(vals == 1.0):
+            self.vals = array("d", [1.0]) * len(self.rows)
+        self.rows.frombytes(rows.astype(np.int32).tobytes())
+        if self.vals is not None:
+            self.vals.frombytes(vals.astype(np.float64).tobytes())
+        ends = len(self.rows) - int(lengths.sum()) + np.cumsum(lengths, dtype=np.int64)
+        self.ptr.frombytes(ends.tobytes())
+
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(unit pointers, rows, values) sharing the buffers."""
         rows = np.frombuffer(self.rows, dtype=np.int32)
         vals = unit_ones(len(rows)) if self.vals is None else np.frombuffer(self.vals)
         return np.frombuffer(self.ptr, dtype=np.int64), rows, vals
+
+
+class KeyRows:
+    """Per template, the vocabulary as an array over attribute ids of a
+    ``KeyTable``: the row of each id, -1 for none (grown with the table)."""
+
+    def __init__(self, keys: KeyTable, vocabs: list[dict[str, int]]):
+        self.keys = keys
+        self.by_id = []
+        for vocab in vocabs:
+            ids = np.array([keys.key_id(k) for k in vocab], dtype=np.int64)
+            by_id = np.full(len(keys), -1, dtype=np.int64)
+            by_id[ids] = np.fromiter(vocab.values(), dtype=np.int64, count=len(vocab))
+            self.by_id.append(by_id)
+
+    def table(self, ti: int) -> np.ndarray:
+        """Template ``ti``'s array, grown to every id of the key table."""
+        by_id = self.by_id[ti]
+        if len(by_id) < len(self.keys):
+            grown = np.full(max(len(self.keys), 2 * len(by_id)), -1, dtype=np.int64)
+            grown[:len(by_id)] = by_id
+            by_id = self.by_id[ti] = grown
+        return by_id
+
+    def rows(self, ti: int, ids: np.ndarray) -> np.ndarray:
+        return self.table(ti)[ids]
+
+    def scored(self, ids: np.ndarray, const_key: str | None) -> np.ndarray | bool:
+        """Which of ``ids`` are scored per unit (all but the constant key's)."""
+        const = self.keys.index.get(const_key) if const_key is not None else None
+        return True if const is None else ids != const
+
+
+def _conjunction_rows(conj: ConjunctionIndex, rows: Rows, keys: KeyTable
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(unit, row, value) of the induced conjunctions present in each unit."""
+    names, vals = keys.keys, rows.val.tolist()
+    ids = rows.key.tolist()
+    unit, row, val = [], [], []
+    for n, (a, b) in enumerate(zip(rows.ptr[:-1].tolist(), rows.ptr[1:].tolist())):
+        if a < b:
+            for r, v in conj.rows(dict(zip([names[k] for k in ids[a:b]], vals[a:b]))):
+                unit.append(n)
+                row.append(r)
+                val.append(v)
+    return (np.array(unit, dtype=np.int64), np.array(row, dtype=np.int64),
+            np.array(val, dtype=np.float64))
+
+
+def _add_units(units: UnitRows, n_units: int, unit: list[np.ndarray], row: list[np.ndarray],
+               val: list[np.ndarray]) -> None:
+    """Add ``n_units`` units from (unit, row, value) items given template by
+    template: each unit's rows in template order, then item order."""
+    of_unit = np.concatenate(unit) if unit else np.zeros(0, dtype=np.int64)
+    order = np.argsort(of_unit, kind="stable")
+    units.extend(np.bincount(of_unit, minlength=n_units),
+                 np.concatenate(row)[order] if unit else of_unit,
+                 np.concatenate(val)[order] if unit else np.zeros(0))
+
+
+# sentences whose features are computed together: large enough that array work
+# outweighs its per-call overhead, small enough to keep a batch's span items in memory
+BATCH_TOKENS = 1024
+
+
+def _batches(sentences: Iterable[Sentence], limit: int) -> Iterable[list[Sentence]]:
+    """The first ``limit`` sentences in batches of about ``BATCH_TOKENS`` tokens."""
+    batch: list[Sentence] = []
+    size = 0
+    for i, sent in enumerate(sentences):
+        if i >= limit:
+            break
+        batch.append(sent)
+        size += len(sent.rows)
+        if size >= BATCH_TOKENS:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 class SequenceModel:
@@ -102,6 +192,7 @@ class SequenceModel:
         self.feat_sigma = feature_sigma(templates, vocabs, row_ptr)
         self.attributes = TemplateAttributes(spec, base_dir, lexicons)
         self.conjunctions = [ConjunctionIndex(vocab) for vocab in vocabs]
+        self._key_rows: KeyRows | None = None   # vocabularies over attribute ids, for encode
 
     # ------------------------------------------------------------ per engine
 
@@ -128,6 +219,14 @@ class SequenceModel:
                          L: int) -> UnitAttributes:
         raise NotImplementedError
 
+    @classmethod
+    def _unit_rows(cls, attributes: TemplateAttributes, cols: list[dict[str, list]],
+                   lengths: list[int], L: int) -> list[list[Rows]]:
+        """``_unit_attributes`` of several sentences (read together where the
+        features allow it), ``out[sentence][template]``, as rows of
+        attribute ids (``attributes.keys``)."""
+        raise NotImplementedError
+
     def _tags(self, labels: np.ndarray, starts: np.ndarray | None) -> list[str]:
         raise NotImplementedError
 
@@ -151,39 +250,54 @@ class SequenceModel:
         """Encode sentences for the engine; attributes never seen in
         training have no weights and are skipped."""
         L = self.span_limit(self.spec, max((len(s.rows) for s in sentences), default=1))
+        if self._key_rows is None:
+            self._key_rows = KeyRows(self.attributes.keys, self.vocabs)
         seq_ptr = [0]
         units = UnitRows()
         gold: list[int] = []
         starts: list[int] = []
-        for sent in sentences:
-            cols, tags = sentence_columns(self.spec, sent.rows, sent.lines, sent.file)
-            T = len(sent.rows)
-            per_template = self._unit_attributes(self.attributes, cols, T, L)
-            for unit in range(T * L):
-                rows, vals = [], []
-                for vocab, conj, tpl_rows in zip(self.vocabs, self.conjunctions, per_template):
-                    for key, v in tpl_rows[unit]:
-                        r = vocab.get(key)
-                        if r is not None and key != self.const_key:
-                            rows.append(r)
-                            vals.append(v)
-                    if conj:   # induced conjunctions (fgl.learn.induction)
-                        for r, v in conj.rows(dict(tpl_rows[unit])):
-                            rows.append(r)
-                            vals.append(v)
-                units.add(rows, vals)
-            if with_gold:
-                if tags is None:
-                    raise DataError("this data has no label column", sent.file, sent.lines[0])
-                for u, v, y in self._gold_segments(self.spec, tags, sent):
-                    gold.extend([label_id(self.layers[0], y, sent.file, sent.lines[u], False)]
-                                * (v - u + 1))
-                    starts.extend([1] + [0] * (v - u))
-            seq_ptr.append(seq_ptr[-1] + T)
+        for batch in _batches(iter(sentences), len(sentences)):
+            read = [sentence_columns(self.spec, s.rows, s.lines, s.file) for s in batch]
+            per_sentence = self._unit_rows(self.attributes, [c for c, _ in read],
+                                           [len(s.rows) for s in batch], L)
+            per_template = [stack(list(rows)) for rows in zip(*per_sentence)]
+            del per_sentence
+            self._encode_units(per_template, sum(len(s.rows) for s in batch) * L, units)
+            for sent, (_, tags) in zip(batch, read):
+                if with_gold:
+                    self._encode_gold(sent, tags, gold, starts)
+                seq_ptr.append(seq_ptr[-1] + len(sent.rows))
         tok_ptr, tok_row, tok_val = units.arrays()
         return EncodedData(np.array(seq_ptr, dtype=np.int64), tok_ptr, tok_row, tok_val,
                            np.array(gold, dtype=np.int64) if with_gold else None,
                            np.array(starts, dtype=np.int64) if with_gold else None, L)
+
+    def _encode_units(self, per_template: list[Rows], n_units: int, units: UnitRows) -> None:
+        """Add ``n_units`` units, given their attribute rows per template."""
+        unit, row, val = [], [], []
+        for ti, (conj, rows) in enumerate(zip(self.conjunctions, per_template)):
+            of_item = np.repeat(np.arange(n_units, dtype=np.int64), rows.lengths())
+            r = self._key_rows.rows(ti, rows.key)
+            keep = (r >= 0) & self._key_rows.scored(rows.key, self.const_key)
+            unit.append(of_item[keep])
+            row.append(r[keep])
+            val.append(rows.val[keep])
+            if conj:   # induced conjunctions (fgl.learn.induction)
+                c_unit, c_row, c_val = _conjunction_rows(conj, rows, self.attributes.keys)
+                unit.append(c_unit)
+                row.append(c_row)
+                val.append(c_val)
+        _add_units(units, n_units, unit, row, val)
+
+    def _encode_gold(self, sent: Sentence, tags: list[str] | None, gold: list[int],
+                     starts: list[int]) -> None:
+        """Add one sentence's gold labels and segment starts."""
+        if tags is None:
+            raise DataError("this data has no label column", sent.file, sent.lines[0])
+        for u, v, y in self._gold_segments(self.spec, tags, sent):
+            gold.extend([label_id(self.layers[0], y, sent.file, sent.lines[u], False)]
+                        * (v - u + 1))
+            starts.extend([1] + [0] * (v - u))
 
     def decode(self, w: np.ndarray, data: EncodedData, jobs: int) -> Predictions:
         dec = self.program.decode(w, data, jobs)
@@ -363,66 +477,126 @@ class _FeatureTable:
         self.row_more: set[int] = set()
         self.row_template = array("i")
         self.units = UnitRows()
+        self.key_rows: KeyRows | None = None
 
     def read(self, read: Callable[[], Iterable[Sentence]], gold: list[list[int]],
              spans: list[list[tuple[int, int]]], source: str) -> None:
         n_read = 0
-        for i, sent in enumerate(read()):
-            if i >= len(gold):
-                break
-            n_read += 1
-            self.add(sent, gold[i], spans[i])
+        for batch in _batches(read(), len(gold)):
+            per_sentence = self._unit_rows(batch)
+            per_template = [stack(list(rows)) for rows in zip(*per_sentence)]
+            del per_sentence
+            self.add([len(s.rows) for s in batch], gold[n_read:n_read + len(batch)],
+                     spans[n_read:n_read + len(batch)], per_template)
+            n_read += len(batch)
         if n_read != len(gold):
             raise DataError(f"the training data changed while it was read: {len(gold)} "
                             f"sequences on the first pass, {n_read} on the second", source, 0)
 
-    def add(self, sent: Sentence, seq: list[int], spans: list[tuple[int, int]]) -> None:
-        L, const_key = self.L, self.cls.const_key
-        cols, _ = sentence_columns(self.spec, sent.rows, sent.lines, sent.file)
-        T = len(sent.rows)
-        self.n_sequences, self.n_tokens = self.n_sequences + 1, self.n_tokens + T
-        self.longest = max(self.longest, T)
-        per_template = self.cls._unit_attributes(self.attributes, cols, T, L)
-        # gold segment j covers unit u·L + v - u (with L = 1, unit t is token t)
-        gold_unit = None if L == 1 else {u * L + v - u: j for j, (u, v) in enumerate(spans)}
-        seq_rows: list[list[int]] = [[] for _ in range(T * L)]
-        seq_vals: list[list[float]] = [[] for _ in range(T * L)]
-        row_first, row_more, n_z = self.row_first, self.row_more, self.n_z
-        for ti, plan in enumerate(self.plans):
-            vocab, pset = self.vocabs[ti], self.pattern_sets[ti]
-            for unit, items in enumerate(per_template[ti]):
-                j = unit if gold_unit is None else gold_unit.get(unit)
-                if j is None:  # not a gold segment: only attributes seen on gold ones
-                    for key, v in items:
-                        r = vocab.get(key)
-                        if r is not None and key != const_key:
-                            seq_rows[unit].append(r)
-                            seq_vals[unit].append(v)
-                    continue
-                matched = []
-                if plan.support == "observed":
-                    for m in self.lengths[ti]:
-                        if m <= j + 1:
-                            z = pset.get(tuple(seq[j - m + 1:j + 1]))
-                            if z is not None:
-                                matched.append(z)
-                for key, v in items:
-                    r = vocab.get(key)
-                    if r is None:
-                        r = vocab[key] = len(row_first)
-                        row_first.append(-1)
-                        self.row_template.append(ti)
-                    for z in matched:
-                        first = row_first[r]
-                        if first < 0:
-                            row_first[r] = z
-                        elif first != z:
-                            row_more.add(r * n_z + z)
-                    if key != const_key:
-                        seq_rows[unit].append(r)
-                        seq_vals[unit].append(v)
-        for r_list, v_list in zip(seq_rows, seq_vals):
-            self.units.add(r_list, v_list)
+    def _unit_rows(self, batch: list[Sentence]) -> list[list[Rows]]:
+        """Every unit's rows of the sentences of a batch, per template."""
+        cols = [sentence_columns(self.spec, s.rows, s.lines, s.file)[0] for s in batch]
+        return self.cls._unit_rows(self.attributes, cols, [len(s.rows) for s in batch], self.L)
+
+    def add(self, lengths: list[int], seqs: list[list[int]], spans: list[list[tuple[int, int]]],
+            per_template: list[Rows]) -> None:
+        """Training sentences of ``lengths`` tokens, given their units'
+        attribute rows per template (sentence after sentence): rows for the
+        attributes of their gold units (numbered in order of first
+        appearance: template, sentence, unit, item), their supported
+        patterns, and every unit's rows — array work over attribute ids, no
+        Python step per (unit, attribute).  A unit that is not a gold one
+        keeps only attributes that have a row when it is reached: seen on a
+        gold unit of an earlier sentence or earlier in its own."""
+        L = self.L
+        self.n_sequences, self.n_tokens = self.n_sequences + len(lengths), \
+            self.n_tokens + sum(lengths)
+        self.longest = max(self.longest, *lengths)
+        if self.key_rows is None:
+            self.key_rows = KeyRows(self.attributes.keys, self.vocabs)
+        # gold segment j covers unit u·L + v - u of its sentence (with L = 1,
+        # unit t is token t); units and segments numbered across the sentences
+        first_unit = np.cumsum([0] + [T * L for T in lengths])
+        n_units = int(first_unit[-1])
+        gold_unit = np.array([first + u * L + v - u for first, segs in zip(first_unit, spans)
+                              for u, v in segs], dtype=np.int64)
+        j_of_unit = np.full(n_units, -1, dtype=np.int64)
+        j_of_unit[gold_unit] = np.arange(len(gold_unit), dtype=np.int64)
+        of_items = [np.repeat(np.arange(n_units, dtype=np.int64), rows.lengths())
+                    for rows in per_template]
+        made = self._new_rows(per_template, of_items, j_of_unit,
+                              np.repeat(np.arange(len(lengths)), [T * L for T in lengths]))
+        unit_items, row_items, val_items = [], [], []
+        for ti, (plan, rows, of_item) in enumerate(zip(self.plans, per_template, of_items)):
+            j_item = j_of_unit[of_item]
+            r = self.key_rows.table(ti)[rows.key]
+            keep = r >= 0
+            new_ids, made_on = made[ti]
+            if len(new_ids):   # an attribute first met on a later gold unit has no row yet
+                at = np.minimum(np.searchsorted(new_ids, rows.key), len(new_ids) - 1)
+                made_here = np.where(new_ids[at] == rows.key, made_on[at], -1)
+                keep &= (j_item >= 0) | (made_here < of_item)
+            if plan.support == "observed":
+                self._support(ti, seqs, r, j_item)
+            keep &= self.key_rows.scored(rows.key, self.cls.const_key)
+            unit_items.append(of_item[keep])
+            row_items.append(r[keep])
+            val_items.append(rows.val[keep])
+        _add_units(self.units, n_units, unit_items, row_items, val_items)
+
+    def _new_rows(self, per_template: list[Rows], of_items: list[np.ndarray],
+                  j_of_unit: np.ndarray, sentence_of_unit: np.ndarray
+                  ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Rows for the attributes of gold units that have none yet, numbered
+        in order of first appearance (sentence, template, unit, item); per
+        template, the new attribute ids (sorted) and the unit each was first
+        met on."""
+        made, order_keys = [], []
+        for ti, (rows, of_item) in enumerate(zip(per_template, of_items)):
+            new = (j_of_unit[of_item] >= 0) & (self.key_rows.table(ti)[rows.key] < 0)
+            where = np.flatnonzero(new)
+            uniq, first = np.unique(rows.key[where], return_index=True)
+            made.append((uniq, of_item[where[first]]))
+            order_keys.append((sentence_of_unit[of_item[where[first]]],
+                               np.full(len(uniq), ti), where[first], uniq))
+        sent, tpl, item, ids = (np.concatenate(k) for k in zip(*order_keys))
+        order = np.lexsort((item, tpl, sent))
+        names = self.attributes.keys.keys
+        start = len(self.row_first)
+        for row, (ti, k) in enumerate(zip(tpl[order].tolist(), ids[order].tolist()), start):
+            self.key_rows.by_id[ti][k] = row
+            self.vocabs[ti][names[k]] = row
+        self.row_first.extend([-1] * len(order))
+        self.row_template.extend(tpl[order].tolist())
+        return made
+
+    def _support(self, ti: int, seqs: list[list[int]], r: np.ndarray, j_item: np.ndarray
+                 ) -> None:
+        """Record the patterns matched at gold segment j (numbered across the
+        sentences' label sequences ``seqs``) as supported by the rows of j's
+        attributes (each row's first in ``row_first``, others in
+        ``row_more``)."""
+        pset, n_z = self.pattern_sets[ti], self.n_z
+        matched = [[z for m in self.lengths[ti] if m <= j + 1
+                    for z in [pset.get(tuple(seq[j - m + 1:j + 1]))] if z is not None]
+                   for seq in seqs for j in range(len(seq))]
+        n_matched = np.array([len(z) for z in matched], dtype=np.int64)
+        z_flat = np.array([z for zs in matched for z in zs], dtype=np.int64)
+        z_ptr = np.concatenate([[0], np.cumsum(n_matched)])
+        gold = j_item >= 0
+        rows, js = r[gold], j_item[gold]
+        per = n_matched[js]
+        if not per.sum():
+            return
+        pair_row = np.repeat(rows, per)
+        within = np.arange(int(per.sum()), dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+        pair_z = z_flat[np.repeat(z_ptr[js], per) + within]
+        first = np.frombuffer(self.row_first, dtype=np.int64)
+        uniq, at = np.unique(pair_row, return_index=True)
+        unset = first[uniq] < 0
+        first[uniq[unset]] = pair_z[at[unset]]
+        other = pair_z != first[pair_row]
+        self.row_more.update((pair_row[other] * n_z + pair_z[other]).tolist())
 
     def finish(self) -> tuple[np.ndarray, np.ndarray, list[dict[str, int]], tuple]:
         """(row_ptr, feat_pattern, vocabularies, unit arrays), with rows
@@ -514,6 +688,12 @@ class ChainModel(SequenceModel):
     def _unit_attributes(cls, attributes: TemplateAttributes, cols: dict[str, list], T: int,
                          L: int) -> UnitAttributes:
         return attributes(cols, T)
+
+    @classmethod
+    def _unit_rows(cls, attributes: TemplateAttributes, cols: list[dict[str, list]],
+                   lengths: list[int], L: int) -> list[list[Rows]]:
+        return [[attributes.interned(rows) for rows in attributes(c, T)]
+                for c, T in zip(cols, lengths)]
 
     def _tags(self, labels: np.ndarray, starts: np.ndarray | None) -> list[str]:
         return [self.labels[i] for i in labels]
@@ -622,6 +802,27 @@ class SegmentModel(SequenceModel):
                 units.extend(rows[k:k + m])
                 units.extend([[]] * (L - m))
                 k += m
+            out.append(units)
+        return out
+
+    @classmethod
+    def _unit_rows(cls, attributes: TemplateAttributes, cols: list[dict[str, list]],
+                   lengths: list[int], L: int) -> list[list[Rows]]:
+        """``_unit_attributes`` as rows of attribute ids: span (u, d) at unit
+        u·L + d - 1, empty units past the end."""
+        out = []
+        for T, per_template in zip(lengths, attributes.segment_rows(cols, lengths, L)):
+            widths = np.minimum(L, T - np.arange(T, dtype=np.int64))
+            first = np.repeat(np.cumsum(widths) - widths, widths)
+            unit = (np.repeat(np.arange(T, dtype=np.int64) * L, widths)
+                    + np.arange(int(widths.sum()), dtype=np.int64) - first)
+            units = []
+            for rows in per_template:
+                n = np.zeros(T * L, dtype=np.int64)
+                n[unit] = rows.lengths()
+                ptr = np.zeros(T * L + 1, dtype=np.int64)
+                np.cumsum(n, out=ptr[1:])
+                units.append(Rows(ptr, rows.key, rows.val))
             out.append(units)
         return out
 

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import itertools
 import re
+import weakref
 from pathlib import Path
 from typing import Callable
+
+import numpy as np
 
 from fgl.errors import DataError, SpecError, shorten
 from fgl.features.builtins import (
@@ -27,6 +30,7 @@ from fgl.features.builtins import (
     regex_classes,
     text_function,
 )
+from fgl.features.span_arrays import KeyTable, Rows
 from fgl.features.span_streams import evaluate_span_streams, template_span_streams
 from fgl.features.streams import evaluate_streams, template_streams
 from fgl.lang import ast
@@ -325,6 +329,7 @@ class TemplateAttributes:
         # the token-table fast path on every candidate segment (segment models)
         self._span_streams = [template_span_streams(oc, tpl.observations)
                               if tpl.observations else None for tpl in spec.templates]
+        self.keys = KeyTable()   # attribute keys as ids, for the array paths
 
     def evaluate(self, ti: int, cols: dict[str, list], T: int, spans: Spans = None,
                  ) -> list[list[tuple[str, float]]]:
@@ -362,19 +367,56 @@ class TemplateAttributes:
     def segments(self, cols: dict[str, list], T: int, L: int
                  ) -> list[list[list[tuple[str, float]]]]:
         """``out[template][i]`` on every candidate segment (u, u + d - 1),
-        d ≤ L, u then d ascending (Cuong et al. 2014 §2): from token tables
-        where a template allows it (``fgl.features.span_streams``), else
-        from the general evaluators."""
-        spans = None
+        d ≤ L, u then d ascending (Cuong et al. 2014 §2), as (attribute key,
+        value) lists (``segment_rows`` with the keys spelled out)."""
+        keys = self.keys.keys
         out = []
+        for rows in self.segment_rows([cols], [T], L)[0]:
+            key, val = [keys[k] for k in rows.key.tolist()], rows.val.tolist()
+            out.append([list(zip(key[a:b], val[a:b]))
+                        for a, b in zip(rows.ptr[:-1].tolist(), rows.ptr[1:].tolist())])
+        return out
+
+    def segment_rows(self, cols: list[dict[str, list]], lengths: list[int], L: int
+                     ) -> list[list[Rows]]:
+        """``out[sentence][template]``: the (attribute id in ``self.keys``,
+        value) rows of every candidate segment of each sentence, u then d
+        ascending: from token tables where a template allows it, the
+        sentences read together (``fgl.features.span_streams``), else from
+        the general evaluators."""
+        out: list[list[Rows]] = [[] for _ in cols]
+        joined = None
         for ti, nodes in enumerate(self._span_streams):
             if nodes is not None:
-                out.append(evaluate_span_streams(nodes, cols, T, L))
+                if joined is None:
+                    joined = {c: [x for one in cols for x in one[c]] for c in cols[0]} \
+                        if len(cols) > 1 else cols[0]
+                for rows, one in zip(evaluate_span_streams(nodes, joined, lengths, L,
+                                                           self.keys), out):
+                    one.append(rows)
                 continue
-            if spans is None:
+            for one, c, T in zip(out, cols, lengths):
+                n = int(np.minimum(L, T - np.arange(T)).sum())
+                if not self._evaluators[ti]:   # no observations: the constant bias
+                    one.append(Rows(np.arange(n + 1, dtype=np.int64),
+                                    np.full(n, self.keys.key_id("bias"), dtype=np.int64),
+                                    np.ones(n)))
+                    continue
                 spans = [(u, u + d - 1) for u in range(T) for d in range(1, min(L, T - u) + 1)]
-            out.append(self.evaluate(ti, cols, T, spans))
+                one.append(self.interned(self.evaluate(ti, c, T, spans)))
         return out
+
+    def interned(self, rows: list[list[tuple[str, float]]]) -> Rows:
+        """(attribute key, value) lists as rows of ids in ``self.keys``."""
+        get, key_id = self.keys.index.get, self.keys.key_id
+        items = [kv for row in rows for kv in row]
+        ids = [get(k, -1) for k, _ in items]
+        if -1 in ids:
+            ids = [i if i >= 0 else key_id(k) for i, (k, _) in zip(ids, items)]
+        ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(row) for row in rows], out=ptr[1:])
+        return Rows(ptr, np.array(ids, dtype=np.int64),
+                    np.array([v for _, v in items], dtype=np.float64))
 
 
 def sentence_columns(spec: ast.Spec, rows: list[list[str]], lines: list[int], file: str,
@@ -424,10 +466,21 @@ def sentence_columns(spec: ast.Spec, rows: list[list[str]], lines: list[int], fi
     return cols, gold
 
 
+_BAGS: dict[int, tuple[weakref.ref, list]] = {}
+
+
+def _bag_conjunctions(spec: ast.Spec) -> list:
+    """``bag_conjunctions(spec)``, worked out once per spec, not per sentence."""
+    got = _BAGS.get(id(spec))
+    if got is None or got[0]() is not spec:
+        got = _BAGS[id(spec)] = (weakref.ref(spec), bag_conjunctions(spec))
+    return got[1]
+
+
 def _check_bags(spec: ast.Spec, cols: dict[str, list], lines: list[int], file: str) -> None:
     """Refuse texts with so many words that a conjunction of their bags
     (tokens(...) & ...) would give more than MAX_ITEMS items at a position."""
-    conjunctions = bag_conjunctions(spec)
+    conjunctions = _bag_conjunctions(spec)
     if not conjunctions:
         return
     columns = set().union(*(c for _, c in conjunctions)) & cols.keys()

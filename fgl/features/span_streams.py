@@ -3,17 +3,20 @@
 The general evaluators (``fgl.features.observations``) evaluate every
 observation on every candidate segment (u, v) separately: built-ins run once
 per span and a bag ``word[u..v]`` is rebuilt from its tokens for each span.
-Here an observation is evaluated once per token and its span attributes are
-assembled from the token tables:
+Here an observation is evaluated once per token, its attribute keys are
+interned to integer ids (``fgl.features.span_arrays.KeyTable``) and its span
+attributes are assembled from the token tables as arrays:
 
 * a text column at offsets from u or from v (``word[u]``, ``word[v+1]``,
-  ``word[u-1..u+1]``) is a table over tokens, read at u or v;
-* a bag between u and v (``word[u..v]``, ``word[u+1..v-1]``) grows token by
-  token as v grows for a fixed u: O(L) count updates per start (and a copy
-  of the counts per span, which is the output);
+  ``word[u-1..u+1]``, ``pad(word[u-2])``) is a table over tokens, read at u
+  or v;
+* a bag between u and v (``word[u..v]``, ``pad(word[u-4..v-4])``) grows token
+  by token as v grows for a fixed u (a compiled loop, no Python per span);
+* ``zip(a & b ...)`` of such bags is a bag over a table of aligned tuples;
+* ``count`` of a column reference or a ``zip``: cumulative item counts;
 * ``lower``/``prefix``/``suffix``/``shape``/``longshape``, ``class``,
-  ``tokens``, ``regex`` and ``lexicon`` run once per token under a reference
-  (per position or span over anything else);
+  ``tokens``, ``regex`` and ``lexicon`` run once per distinct text under a
+  reference (once per distinct attribute over anything else);
 * ``bias``, ``bos``, ``eos`` and ``length``;
 * conjunctions and unions of these; parts read at the same end of the span
   combine once per token, others per span.
@@ -21,10 +24,11 @@ assembled from the token tables:
 Each observation's items are kept summed by attribute key, in first-seen
 order: a conjunction of summed parts is the summed cross product (values
 multiply), so the keys, values and order are exactly the general path's.
-Anything else — number and vector columns, ``value``, ``count``,
-``either``, ``pad``, ``zip``, ranges not running from u to v, names holding
-``=`` — makes ``template_span_streams`` return None and the template uses
-the general path.
+Anything else — number and vector columns, ``value``, ``either``, ``count``
+of other expressions, ranges not running from u to v, ``zip`` of ranges at
+fixed offsets (``word[u-1..u]``), names holding ``=`` —
+makes ``template_span_streams`` return None and the template uses the
+general path.
 """
 from __future__ import annotations
 
@@ -32,48 +36,99 @@ import itertools
 import re
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
-from fgl.features.builtins import TEXT_FUNCTIONS, call_tag, ref_text, regex_classes, text_function
+import numpy as np
+
+from fgl.features.builtins import (
+    END_MARKER,
+    START_MARKER,
+    TEXT_FUNCTIONS,
+    call_tag,
+    expr_text,
+    ref_text,
+    regex_classes,
+    text_function,
+)
+from fgl.features.span_arrays import (
+    KeyTable,
+    Rows,
+    bag,
+    concat,
+    cross,
+    gather,
+    item_positions,
+    merged,
+    split,
+    tuple_codes,
+)
 from fgl.lang import ast
 
 if TYPE_CHECKING:
     from fgl.features.observations import ObservationCompiler
 
-Row = dict[str, float]                      # attribute key -> summed value, never mutated
-Split = dict[str, tuple[str, "str | None"]]  # attribute key -> (name, text)
 Stage = Callable[[str, str, float], list[tuple[str, "str | None", float]]]
-_EMPTY: Row = {}
 _U, _V, _SPAN = "u", "v", "span"           # a table per token read at u, at v, or per span
 _BASE = {"u": _U, "t": _U, "i": _U, "a": _U, "v": _V, "j": _V, "b": _V}
+_MARKERS = (START_MARKER, END_MARKER)
 
 
 class _Sentence:
-    """One sentence's columns, length, span limit and key table."""
+    """A batch of sentences read as one: their columns end to end (``T``
+    tokens in all), each token's sentence start, index in its sentence and
+    sentence length, the span limit, the candidate spans (sentence by
+    sentence, u then d ascending: starts ``su``, lengths ``sd``, ends ``sv``,
+    as token indices) and the key table."""
 
-    def __init__(self, cols: dict[str, list], T: int, L: int):
-        self.cols, self.T, self.L = cols, T, L
-        self.widths = [min(L, T - u) for u in range(T)]   # spans starting at u
-        self.split: Split = {}
-        self.joined: dict[tuple[str, ...], str] = {}
+    def __init__(self, cols: dict[str, list], lengths: list[int], L: int, keys: KeyTable):
+        self.cols, self.L, self.keys = cols, L, keys
+        self.lengths = np.array(lengths, dtype=np.int64)
+        self.T = int(self.lengths.sum())
+        starts = np.cumsum(self.lengths) - self.lengths
+        self.sent = np.repeat(np.arange(len(lengths), dtype=np.int64), self.lengths)
+        self.first = starts                                   # per sentence
+        self.local = np.arange(self.T, dtype=np.int64) - starts[self.sent]
+        self.size = self.lengths[self.sent]                   # per token
+        widths = np.minimum(L, self.size - self.local)
+        self.su = np.repeat(np.arange(self.T, dtype=np.int64), widths)
+        before = np.repeat(np.cumsum(widths) - widths, widths)
+        self.sd = np.arange(len(self.su), dtype=np.int64) - before + 1
+        self.sv = self.su + self.sd - 1
+        self.span_sent = self.sent[self.su]
+        self.span_counts = np.bincount(self.span_sent, minlength=len(lengths))
+        self.tables: dict[tuple, tuple[Rows, np.ndarray]] = {}   # shared position tables
+        self.texts: dict[str, tuple[np.ndarray, list[str]]] = {}
 
-    def key(self, name: str, text: str | None) -> str:
-        k = name if text is None else f"{name}={text}"
-        self.split[k] = (name, text)
-        return k
+    def text_ids(self, column: str) -> tuple[np.ndarray, list[str]]:
+        """Each token's index among the column's distinct texts, and those texts."""
+        got = self.texts.get(column)
+        if got is None:
+            index: dict[str, int] = {}
+            ids = np.fromiter((index.setdefault(x, len(index)) for x in self.cols[column]),
+                              dtype=np.int64, count=self.T)
+            got = self.texts[column] = (ids, list(index))
+        return got
 
-    def spans(self, anchor: str, table: list[Row]) -> list[Row]:
-        """A table as one row per span (u, d), u then d ascending."""
+    def windows(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Positions lo .. T_s - 1 + hi of every sentence s end to end: their
+        sentence and index in it; and each span's window u + lo .. v + hi in
+        them (first, stop)."""
+        n = np.maximum(self.lengths + hi - lo, 0)
+        base = np.cumsum(n) - n
+        sent = np.repeat(np.arange(len(n), dtype=np.int64), n)
+        local = lo + np.arange(int(n.sum()), dtype=np.int64) - base[sent]
+        size, at = n[self.span_sent], base[self.span_sent]
+        u, v = self.local[self.su], self.local[self.sv]
+        first = np.minimum(u, size)
+        stop = np.clip(v + hi + 1 - lo, first, size)
+        return sent, local, at + first, at + stop
+
+    def spans(self, anchor: str, rows: Rows) -> Rows:
+        """A table as one row per span."""
         if anchor == _SPAN:
-            return table
-        out: list[Row] = []
-        for u, m in enumerate(self.widths):
-            if anchor == _U:
-                out.extend([table[u]] * m)
-            else:
-                out.extend(table[u:u + m])
-        return out
+            return rows
+        return gather(rows, self.su if anchor == _U else self.sv)
 
 
-Node = Callable[[_Sentence], tuple[str, list[Row]]]
+Node = Callable[[_Sentence], tuple[str, Rows]]
 
 
 class SpanStreams(NamedTuple):
@@ -84,109 +139,202 @@ class SpanStreams(NamedTuple):
     disjoint: bool
 
 
-def _summed(items, sent: _Sentence) -> Row:
-    row: Row = {}
+def _summed_ids(items, keys: KeyTable) -> tuple[list[int], list[float]]:
+    """Items summed by key in first-seen order, as (ids, values)."""
+    row: dict[int, float] = {}
     for name, text, v in items:
-        k = sent.key(name, text)
+        k = keys.id(name, text)
         row[k] = row.get(k, 0.0) + v
-    return row
+    return list(row), list(row.values())
 
 
-def _union(rows: list[Row]) -> Row:
-    nonempty = [r for r in rows if r]
-    if len(nonempty) <= 1:
-        return nonempty[0] if nonempty else _EMPTY
-    out = dict(nonempty[0])
-    for r in nonempty[1:]:
-        for k, v in r.items():
-            out[k] = out.get(k, 0.0) + v
-    return out
+def _joined(parts: list[tuple[str, str | None]]) -> tuple[str, str | None]:
+    """The (name, text) of a conjunction of items, as ``_conjoin`` in
+    ``fgl.features.observations`` makes it."""
+    texts = [tx for _, tx in parts]
+    if None in texts:
+        text = None if texts.count(None) == len(texts) else \
+            "|".join(tx if tx is not None else "" for tx in texts)
+    else:
+        text = "|".join(texts)
+    return "&".join(nm for nm, _ in parts), text
 
 
-def _product(rows: list[Row], sent: _Sentence) -> Row:
-    """The summed cross product of the parts' rows, keyed as ``_conjoin``
-    in ``fgl.features.observations`` keys it."""
-    if not all(rows):
-        return _EMPTY
-    out: Row = {}
-    split, joined = sent.split, sent.joined
-    for combo in itertools.product(*(r.items() for r in rows)):
-        keys = tuple([k for k, _ in combo])
-        j = joined.get(keys)
+def _combined_keys(columns: list[np.ndarray], memo: dict[int | tuple[int, ...], int],
+                   keys: KeyTable) -> np.ndarray:
+    """The id of the conjunction of each row of key ids read side by side."""
+    if len(columns[0]) == 0:
+        return np.zeros(0, dtype=np.int64)
+    first, code = tuple_codes(columns)
+    if len(columns) == 2:   # a pair as one int: a smaller memo
+        combos = (columns[0][first] * (1 << 32) + columns[1][first]).tolist()
+    else:
+        combos = list(zip(*(col[first].tolist() for col in columns)))
+    ids = np.empty(len(first), dtype=np.int64)
+    for c, combo in enumerate(combos):
+        j = memo.get(combo)
         if j is None:
-            parts = [split[k] for k in keys]
-            texts = [tx for _, tx in parts]
-            if None in texts:
-                text = None if texts.count(None) == len(texts) else \
-                    "|".join(tx if tx is not None else "" for tx in texts)
-            else:
-                text = "|".join(texts)
-            j = joined[keys] = sent.key("&".join(nm for nm, _ in parts), text)
-        value = 1.0
-        for _, v in combo:
-            value *= v
-        out[j] = out.get(j, 0.0) + value
-    return out
+            parts = [keys.parts(k) for k in
+                     (divmod(combo, 1 << 32) if len(columns) == 2 else combo)]
+            j = memo[combo] = keys.id(*_joined(parts))
+        ids[c] = j
+    return ids[code]
 
 
 class _Ref:
     """A text column range under text stages, not yet read: points at
-    offsets from u or v, or a bag from u + lo to v + hi."""
+    offsets from u or v, or a bag from u + lo to v + hi.  ``slot_stages``
+    (text functions under ``pad``) leave the start and end markers' text
+    alone; ``pad`` gives a marker where a position is outside the sequence."""
 
-    def __init__(self, ref: ast.ColumnRef, stages: list[Stage]):
-        self.ref, self.stages = ref, stages
+    def __init__(self, ref: ast.ColumnRef, stages: list[tuple[str, Stage]],
+                 slot_stages: list[tuple[str, Stage]] = (), pad: bool = False):
+        self.ref, self.stages, self.slot_stages, self.pad = ref, stages, list(slot_stages), pad
+        self.memo: dict[str, dict[str | None, tuple[list[int], list[float], int]]] = {}
+        r = ref
+        self.lo_anchor, self.hi_anchor = _BASE.get(r.lo_base), _BASE.get(r.hi_base)
+        self.point = r.lo_base == r.hi_base
+        self.label = (None if self.point else
+                      f"{r.column}[{ref_text(r.lo_base, r.lo)}..{ref_text(r.hi_base, r.hi)}]")
 
-    def token_rows(self, sent: _Sentence, label: str) -> list[Row]:
-        """Per token, the summed items of the stages on its text, named ``label``."""
-        out = []
-        for x in sent.cols[self.ref.column]:
-            items = [(label, x, 1.0)]
-            for stage in self.stages:
-                items = [o for nm, tx, v in items for o in stage(nm, tx or "", v)]
-            out.append(_summed(items, sent) if items else _EMPTY)
-        return out
+    def staged(self, tag: str, stage: Stage) -> "_Ref":
+        return _Ref(self.ref, self.stages + [(tag, stage)], self.slot_stages, self.pad)
 
-    def node(self) -> Node | None:
+    @property
+    def covered(self) -> bool:
+        if self.lo_anchor is None or self.hi_anchor is None:
+            return False
+        return self.point or (self.lo_anchor, self.hi_anchor) == (_U, _V)
+
+    def _items(self, label: str, text: str) -> tuple[list, int]:
+        items = [(label, text, 1.0)]
+        for _, stage in self.slot_stages + self.stages:
+            items = [o for nm, tx, v in items for o in stage(nm, tx or "", v)]
+        return items, len(items)
+
+    def _lexicon(self, sent: _Sentence, label: str) -> tuple[Rows, np.ndarray]:
+        """Rows (and items before summing) of the column's distinct texts,
+        then of the start and the end marker."""
+        memo = self.memo.setdefault(label, {})
+        _, texts = sent.text_ids(self.ref.column)
+        ids: list[int] = []
+        vals: list[float] = []
+        lens, raw = [], []
+        for text in texts + [START_MARKER, END_MARKER]:
+            row = memo.get(text)
+            if row is None:
+                items, n = self._items(label, text)
+                row = memo[text] = (*_summed_ids(items, sent.keys), n)
+            ids.extend(row[0])
+            vals.extend(row[1])
+            lens.append(len(row[0]))
+            raw.append(row[2])
+        ptr = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=ptr[1:])
+        return (Rows(ptr, np.array(ids, dtype=np.int64), np.array(vals, dtype=np.float64)),
+                np.array(raw, dtype=np.int64))
+
+    def positions(self, sent: _Sentence, label: str, where: tuple, in_sent: np.ndarray,
+                  local: np.ndarray) -> tuple[Rows, np.ndarray]:
+        """Rows of the positions ``local`` of sentences ``in_sent`` (a marker
+        or nothing outside the sentence) and the items each gave before
+        summing; ``where`` names the positions (a cache key)."""
+        sig = (self.ref.column, label, tuple(t for t, _ in self.slot_stages),
+               tuple(t for t, _ in self.stages), self.pad, where)
+        got = sent.tables.get(sig)
+        if got is not None:
+            return got
+        lex, lex_raw = self._lexicon(sent, label)
+        tok, texts = sent.text_ids(self.ref.column)
+        size = sent.lengths[in_sent]
+        inside = (local >= 0) & (local < size)
+        at = np.where(inside, tok[np.where(inside, sent.first[in_sent] + local, 0)], -1)
+        if self.pad:
+            at = np.where(inside, at, np.where(local < 0, len(texts), len(texts) + 1))
+        raw = np.where(at >= 0, lex_raw[np.maximum(at, 0)], 0)
+        got = sent.tables[sig] = (gather(lex, at), raw)
+        return got
+
+    def _point(self, sent: _Sentence, off: int) -> tuple[Rows, np.ndarray]:
         r = self.ref
-        lo, hi = _BASE.get(r.lo_base), _BASE.get(r.hi_base)
-        if lo is None or hi is None:
-            return None
-        if r.lo_base == r.hi_base:
-            return _union_node([self._point(lo, f"{r.column}[{ref_text(r.lo_base, off)}]", off)
-                                for off in range(r.lo, r.hi + 1)])
-        if (lo, hi) != (_U, _V):
-            return None
-        label = f"{r.column}[{ref_text(r.lo_base, r.lo)}..{ref_text(r.hi_base, r.hi)}]"
-        return self._bag(label, r.lo, r.hi)
+        return self.positions(sent, f"{r.column}[{ref_text(r.lo_base, off)}]", ("at", off),
+                              sent.sent, sent.local + off)
 
-    def _point(self, anchor: str, label: str, off: int) -> Node:
-        def node(sent: _Sentence) -> tuple[str, list[Row]]:
-            T = sent.T
-            rows = self.token_rows(sent, label)
-            lo = min(T, max(0, -off))
-            hi = max(lo, min(T, T - off))
-            return anchor, [_EMPTY] * lo + rows[lo + off:hi + off] + [_EMPTY] * (T - hi)
-        return node
+    def _bag(self, sent: _Sentence) -> tuple[Rows, np.ndarray, np.ndarray, np.ndarray]:
+        lo, hi = self.ref.lo, self.ref.hi
+        in_sent, local, first, stop = sent.windows(lo, hi)
+        rows, raw = self.positions(sent, self.label, ("bag", lo, hi), in_sent, local)
+        return rows, raw, first, stop
 
-    def _bag(self, label: str, lo: int, hi: int) -> Node:
-        def node(sent: _Sentence) -> tuple[str, list[Row]]:
-            T = sent.T
-            rows = self.token_rows(sent, label)
-            out: list[Row] = []
-            for u, m in enumerate(sent.widths):
-                counts: Row = {}
-                snap, i = _EMPTY, max(0, u + lo)
-                for v in range(u, u + m):
-                    stop = min(T, v + hi + 1)
-                    if i < stop:
-                        for i in range(i, stop):
-                            for k, x in rows[i].items():
-                                counts[k] = counts.get(k, 0.0) + x
-                        i = stop
-                        snap = dict(counts)
-                    out.append(snap)
-            return _SPAN, out
-        return node
+    def __call__(self, sent: _Sentence) -> tuple[str, Rows]:
+        r = self.ref
+        if not self.point:
+            tokens, _, first, stop = self._bag(sent)
+            return _SPAN, bag(tokens, first, stop)
+        tables = [self._point(sent, off)[0] for off in range(r.lo, r.hi + 1)]
+        rows = tables[0] if len(tables) == 1 else merged(concat(tables), True)
+        return self.lo_anchor, rows
+
+    def counts(self, sent: _Sentence) -> tuple[str, np.ndarray]:
+        """Per token or span, the items before summing (``count``)."""
+        r = self.ref
+        if not self.point:
+            _, raw, first, stop = self._bag(sent)
+            cum = np.concatenate([[0], np.cumsum(raw)])
+            return _SPAN, cum[stop] - cum[first]
+        total = np.zeros(sent.T, dtype=np.int64)
+        for off in range(r.lo, r.hi + 1):
+            total += self._point(sent, off)[1]
+        return self.lo_anchor, total
+
+
+class _Zip:
+    """``zip(a & b ...)`` of bags from u to v: a bag over positions of
+    aligned tuples, a tuple only where every part is inside the sequence or
+    padded."""
+
+    def __init__(self, parts: list[_Ref]):
+        self.parts = parts
+        self.memo: dict[tuple[int, ...], int] = {}
+
+    def _pairs(self, sent: _Sentence) -> tuple[Rows, np.ndarray, np.ndarray]:
+        lo0 = self.parts[0].ref.lo
+        m = min(p.ref.hi - p.ref.lo for p in self.parts)
+        in_sent, local, first, stop = sent.windows(lo0, lo0 + m)
+        ids, ok = [], np.ones(len(local), dtype=bool)
+        for p in self.parts:
+            shift = p.ref.lo - lo0
+            rows, _ = p.positions(sent, p.label, ("zip", lo0, m, shift), in_sent,
+                                  local + shift)
+            lens = rows.lengths()
+            ok &= lens > 0
+            col = np.full(len(local), -1, dtype=np.int64)
+            col[lens > 0] = rows.key[rows.ptr[:-1][lens > 0]]
+            ids.append(col)
+        key = _combined_keys([c[ok] for c in ids], self.memo, sent.keys)
+        ptr = np.zeros(len(local) + 1, dtype=np.int64)
+        np.cumsum(ok, out=ptr[1:])
+        return Rows(ptr, key, np.ones(len(key))), first, stop
+
+    def __call__(self, sent: _Sentence) -> tuple[str, Rows]:
+        rows, first, last = self._pairs(sent)
+        return _SPAN, bag(rows, first, last)
+
+    def counts(self, sent: _Sentence) -> tuple[str, np.ndarray]:
+        rows, first, last = self._pairs(sent)
+        return _SPAN, rows.ptr[last] - rows.ptr[first]
+
+
+def _count(inner: _Ref | _Zip, name: str) -> Node:
+    """``count(e)``: how many items ``e`` gives, one real value (none when 0)."""
+    def node(sent: _Sentence) -> tuple[str, Rows]:
+        anchor, n = inner.counts(sent)
+        ptr = np.zeros(len(n) + 1, dtype=np.int64)
+        np.cumsum(n > 0, out=ptr[1:])
+        val = n[n > 0].astype(np.float64)
+        return anchor, Rows(ptr, np.full(len(val), sent.keys.id(name, None), dtype=np.int64),
+                            val)
+    return node
 
 
 def _union_node(parts: list[Node]) -> Node:
@@ -199,48 +347,67 @@ def _union_node(parts: list[Node]) -> Node:
 def _combine(parts: list[Node], product: bool) -> Node:
     """A conjunction (``product``) or union of parts: joined once per token
     when all are read at the same end of the span, else once per span."""
+    memo: dict[tuple[int, ...], int] = {}
 
-    def node(sent: _Sentence) -> tuple[str, list[Row]]:
+    def node(sent: _Sentence) -> tuple[str, Rows]:
         tables = [p(sent) for p in parts]
         anchors = {a for a, _ in tables}
         anchor = anchors.pop() if len(anchors) == 1 else _SPAN
-        cols = [t if anchor != _SPAN else sent.spans(a, t) for a, t in tables]
-        if product:
-            return anchor, [_product(list(rows), sent) for rows in zip(*cols)]
-        return anchor, [_union(list(rows)) for rows in zip(*cols)]
+        rows = [t if anchor != _SPAN else sent.spans(a, t) for a, t in tables]
+        if not product:
+            return anchor, merged(concat(rows), True)
+        ptr, idx = cross(rows)
+        key = _combined_keys([r.key[i] for r, i in zip(rows, idx)], memo, sent.keys)
+        val = np.ones(len(key))
+        for r, i in zip(rows, idx):
+            val = val * r.val[i]
+        return anchor, merged(Rows(ptr, key, val), True)
     return node
 
 
 def _zero_arg(name: str) -> Node | None:
-    def node(sent: _Sentence) -> tuple[str, list[Row]]:
-        T = sent.T
+    def node(sent: _Sentence) -> tuple[str, Rows]:
+        keys = sent.keys
         if name == "length":
-            by_d = [{sent.key("length", str(d)): 1.0} for d in range(1, sent.L + 1)]
-            return _SPAN, [by_d[d] for m in sent.widths for d in range(m)]
-        row = {sent.key(name, None): 1.0}
-        if name == "bias":
-            return _U, [row] * T
-        if name == "bos":
-            return _U, [row] + [_EMPTY] * (T - 1)
-        return _V, [_EMPTY] * (T - 1) + [row]
+            by_d = np.array([keys.id("length", str(d)) for d in range(1, sent.L + 1)],
+                            dtype=np.int64)
+            n = len(sent.sd)
+            return _SPAN, Rows(np.arange(n + 1, dtype=np.int64), by_d[sent.sd - 1],
+                               np.ones(n))
+        k = keys.id(name, None)
+        has = (np.ones(sent.T, dtype=bool) if name == "bias" else sent.local == 0
+               if name == "bos" else sent.local == sent.size - 1)
+        ptr = np.zeros(sent.T + 1, dtype=np.int64)
+        np.cumsum(has, out=ptr[1:])
+        anchor = _V if name == "eos" else _U
+        return anchor, Rows(ptr, np.full(int(ptr[-1]), k, dtype=np.int64), np.ones(int(ptr[-1])))
     return node if name in ("length", "bias", "bos", "eos") else None
 
 
 def _mapped(inner: Node, stage: Stage) -> Node:
-    """A stage over anything but a reference: applied to every summed item
-    (a value carries over to each item the stage makes)."""
-    def node(sent: _Sentence) -> tuple[str, list[Row]]:
-        anchor, table = inner(sent)
-        split, memo = sent.split, {}   # rows repeat in a table: map each once
-        out = []
-        for row in table:
-            got = memo.get(id(row))
+    """A stage over anything but a reference: applied once per distinct
+    attribute (a value carries over to each item the stage makes)."""
+    memo: dict[int, list[int]] = {}
+
+    def node(sent: _Sentence) -> tuple[str, Rows]:
+        anchor, rows = inner(sent)
+        keys = sent.keys
+        uniq, inv = np.unique(rows.key, return_inverse=True)
+        outs = []
+        for k in uniq.tolist():
+            got = memo.get(k)
             if got is None:
-                got = memo[id(row)] = _summed([o for k, v in row.items()
-                                               for o in stage(split[k][0], split[k][1] or "", v)],
-                                              sent)
-            out.append(got)
-        return anchor, out
+                name, text = keys.parts(k)
+                got = memo[k] = [keys.id(nm, tx) for nm, tx, _ in stage(name, text or "", 1.0)]
+            outs.append(got)
+        n_out = np.array([len(o) for o in outs], dtype=np.int64)
+        flat = np.array([k for o in outs for k in o], dtype=np.int64)
+        starts = np.cumsum(n_out) - n_out
+        inv = inv.reshape(-1)
+        per_item = n_out[inv]
+        item_ptr, pos = item_positions(starts[inv], per_item)
+        return anchor, merged(Rows(item_ptr[rows.ptr], flat[pos], np.repeat(rows.val, per_item)),
+                              True)
     return node
 
 
@@ -252,9 +419,11 @@ class SpanStreamCompiler:
 
     def node(self, expr: ast.ObsExpr) -> Node | None:
         x = self._compile(expr)
-        return x.node() if isinstance(x, _Ref) else x
+        if isinstance(x, _Ref):
+            return x if x.covered else None
+        return x
 
-    def _compile(self, expr: ast.ObsExpr) -> _Ref | Node | None:
+    def _compile(self, expr: ast.ObsExpr) -> _Ref | _Zip | Node | None:
         if isinstance(expr, ast.ColumnRef):
             return _Ref(expr, []) if self.oc.kinds[expr.column] == "text" else None
         if isinstance(expr, ast.NameRef):
@@ -267,14 +436,55 @@ class SpanStreamCompiler:
                 return None
             return _combine(parts, True) if isinstance(expr, ast.Conj) else _union_node(parts)
         if isinstance(expr, ast.Call):
-            stage = self._stage(expr)
-            inner = self._compile(expr.arg) if stage is not None else None
-            if inner is None:
-                return None
-            if isinstance(inner, _Ref):
-                return _Ref(inner.ref, inner.stages + [stage])
-            return _mapped(inner, stage)
+            return self._call(expr)
         return None
+
+    def _call(self, call: ast.Call) -> _Ref | _Zip | Node | None:
+        if call.func == "pad":
+            return self._slots(call)
+        if call.func == "zip":
+            parts = [self._slots(p) for p in call.arg.parts]
+            if any(p is None or p.point or not p.covered for p in parts):
+                return None
+            return _Zip(parts)
+        if call.func == "count":
+            inner = self._compile(call.arg)
+            if isinstance(inner, _Ref) and not inner.covered:
+                return None
+            if not isinstance(inner, (_Ref, _Zip)):
+                return None
+            return _count(inner, f"count({expr_text(call.arg)})")
+        stage = self._stage(call)
+        inner = self._compile(call.arg) if stage is not None else None
+        if inner is None or isinstance(inner, _Zip):
+            return None
+        if isinstance(inner, _Ref):
+            return inner.staged(call_tag(call), stage)
+        return _mapped(inner, stage)
+
+    def _slots(self, expr: ast.ObsExpr) -> _Ref | None:
+        """A range read position by position (``pad``, the parts of ``zip``),
+        as ``ObservationCompiler._slots`` reads it."""
+        if isinstance(expr, ast.NameRef):
+            named = self.oc.named.get(expr.name)
+            return self._slots(named.expr) if named else None
+        if isinstance(expr, ast.ColumnRef):
+            return _Ref(expr, []) if self.oc.kinds[expr.column] == "text" else None
+        if not isinstance(expr, ast.Call):
+            return None
+        inner = self._slots(expr.arg)
+        if inner is None:
+            return None
+        if expr.func == "pad":
+            return _Ref(inner.ref, inner.stages, inner.slot_stages, True)
+        if expr.func not in TEXT_FUNCTIONS:
+            return None
+        fn, tag = text_function(expr), call_tag(expr)
+
+        def stage(nm: str, tx: str, v: float) -> list[tuple[str, str | None, float]]:
+            return [(tag.format(nm), tx if tx in _MARKERS else fn(tx), v)]
+        return _Ref(inner.ref, inner.stages, inner.slot_stages + [(call_tag(expr), stage)],
+                    inner.pad)
 
     def names(self, expr: ast.ObsExpr) -> set[str]:
         """The attribute names a covered expression can give."""
@@ -291,6 +501,12 @@ class SpanStreamCompiler:
             return {"&".join(c) for c in itertools.product(*(self.names(p) for p in expr.parts))}
         if isinstance(expr, ast.Disj):
             return set().union(*(self.names(p) for p in expr.parts))
+        if expr.func == "pad":
+            return self.names(expr.arg)
+        if expr.func == "zip":
+            return self.names(expr.arg)
+        if expr.func == "count":
+            return {f"count({expr_text(expr.arg)})"}
         return {call_tag(expr).format(n) for n in self.names(expr.arg)}
 
     def _stage(self, call: ast.Call) -> Stage | None:
@@ -329,22 +545,15 @@ def template_span_streams(oc: ObservationCompiler, observations: list[ast.ObsExp
     return SpanStreams(nodes, sum(map(len, names)) == len(set().union(*names)))
 
 
-def evaluate_span_streams(streams: SpanStreams, cols: dict[str, list], T: int, L: int
-                          ) -> list[list[tuple[str, float]]]:
-    """Per candidate segment (u, d), u then d ascending, the (attribute key,
-    value) pairs of the nodes: summed within an observation, the first of
-    equal keys across observations (as ``TemplateAttributes.evaluate``)."""
-    sent = _Sentence(cols, T, L)
-    tables = [sent.spans(*n(sent)) for n in streams.nodes]
-    if len(tables) == 1:
-        return [list(row.items()) for row in tables[0]]
-    if streams.disjoint:
-        return [[kv for row in rows for kv in row.items()] for rows in zip(*tables)]
-    out = []
-    for rows in zip(*tables):
-        merged = dict(rows[0])
-        for row in rows[1:]:
-            for k, v in row.items():
-                merged.setdefault(k, v)
-        out.append(list(merged.items()))
-    return out
+def evaluate_span_streams(streams: SpanStreams, cols: dict[str, list], lengths: list[int],
+                          L: int, keys: KeyTable) -> list[Rows]:
+    """For sentences of ``lengths`` tokens whose columns ``cols`` run end to
+    end, per sentence the (attribute id, value) items of the nodes on every
+    candidate segment (u, d), u then d ascending: summed within an
+    observation, the first of equal keys across observations (as
+    ``TemplateAttributes.evaluate``)."""
+    sent = _Sentence(cols, lengths, L, keys)
+    rows = concat([sent.spans(*n(sent)) for n in streams.nodes])
+    if not streams.disjoint:
+        rows = merged(rows, False)
+    return split(rows, sent.span_counts)
