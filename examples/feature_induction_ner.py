@@ -21,6 +21,8 @@ reach; the comparison that matters is induced against fixed.
     python examples/feature_induction_ner.py            # full data (long: tens of minutes)
     python examples/feature_induction_ner.py --quick    # 3000 training sentences
     python examples/feature_induction_ner.py --quick --train-sentences 500 --dev-sentences 500
+    python examples/feature_induction_ner.py --rounds 15 --per-round 5000 --min-gain 1 \
+        --only induced --verbose     # 85.3 F1, 63k features (fixed conjunctions: 87.8, 2.4M)
 
 Reads ``../shared/data/conll2003`` in place and skips when it is absent;
 prints tables, asserts nothing.
@@ -48,7 +50,8 @@ TESTS = ("word[t-2..t+2]", "lower(word[t-2..t+2])", "class(word[t-2..t+2])",
 HERE = ("word[t]", "lower(word[t])", "class(word[t])", "shape(word[t])", "pos[t]", "chunk[t]")
 
 
-def specs(rounds: int, per_round: int, max_iter: int, min_gain: float) -> dict[str, str]:
+def specs(rounds: int, per_round: int, max_iter: int, min_gain: float, margin: float,
+          induce_iter: int) -> dict[str, str]:
     train = f"train {{ sigma = 3  max_iter = {max_iter} }}\n"
     fixed_pairs = ", ".join(f"{a} & {b.replace('[t]', f'[t{d}]')}"
                             for a in HERE for b in HERE for d in ("-1", "+1"))
@@ -60,7 +63,8 @@ def specs(rounds: int, per_round: int, max_iter: int, min_gain: float) -> dict[s
         "induced": HEAD + f"template cands: y[t] ~ {', '.join(TESTS)} (induce = 2)\n"
         "template trans: y[t-1..t]\n"
         f"train {{ sigma = 3  max_iter = {max_iter}  induce_rounds = {rounds}  "
-        f"induce_per_round = {per_round}  induce_min_gain = {min_gain:g}  induce_iter = 10 }}\n",
+        f"induce_per_round = {per_round}  induce_min_gain = {min_gain:g}  "
+        f"induce_margin = {margin:g}  induce_iter = {induce_iter} }}\n",
     }
 
 
@@ -73,10 +77,16 @@ def main() -> int:
     ap.add_argument("--max-iter", type=int, default=200)
     ap.add_argument("--min-gain", type=float, default=5.0,
                     help="induce_min_gain (the paper's threshold: 5)")
+    ap.add_argument("--margin", type=float, default=0.5,
+                    help="induce_margin: tokens within this margin feed the gains (0.5: "
+                         "+0.65 F1 over the setting's default 0.1 here)")
+    ap.add_argument("--induce-iter", type=int, default=10,
+                    help="induce_iter: L-BFGS iterations per round (the paper's 10)")
     ap.add_argument("--train-sentences", type=int, default=None,
                     help="first N training sentences (default: all, 3000 with --quick)")
     ap.add_argument("--dev-sentences", type=int, default=None,
                     help="first N sentences of eng.testa (default: all)")
+    ap.add_argument("--verbose", action="store_true", help="print each round and iteration")
     ap.add_argument("--only", choices=["word identity", "fixed conjunctions", "induced"],
                     action="append", help="train only these models")
     a = ap.parse_args()
@@ -85,7 +95,7 @@ def main() -> int:
         print(f"skipped: CoNLL-2003 not found in {a.data}")
         return 0
     rounds = a.rounds or (4 if a.quick else 10)
-    models = specs(rounds, a.per_round, a.max_iter, a.min_gain)
+    models = specs(rounds, a.per_round, a.max_iter, a.min_gain, a.margin, a.induce_iter)
     probe = CRF(models["word identity"])
     train, dev = probe.read(train_path), probe.read(dev_path)
     if a.quick or a.train_sentences:
@@ -99,7 +109,7 @@ def main() -> int:
     for name, text in models.items():
         if a.only and name not in a.only:
             continue
-        crf = CRF(text)
+        crf = CRF(text, verbose=a.verbose)
         t0 = time.perf_counter()
         crf.fit_sentences(train, dev=dev if name == "induced" else None)
         seconds = time.perf_counter() - t0

@@ -1,24 +1,30 @@
-"""Table 6 of Cuong et al. 2014 (§3.2.2, §4): punctuation prediction with
-chain CRFs C1-C3 and semi-Markov CRFs SC1-SC3, fgl beside the paper.
+"""Table 6 of Cuong et al. 2014 §3.2.2: punctuation prediction with chain
+CRFs C1-C3 and semi-Markov CRFs SC1-SC3, fgl beside the paper.
 
 The movie-transcript data (``../shared/data/punc``, ``word label`` with label
 O , . ?) is rewritten into the paper's 10 labels: the first word of a text
 segment ending in a mark also carries that mark on its right (``O-.``, or
 ``.-.`` when the mark's own word follows another mark).  Every feature is
-written in the language, none precomputed:
+written in the language, none precomputed (the paper names them in a few
+words; their details follow the authors' code):
 
 * zeroth order, per token (of the segment): words at offsets -4..4 and pairs of
   words at offsets -4 <= j < k <= 4 (``zip`` keeps the pairs aligned);
 * inside a segment: how many tokens follow the first (``count``), those
   tokens, the words before them and the word pairs (``zip``);
 * first order: transitions alone and with the current word, the previous one
-  and the pair of both; Ck and SCk add order-k label patterns alone and with
-  the current word(s).
+  and the pair of both (SCk: also with the words of the segment); Ck and SCk
+  add order-k label patterns alone and with the current word(s).
 
-Offsets outside the text give a start/end marker (``pad``).  The segment
-models use ``adjacent distinct`` (a run of one label is one segment, as in the
-authors' code).  Scoring strips the right part of the labels and takes the
-token micro-F1 over , . ? (sigma 1, 100 L-BFGS iterations, as the paper).
+An offset just outside the text gives a start/end marker (``pad``), further
+out nothing, as in the authors' code: the ``inside`` column, the same on every
+token, says only that a position exists.  The segment models use ``adjacent
+distinct`` (a run of one label is one segment) and, per label, the longest run
+of it in the training data as its longest segment, both as the authors' code
+does.  Scoring strips the right part of the labels and takes the token
+micro-F1 over , . ? (sigma 1, 100 L-BFGS iterations, as the paper); F1 per
+mark and approximate randomisation tests of every pair of models follow,
+beside Tables 6 and 7.  All six take about 5 minutes on 2 cores.
 
     python examples/punctuation_table6.py                  # all six, full data
     python examples/punctuation_table6.py --quick          # 800 texts, 30 iterations
@@ -38,10 +44,19 @@ from measure import peak_rss_mb
 from fgl.api import CRF
 from fgl.io.conll import Sentence
 from fgl.io.evaluate import evaluate
+from fgl.io.significance import compare
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "punc"
 PAPER = {"C1": 66.21, "C2": 66.53, "C3": 66.85, "SC1": 66.73, "SC2": 70.85, "SC3": 70.47}
+# Table 6 per mark (, . ?) and Table 7: the paper's bound on p for each pair of models
+PAPER_MARKS = {"C1": (59.29, 75.37, 58.18), "C2": (59.70, 75.37, 59.54),
+               "C3": (59.90, 75.46, 60.57), "SC1": (61.13, 75.03, 57.61),
+               "SC2": (60.89, 78.97, 74.05), "SC3": (60.35, 78.82, 73.56)}
+PAPER_P = {("C1", "C2"): 0.155, ("C1", "C3"): 0.048, ("C1", "SC1"): 0.043,
+           ("C2", "C3"): 0.153, ("C2", "SC1"): 0.289, ("C3", "SC1"): 0.378,
+           ("SC2", "SC3"): 0.044}   # every other pair: 0.001
 MARKS = (",", ".", "?")
+INSIDE = "in"  # the inside column: the same on every token, it only says a position exists
 
 
 def read_texts(path: Path) -> list[list[tuple[int, str, str]]]:
@@ -71,11 +86,11 @@ def ten_labels(labels: list[str]) -> list[str]:
 
 
 def sentences(texts: list[list[tuple[int, str, str]]], file: str) -> list[Sentence]:
-    """Sentences of columns word, label with the 10 labels."""
+    """Sentences of columns word, inside, label with the 10 labels."""
     out = []
     for i, text in enumerate(texts):
         lines, words, labels = zip(*text)
-        out.append(Sentence([[w, y] for w, y in zip(words, ten_labels(list(labels)))],
+        out.append(Sentence([[w, INSIDE, y] for w, y in zip(words, ten_labels(list(labels)))],
                             list(lines), i, file))
     return out
 
@@ -93,15 +108,30 @@ def longest_runs(data: list[Sentence]) -> dict[str, int]:
 
 def word_obs(segment: bool) -> tuple[str, str]:
     """Observations for words at offsets -4..4 and pairs at -4 <= j < k <= 4
-    from every token (of the segment), and their names."""
-    def at(d: int) -> str:
+    from every token (of the segment), and their names.
+
+    As the authors' code does, an offset gives a start or end marker only at
+    the first position outside the text (``pad`` alone would mark every one):
+    ``zip`` with the ``inside`` column one position inward keeps the marker
+    only where that position exists.  A pair never holds the start marker and
+    holds the end marker only in its right slot, just past the end."""
+    def at(d: int, col: str = "word") -> str:
         if segment:
-            return f"pad(word[u{d:+d}..v{d:+d}])" if d else "word[u..v]"
-        return f"pad(word[t{d:+d}])" if d else "word[t]"
-    lines = [f"obs w{i} = {at(d)}" for i, d in enumerate(range(-4, 5))]
+            return f"{col}[u{d:+d}..v{d:+d}]" if d else f"{col}[u..v]"
+        return f"{col}[t{d:+d}]" if d else f"{col}[t]"
+
+    def padded(d: int) -> str:
+        if abs(d) <= 1:
+            return f"pad({at(d)})" if d else at(d)
+        return f"zip(pad({at(d)}) & {at(d + 1 if d < 0 else d - 1, 'inside')})"
+
+    def pair(j: int, k: int) -> str:
+        if k >= 2:
+            return f"zip({at(j)} & pad({at(k)}) & {at(k - 1, 'inside')})"
+        return f"zip({at(j)} & {'pad(' + at(k) + ')' if k == 1 else at(k)})"
+    lines = [f"obs w{i} = {padded(d)}" for i, d in enumerate(range(-4, 5))]
     pairs = [(j, k) for j in range(-4, 4) for k in range(j + 1, 5)]
-    lines += [f"obs p{i} = zip({at(j)} & {at(k)})" if segment else f"obs p{i} = {at(j)} & {at(k)}"
-              for i, (j, k) in enumerate(pairs)]
+    lines += [f"obs p{i} = {pair(j, k)}" for i, (j, k) in enumerate(pairs)]
     names = [f"w{i}" for i in range(9)] + [f"p{i}" for i in range(len(pairs))]
     return "\n".join(lines), ", ".join(names)
 
@@ -110,7 +140,7 @@ def chain_spec(order: int, iters: int) -> str:
     obs, names = word_obs(segment=False)
     high = "".join(f"\ntemplate order{k}: y[t-{k}..t] ~ bias, word[t]" for k in range(2, order + 1))
     return f"""model "C{order}"
-columns word, label
+columns word, inside, label
 output label
 {obs}
 template state: y[t] ~ {names}
@@ -125,7 +155,7 @@ def semi_spec(order: int, iters: int, limits: dict[str, int]) -> str:
     high = "".join(f"\ntemplate order{k}: s[j-{k}..j] ~ bias, word[u..v]"
                    for k in range(2, order + 1))
     return f"""model "SC{order}"
-columns word, label
+columns word, inside, label
 output label
 segments max 1 [{lim}] from change adjacent distinct
 {obs}
@@ -151,9 +181,11 @@ def main() -> None:
     ap.add_argument("--max-iter", type=int, default=None, help="L-BFGS iterations (default 100)")
     ap.add_argument("--jobs", type=int, default=0, help="threads (0: every core)")
     ap.add_argument("--show-specs", action="store_true")
-    ap.add_argument("--o-limit", type=int, default=20,
-                    help="longest O segment of the segment models (default 20; the training "
-                         "set's longest O run is 6)")
+    ap.add_argument("--trials", type=int, default=10000,
+                    help="shuffles of the randomisation tests (0: no tests)")
+    ap.add_argument("--o-limit", type=int, default=0,
+                    help="longest O segment of the segment models (default 0: the training "
+                         "set's longest O run, 6, as every other label and the authors' code)")
     a = ap.parse_args()
     if not (a.data / "punc.tr").exists() or not (a.data / "punc.ts").exists():
         print(f"skipped: no punc.tr / punc.ts in {a.data}")
@@ -170,16 +202,17 @@ def main() -> None:
     if a.test_texts:
         test = test[:a.test_texts]
     runs = longest_runs(train)
-    # every limit from the training data, but O's: a fixed --o-limit, since an O
-    # segment is a whole run of O under `adjacent distinct` and runs vary
+    # every limit is the longest run of its label in the training data, as in the
+    # authors' code; under `adjacent distinct` a longer test run of O cannot be
+    # one segment, and --o-limit raises O's limit to allow it
     limits = dict(runs, O=max(runs["O"], a.o_limit))
     print(f"{len(train)} training texts ({sum(map(len, train))} tokens), {len(test)} test texts "
           f"({sum(map(len, test))} tokens), {len(runs)} labels; sigma 1, {iters} iterations; "
           f"segment limits " + ", ".join(f"{k} {v}" for k, v in sorted(limits.items())))
 
     gold = [[y.split("-")[0] for y in s.column(-1)] for s in test]
-    X_test = [Sentence([r[:1] for r in s.rows], s.lines, s.doc, s.file) for s in test]
-    rows = []
+    X_test = [Sentence([r[:2] for r in s.rows], s.lines, s.doc, s.file) for s in test]
+    rows, preds = [], {}
     for name in wanted:
         order = int(name[-1])
         text = semi_spec(order, iters, limits) if name.startswith("S") else chain_spec(order, iters)
@@ -192,6 +225,7 @@ def main() -> None:
         log = crf.training_log
         pred = [[y.split("-")[0] for y in p] for p in crf.predict_sentences(X_test)]
         f1 = evaluate(gold, pred, scheme="plain", labels=MARKS).micro.f1
+        preds[name] = pred
         rows.append((name, f1, fit_s - log.seconds, log.seconds / max(log.evaluations, 1),
                      log.seconds, log.evaluations, peak_rss_mb()))
         print(f"  {name}: F1 {f1:.2f}, {log.evaluations} evaluations, {fit_s:.1f} s", flush=True)
@@ -204,6 +238,28 @@ def main() -> None:
               f"{n_eval:5d} {rss:7.0f}")
     print("F1: token micro-F1 over , . ? (%); compile s: spec and features; peak MB: process "
           "peak RSS so far")
+    print_marks_and_tests(gold, preds, a.trials)
+
+
+def print_marks_and_tests(gold: list[list[str]], preds: dict[str, list[list[str]]],
+                          trials: int) -> None:
+    """F1 per mark beside Table 6, and the approximate randomisation test of
+    every pair of models run beside Table 7 (Cuong et al. 2014 §3.2)."""
+    print(f"\n{'model':<5} " + " ".join(f"{m + ' fgl':>7} {'paper':>6}" for m in MARKS))
+    for name, pred in preds.items():
+        per = [evaluate(gold, pred, scheme="plain", labels=(m,)).micro.f1 for m in MARKS]
+        print(f"{name:<5} " + " ".join(f"{f:7.2f} {p:6.2f}"
+                                       for f, p in zip(per, PAPER_MARKS[name])))
+    names = list(preds)
+    if trials < 1 or len(names) < 2:
+        return
+    print(f"\napproximate randomisation, {trials} shuffles: p of each difference (paper: "
+          "its bound)")
+    for i, x in enumerate(names):
+        for y in names[i + 1:]:
+            c = compare(gold, preds[x], preds[y], trials=trials, partitions=1, scheme="plain")
+            print(f"  {x:<3} {c.f1_a:6.2f} vs {y:<3} {c.f1_b:6.2f}: p = {c.p_value:.3f} "
+                  f"(paper {PAPER_P.get((x, y), 0.001):.3f})")
 
 
 if __name__ == "__main__":

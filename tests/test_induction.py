@@ -130,3 +130,52 @@ def test_misuse_is_refused_at_its_place(spec, message):
     X, Y = _xor_data(5, 0)
     with pytest.raises(SpecError, match=message):
         CRF("columns word, label\noutput label\n" + spec, jobs=1).fit(X, Y)
+
+
+def _flip_data(n: int, seed: int) -> tuple[list, list]:
+    """Labels A/B: `a` sets A, `b` sets B, `f` flips the previous label and
+    other words keep it — `f`'s label depends on the previous label, which
+    only observation features on label pairs can say."""
+    rng = np.random.default_rng(seed)
+    X, Y = [], []
+    for _ in range(n):
+        words = [str(w) for w in rng.choice(["a", "a", "a", "b", "f", "f", "k", "k", "n"],
+                                            size=10)]
+        y, labels = "A", []
+        for w in words:
+            y = {"a": "A", "b": "B", "f": "B" if y == "A" else "A"}.get(w, y)
+            labels.append(y)
+        X.append([[w] for w in words])
+        Y.append(labels)
+    return X, Y
+
+
+def test_induced_features_are_copied_onto_label_pairs():
+    """McCallum 2003 §3.2 (1*): a chosen feature g(s_t, o, t) enters the
+    model with its copies g(s_{t-1}, s_t, o, t) for the label pairs ending
+    in s_t seen where the test holds; only these copies can learn that `f`
+    flips the label."""
+    from fgl.api import _as_sentences
+    from fgl.learn.induction import train_with_induction
+
+    spec = validate(parse_spec(SPEC.format(rounds=3), "<t>"))
+    X, Y = _flip_data(300, 1)
+    Xt, Yt = _flip_data(300, 2)
+    accuracy, sizes = {}, {}
+    for copies in (True, False):
+        model, data = compile_model(spec, _as_sentences(X, Y, "t"))
+        settings = InductionSettings(rounds=3, per_round=6, min_gain=1.0, transitions=copies)
+        model, w, log = train_with_induction(model, data, settings, max_iter=200, tol=1e-6,
+                                             jobs=1)
+        st, prog = model.structure, model.program
+        f_row = model.vocabs[0]["word[t]=f"]
+        patterns = {st.patterns[z] for z in prog.feat_pattern[prog.row_ptr[f_row]:
+                                                              prog.row_ptr[f_row + 1]]}
+        a, b = model.labels.index("A"), model.labels.index("B")
+        # the pairs the gold labels show at `f`: A -> B and B -> A
+        assert {z for z in patterns if len(z) == 2} == ({(a, b), (b, a)} if copies else set())
+        pred = model.decode(w, model.encode(_as_sentences(Xt, None, "t")), 1).tokens()
+        accuracy[copies] = np.mean([p == g for ps, gs in zip(pred, Yt) for p, g in zip(ps, gs)])
+        sizes[copies] = prog.n_features
+    assert accuracy[True] > 0.99 > accuracy[False] + 0.05, accuracy
+    assert sizes[True] > sizes[False]

@@ -63,7 +63,7 @@ def test_refused_settings_are_not_offered():
     assert message_at("train { lone = 1 }")[2] == (
         "unknown setting 'lone' for train; expected one of: sigma, max_iter, tol, jobs, "
         "objective, bp_start, trainer, epochs, batch, induce_rounds, induce_per_round, "
-        "induce_min_gain, induce_iter, induce_pool, induce_margin, l1")
+        "induce_min_gain, induce_iter, induce_pool, induce_transitions, induce_margin, l1")
     assert message_at("infer loopy(trees = 2)")[2] == (
         "unknown setting 'trees' for infer loopy; expected one of: damping, max_iter, tol")
 
@@ -107,7 +107,8 @@ def test_docs_settings_md_is_the_rendered_table():
 # ---------------------------------------------------------------- values in effect
 
 INDUCTION_DEFAULTS = {"induce_rounds": 10, "induce_per_round": 1000, "induce_min_gain": 5.0,
-                      "induce_iter": 10, "induce_pool": 1000, "induce_margin": 0.1}
+                      "induce_iter": 10, "induce_pool": 1000, "induce_margin": 0.5,
+                      "induce_transitions": 0}
 LEARNER_DEFAULTS = {"objective": "likelihood", "bp_start": "cold", "trainer": "lbfgs",
                     "epochs": 10, "batch": 1, "l1": 0.0, **INDUCTION_DEFAULTS}
 

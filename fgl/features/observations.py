@@ -248,7 +248,7 @@ def _kept(slots: Slots, kept: bool) -> Evaluator:
 def _zipped(parts: list[tuple[Slots, bool]]) -> Evaluator:
     """``zip(a & b)``: one conjoined item per aligned position of the ranges,
     none where an unpadded range is outside the sequence (Cuong et al. 2014
-    §4: word pairs at fixed offsets summed over a segment)."""
+    §3.2.2: word pairs at fixed offsets summed over a segment)."""
     def evaluate(cols: dict[str, list], T: int, spans: Spans) -> list[list[Item]]:
         rows = [slots(cols, T, spans) for slots, _ in parts]
         kept = [k for _, k in parts]

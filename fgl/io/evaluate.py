@@ -27,7 +27,7 @@ recall and F1; a score whose denominator is 0 is 0.
 * ``labels`` (optional) selects labels for ``Report.micro``: a token is
   predicted when its predicted tag is one of them, gold when its gold tag
   is, and correct when both tags are equal and one of them (the punctuation
-  measure of Cuong et al. 2014 §4, over ``,`` ``.`` ``?``).
+  measure of Cuong et al. 2014 §3.2.2, over ``,`` ``.`` ``?``).
 """
 from __future__ import annotations
 

@@ -140,7 +140,12 @@ SETTINGS: tuple[SettingDef, ...] = (
                _INDUCTION.format("conjunction pool"),
                "feature induction: conjunctions are built among this many tests of highest "
                "gain (atomic or induced)"),
-    SettingDef("train", "induce_margin", NON_NEGATIVE, 0.1,
+    SettingDef("train", "induce_transitions", Rule("0 or 1", lambda v: v in (0, 1)
+                                                   and not isinstance(v, bool)), 0,
+               _INDUCTION.format("copies on label pairs"),
+               "feature induction: 1 also adds each induced feature on the label pairs the "
+               "training data shows where its test holds (McCallum 2003 §3.2)"),
+    SettingDef("train", "induce_margin", NON_NEGATIVE, 0.5,
                _INDUCTION.format("token margin"),
                "feature induction: gains are measured on the tokens whose gold label's "
                "probability is not ahead of every other by this much (0: mislabelled ones "

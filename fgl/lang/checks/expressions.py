@@ -216,7 +216,7 @@ class ExpressionChecks(IndexChecks):
 
     def zip(self, e: Call) -> str | None:
         """``zip(a & b & ...)``: ranges of equal length paired position by
-        position (Cuong et al. 2014 §4)."""
+        position (Cuong et al. 2014 §3.2.2)."""
         self.params(e, BUILTINS["zip"].params)
         example = "zip(word[u-1..v-1] & word[u..v]) or zip(word[t-2..t] & pos[t-2..t])"
         if not isinstance(e.arg, Conj):
