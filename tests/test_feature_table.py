@@ -3,7 +3,8 @@ with array work over attribute ids (``fgl.compile.sequence``,
 ``fgl.features.span_streams``).  The result must be exactly what the
 straightforward reading gives: attributes from the general span evaluators,
 one dict lookup per (unit, attribute), rows numbered in order of first
-appearance on a gold unit and then by frequency — on random specs and data,
+appearance on a gold unit and then by frequency, every unit carrying every
+attribute that has a row — on random specs and data,
 with the sentences read in one batch or in many."""
 import numpy as np
 import pytest
@@ -98,6 +99,8 @@ def reference(spec, train: list[Sentence], test: list[Sentence]):
                         out[unit].append((r, v))
         return out
 
+    for s, seq, segs in zip(train, gold, spans):   # every row first: a candidate segment
+        units(s, seq, segs)                          # keeps every attribute that has one
     train_units = [u for s, seq, segs in zip(train, gold, spans) for u in units(s, seq, segs)]
     counts = np.bincount([r for u in train_units for r, _ in u], minlength=len(support))
     new_id = np.empty(len(support), dtype=np.int64)

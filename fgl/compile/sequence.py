@@ -481,17 +481,22 @@ class _FeatureTable:
 
     def read(self, read: Callable[[], Iterable[Sentence]], gold: list[list[int]],
              spans: list[list[tuple[int, int]]], source: str) -> None:
-        n_read = 0
-        for batch in _batches(read(), len(gold)):
-            per_sentence = self._unit_rows(batch)
-            per_template = [stack(list(rows)) for rows in zip(*per_sentence)]
-            del per_sentence
-            self.add([len(s.rows) for s in batch], gold[n_read:n_read + len(batch)],
-                     spans[n_read:n_read + len(batch)], per_template)
-            n_read += len(batch)
-        if n_read != len(gold):
-            raise DataError(f"the training data changed while it was read: {len(gold)} "
-                            f"sequences on the first pass, {n_read} on the second", source, 0)
+        # with spans (L > 1) most units are not gold ones: they may carry any
+        # attribute of a gold unit, so every row is made before any unit is added
+        passes = [(True, False), (False, True)] if self.L > 1 else [(True, True)]
+        for make_rows, add_units in passes:
+            n_read = 0
+            for batch in _batches(read(), len(gold)):
+                per_sentence = self._unit_rows(batch)
+                per_template = [stack(list(rows)) for rows in zip(*per_sentence)]
+                del per_sentence
+                self.add([len(s.rows) for s in batch], gold[n_read:n_read + len(batch)],
+                         spans[n_read:n_read + len(batch)], per_template, make_rows, add_units)
+                n_read += len(batch)
+            if n_read != len(gold):
+                raise DataError(f"the training data changed while it was read: {len(gold)} "
+                                f"sequences on the first pass, {n_read} on a later one",
+                                source, 0)
 
     def _unit_rows(self, batch: list[Sentence]) -> list[list[Rows]]:
         """Every unit's rows of the sentences of a batch, per template."""
@@ -499,19 +504,21 @@ class _FeatureTable:
         return self.cls._unit_rows(self.attributes, cols, [len(s.rows) for s in batch], self.L)
 
     def add(self, lengths: list[int], seqs: list[list[int]], spans: list[list[tuple[int, int]]],
-            per_template: list[Rows]) -> None:
+            per_template: list[Rows], make_rows: bool = True, add_units: bool = True) -> None:
         """Training sentences of ``lengths`` tokens, given their units'
         attribute rows per template (sentence after sentence): rows for the
         attributes of their gold units (numbered in order of first
         appearance: template, sentence, unit, item), their supported
-        patterns, and every unit's rows — array work over attribute ids, no
-        Python step per (unit, attribute).  A unit that is not a gold one
-        keeps only attributes that have a row when it is reached: seen on a
-        gold unit of an earlier sentence or earlier in its own."""
+        patterns (``make_rows``), and every unit's rows (``add_units``) —
+        array work over attribute ids, no Python step per (unit, attribute).
+        In one call doing both, a unit keeps only attributes that have a row
+        when it is reached, which is all of them when every unit is a gold
+        one (a chain)."""
         L = self.L
-        self.n_sequences, self.n_tokens = self.n_sequences + len(lengths), \
-            self.n_tokens + sum(lengths)
-        self.longest = max(self.longest, *lengths)
+        if add_units:
+            self.n_sequences, self.n_tokens = self.n_sequences + len(lengths), \
+                self.n_tokens + sum(lengths)
+            self.longest = max(self.longest, *lengths)
         if self.key_rows is None:
             self.key_rows = KeyRows(self.attributes.keys, self.vocabs)
         # gold segment j covers unit u·L + v - u of its sentence (with L = 1,
@@ -524,39 +531,33 @@ class _FeatureTable:
         j_of_unit[gold_unit] = np.arange(len(gold_unit), dtype=np.int64)
         of_items = [np.repeat(np.arange(n_units, dtype=np.int64), rows.lengths())
                     for rows in per_template]
-        made = self._new_rows(per_template, of_items, j_of_unit,
-                              np.repeat(np.arange(len(lengths)), [T * L for T in lengths]))
+        if make_rows:
+            self._new_rows(per_template, of_items, j_of_unit,
+                           np.repeat(np.arange(len(lengths)), [T * L for T in lengths]))
         unit_items, row_items, val_items = [], [], []
         for ti, (plan, rows, of_item) in enumerate(zip(self.plans, per_template, of_items)):
             j_item = j_of_unit[of_item]
             r = self.key_rows.table(ti)[rows.key]
-            keep = r >= 0
-            new_ids, made_on = made[ti]
-            if len(new_ids):   # an attribute first met on a later gold unit has no row yet
-                at = np.minimum(np.searchsorted(new_ids, rows.key), len(new_ids) - 1)
-                made_here = np.where(new_ids[at] == rows.key, made_on[at], -1)
-                keep &= (j_item >= 0) | (made_here < of_item)
-            if plan.support == "observed":
+            if make_rows and plan.support == "observed":
                 self._support(ti, seqs, r, j_item)
-            keep &= self.key_rows.scored(rows.key, self.cls.const_key)
+            if not add_units:
+                continue
+            keep = (r >= 0) & self.key_rows.scored(rows.key, self.cls.const_key)
             unit_items.append(of_item[keep])
             row_items.append(r[keep])
             val_items.append(rows.val[keep])
-        _add_units(self.units, n_units, unit_items, row_items, val_items)
+        if add_units:
+            _add_units(self.units, n_units, unit_items, row_items, val_items)
 
     def _new_rows(self, per_template: list[Rows], of_items: list[np.ndarray],
-                  j_of_unit: np.ndarray, sentence_of_unit: np.ndarray
-                  ) -> list[tuple[np.ndarray, np.ndarray]]:
+                  j_of_unit: np.ndarray, sentence_of_unit: np.ndarray) -> None:
         """Rows for the attributes of gold units that have none yet, numbered
-        in order of first appearance (sentence, template, unit, item); per
-        template, the new attribute ids (sorted) and the unit each was first
-        met on."""
-        made, order_keys = [], []
+        in order of first appearance (sentence, template, unit, item)."""
+        order_keys = []
         for ti, (rows, of_item) in enumerate(zip(per_template, of_items)):
             new = (j_of_unit[of_item] >= 0) & (self.key_rows.table(ti)[rows.key] < 0)
             where = np.flatnonzero(new)
             uniq, first = np.unique(rows.key[where], return_index=True)
-            made.append((uniq, of_item[where[first]]))
             order_keys.append((sentence_of_unit[of_item[where[first]]],
                                np.full(len(uniq), ti), where[first], uniq))
         sent, tpl, item, ids = (np.concatenate(k) for k in zip(*order_keys))
@@ -568,7 +569,6 @@ class _FeatureTable:
             self.vocabs[ti][names[k]] = row
         self.row_first.extend([-1] * len(order))
         self.row_template.extend(tpl[order].tolist())
-        return made
 
     def _support(self, ti: int, seqs: list[list[int]], r: np.ndarray, j_item: np.ndarray
                  ) -> None:

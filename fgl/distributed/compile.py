@@ -114,11 +114,10 @@ def _attribute_task(shard: Shard, reading: Reading, plan: sequence_pass.Sequence
     return sequence_pass.attribute_summary(plan, reading.read(shard))
 
 
-def _encode_task(shard: Shard, index: int, reading: Reading, plan: sequence_pass.SequencePlan,
-                 merged: tuple) -> sequence_pass.EncodedShard:
-    vocabs, first_seen = merged
+def _encode_task(shard: Shard, reading: Reading, plan: sequence_pass.SequencePlan,
+                 vocabs: list[dict[str, int]]) -> sequence_pass.EncodedShard:
     return sequence_pass.EncodedShard(
-        sequence_pass.encode_shard(plan, vocabs, first_seen, index, reading.read(shard)))
+        sequence_pass.encode_shard(plan, vocabs, reading.read(shard)))
 
 
 def _final_task(shard: sequence_pass.EncodedShard, new_id: np.ndarray) -> Any:
@@ -180,12 +179,12 @@ def _compile_sequence(client, cls: type[SequenceModel], spec: ast.Spec, shards: 
                                          plan=plan_f, pure=False))
     table = _MergedTable(cls, spec, plans, z_list, TemplateAttributes(spec, base_dir, lexicons),
                          len(layer.labels), 1, longest)
-    first_seen = _merge_attributes(table, summaries)
+    _merge_attributes(table, summaries)
     del summaries
-    merged_f = constant(client, (table.vocabs, first_seen))
+    merged_f = constant(client, table.vocabs)
     n_rows = len(table.row_template)
     workers = sorted(client.scheduler_info()["workers"])
-    encoded = [client.submit(_encode_task, shard, i, reading_f, plan_f, merged_f,
+    encoded = [client.submit(_encode_task, shard, reading_f, plan_f, merged_f,
                              workers=[workers[i % len(workers)]], allow_other_workers=True,
                              pure=False)
                for i, shard in enumerate(shards)]
@@ -209,12 +208,10 @@ def _compile_sequence(client, cls: type[SequenceModel], spec: ast.Spec, shards: 
 
 
 def _merge_attributes(table: _FeatureTable,
-                      summaries: list[sequence_pass.AttributeSummary]) -> np.ndarray:
+                      summaries: list[sequence_pass.AttributeSummary]) -> None:
     """Number attribute rows in the order first met over the shards in order
-    (the one-machine numbering before renumbering by frequency), fill the
-    table's supported patterns, and return (shard, sentence, unit) of each
-    row's first gold unit."""
-    first_seen: list[tuple[int, int, int]] = []
+    (the one-machine numbering before renumbering by frequency) and fill the
+    table's supported patterns."""
     zsets: list[set[int]] = []
     for s, summary in enumerate(summaries):
         for (ti, key), (i, unit), zs in zip(summary.keys, summary.first, summary.patterns):
@@ -223,13 +220,11 @@ def _merge_attributes(table: _FeatureTable,
             if r is None:
                 r = vocab[key] = len(zsets)
                 zsets.append(set())
-                first_seen.append((s, i, unit))
                 table.row_template.append(ti)
             zsets[r].update(zs)
     n_z = table.n_z
     table.row_first = array("q", (min(zs) if zs else -1 for zs in zsets))
     table.row_more = {r * n_z + z for r, zs in enumerate(zsets) for z in zs if z != min(zs)}
-    return np.array(first_seen, dtype=np.int64).reshape(-1, 3)
 
 
 # ---------------------------------------------------------------- factor graphs

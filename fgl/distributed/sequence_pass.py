@@ -16,10 +16,8 @@ runs on the workers over their own shards and returns only summaries:
    rows by frequency and ``EncodedShard.final`` renumbers the shard.
 
 A segment model's non-gold units (candidate segments no gold segment
-covers) carry only the attributes already met on a gold unit *earlier in
-the data* — earlier file, sentence or unit — exactly as the one-machine
-compile, which numbers attributes as it reads, gives them; ``first_seen``
-(shard, sentence, unit of each row's first gold unit) carries that order.
+covers) carry every attribute met on a gold unit anywhere in the data, as
+the one-machine compile gives them.
 """
 from __future__ import annotations
 
@@ -172,29 +170,25 @@ def attribute_summary(plan: SequencePlan, sentences: list) -> AttributeSummary:
     return out
 
 
-def encode_shard(plan: SequencePlan, vocabs: list[dict[str, int]], first_seen: np.ndarray,
-                 shard_index: int, sentences: list) -> EncodedData:
+def encode_shard(plan: SequencePlan, vocabs: list[dict[str, int]], sentences: list
+                 ) -> EncodedData:
     """Pass 3: the shard's units as rows of the merged (first-met) numbering,
-    with gold labels; ``first_seen[r]`` is (shard, sentence, unit) of row r's
-    first gold unit in the whole data."""
+    with gold labels."""
     shard = _Shard(plan, sentences)
     const_key, L = shard.cls.const_key, plan.L
     units = UnitRows()
     seq_ptr, gold, starts = [0], [], []
-    for i, (seq, spans, gold_unit, per_template) in enumerate(shard):
+    for seq, spans, gold_unit, per_template in shard:
         n_units = len(per_template[0]) if per_template else 0
         unit_rows: list[list[int]] = [[] for _ in range(n_units)]
         unit_vals: list[list[float]] = [[] for _ in range(n_units)]
         for ti, unit_items in enumerate(per_template):
             vocab = vocabs[ti]
             for unit, items in enumerate(unit_items):
-                gold_here = gold_unit is None or unit in gold_unit
                 for key, v in items:
                     r = vocab.get(key)
                     if r is None or key == const_key:
                         continue
-                    if not gold_here and tuple(first_seen[r]) >= (shard_index, i, unit):
-                        continue   # not met on a gold unit yet where the compile reads this
                     unit_rows[unit].append(r)
                     unit_vals[unit].append(v)
         for rows, vals in zip(unit_rows, unit_vals):
