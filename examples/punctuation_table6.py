@@ -16,9 +16,8 @@ words; their details follow the authors' code):
   and the pair of both (SCk: also with the words of the segment); Ck and SCk
   add order-k label patterns alone and with the current word(s).
 
-An offset just outside the text gives a start/end marker (``pad``), further
-out nothing, as in the authors' code: the ``inside`` column, the same on every
-token, says only that a position exists.  The segment models use ``adjacent
+An offset just outside the text gives a start/end marker (``pad(..., 1)``),
+further out nothing, as in the authors' code.  The segment models use ``adjacent
 distinct`` (a run of one label is one segment) and, per label, the longest run
 of it in the training data as its longest segment, both as the authors' code
 does.  Scoring strips the right part of the labels and takes the token
@@ -56,7 +55,6 @@ PAPER_P = {("C1", "C2"): 0.155, ("C1", "C3"): 0.048, ("C1", "SC1"): 0.043,
            ("C2", "C3"): 0.153, ("C2", "SC1"): 0.289, ("C3", "SC1"): 0.378,
            ("SC2", "SC3"): 0.044}   # every other pair: 0.001
 MARKS = (",", ".", "?")
-INSIDE = "in"  # the inside column: the same on every token, it only says a position exists
 
 
 def read_texts(path: Path) -> list[list[tuple[int, str, str]]]:
@@ -86,11 +84,11 @@ def ten_labels(labels: list[str]) -> list[str]:
 
 
 def sentences(texts: list[list[tuple[int, str, str]]], file: str) -> list[Sentence]:
-    """Sentences of columns word, inside, label with the 10 labels."""
+    """Sentences of columns word, label with the 10 labels."""
     out = []
     for i, text in enumerate(texts):
         lines, words, labels = zip(*text)
-        out.append(Sentence([[w, INSIDE, y] for w, y in zip(words, ten_labels(list(labels)))],
+        out.append(Sentence([[w, y] for w, y in zip(words, ten_labels(list(labels)))],
                             list(lines), i, file))
     return out
 
@@ -111,24 +109,19 @@ def word_obs(segment: bool) -> tuple[str, str]:
     from every token (of the segment), and their names.
 
     As the authors' code does, an offset gives a start or end marker only at
-    the first position outside the text (``pad`` alone would mark every one):
-    ``zip`` with the ``inside`` column one position inward keeps the marker
-    only where that position exists.  A pair never holds the start marker and
-    holds the end marker only in its right slot, just past the end."""
-    def at(d: int, col: str = "word") -> str:
+    the first position outside the text (``pad(..., 1)``), further out
+    nothing.  A pair never holds the start marker and holds the end marker
+    only in its right slot, just past the end."""
+    def at(d: int) -> str:
         if segment:
-            return f"{col}[u{d:+d}..v{d:+d}]" if d else f"{col}[u..v]"
-        return f"{col}[t{d:+d}]" if d else f"{col}[t]"
+            return f"word[u{d:+d}..v{d:+d}]" if d else "word[u..v]"
+        return f"word[t{d:+d}]" if d else "word[t]"
 
     def padded(d: int) -> str:
-        if abs(d) <= 1:
-            return f"pad({at(d)})" if d else at(d)
-        return f"zip(pad({at(d)}) & {at(d + 1 if d < 0 else d - 1, 'inside')})"
+        return f"pad({at(d)}, 1)" if d else at(d)
 
     def pair(j: int, k: int) -> str:
-        if k >= 2:
-            return f"zip({at(j)} & pad({at(k)}) & {at(k - 1, 'inside')})"
-        return f"zip({at(j)} & {'pad(' + at(k) + ')' if k == 1 else at(k)})"
+        return f"zip({at(j)} & {padded(k) if k > 0 else at(k)})"
     lines = [f"obs w{i} = {padded(d)}" for i, d in enumerate(range(-4, 5))]
     pairs = [(j, k) for j in range(-4, 4) for k in range(j + 1, 5)]
     lines += [f"obs p{i} = {pair(j, k)}" for i, (j, k) in enumerate(pairs)]
@@ -140,7 +133,7 @@ def chain_spec(order: int, iters: int) -> str:
     obs, names = word_obs(segment=False)
     high = "".join(f"\ntemplate order{k}: y[t-{k}..t] ~ bias, word[t]" for k in range(2, order + 1))
     return f"""model "C{order}"
-columns word, inside, label
+columns word, label
 output label
 {obs}
 template state: y[t] ~ {names}
@@ -155,7 +148,7 @@ def semi_spec(order: int, iters: int, limits: dict[str, int]) -> str:
     high = "".join(f"\ntemplate order{k}: s[j-{k}..j] ~ bias, word[u..v]"
                    for k in range(2, order + 1))
     return f"""model "SC{order}"
-columns word, inside, label
+columns word, label
 output label
 segments max 1 [{lim}] from change adjacent distinct
 {obs}

@@ -27,7 +27,9 @@ POSITIONAL = ["pad(word[u-1])", "pad(lower(word[v+2]))", "pad(word[u-2..v-2])",
               "zip(word[u-1..v-1] & word[u..v])",
               "zip(pad(word[u-2..v-2]) & lower(pos[u+1..v+1]))",
               "zip(word[u..v-1] & word[u+1..v] & pad(pos[u+2..v+1]))",
-              "count(zip(word[u..v-1] & pos[u+1..v]))"]
+              "count(zip(word[u..v-1] & pos[u+1..v]))", "pad(word[u-3], 1)",
+              "pad(lower(word[v+1..v+3]), 2)", "zip(word[u..v] & pad(word[u+2..v+2], 1))",
+              "count(pad(word[u-3..v+3], 1))"]
 # a stage over a combination (applied per distinct attribute)
 MAPPED = ["lower(word[u] & pos[v])", "lower(length)", "tokens(word[u] | pos[v])",
           "shape(word[u-1] & word[u..v])", 'regex(word[u] & pos[u], "^T")',

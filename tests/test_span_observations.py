@@ -126,6 +126,28 @@ def test_pad_gives_markers_outside_a_segment():
     assert " " in START_MARKER and " " in END_MARKER     # never a token of a column
 
 
+def test_pad_with_a_reach_marks_only_that_close_to_the_ends():
+    got = chain("pad(word[t-2], 1), pad(word[t+3], 2)")
+    assert got[0] == [(f"word[t+3]={END_MARKER}", 1.0)]          # t-2 = -2: beyond reach 1
+    assert got[1] == [(f"word[t-2]={START_MARKER}", 1.0),        # t+3 = 4: two past the end
+                      (f"word[t+3]={END_MARKER}", 1.0)]
+    assert got[2] == [("word[t-2]=The", 1.0)]                    # t+3 = 5: beyond reach 2
+    got = segment("pad(word[u-2..v-2], 1), zip(word[u..v] & pad(word[u+2..v+2], 1))", [(0, 2)])
+    assert got[0] == [(f"word[u-2..v-2]={START_MARKER}", 1.0), ("word[u-2..v-2]=The", 1.0),
+                      ("word[u..v]&word[u+2..v+2]=The|sat", 1.0),
+                      (f"word[u..v]&word[u+2..v+2]=cat|{END_MARKER}", 1.0)]
+
+
+@pytest.mark.parametrize("obs, message", [
+    ("pad(word[u-2], 0)", "pad() needs a positive whole number"),
+    ('pad(word[u-2], "1")', "pad() needs a positive whole number"),
+    ("pad(word[u-2], 1, 2)", "pad() takes 1 parameter"),
+])
+def test_pad_reach_must_be_one_positive_number(obs, message):
+    errors, _ = problems(f"template a: s[j] ~ {obs}\n")
+    assert any(message in e for e in errors), errors
+
+
 # ---------------------------------------------------------------- end to end
 
 def test_a_chain_model_with_them_trains_and_tags():

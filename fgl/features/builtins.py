@@ -65,7 +65,8 @@ BUILTINS: dict[str, Builtin] = {
                      "count(word[u..v]) is the segment's length"),
     "pad": Builtin("text", (), "text",
                    "a column at offsets, with a marker where an offset falls outside the "
-                   "sequence: pad(word[t-2])"),
+                   "sequence: pad(word[t-2]); pad(word[t-2], 1) marks only the first "
+                   "position outside and gives nothing further out"),
     "zip": Builtin("any", (), "text",
                    "the ranges of a conjunction paired position by position, not crossed: "
                    "zip(word[u-1..v-1] & word[u..v])"),
@@ -140,6 +141,12 @@ def expr_text(e: ast.ObsExpr) -> str:
     sep = "&" if isinstance(e, ast.Conj) else "|"
     return sep.join(f"({expr_text(p)})" if isinstance(p, ast.Disj) else expr_text(p)
                     for p in e.parts)
+
+
+def pad_reach(call: ast.Call) -> int:
+    """How far outside the sequence ``pad(e[, n])`` gives a marker: its
+    parameter, else without limit."""
+    return call.params[0] if call.params else 1 << 62
 
 
 def call_tag(call: ast.Call) -> str:

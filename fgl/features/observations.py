@@ -26,6 +26,7 @@ from fgl.features.builtins import (
     TEXT_FUNCTIONS,
     call_tag,
     expr_text,
+    pad_reach,
     ref_text,
     regex_classes,
     text_function,
@@ -39,10 +40,10 @@ from fgl.lang.items import MAX_ITEMS, bag_conjunctions, longest_segment, most_it
 Item = tuple[str, str | None, float]
 Spans = list[tuple[int, int]] | None  # None: one position per token
 Evaluator = Callable[[dict[str, list], int, Spans], list[list[Item]]]
-# per position or span, a range's (name, text) at each of its positions in order; a
-# position outside the sequence has START_MARKER or END_MARKER as its text
-Slots = Callable[[dict[str, list], int, Spans], list[list[tuple[str, str]]]]
-_MARKERS = (START_MARKER, END_MARKER)
+# per position or span, a range's (name, text, how far outside the sequence) at each of
+# its positions in order: 0 inside; a position outside has START_MARKER or END_MARKER as
+# its text
+Slots = Callable[[dict[str, list], int, Spans], list[list[tuple[str, str, int]]]]
 
 
 class ObservationCompiler:
@@ -171,20 +172,20 @@ class ObservationCompiler:
                                                         if tx in words else []))
         raise SpecError(f"unknown function '{func}'", call.loc.file, call.loc.line, call.loc.col)
 
-    def _slots(self, expr: ast.ObsExpr) -> tuple[Slots, bool]:
+    def _slots(self, expr: ast.ObsExpr) -> tuple[Slots, int]:
         """A range read position by position (a column reference under text
-        built-ins, ``pad`` and names) and whether its markers are kept (under
-        ``pad``)."""
+        built-ins, ``pad`` and names) and how far outside the sequence its
+        markers are kept (0: none; under ``pad``, its reach)."""
         if isinstance(expr, ast.NameRef):
             return self._slots(self.named[expr.name].expr)
         if isinstance(expr, ast.ColumnRef):
-            return _column_slots(expr), False
+            return _column_slots(expr), 0
         inner, kept = self._slots(expr.arg)
         if expr.func == "pad":
-            return inner, True
+            return inner, pad_reach(expr)
         fn, tag = text_function(expr), call_tag(expr)
-        return (lambda cols, T, spans: [[(tag.format(nm), tx if tx in _MARKERS else fn(tx))
-                                         for nm, tx in row] for row in inner(cols, T, spans)],
+        return (lambda cols, T, spans: [[(tag.format(nm), tx if far else fn(tx), far)
+                                         for nm, tx, far in row] for row in inner(cols, T, spans)],
                 kept)
 
     def _lexicon(self, call: ast.Call) -> frozenset[str]:
@@ -221,44 +222,46 @@ def _column_slots(ref: ast.ColumnRef) -> Slots:
                    for off in range(ref.lo, ref.hi + 1)]
     label = (f"{ref.column}[{ref_text(ref.lo_base, ref.lo)}..{ref_text(ref.hi_base, ref.hi)}]")
 
-    def slots(cols: dict[str, list], T: int, spans: Spans) -> list[list[tuple[str, str]]]:
+    def slots(cols: dict[str, list], T: int, spans: Spans) -> list[list[tuple[str, str, int]]]:
         values = cols[ref.column]
 
-        def at(i: int) -> str:
-            return values[i] if 0 <= i < T else START_MARKER if i < 0 else END_MARKER
+        def at(i: int) -> tuple[str, int]:
+            if 0 <= i < T:
+                return values[i], 0
+            return (START_MARKER, -i) if i < 0 else (END_MARKER, i - T + 1)
         out = []
         for u, v in spans if spans is not None else ((t, t) for t in range(T)):
             base = {"u": u, "v": v, "t": u, "i": u, "j": v, "a": u, "b": v}
             if ref.lo_base == ref.hi_base:
-                out.append([(nm, at(base[ref.lo_base] + off)) for nm, off in offsets])
+                out.append([(nm, *at(base[ref.lo_base] + off)) for nm, off in offsets])
             else:
-                out.append([(label, at(i)) for i in range(base[ref.lo_base] + ref.lo,
-                                                          base[ref.hi_base] + ref.hi + 1)])
+                out.append([(label, *at(i)) for i in range(base[ref.lo_base] + ref.lo,
+                                                           base[ref.hi_base] + ref.hi + 1)])
         return out
     return slots
 
 
-def _kept(slots: Slots, kept: bool) -> Evaluator:
-    """``pad(e)``: the range's items, a marker where a position is outside."""
-    return lambda cols, T, spans: [[(nm, tx, 1.0) for nm, tx in row
-                                    if kept or tx not in _MARKERS]
+def _kept(slots: Slots, reach: int) -> Evaluator:
+    """``pad(e)``: the range's items, a marker where a position is outside
+    the sequence by at most ``reach``."""
+    return lambda cols, T, spans: [[(nm, tx, 1.0) for nm, tx, far in row if far <= reach]
                                    for row in slots(cols, T, spans)]
 
 
-def _zipped(parts: list[tuple[Slots, bool]]) -> Evaluator:
+def _zipped(parts: list[tuple[Slots, int]]) -> Evaluator:
     """``zip(a & b)``: one conjoined item per aligned position of the ranges,
-    none where an unpadded range is outside the sequence (Cuong et al. 2014
-    §3.2.2: word pairs at fixed offsets summed over a segment)."""
+    none where a range is outside the sequence beyond its pad's reach (Cuong
+    et al. 2014 §3.2.2: word pairs at fixed offsets summed over a segment)."""
     def evaluate(cols: dict[str, list], T: int, spans: Spans) -> list[list[Item]]:
         rows = [slots(cols, T, spans) for slots, _ in parts]
-        kept = [k for _, k in parts]
+        reach = [k for _, k in parts]
         out = []
         for at in zip(*rows):
             row: list[Item] = []
             for combo in zip(*at):
-                if all(k or tx not in _MARKERS for k, (_, tx) in zip(kept, combo)):
-                    row.append(("&".join(nm for nm, _ in combo),
-                                "|".join(tx for _, tx in combo), 1.0))
+                if all(far <= k for k, (_, _, far) in zip(reach, combo)):
+                    row.append(("&".join(nm for nm, _, _ in combo),
+                                "|".join(tx for _, tx, _ in combo), 1.0))
             out.append(row)
         return out
     return evaluate

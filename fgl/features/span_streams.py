@@ -44,6 +44,7 @@ from fgl.features.builtins import (
     TEXT_FUNCTIONS,
     call_tag,
     expr_text,
+    pad_reach,
     ref_text,
     regex_classes,
     text_function,
@@ -185,10 +186,11 @@ class _Ref:
     """A text column range under text stages, not yet read: points at
     offsets from u or v, or a bag from u + lo to v + hi.  ``slot_stages``
     (text functions under ``pad``) leave the start and end markers' text
-    alone; ``pad`` gives a marker where a position is outside the sequence."""
+    alone; ``pad`` gives a marker where a position is outside the sequence by
+    at most ``pad`` (0: never)."""
 
     def __init__(self, ref: ast.ColumnRef, stages: list[tuple[str, Stage]],
-                 slot_stages: list[tuple[str, Stage]] = (), pad: bool = False):
+                 slot_stages: list[tuple[str, Stage]] = (), pad: int = 0):
         self.ref, self.stages, self.slot_stages, self.pad = ref, stages, list(slot_stages), pad
         self.memo: dict[str, dict[str | None, tuple[list[int], list[float], int]]] = {}
         r = ref
@@ -250,7 +252,9 @@ class _Ref:
         inside = (local >= 0) & (local < size)
         at = np.where(inside, tok[np.where(inside, sent.first[in_sent] + local, 0)], -1)
         if self.pad:
-            at = np.where(inside, at, np.where(local < 0, len(texts), len(texts) + 1))
+            far = np.where(local < 0, -local, local - size + 1)
+            marker = np.where(local < 0, len(texts), len(texts) + 1)
+            at = np.where(inside, at, np.where(far <= self.pad, marker, -1))
         raw = np.where(at >= 0, lex_raw[np.maximum(at, 0)], 0)
         got = sent.tables[sig] = (gather(lex, at), raw)
         return got
@@ -476,7 +480,7 @@ class SpanStreamCompiler:
         if inner is None:
             return None
         if expr.func == "pad":
-            return _Ref(inner.ref, inner.stages, inner.slot_stages, True)
+            return _Ref(inner.ref, inner.stages, inner.slot_stages, pad_reach(expr))
         if expr.func not in TEXT_FUNCTIONS:
             return None
         fn, tag = text_function(expr), call_tag(expr)

@@ -205,8 +205,9 @@ class ExpressionChecks(IndexChecks):
         return True
 
     def pad(self, e: Call) -> str | None:
-        """``pad(e)``: a column at offsets, with markers outside the sequence."""
-        self.params(e, BUILTINS["pad"].params)
+        """``pad(e[, n])``: a column at offsets, with markers outside the
+        sequence (within ``n`` positions of it)."""
+        self.params(e, (int,) if e.params else BUILTINS["pad"].params)
         if self.graph:
             self.error(e.loc, "pad(...) marks offsets before the start or after the end of a "
                               "sequence, but a graph model (`input graph`) has no sequence")
