@@ -104,10 +104,12 @@ def test_adjacent_needs_distinct():
     ("labels punc = [O , .]", 18, ("labels are separated by spaces", '[O "," "."]')),
     ("labels punc = [O a,b]", 19, ("labels are separated by spaces", "quoted")),
     ("segments max 4 [,COMMA = 2]", 17, ('must be quoted, as in [",COMMA" = 3]',)),
+    ("segments max 4 [O-, = 2]", 19, ('quote the label: "O-,"',)),
 ])
 def test_a_comma_in_a_label_asks_for_quotes(text, col, words):
     at(syntax_error(text), 1, col, "unexpected ','", *words)
     quoted = text.replace(" , ", ' "," ').replace("a,b", '"a,b"').replace(",COMMA", '",COMMA"')
+    quoted = quoted.replace("O-,", '"O-,"')
     parse_spec(quoted, F)
 
 

@@ -8,6 +8,7 @@ Transformer's methods and the wording of what each rule expected.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, Tree, v_args
@@ -434,6 +435,18 @@ _COMMA_LABEL = {
 }
 
 
+def _comma_hint(text: str, tok, accepted: set) -> str:
+    """Why a comma was unexpected: a label holding a comma must be quoted."""
+    hint = next((h for t, h in _COMMA_LABEL.items() if t in accepted), "")
+    if hint:
+        return hint
+    before = text.splitlines()[tok.line - 1][:tok.column - 1]
+    word = re.split(r"[\s\[\](){}=\"]", before)[-1]
+    if word:
+        return (f'; if the comma belongs to the label, quote the label: "{word},"')
+    return ""
+
+
 def _syntax_error(e: UnexpectedInput, text: str, file: str) -> SpecError:
     if isinstance(e, UnexpectedToken):
         tok = e.token
@@ -445,8 +458,7 @@ def _syntax_error(e: UnexpectedInput, text: str, file: str) -> SpecError:
             return SpecError(f"unexpected end of file{_expected(_accepted(e))}", file, line, col)
         found = _OPEN_STRING if tok.value == '"' else f"'{tok.value}'"
         accepted = set(_accepted(e) or ())
-        hint = next((h for t, h in _COMMA_LABEL.items() if t in accepted), "") \
-            if tok.value == "," else ""
+        hint = _comma_hint(text, tok, accepted) if tok.value == "," else ""
         return SpecError(f"unexpected {found}{_expected(accepted)}{hint}", file, tok.line,
                          tok.column)
     if isinstance(e, UnexpectedCharacters):
