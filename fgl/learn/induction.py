@@ -71,7 +71,7 @@ class InductionSettings:
     min_gain: float = 5.0
     iterations: int = 10
     pool: int = 1000
-    margin: float = 0.1
+    margin: float = 0.5
     transitions: bool = False
 
 
