@@ -55,6 +55,7 @@ from numba import njit
 from fgl.compile.conjunctions import conjunction_key
 from fgl.engines.data import EncodedData
 from fgl.errors import SpecError
+from fgl.lang.settings import block_settings
 from fgl.learn.learner import TrainingLog, train_lbfgs
 
 NEWTON_STEPS = 20
@@ -62,17 +63,22 @@ NEWTON_STEPS = 20
 INDUCTION_KEYS = ("rounds", "per_round", "min_gain", "iter", "pool", "margin", "transitions")
 
 
+def _default(key: str):
+    """The default of the train setting ``induce_<key>``, from the one settings table."""
+    return block_settings("train")[f"induce_{key}"].default
+
+
 @dataclass
 class InductionSettings:
-    """The ``induce_*`` train settings (docs/settings.md)."""
+    """The ``induce_*`` train settings (docs/settings.md), in INDUCTION_KEYS order."""
 
-    rounds: int = 10
-    per_round: int = 1000
-    min_gain: float = 5.0
-    iterations: int = 10
-    pool: int = 1000
-    margin: float = 0.5
-    transitions: bool = False
+    rounds: int = _default("rounds")
+    per_round: int = _default("per_round")
+    min_gain: float = _default("min_gain")
+    iterations: int = _default("iter")
+    pool: int = _default("pool")
+    margin: float = _default("margin")
+    transitions: bool = bool(_default("transitions"))
 
 
 @dataclass
