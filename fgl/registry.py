@@ -105,8 +105,9 @@ class Choice:
             return self.engine.title
         method, settings = infer_settings(spec)
         cite = "Sutton & McCallum §1.4.4, §1.5"
-        if acyclic and method in ("loopy", "trp"):
-            how = " with the TRP schedule" if method == "trp" else ""
+        if acyclic and method in ("loopy", "trp", "trw"):
+            how = {"trp": " with the TRP schedule", "trw": " (tree-reweighted, every ρ = 1 on "
+                   "a forest)"}.get(method, "")
             return (f"belief propagation{how} over a factor graph per instance, exact here: "
                     f"every instance is a tree or forest, with no cycle to make it loopy ({cite})")
         if acyclic and method == "auto":
@@ -121,6 +122,11 @@ class Choice:
                    "exact junction tree (an error where a clique table would exceed {} entries)")
             return (f"a factor graph per instance: {run.format(settings['max_table'])} "
                     f"(Koller & Friedman 2009 ch. 10; {cite})")
+        if method == "trw":
+            return ("tree-reweighted belief propagation over a factor graph per instance: a "
+                    "convex free energy whose log Z is an upper bound, convex in the weights, "
+                    "so training has one optimum (Wainwright, Jaakkola & Willsky 2005; "
+                    f"Wainwright 2006; {cite})")
         run = {"exact": "exact enumeration", "trp": "loopy belief propagation with the TRP "
                "schedule"}.get(method, "loopy belief propagation")
         return f"{run} over a factor graph per instance ({cite})"

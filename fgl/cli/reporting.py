@@ -17,7 +17,7 @@ def warn_convergence(spec, stats: InferenceStats | None, when: str) -> None:
 
     method, settings = infer_settings(spec)
     advice = [f"more iterations (`max_iter` is {settings['max_iter']})"]
-    if method in ("loopy", "auto") and not settings["damping"]:
+    if method in ("loopy", "auto", "trw") and not settings["damping"]:
         advice.insert(0, f"damping (`infer {method}(damping = 0.5)`)")
     if method == "loopy":
         advice.append("the tree schedule `infer trp`")
@@ -75,22 +75,35 @@ def report(crf, path: str, a: argparse.Namespace) -> None:
     ignore = getattr(a, "ignore", None) or ("O",)
     labels = getattr(a, "labels", None)
 
-    sentences, pred = crf.tag_file(path, encoding=a.encoding, short_lines=a.short_lines)
+    sentences = crf.read(path, encoding=a.encoding, short_lines=a.short_lines)
     if not sentences:
         raise DataError("no sentences to evaluate (the file is empty)", path, 1)
-    warn_convergence(crf.spec, pred.stats, "decoding")
-    outputs, columns = pred.outputs, [c.name for c in crf.spec.columns]
-    if sentences and len(sentences[0].rows[0]) != len(columns):
-        raise DataError(f"evaluation needs the label column(s) {', '.join(outputs)}",
+    columns = [c.name for c in crf.spec.columns]
+    scored = None
+    if crf.spec.input_format == "graph":   # the nodes whose labels the model is not given
+        from fgl.io.graphs import scoring
+        scored = scoring(sentences, crf.spec)
+    elif len(sentences[0].rows[0]) != len(columns):
+        raise DataError(f"evaluation needs the label column(s) {', '.join(crf.spec.outputs)}",
                         sentences[0].file, sentences[0].lines[0])
+    pred = crf.tag_sentences(sentences)
+    warn_convergence(crf.spec, pred.stats, "decoding")
+    outputs = pred.outputs
+    if scored is not None and scored.note():
+        print(scored.note())
     for out in outputs:
         if len(outputs) > 1:
             print(f"== {out}")
-        gold = [s.column(columns.index(out)) for s in sentences]
+        if scored is None:
+            gold, guess, where = ([s.column(columns.index(out)) for s in sentences],
+                                  pred.layer(out), sentences)
+        else:
+            gold, guess = scored.gold[out], scored.select(pred.layer(out))
+            where = [sentences[i] for i in scored.graphs]
         try:
-            result = evaluate(gold, pred.layer(out), schemes[out], ignore, labels)
+            result = evaluate(gold, guess, schemes[out], ignore, labels)
         except TagError as e:
-            raise located(e, sentences, out) from None
+            raise located(e, where, out) from None
         print(result.format())
         if getattr(a, "confusion", False):
             _confusion(result, getattr(a, "picture", None), out if len(outputs) > 1 else None)

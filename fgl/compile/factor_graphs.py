@@ -15,6 +15,14 @@ first variable slowest); its features pair an attribute with a
 configuration (Sutton & McCallum eq. 1.54), restricted to configurations seen in
 training (``support observed``, the default for templates with observations
 over observed layers) or all of them.
+
+A partially labelled graph (some nodes' labels null: the within-network
+setting of Sen et al. 2008) trains as a model with hidden variables does:
+an unlabelled node's gold value is -1, so the learner's gold side is the
+clamped program and the objective the marginal likelihood log Z(y_obs, x) -
+log Z(x) (Sutton & McCallum §1.4.3); its labels, configurations and
+features are read off the labelled nodes only.  Tagging such a graph clamps
+the given labels as evidence (``LoopyData.evidence``) and predicts the rest.
 """
 from __future__ import annotations
 
@@ -71,6 +79,12 @@ class Instance:
         return self.bounds[-1]
 
     @property
+    def partial(self) -> bool:
+        """Whether some gold labels are given and some are not (a partially
+        labelled graph: the unlabelled ones are None)."""
+        return self.gold is not None and any(y is None for ys in self.gold.values() for y in ys)
+
+    @property
     def edges(self) -> list | None:
         """The typed edges (a, b, type) of a graph instance; None for sentences."""
         return getattr(self.sentences[0], "edges", None)
@@ -107,6 +121,11 @@ def group_instances(spec: ast.Spec, sentences: Sequence[Sentence], with_gold: bo
             bounds.append(bounds[-1] + len(sent.rows))
         if with_gold and not gold_ok:
             sent = group[0]
+            if hasattr(sent, "node_ids"):   # a graph
+                raise DataError(f"this graph has no label: {', '.join(map(repr, spec.outputs))} "
+                                f"{'is' if len(spec.outputs) == 1 else 'are'} null or missing "
+                                "on every node; training needs labelled nodes",
+                                sent.file, sent.lines[0])
             raise DataError(f"this data has no label column(s) {', '.join(spec.outputs)}",
                             sent.file, sent.lines[0])
         gold = {o: cols[o] for o in spec.outputs} if gold_ok else None
@@ -212,7 +231,7 @@ def variables(tpl: ast.Template) -> list[tuple[str, int, str]]:
 
 def gold_assignment(inst: Instance, layers: list[Layer], declared: bool) -> np.ndarray:
     """The gold label id of every variable of an instance (layer-major;
-    -1 for hidden variables)."""
+    -1 for hidden variables and unlabelled nodes)."""
     n = inst.size
     g = np.full(len(layers) * n, -1, dtype=np.int64)
     for k, layer in enumerate(layers):
@@ -220,6 +239,8 @@ def gold_assignment(inst: Instance, layers: list[Layer], declared: bool) -> np.n
             continue
         index = layer.index
         for p, y in enumerate(inst.gold[layer.name]):
+            if y is None:   # an unlabelled node of a partially labelled graph
+                continue
             i = index.get(y)
             if i is None:
                 sent, t = inst.sentence_at(p)
@@ -274,18 +295,25 @@ class FactorGraphModel:
 
     def encode(self, sentences: Sequence[Sentence], with_gold: bool = False) -> LoopyData:
         """Unroll and encode sentences; refused, before unrolling, when
-        inference over them would exceed the memory budget."""
+        inference over them would exceed the memory budget.  The given
+        labels of a partially labelled graph are its ``evidence``, which
+        decoding and marginals clamp (a label the model does not know is a
+        DataError at its line)."""
         instances = group_instances(self.spec, sentences, with_gold)
         _footprint(self.spec, self.layers, [t.layers for t in self.templates],
                    self.unroller.census(instances), self._features_per_template(),
                    len(self.program.row_template), int(train_settings(self.spec)["jobs"]),
                    training=False
                    ).check(self.spec.templates)
-        return self._encode(instances, [self.unroller.factors(inst) for inst in instances],
+        data = self._encode(instances, [self.unroller.factors(inst) for inst in instances],
                             [gold_assignment(inst, self.layers, False)
                              if with_gold and inst.gold is not None
                              else np.full(len(self.layers) * inst.size, -1, dtype=np.int64)
                              for inst in instances])
+        if any(inst.partial for inst in instances):   # given labels: evidence to clamp
+            data.evidence = [gold_assignment(inst, self.layers, False) if inst.partial else None
+                             for inst in instances]
+        return data
 
     def _encode(self, instances: list[Instance], unrolled: list, golds: list[np.ndarray]
                 ) -> LoopyData:
@@ -328,6 +356,9 @@ class FactorGraphModel:
 
     def decode(self, w: np.ndarray, data: LoopyData, jobs: int) -> Predictions:
         dec = self.program.decode(w, data, jobs)
+        for state, ev in zip(dec.assignments, _evidence(data)):
+            if ev is not None:   # (also a given node in no factor keeps its label)
+                state[ev >= 0] = ev[ev >= 0]
         labels = self._per_sentence(data, dec.assignments,
                                     lambda k, ids: [self.layers[k].labels[i] for i in ids])
         return Predictions([self.layers[k].name for k in self._outputs], labels, dec.stats)
@@ -335,6 +366,11 @@ class FactorGraphModel:
     def marginals(self, w: np.ndarray, data: LoopyData, jobs: int) -> TokenMarginals:
         m = self.program.marginals(w, data, jobs)
         beliefs = [_stack(b) for b in m.per_instance]
+        for b, ev in zip(beliefs, _evidence(data)):
+            if ev is not None:   # a given label has probability 1
+                given = np.flatnonzero(ev >= 0)
+                b[given] = 0.0
+                b[given, ev[given]] = 1.0
         probs = self._per_sentence(data, beliefs,
                                    lambda k, p: p[:, :len(self.layers[k].labels)].copy())
         outs = [self.layers[k] for k in self._outputs]
@@ -342,6 +378,15 @@ class FactorGraphModel:
 
     def log_partition(self, w: np.ndarray, data: LoopyData, jobs: int) -> np.ndarray:
         return self.program.log_partition(w, data, jobs)
+
+    def unlabelled(self, data: LoopyData) -> int:
+        """Output-layer variables of ``data`` without a gold label (the
+        unlabelled nodes of partially labelled graphs, counted per layer)."""
+        out = 0
+        for g, n in zip(data.gold, data.sizes):
+            for k in self._outputs:
+                out += int((g[k * n:(k + 1) * n] < 0).sum())
+        return out
 
     def segment_confidences(self, w: np.ndarray, data: LoopyData, jobs: int,
                                 tags: list[list[list[str]]], schemes: list[str],
@@ -431,11 +476,15 @@ class FactorGraphModel:
             V = sum(g.n_vars for g in data.graphs)
             cyc = sum(g.n_cycles() for g in data.graphs)
             trees = sum(len(g.spanning_trees()) for g in data.graphs) if method == "trp" else 0
+            free = self.unlabelled(data) if self.program.has_hidden else 0
             lines.append(f"training data: {data.n_sequences} instances, {data.n_tokens} "
-                         "positions")
+                         "positions" + (f", {free} unlabelled (marginalised: the marginal "
+                                        "likelihood, Sutton & McCallum §1.4.3)" if free else ""))
             lines.append(f"instances: {len(data.graphs)}; variables {V}, factors {F}, "
                          f"edges {E}, independent cycles {cyc}"
                          + (f", TRP trees {trees}" if method == "trp" else ""))
+            if method == "trw":
+                lines.append(self._trw_summary(data))
             if cyc == 0 and data.graphs:
                 lines.append("no instance has a cycle: every factor graph is a tree or forest, "
                              "on which belief propagation is exact, not loopy (Sutton & McCallum "
@@ -448,6 +497,21 @@ class FactorGraphModel:
             lines += junction_tree_summary(method, settings, data.graphs)
             lines.append(self.footprint(data).line())
         return lines
+
+    def _trw_summary(self, data: LoopyData) -> str:
+        """What `infer trw` makes of the instances: where ρ comes from, its
+        range over the factors of two or more variables, and the decoder."""
+        s = self.program.settings
+        rho = [self.program.appearance_probabilities(g)[np.diff(g.f_ptr) >= 2]
+               for g in data.graphs]
+        rho = np.concatenate(rho) if rho else np.zeros(0)
+        where = (f"rho = {s['rho']:g} for every factor (given)" if "rho" in s else
+                 f"ρ from a cover by at least {s['forests']} factor forests per instance")
+        spread = (f"; ρ min {rho.min():.3g}, mean {rho.mean():.3g}, "
+                  f"{int((rho < 1).sum())} of {rho.size} factors below 1" if rho.size else "")
+        return (f"trw: {where}{spread}; decode by "
+                + ("reweighted max-product" if s["decode"] == "max_product" else
+                   "the most probable value of each TRW marginal"))
 
     # ------------------------------------------------------------ model files
     # fgl.model's file methods, as in SequenceModel: the same shape over other fields
@@ -490,7 +554,8 @@ class FactorGraphModel:
         base_dir = base_dir or Path(".")
         instances = group_instances(spec, sentences, with_gold=True)
         layers = [Layer(name, layer_labels(spec, name, (y for inst in instances
-                                                         for y in inst.gold[name])))
+                                                         for y in inst.gold[name]
+                                                         if y is not None)))
                   for name in spec.outputs]
         layers += [Layer(h.name, list(h.labels), True) for h in spec.hidden]
         unroller = Unroller.for_spec(spec, base_dir, layers)
@@ -510,6 +575,8 @@ class FactorGraphModel:
         model = cls(spec, base_dir, layers, templates, rows.vocabs, *rows.arrays(),
                     unroller.attributes.lexicons)
         data = model._encode(instances, unrolled, golds)
+        if model.unlabelled(data):   # partially labelled graphs: unlabelled nodes are latent
+            model.program.has_hidden = True
         del unrolled   # (freed before the junction trees are planned)
         model.footprint(data, jobs).check(spec.templates)  # with the junction trees' cliques
         return model, data
@@ -577,6 +644,11 @@ def junction_tree_summary(method: str, settings: dict, graphs: list[FactorGraph]
     return lines
 
 
+def _evidence(data: LoopyData) -> list:
+    """Per instance, the labels given as evidence (-1: free), or None."""
+    return data.evidence if data.evidence is not None else [None] * data.n_sequences
+
+
 def _stack(beliefs: list[np.ndarray]) -> np.ndarray:
     """Per-variable belief vectors as one [variables, max card] array."""
     width = max((len(b) for b in beliefs), default=0)
@@ -590,7 +662,8 @@ def _plans(spec: ast.Spec, layers: list[Layer], layer_index: dict[str, int], unr
            golds: list[np.ndarray], sigma: float) -> list[TemplatePlan]:
     """Each template's plan: the configurations that carry weights are its
     explicit patterns, those of the gold assignments (``patterns
-    observed``), or all of them."""
+    observed``: of factors whose variables are all labelled), or all of
+    them."""
     plans = []
     for ti, tpl in enumerate(spec.templates):
         var_layers = [layer_index[var] for var, _, _ in variables(tpl)]
@@ -598,7 +671,7 @@ def _plans(spec: ast.Spec, layers: list[Layer], layer_index: dict[str, int], unr
 
         def seen(lengths: list[int], ti: int = ti) -> set[tuple[int, ...]]:
             return {tuple(int(g[v]) for v in vs) for inst_f, g in zip(unrolled, golds)
-                    for t, vs, _ in inst_f if t == ti}
+                    for t, vs, _ in inst_f if t == ti and min(g[v] for v in vs) >= 0}
 
         patterns = resolve_patterns(tpl, layers, var_layers, seen, can_observe=observed,
                                     exact_length=True)
@@ -643,7 +716,8 @@ def _feature_rows(templates: list[TemplatePlan], layers: list[Layer], unrolled: 
                   golds: list[np.ndarray]) -> _FeatureRows:
     """Features are (attribute row, configuration) pairs: per row, the
     configurations it was seen with in gold factors (``support observed``)
-    or all its template's configurations."""
+    or all its template's configurations (a factor with an unlabelled
+    variable adds its attribute rows, but no configuration)."""
     vocabs: list[dict[str, int]] = [{} for _ in templates]
     row_configs: list[set[int]] = []
     row_tpl: list[int] = []
@@ -656,7 +730,7 @@ def _feature_rows(templates: list[TemplatePlan], layers: list[Layer], unrolled: 
     for inst_f, g in zip(unrolled, golds):
         for ti, vs, items in inst_f:
             gold_cfg = None
-            if templates[ti].support == "observed":
+            if templates[ti].support == "observed" and min(g[v] for v in vs) >= 0:
                 gold_cfg = sum(int(g[v]) * s for v, s in zip(vs, strides[ti]))
                 if gold_cfg not in config_sets[ti]:
                     gold_cfg = None

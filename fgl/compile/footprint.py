@@ -153,11 +153,12 @@ def factor_graph_footprint(counts: GraphCounts, widths: list[int], tables: list[
     # before the plans are made, the factor tables stand in for them)
     exact_tree = method in ("auto", "junction_tree")
     if counts.cliques is None:
-        bp = np.full(len(F), method in ("auto", "loopy", "trp"))
+        bp = np.full(len(F), method in ("auto", "loopy", "trp", "trw"))
         cliques = table_i if exact_tree else np.zeros_like(table_i)
     else:
         cliques = counts.cliques.astype(np.float64)
-        bp = cliques == 0 if method == "auto" else np.full(len(F), method in ("loopy", "trp"))
+        bp = cliques == 0 if method == "auto" else np.full(len(F), method in ("loopy", "trp",
+                                                                                 "trw"))
     per_tpl_f = F.sum(axis=0)
     unroll = per_tpl_f * (PY_PER_FACTOR + PY_PER_VARIABLE * w
                           + (PY_PER_ITEM + BYTES_PER_ITEM_LISTED) * items)

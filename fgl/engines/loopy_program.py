@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from fgl.engines import junction_tree, loopy
+from fgl.engines import junction_tree, loopy, trw
 from fgl.engines.data import map_instances, reduce_instances
 from fgl.engines.factor_graph import FactorGraph
 from fgl.engines.program import Decoding, Expectations, InferenceStats, Marginals
@@ -55,6 +55,9 @@ class LoopyData:
     gold: list[np.ndarray]  # per instance: gold value of each variable, -1 if hidden
     sizes: list[int]        # positions (or nodes) per instance
     instances: list = field(default_factory=list, repr=False)
+    # per instance, labels given as evidence (-1: free) that decode and marginals clamp
+    # (a partially labelled graph's), or None for none; training reads gold, not this
+    evidence: list | None = None
 
     @property
     def n_sequences(self) -> int:
@@ -221,7 +224,7 @@ class LoopyProgram:
     feat_config: np.ndarray
     row_template: np.ndarray
     template_size: np.ndarray
-    method: str              # "auto" | "junction_tree" | "loopy" | "trp" | "exact"
+    method: str              # "auto" | "junction_tree" | "loopy" | "trp" | "trw" | "exact"
     settings: dict           # the infer block, defaults filled (fgl.lang.settings)
     has_hidden: bool
 
@@ -243,6 +246,15 @@ class LoopyProgram:
                        data.fac_ptr, data.fac_row, data.fac_val, self.row_ptr, self.feat_config,
                        w, out)
         return out
+
+    def evidence_tables(self, w: np.ndarray, data: LoopyData, i: int) -> np.ndarray:
+        """``factor_tables`` clamped to instance i's ``data.evidence``, if any."""
+        table = self.factor_tables(w, data, i)
+        ev = data.evidence[i] if data.evidence is not None else None
+        if ev is not None:
+            g = data.graphs[i]
+            clamp(g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, ev, table)
+        return table
 
     def add_counts(self, data: LoopyData, i: int, table_weights: np.ndarray,
                    out: np.ndarray) -> None:
@@ -298,6 +310,13 @@ class LoopyProgram:
                                                    max_table=int(s["max_table"]))
             if self.method == "junction_tree":
                 raise FglError(_too_big(graph, int(s["max_table"])))
+        if self.method == "trw":
+            return trw.trw(graph, table, rho=self.appearance_probabilities(graph),
+                           use_max=use_max, decode=str(s["decode"]),
+                           damping=float(s["damping"] if damping is None else damping),
+                           tol=float(s["tol"] if tol is None else tol),
+                           max_iter=int(s["max_iter"] if max_iter is None else max_iter),
+                           init=init)
         return loopy.belief_propagation(
             graph, table, schedule="flooding" if self.method == "loopy" else "trp",
             use_max=use_max,  # (TRP runs undamped but for a WarmStart's damping)
@@ -306,6 +325,17 @@ class LoopyProgram:
             max_iter=int(s["max_iter"] if max_iter is None else max_iter),
             trees=graph.spanning_trees(int(s["trees"])) if "trees" in s and self.method == "trp"
             else None, init=init)
+
+    def appearance_probabilities(self, graph: FactorGraph) -> np.ndarray:
+        """``infer trw``'s ρ per factor of ``graph``: the spec's ``rho`` for
+        every factor of two or more variables, else the cover's
+        (``fgl.engines.trw.appearance_probabilities``, cached on the graph)."""
+        s = self.settings
+        if "rho" in s:
+            rho = np.ones(graph.n_factors)
+            rho[np.diff(graph.f_ptr) >= 2] = float(s["rho"])
+            return rho
+        return trw.appearance_probabilities(graph, int(s["forests"]))
 
     def _expect(self, w: np.ndarray, data: LoopyData, jobs: int, clamped: bool,
                 warm: WarmStart | None) -> Expectations:
@@ -373,7 +403,7 @@ class LoopyProgram:
     def decode(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> Decoding:
         """Max-product MAP assignment of every instance's variables."""
         def work(i: int) -> loopy.BPResult:
-            return self.infer(data.graphs[i], self.factor_tables(w, data, i), use_max=True)
+            return self.infer(data.graphs[i], self.evidence_tables(w, data, i), use_max=True)
 
         results = map_instances(jobs, data.n_sequences, work)
         return Decoding([r.map_state for r in results], stats=InferenceStats.each(results))
@@ -384,8 +414,10 @@ class LoopyProgram:
 
     def marginals(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> Marginals:
         """Per instance, the (approximate) marginal of every variable: a
-        list of one belief vector per variable."""
-        results = self._beliefs(w, data, jobs)
+        list of one belief vector per variable (conditioned on
+        ``data.evidence``, when given)."""
+        results = map_instances(jobs, data.n_sequences, lambda i: self.infer(
+            data.graphs[i], self.evidence_tables(w, data, i)))
         return Marginals([r.var_beliefs for r in results], InferenceStats.each(results))
 
     def log_partition(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> np.ndarray:

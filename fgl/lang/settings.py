@@ -17,7 +17,7 @@ from typing import Callable, Mapping
 from fgl.errors import FglError
 from fgl.lang import ast
 
-INFER_METHODS = ("auto", "junction_tree", "exact", "loopy", "trp")
+INFER_METHODS = ("auto", "junction_tree", "exact", "loopy", "trp", "trw")
 DEFAULT_INFER_METHOD = "auto"   # exact junction tree where its tables fit, loopy BP elsewhere
 DEFAULT_MAX_TABLE = 1_000_000   # the largest clique table `infer junction_tree` may build
 # ... and the largest `infer auto` builds rather than run BP: the junction tree's work is
@@ -65,7 +65,8 @@ DAMPING = Rule("a number d with 0 <= d < 1", lambda v: _is_num(v) and 0 <= v < 1
 @dataclass(frozen=True)
 class SettingDef:
     """One setting: ``key`` in ``block`` ("train", "infer auto", "infer
-    junction_tree", "infer exact", "infer loopy", "infer trp" or "template")."""
+    junction_tree", "infer exact", "infer loopy", "infer trp", "infer trw" or
+    "template")."""
     block: str
     key: str
     validator: Rule
@@ -199,6 +200,31 @@ SETTINGS: tuple[SettingDef, ...] = (
                _ENGINE.format("TRP", "number of spanning trees"),
                "the most spanning trees of the TRP schedule (Sutton & McCallum §1.5.1); "
                "absent: as many as cover every edge"),
+    # tree-reweighted BP (fgl.engines.trw): the loopy rows' shape, plus its own knobs
+    SettingDef("infer trw", "damping", DAMPING, 0.0,
+               _ENGINE.format("TRW", "message damping (start)"),
+               "keep this share of each old message (0: none); raised by itself when a window "
+               "of sweeps does not bring the residual down"),
+    SettingDef("infer trw", "max_iter", whole_number(1), 200,
+               _ENGINE.format("TRW", "iteration limit"), "the most sweeps over the factors"),
+    SettingDef("infer trw", "tol", POSITIVE, 1e-8,
+               _ENGINE.format("TRW", "convergence tolerance"),
+               "stop when no message entry changes by more than this in one sweep"),
+    SettingDef("infer trw", "forests", whole_number(1), 10,
+               _ENGINE.format("TRW", "forests of the cover"),
+               "the fewest factor forests whose shares give the appearance probabilities ρ_f "
+               "(more are made until every factor is in one; Wainwright et al. 2005)"),
+    SettingDef("infer trw", "rho", Rule("a number r with 0 < r <= 1",
+                                        lambda v: _is_num(v) and 0 < v <= 1), None,
+               _ENGINE.format("TRW", "appearance probability override"),
+               "one ρ for every factor of two or more variables instead of the cover's; the "
+               "free energy stays convex when ρ·(most factors at one variable) <= 1, but only "
+               "the cover's ρ make log Z an upper bound; absent: the cover's"),
+    SettingDef("infer trw", "decode", _choice("max_product", "marginals"), "max_product",
+               _ENGINE.format("TRW", "MAP decoder"),
+               "max_product: reweighted max-product, each variable's max-belief argmax (exact "
+               "back-tracking on trees); marginals: each variable's most probable value under "
+               "the TRW marginals"),
     SettingDef("template", "sigma", POSITIVE, None,
                _COMPILERS.format("prior sigma of this template's weights"),
                "Gaussian prior sigma of this template's weights; absent: the train sigma"),

@@ -1,0 +1,564 @@
+"""Tree-reweighted belief propagation: a convex free energy and an upper
+bound on log Z (Wainwright, Jaakkola & Willsky 2005), for training general
+CRFs where the Bethe approximation of loopy BP has several fixed points.
+
+Counting numbers.  Every factor f of two or more variables has an
+appearance probability ρ_f ∈ (0, 1]: the share of a cover of the factor
+graph by *factor forests* (sets of factors whose bipartite factor graph is
+acyclic, so that exact BP runs on them) that hold f.  The free energy
+
+    log Z_ρ(θ) = max_b  Σ_f <b_f, θ_f> + Σ_f ρ_f H(b_f) + Σ_v c_v H(b_v),
+    c_v = 1 - Σ_{f ∋ v} ρ_f,
+
+maximised over locally consistent beliefs b, is the convex combination of
+the forests' exact entropies, so it is concave in b, log Z_ρ is an upper
+bound on log Z, convex in θ, and its gradient in θ_f(x) is b_f(x) at the
+maximiser (Wainwright et al. 2005 §4-5; for factors of any arity the
+forests are hyperforests, their entropies still exact: the "order-one
+hypertree" case of that paper, §7).  ρ ≡ 1 on a forest is the Bethe free
+energy, which is then exact.  Factors over one variable have no entropy of
+their own: their θ joins the variable's (ρ = 1, as on every forest).
+
+Messages.  With cavity messages n_{v->f} = b_v / M_{f->v},
+
+    b_v(x_v)     ∝ exp(θ_v) Π_{f ∋ v} M_{f->v}(x_v)^{ρ_f}
+    M_{f->v}(x_v) = ⊕_{x_f \\ x_v} exp(θ_f(x_f) / ρ_f) Π_{u ∈ f, u ≠ v} n_{u->f}(x_u)
+    b_f(x_f)     ∝ exp(θ_f(x_f) / ρ_f) Π_{u ∈ f} n_{u->f}(x_u)
+
+(θ_v: the variable's unary factors; ⊕ = Σ for the bound and the marginals,
+max for reweighted max-product — one kernel, parameterised like
+``fgl.engines.bp_scaled``'s).  These are the fixed-point equations of
+Wainwright et al. 2005 §5.2 written on a factor graph; ρ ≡ 1 gives ordinary
+BP.  Messages are stored in log space, normalised; each update of factor f
+computes its cavities n_{u->f} from the running log beliefs (one exponential
+per entry), then its messages in the probability domain by the scaled
+kernels of ``fgl.engines.bp_scaled`` (falling back to log-sum-exp when a
+message underflows), and adds ρ_f·ΔM to its variables' log beliefs.  The
+schedule is sequential (factors in index order, then in reverse, and so on),
+with optional damping in log space.
+
+The cover: ``appearance_probabilities`` builds forests greedily, each a
+maximal hyperforest found by Kruskal's union-find over factors ordered by
+how often earlier forests held them (ties at random, seeded), until every
+factor is held at least once and at least ``forests`` forests are made;
+ρ_f is then the share of forests holding f.  Taking the least covered
+factors first spreads ρ evenly, which is what the bound rewards.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from fgl.engines import bp_scaled
+from fgl.engines.factor_graph import FactorGraph
+from fgl.engines.loopy import BPResult, _backtrack, assignment_score, check_potentials
+
+TINY = 1e-280   # a probability-domain message entry below this is redone in log space
+DEFAULT_FORESTS = 10   # the fewest forests of a cover (more when it takes more to cover)
+# adaptive damping: every STALL_WINDOW sweeps, a residual above STALL_RATIO times the
+# last check's raises the damping (0.5, then halfway to 1, at most MOST_DAMPING)
+STALL_WINDOW = 10
+STALL_RATIO = 0.9
+MOST_DAMPING = 0.95
+
+
+# --------------------------------------------------------------------------
+# the cover
+
+
+@njit(cache=True, nogil=True)
+def _find(parent, x):
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@njit(cache=True, nogil=True)
+def _hyperforest(order, f_ptr, f_var, n_vars, taken):
+    """Kruskal over factors: take each factor of ``order`` whose variables
+    lie in distinct trees of the forest so far (so the bipartite factor
+    graph stays acyclic) and join them; ``taken[f] = True`` for each."""
+    parent = np.arange(n_vars)
+    roots = np.empty(max(1, f_var.shape[0]), dtype=np.int64)
+    for k in range(order.shape[0]):
+        f = order[k]
+        a = f_ptr[f]
+        b = f_ptr[f + 1]
+        ok = True
+        for j in range(a, b):
+            r = _find(parent, f_var[j])
+            for i in range(j - a):
+                if roots[i] == r:
+                    ok = False
+                    break
+            if not ok:
+                break
+            roots[j - a] = r
+        if not ok:
+            continue
+        for j in range(a + 1, b):
+            parent[roots[j - a]] = roots[0]
+        taken[f] = True
+
+
+def appearance_probabilities(graph: FactorGraph, forests: int = DEFAULT_FORESTS,
+                             seed: int = 0) -> np.ndarray:
+    """ρ_f per factor: the share of a greedy cover by maximal factor
+    forests holding f (module docstring); 1 for factors of fewer than two
+    variables, and for every factor of a forest.  Cached on the graph."""
+    key = ("rho", int(forests), int(seed))
+    if key in graph._cache:
+        return graph._cache[key]
+    F = graph.n_factors
+    arity = np.diff(graph.f_ptr)
+    rho = np.ones(F)
+    if graph.is_tree() or not (arity >= 2).any():
+        graph._cache[key] = rho
+        return rho
+    rng = np.random.default_rng(seed)
+    counts = np.zeros(F, dtype=np.int64)
+    pair = arity >= 2
+    n = 0
+    while n < forests or not counts[pair].all():
+        order = np.lexsort((rng.random(F), counts)).astype(np.int64)
+        taken = np.zeros(F, dtype=np.bool_)
+        _hyperforest(order, graph.f_ptr, graph.f_var, graph.n_vars, taken)
+        counts += taken
+        n += 1
+    rho[pair] = counts[pair] / n
+    graph._cache[key] = rho
+    return rho
+
+
+# --------------------------------------------------------------------------
+# kernels
+
+
+@njit(cache=True, nogil=True)
+def _variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge, msg_ptr,
+                         var_ptr, L, lb):
+    """lb_v = Σ_{unary f ∋ v} θ_f + Σ_{other f ∋ v} ρ_f L_{f->v} (unnormalised)."""
+    o = var_ptr[v]
+    cv = card[v]
+    for x in range(cv):
+        lb[o + x] = 0.0
+    for j in range(v_ptr[v], v_ptr[v + 1]):
+        e = v_edge[j]
+        f = e_fac[e]
+        if f_ptr[f + 1] - f_ptr[f] == 1:
+            t0 = tab_ptr[f]
+            for x in range(cv):
+                lb[o + x] += log_pot[t0 + x]
+        else:
+            r = rho[f]
+            m = msg_ptr[e]
+            for x in range(cv):
+                lb[o + x] += r * L[m + x]
+
+
+@njit(cache=True, nogil=True)
+def _cavities(f, card, f_ptr, f_var, msg_ptr, var_ptr, L, lb, lcav, cav):
+    """log n_{v->f} = lb_v - L_{f->v} for every variable of f, shifted to
+    max 0, into lcav (and its exponential into cav), at the messages'
+    offsets; -inf where the variable's belief is 0."""
+    for j in range(f_ptr[f], f_ptr[f + 1]):
+        v = f_var[j]
+        o = var_ptr[v]
+        m = msg_ptr[j]
+        cv = card[v]
+        mx = -np.inf
+        for x in range(cv):
+            t = lb[o + x]
+            c = -np.inf if t == -np.inf else t - L[m + x]
+            lcav[m + x] = c
+            if c > mx:
+                mx = c
+        if mx == -np.inf:
+            mx = 0.0
+            for x in range(cv):
+                lcav[m + x] = 0.0
+        for x in range(cv):
+            lcav[m + x] -= mx
+            cav[m + x] = np.exp(lcav[m + x])
+
+
+@njit(cache=True, nogil=True)
+def _log_factor_message(e, scaled, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, lcav,
+                        use_max, out, tmp):
+    """log M_{f->v} for edge e = (f, v) by log-sum-exp (or max) over f's
+    table of θ_f/ρ_f (``scaled``) plus the other variables' log cavities,
+    into out[:card[v]], unnormalised (the fallback for an underflow)."""
+    f = e_fac[e]
+    a = f_ptr[f]
+    b = f_ptr[f + 1]
+    t0 = tab_ptr[f]
+    n = tab_ptr[f + 1] - t0
+    cv = card[f_var[e]]
+    st = e_stride[e]
+    for x in range(cv):
+        out[x] = -np.inf
+    for i in range(n):
+        s = scaled[t0 + i]
+        for j in range(a, b):
+            if j != e and s > -np.inf:
+                s += lcav[msg_ptr[j] + (i // e_stride[j]) % card[f_var[j]]]
+        tmp[i] = s
+        x = (i // st) % cv
+        if s > out[x]:
+            out[x] = s
+    if not use_max:
+        for x in range(cv):
+            mx = out[x]
+            if mx == -np.inf:
+                continue
+            acc = 0.0
+            for i in range(n):
+                if (i // st) % cv == x and tmp[i] > -np.inf:
+                    acc += np.exp(tmp[i] - mx)
+            out[x] = mx + np.log(acc)
+
+
+@njit(cache=True, nogil=True)
+def _commit(e, f, new, cv, rho, damping, use_max, card, f_var, msg_ptr, var_ptr, L, lb):
+    """Normalise the log message new[:cv] (log-sum-exp 0, or max 0), damp
+    it in log space, write it over L_{f->v} and move lb_v by ρ_f times the
+    change; returns the largest change (inf when an entry becomes or stops
+    being -inf) of a message entry in the probability domain, times ρ_f
+    (the power the message takes in the beliefs), and, as its second value,
+    whether lb_v needs recomputing."""
+    for rep in range(2 if damping > 0.0 else 1):
+        mx = -np.inf
+        for x in range(cv):
+            if new[x] > mx:
+                mx = new[x]
+        if mx == -np.inf:
+            for x in range(cv):
+                new[x] = 0.0
+            mx = 0.0
+        c = mx
+        if not use_max:
+            acc = 0.0
+            for x in range(cv):
+                if new[x] > -np.inf:
+                    acc += np.exp(new[x] - mx)
+            c = mx + np.log(acc)
+        for x in range(cv):
+            new[x] -= c
+        if rep == 0 and damping > 0.0:
+            m = msg_ptr[e]
+            for x in range(cv):
+                new[x] = (1.0 - damping) * new[x] + damping * L[m + x]
+    m = msg_ptr[e]
+    o = var_ptr[f_var[e]]
+    res = 0.0
+    redo = False
+    for x in range(cv):
+        old = L[m + x]
+        v = new[x]
+        if v != old:
+            if v == -np.inf or old == -np.inf:
+                res = np.inf
+                redo = True
+            else:
+                d = rho * abs(np.exp(v) - np.exp(old))
+                if d > res:
+                    res = d
+                lb[o + x] += rho * (v - old)
+        L[m + x] = v
+    return res, redo
+
+
+@njit(cache=True, nogil=True)
+def _update_factor(f, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
+                   e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, lcav, cav, use_max, damping,
+                   out, new, tmp, digits):
+    """Every message of factor f (two or more variables) from its cavities;
+    returns the largest change."""
+    _cavities(f, card, f_ptr, f_var, msg_ptr, var_ptr, L, lb, lcav, cav)
+    a = f_ptr[f]
+    k = f_ptr[f + 1] - a
+    res = 0.0
+    for e in range(a, a + k):
+        v = f_var[e]
+        cv = card[v]
+        if k == 2:
+            other = a + 1 if e == a else a
+            bp_scaled._pairwise_message(psi, psi_at[f], cv, card[f_var[other]], e == a, cav,
+                                        msg_ptr[other], use_max, out)
+        else:
+            bp_scaled._factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac,
+                                      msg_ptr, cav, use_max, out, digits)
+        z = 0.0
+        low = np.inf
+        for x in range(cv):
+            low = min(low, out[x])
+            if use_max:
+                z = max(z, out[x])
+            else:
+                z += out[x]
+        if z < np.inf and low > TINY:   # (an entry at 0 may be an underflow)
+            for x in range(cv):
+                new[x] = np.log(out[x]) if out[x] > 0.0 else -np.inf
+        else:   # underflow: the same message in log space
+            _log_factor_message(e, scaled, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr,
+                                lcav, use_max, new, tmp)
+        r, redo = _commit(e, f, new, cv, rho[f], damping, use_max, card, f_var, msg_ptr,
+                          var_ptr, L, lb)
+        if redo:
+            _variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
+                                 msg_ptr, var_ptr, L, lb)
+        if r > res:
+            res = r
+    return res
+
+
+@njit(cache=True, nogil=True)
+def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, e_stride,
+              msg_ptr, v_ptr, v_edge, var_ptr, L, lb, use_max, damping, tol, max_iter,
+              stall_ratio):
+    """Sweeps over the factors (in index order, then reversed, alternately)
+    until one changes no message entry (normalised, in the probability
+    domain) by ``tol`` or more; returns (sweeps
+    run, last residual).  ``L``: the log messages (warm start or zeros),
+    updated in place; ``lb``: the variables' log beliefs, recomputed
+    first."""
+    V = card.shape[0]
+    F = f_ptr.shape[0] - 1
+    for v in range(V):
+        _variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
+                             msg_ptr, var_ptr, L, lb)
+    max_card, max_deg, max_arity = bp_scaled._widths(card, v_ptr, f_ptr)
+    max_tab = 1
+    for f in range(F):
+        max_tab = max(max_tab, tab_ptr[f + 1] - tab_ptr[f])
+    M = msg_ptr[msg_ptr.shape[0] - 1]
+    lcav = np.zeros(M)
+    cav = np.zeros(M)
+    out = np.empty(2 * max_card)
+    new = np.empty(max_card)
+    tmp = np.empty(max_tab)
+    digits = np.zeros(max_arity, dtype=np.int64)
+    res = np.inf
+    any_factor = False
+    for f in range(F):
+        if f_ptr[f + 1] - f_ptr[f] >= 2:
+            any_factor = True
+    if not any_factor:
+        return 0, 0.0
+    mark = np.inf   # the residual at the last check
+    for it in range(1, max_iter + 1):
+        if it % STALL_WINDOW == 0:   # (adaptive damping: see ``trw``)
+            if res > stall_ratio * mark:
+                damping = min(MOST_DAMPING, 0.5 if damping < 0.5 else (1.0 + damping) / 2)
+            mark = res
+        res = 0.0
+        for k in range(F):
+            f = k if it % 2 == 1 else F - 1 - k
+            if f_ptr[f + 1] - f_ptr[f] < 2:
+                continue
+            r = _update_factor(f, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr,
+                               e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, lcav, cav,
+                               use_max, damping, out, new, tmp, digits)
+            if r > res:
+                res = r
+        if res < tol:
+            return it, res
+    return max_iter, res
+
+
+@njit(cache=True, nogil=True)
+def beliefs(log_pot, scaled, rho, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, v_ptr,
+            v_edge, var_ptr, L, lb, use_max, bv, bf, lcav):
+    """Normalised variable and factor beliefs from the messages ``L`` (log
+    space throughout: run once per inference, so robustness over speed),
+    and for sum-product the bound
+
+        Σ_f <b_f, θ_f> + Σ_f ρ_f H(b_f) + Σ_v (1 - Σ_{f ∋ v} ρ_f) H(b_v)
+
+    (unary factors: <b_v, θ_f> and no entropy; 0 log 0 = 0).  Returns the
+    bound (0 for max-product)."""
+    V = card.shape[0]
+    F = f_ptr.shape[0] - 1
+    total = 0.0
+    for v in range(V):
+        _variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
+                             msg_ptr, var_ptr, L, lb)
+        o = var_ptr[v]
+        cv = card[v]
+        mx = -np.inf
+        for x in range(cv):
+            mx = max(mx, lb[o + x])
+        if mx == -np.inf:
+            mx = 0.0
+        z = 0.0
+        for x in range(cv):
+            z += np.exp(lb[o + x] - mx) if lb[o + x] > -np.inf else 0.0
+        h = 0.0
+        for x in range(cv):
+            if lb[o + x] > -np.inf:
+                lp = lb[o + x] - mx - np.log(z)
+                p = np.exp(lp)
+                bv[o + x] = p
+                h -= p * lp
+            else:
+                bv[o + x] = 0.0
+        c = 1.0
+        for j in range(v_ptr[v], v_ptr[v + 1]):
+            f = e_fac[v_edge[j]]
+            if f_ptr[f + 1] - f_ptr[f] >= 2:
+                c -= rho[f]
+        total += c * h
+    for f in range(F):
+        a = f_ptr[f]
+        k = f_ptr[f + 1] - a
+        t0 = tab_ptr[f]
+        n = tab_ptr[f + 1] - t0
+        if k == 0:
+            bf[t0] = 1.0
+            total += log_pot[t0]
+            continue
+        if k == 1:
+            o = var_ptr[f_var[a]]
+            for x in range(n):
+                b = bv[o + x]
+                bf[t0 + x] = b
+                if b > 0.0:
+                    total += b * log_pot[t0 + x]
+            continue
+        for e in range(a, a + k):
+            v = f_var[e]
+            o = var_ptr[v]
+            m = msg_ptr[e]
+            for x in range(card[v]):
+                t = lb[o + x]
+                lcav[m + x] = -np.inf if t == -np.inf else t - L[m + x]
+        mx = -np.inf
+        for i in range(n):
+            s = scaled[t0 + i]
+            if s > -np.inf:
+                for e in range(a, a + k):
+                    s += lcav[msg_ptr[e] + (i // e_stride[e]) % card[f_var[e]]]
+            bf[t0 + i] = s
+            mx = max(mx, s)
+        z = 0.0
+        for i in range(n):
+            if bf[t0 + i] > -np.inf:
+                z += np.exp(bf[t0 + i] - mx)
+        lz = mx + np.log(z)
+        r = rho[f]
+        for i in range(n):
+            s = bf[t0 + i]
+            if s > -np.inf:
+                lp = s - lz
+                p = np.exp(lp)
+                bf[t0 + i] = p
+                if p > 0.0:
+                    total += p * (log_pot[t0 + i] - r * lp)
+            else:
+                bf[t0 + i] = 0.0
+    return 0.0 if use_max else total
+
+
+@njit(cache=True, nogil=True)
+def _log_cavity_messages(card, f_ptr, f_var, msg_ptr, var_ptr, e_fac, L, lb, out):
+    """log n_{v->f} for every edge (for max-product back-tracking on a
+    forest, where they are BP's variable->factor messages)."""
+    for e in range(f_var.shape[0]):
+        v = f_var[e]
+        o = var_ptr[v]
+        m = msg_ptr[e]
+        for x in range(card[v]):
+            t = lb[o + x]
+            if f_ptr[e_fac[e] + 1] - f_ptr[e_fac[e]] < 2:
+                out[m + x] = t
+            else:
+                out[m + x] = -np.inf if t == -np.inf else t - L[m + x]
+
+
+# --------------------------------------------------------------------------
+# API
+
+
+DECODERS = ("max_product", "marginals")
+
+
+def trw(graph: FactorGraph, log_pot: np.ndarray, *, rho: np.ndarray | None = None,
+        forests: int = DEFAULT_FORESTS, use_max: bool = False, decode: str = "max_product",
+        damping: float = 0.0, tol: float = 1e-8, max_iter: int = 500,
+        init: tuple | None = None) -> BPResult:
+    """Tree-reweighted sum- or max-product on one factor graph (module
+    docstring).  ``rho``: the appearance probability of every factor
+    (default ``appearance_probabilities(graph, forests)``).  Sum-product:
+    ``log_z`` is the upper bound log Z_ρ ≥ log Z (equal on a forest),
+    ``factor_beliefs`` its gradient at the fixed point.  Max-product:
+    ``map_state`` is back-tracked on a forest (exact), else each variable's
+    max-belief argmax, and ``log_z`` its exact score; with ``decode =
+    "marginals"`` the MAP is instead each variable's argmax under the
+    sum-product beliefs (max-marginal decoding of the same convex
+    approximation training used, Wainwright 2006).  ``init``: a previous
+    result's ``messages``.  ``residual``: the largest change of a log
+    message entry (normalised, probability domain) in the last sweep.
+
+    Sequential reweighted message passing is not guaranteed to converge
+    (it can cycle, most often with period two); damping changes the path
+    to the fixed point, not the fixed point, which is unique where the
+    free energy is strictly concave.  So when a window of sweeps does not
+    halve the residual, the sweeps that follow are damped more
+    (``STALL_WINDOW``, ``STALL_RATIO``, ``MOST_DAMPING``), starting from
+    ``damping``."""
+    g = graph
+    log_pot = check_potentials(g, log_pot)
+    if not 0.0 <= damping < 1.0:
+        raise ValueError("damping must lie in [0, 1)")
+    if rho is None:
+        rho = appearance_probabilities(g, forests)
+    rho = np.ascontiguousarray(rho, dtype=np.float64)
+    if rho.shape != (g.n_factors,) or not ((rho > 0) & (rho <= 1)).all():
+        raise ValueError("rho needs one value in (0, 1] per factor")
+    if decode not in DECODERS:
+        raise ValueError(f"decode must be one of {', '.join(DECODERS)}")
+    by_marginals = use_max and decode == "marginals"
+    use_max = use_max and not by_marginals
+    M = int(g.msg_ptr[-1])
+    if init is None:
+        L = np.zeros(M)
+    else:
+        L = np.array(init[0], dtype=np.float64)
+        if L.shape != (M,):
+            raise ValueError("init messages do not match the graph")
+    sizes = np.diff(g.tab_ptr)
+    with np.errstate(invalid="ignore"):
+        scaled = log_pot / np.repeat(rho, sizes) if g.n_table else log_pot.copy()
+    psi = np.empty(g.n_table)
+    shift = np.empty(g.n_factors)
+    psi_at = np.empty(g.n_factors, dtype=np.int64)
+    psi = psi[:bp_scaled.potentials(scaled, g.tab_ptr, psi, shift, psi_at)]
+    lb = np.empty(int(g.var_ptr[-1]))
+    it, res = propagate(log_pot, scaled, psi, psi_at, rho, g.card, g.f_ptr, g.f_var, g.tab_ptr,
+                        g.e_fac, g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr, L, lb,
+                        bool(use_max), float(damping), float(tol), int(max_iter), STALL_RATIO)
+    bv = np.empty(int(g.var_ptr[-1]))
+    bf = np.empty(g.n_table)
+    lcav = np.empty(M)
+    log_z = float(beliefs(log_pot, scaled, rho, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac,
+                          g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr, L, lb,
+                          bool(use_max), bv, bf, lcav))
+    map_state = map_score = None
+    if use_max or by_marginals:
+        map_state = np.empty(g.n_vars, dtype=np.int64)
+        if use_max and g.is_tree():
+            _log_cavity_messages(g.card, g.f_ptr, g.f_var, g.msg_ptr, g.var_ptr, g.e_fac, L, lb,
+                                 lcav)
+            roots, order_f, order_e = g.decode_order()
+            with np.errstate(divide="ignore"):
+                _backtrack(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, g.msg_ptr,
+                           lcav, g.var_ptr, np.log(bv), roots, order_f, order_e, map_state)
+        else:
+            map_state[:] = [int(np.argmax(bv[g.var_ptr[v]:g.var_ptr[v + 1]]))
+                            for v in range(g.n_vars)]
+        map_score = assignment_score(g, log_pot, map_state)
+        log_z = map_score
+    return BPResult(log_z=log_z, var_flat=bv, var_ptr=g.var_ptr, factor_beliefs=bf,
+                    iterations=int(it), residual=float(res), converged=bool(res < tol),
+                    map_state=map_state, map_score=map_score, messages=(L,))
