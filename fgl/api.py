@@ -3,9 +3,15 @@
 ``X`` is a list of sequences, each a list of token rows holding the spec's
 input columns in order (strings; numbers and vectors as text or floats);
 ``y`` is the list of label sequences — with several output layers, one
-tuple of labels per token.  ``fit_file``/``predict_file`` read data files
-directly.  Quiet by default; ``verbose=True`` prints one line per training
-iteration.  Every engine is reached through the one model interface
+tuple of labels per token.  For ``input graph`` specs ``X`` may instead be
+graphs — dicts shaped as a line of a graph file, or ``GraphInstance``s as
+``read`` returns them — which carry their own labels: ``fit(graphs)``,
+``predict(graphs)`` (one label per node, in node order; a partially
+labelled graph keeps its given labels, clamped as evidence, and only its
+unlabelled nodes are predicted), ``evaluate(graphs)``.
+``fit_file``/``predict_file`` read data files directly.  Quiet by default;
+``verbose=True`` prints one line per training iteration.  Every engine is
+reached through the one model interface
 (``fgl.model.Model``), chosen by ``fgl.registry``.
 """
 from __future__ import annotations
@@ -21,7 +27,7 @@ from fgl import registry
 from fgl.errors import FglError, SpecError, TrainingError
 from fgl.io.conll import Sentence, iter_conll, read_conll
 from fgl.io.evaluate import Report, evaluate
-from fgl.io.graphs import read_graphs
+from fgl.io.graphs import GraphInstance, graph_instance, read_graphs, scoring
 from fgl.io.inspect import inspection, state_features, transition_features
 from fgl.io.model_files import check_writable, load_model, save_model
 from fgl.lang import ast
@@ -222,6 +228,25 @@ class CRF:
         return lambda: iter_conll(path, encoding=encoding, column_names=self._column_names,
                                   short_lines=short_lines)
 
+    def _graphs(self, X: Any, what: str) -> list[GraphInstance] | None:
+        """``X`` as graphs, when the spec reads graphs and ``X`` holds them
+        (``GraphInstance``s, or dicts shaped as a graph file's lines: errors
+        name ``<what graphs>:k`` for the k-th); else None."""
+        if self.spec.input_format != "graph" or isinstance(X, (str, Path)) or not len(X):
+            return None
+        if all(isinstance(g, GraphInstance) for g in X):
+            return list(X)
+        if all(isinstance(g, dict) for g in X):
+            return [graph_instance(g, self.spec, f"<{what} graphs>", k)
+                    for k, g in enumerate(X, 1)]
+        return None
+
+    def _inputs(self, X: Any, documents: Sequence[Hashable] | None, what: str
+                ) -> list[Sentence]:
+        """Graphs as they are (``_graphs``), else sequences of rows as sentences."""
+        graphs = self._graphs(X, what)
+        return graphs if graphs is not None else _as_sentences(X, None, what, documents)
+
     @property
     def _column_names(self) -> list[str]:
         """The spec's columns (for data errors: a file holding all of them)."""
@@ -229,14 +254,24 @@ class CRF:
 
     # ------------------------------------------------------------ training
 
-    def fit(self, X: Sequence[Rows], y: Sequence[Sequence],
+    def fit(self, X: Sequence[Rows], y: Sequence[Sequence] | None = None,
             documents: Sequence[Hashable] | None = None,
             resume: str | Path | None = None) -> "CRF":
         """Train on sequences ``X`` with label sequences ``y``.  ``documents``
         (one id per sequence; consecutive equal ids form a document) is what
         ``within document`` templates link across; by default every
         sequence is a document of its own.  ``resume``: a checkpoint of a
-        run on the same data to continue."""
+        run on the same data to continue.  Graphs (``input graph``) carry
+        their labels, so ``y`` is None; a node whose label is None (or
+        missing) is unlabelled and marginalised."""
+        graphs = self._graphs(X, "train")
+        if graphs is not None:
+            if y is not None:
+                raise ValueError("train: graphs carry their own labels (node attributes); "
+                                 "pass y=None")
+            return self.fit_sentences(graphs, resume=resume)
+        if y is None:
+            raise ValueError("train: y (the label sequences) is missing")
         sentences = [s for s in _as_sentences(X, y, "train", documents) if s.rows]
         return self.fit_sentences(sentences, resume=resume)   # (an empty sequence adds nothing)
 
@@ -288,10 +323,14 @@ class CRF:
         del sentences  # the encoded data is all training needs (frees them if ours)
         if saved is not None:
             _check_same_model(saved[0], model, str(resume))
+        free = model.unlabelled(data) if hasattr(model, "unlabelled") else 0
+        if free:
+            self._check_unlabelled(free)
         if self.verbose:
             print(f"compiled in {time.perf_counter() - t0:.1f}s: "
                   f"{sum(len(layer.labels) for layer in model.layers)} labels, "
-                  f"{model.program.n_features} features, {data.n_sequences} instances",
+                  f"{model.program.n_features} features, {data.n_sequences} instances"
+                  + (f", {free} unlabelled nodes (marginalised)" if free else ""),
                   file=sys.stderr)
         should_stop = self._stop_rule()
         progress = _print_progress if self.verbose else None
@@ -380,6 +419,18 @@ class CRF:
                         f"several layers or graph input); this spec runs on the "
                         f"{choice.engine.name} engine, whose likelihood is exact: remove it",
                         setting.loc.file, setting.loc.line, setting.loc.col)
+
+    def _check_unlabelled(self, free: int) -> None:
+        """Partially labelled training data trains by the marginal
+        likelihood (its unlabelled nodes summed out), which only L-BFGS on
+        the likelihood optimises: refuse other trainers and objectives."""
+        trainer, kind = str(self.settings["trainer"]), str(self.settings["objective"])
+        if trainer == "lbfgs" and kind == "likelihood":
+            return
+        what = f"trainer = {trainer}" if trainer != "lbfgs" else f"objective = {kind}"
+        raise FglError(f"the training data has {free} unlabelled nodes (null labels), which "
+                       "train by the marginal likelihood (Sutton & McCallum §1.4.3): L-BFGS "
+                       f"on the likelihood, the default; remove `{what}`")
 
     @property
     def _induces(self) -> bool:
@@ -473,7 +524,7 @@ class CRF:
                 ) -> list[list]:
         """The most likely label sequence of each input sequence (with
         several output layers, a tuple of labels per token)."""
-        return self.predict_sentences(_as_sentences(X, None, "predict", documents))
+        return self.predict_sentences(self._inputs(X, documents, "predict"))
 
     def tag_file(self, path: str | Path, encoding: str = "utf-8", short_lines: str = "error"
                  ) -> tuple[list[Sentence], Predictions]:
@@ -490,9 +541,10 @@ class CRF:
 
     def marginals(self, X: Sequence[Rows], documents: Sequence[Hashable] | None = None
                   ) -> TokenMarginals:
-        """Per-token label marginals of every output layer."""
+        """Per-token label marginals of every output layer (graphs: per node,
+        a given label of a partially labelled graph with probability 1)."""
         model = self._fitted()
-        sentences = _as_sentences(X, None, "predict", documents)
+        sentences = self._inputs(X, documents, "predict")
         keep = [i for i, s in enumerate(sentences) if s.rows]
         got = model.marginals(self.weights, model.encode([sentences[i] for i in keep]),
                               self.jobs) if keep else None
@@ -554,7 +606,7 @@ class CRF:
         ``within document`` templates) under the current weights (the Bethe
         approximation for loopy models)."""
         model = self._fitted()
-        sentences = _as_sentences(X, None, "predict", documents)
+        sentences = self._inputs(X, documents, "predict")
         keep = [i for i, s in enumerate(sentences) if s.rows]
         if len(keep) == len(sentences):   # (one value per instance: a document, if linked)
             data = model.encode(sentences)
@@ -580,7 +632,7 @@ class CRF:
         right = sum(a == b for p, g in zip(pred, norm) for a, b in zip(p, g))
         return 100.0 * right / max(total, 1)
 
-    def evaluate(self, X: Sequence[Rows], y: Sequence[Sequence],
+    def evaluate(self, X: Sequence[Rows], y: Sequence[Sequence] | None = None,
                  documents: Sequence[Hashable] | None = None, *,
                  scheme: str | dict[str, str] = "auto", ignore: Iterable[str] = ("O",),
                  labels: Iterable[str] | None = None) -> Report | dict[str, Report]:
@@ -590,8 +642,29 @@ class CRF:
         a dict ``{layer: Report}``.  ``scheme``: bio, iob1, iobes, io, iob,
         plain, runs or auto (each layer chooses; a segment model ``from
         change`` is scored by runs), or ``{layer: scheme}`` (unnamed layers:
-        auto).  ``ignore``, ``labels``: as in ``fgl.io.evaluate.evaluate``."""
-        pred = self.tag_sentences(_as_sentences(X, None, "predict", documents))
+        auto).  ``ignore``, ``labels``: as in ``fgl.io.evaluate.evaluate``.
+
+        Graphs (``input graph``; ``y`` None) are scored on the nodes whose
+        labels the model is not given (``fgl.io.graphs.scoring``): every
+        node of a fully labelled graph; in a partially labelled one the
+        nodes marked ``"withheld": true``, their labels the gold answers,
+        while the other given labels are clamped as evidence."""
+        graphs = self._graphs(X, "evaluate")
+        if graphs is not None:
+            if y is not None:
+                raise ValueError("evaluate: graphs carry their own gold labels; pass y=None")
+            scored = scoring(graphs, self.spec)
+            pred = self.tag_sentences(graphs)
+            y = [list(zip(*(scored.gold[o][k] for o in pred.outputs)))
+                 if len(pred.outputs) > 1 else scored.gold[pred.outputs[0]][k]
+                 for k in range(len(scored.graphs))]
+            pred = Predictions(pred.outputs, [[[seq[j] for j in nodes] for seq in pred.labels[i]]
+                                              for i, nodes in zip(scored.graphs, scored.nodes)],
+                               pred.stats)
+        elif y is None:
+            raise ValueError("evaluate: y (the gold label sequences) is missing")
+        else:
+            pred = self.tag_sentences(_as_sentences(X, None, "predict", documents))
         per_layer = scheme if isinstance(scheme, dict) else dict.fromkeys(pred.outputs, scheme)
         unknown = set(per_layer) - set(pred.outputs)
         if unknown:

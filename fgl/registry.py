@@ -112,12 +112,14 @@ class Choice:
                     f"every instance is a tree or forest, with no cycle to make it loopy ({cite})")
         if acyclic and method == "auto":
             return (f"a factor graph per instance: exact junction tree where the largest clique "
-                    f"table ≤ {settings['max_table']}, loopy BP elsewhere; every instance here "
+                    f"table ≤ {settings['max_table']}, tree-reweighted BP elsewhere; every "
+                    f"instance here "
                     f"is a tree or forest, so inference is exact throughout "
                     f"(Koller & Friedman 2009 ch. 10; {cite})")
         if method in ("auto", "junction_tree"):
-            run = ("exact junction tree where the largest clique table ≤ {}, loopy BP (TRP) "
-                   "elsewhere"
+            run = ("exact junction tree where the largest clique table ≤ {}, tree-reweighted "
+                   "BP elsewhere (a convex objective with one optimum, which training needs; "
+                   "Wainwright, Jaakkola & Willsky 2005)"
                    if method == "auto" else
                    "exact junction tree (an error where a clique table would exceed {} entries)")
             return (f"a factor graph per instance: {run.format(settings['max_table'])} "

@@ -50,17 +50,27 @@ def run(a: argparse.Namespace) -> None:
                        f"{', '.join(outputs[1])}); compare models of the same task")
     columns = [c.name for c in models[0].spec.columns]
     schemes = layer_schemes(models[0], a.scheme)
-    if len(sentences[0].rows[0]) != len(columns):
+    scored = None
+    if models[0].spec.input_format == "graph":   # as `fgl eval` scores graphs
+        from fgl.io.graphs import scoring
+        scored = scoring(sentences, models[0].spec)
+        if scored.note():
+            print(scored.note())
+    elif len(sentences[0].rows[0]) != len(columns):
         raise DataError(f"comparing needs the label column(s) {', '.join(outputs[0])}",
                         sentences[0].file, sentences[0].lines[0])
     for out in outputs[0]:
         if len(outputs[0]) > 1:
             print(f"== {out}")
-        gold = [s.column(columns.index(out)) for s in sentences]
+        pred_a, pred_b = tagged[0][1].layer(out), tagged[1][1].layer(out)
+        if scored is None:
+            gold, where = [s.column(columns.index(out)) for s in sentences], sentences
+        else:
+            gold, where = scored.gold[out], [sentences[i] for i in scored.graphs]
+            pred_a, pred_b = scored.select(pred_a), scored.select(pred_b)
         try:
-            result = compare(gold, tagged[0][1].layer(out), tagged[1][1].layer(out),
-                             trials=a.trials, partitions=a.partitions, seed=a.seed,
-                             scheme=schemes[out])
+            result = compare(gold, pred_a, pred_b, trials=a.trials, partitions=a.partitions,
+                             seed=a.seed, scheme=schemes[out])
         except TagError as e:
-            raise located(e, sentences, out) from None
+            raise located(e, where, out) from None
         print(result.format(a.model_a, a.model_b))

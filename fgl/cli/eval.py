@@ -6,6 +6,14 @@ import argparse
 from fgl.cli.options import data_args, label_list
 from fgl.cli.reporting import add_scheme_arg, report
 
+GRAPHS = ("graphs (JSON lines): each node whose label the model is not given is scored -- "
+          "every node of a graph labelled on every node; in a partially labelled graph "
+          "(within-network classification: some labels null), the nodes marked "
+          "\"withheld\": true, whose labels are the answers, while the other given labels are "
+          "clamped as evidence. Such a file is the graph with every label and the held-out "
+          "nodes marked; `fgl convert linqs --withhold F --gold-out FILE` writes one "
+          "(docs/evaluation.md, Graphs and withheld labels).")
+
 
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate a model on labelled data",
@@ -14,9 +22,12 @@ def add(sub: argparse._SubParsersAction) -> None:
                                    "IOBES, IO), segment P/R/F1 (--scheme runs), or for plain "
                                    "labels per-label P/R/F1 with micro and macro averages; "
                                    "every output layer of the model; --confusion adds the "
-                                   "confusion matrix. Every score is a percentage.")
+                                   "confusion matrix. Every score is a percentage.",
+                       epilog=GRAPHS)
     p.add_argument("model")
-    p.add_argument("file", help="labelled data (CoNLL columns, gold label last)")
+    p.add_argument("file", help="labelled data (CoNLL columns, gold label last; or JSON-lines "
+                                "graphs, where nodes marked \"withheld\": true are scored "
+                                "and the other labels given as evidence)")
     add_scheme_arg(p, "how tags make chunks: bio (IOB2: B-X starts a chunk), iob1 (CoNLL-2003: "
                       "I-X starts one unless after X; B-X between two chunks of type X), iobes "
                       "(B-, I-, E-, S-; BILOU's L-, U- too), io (each run of I-X), iob (any mix "

@@ -83,12 +83,12 @@ def report(crf, path: str, a: argparse.Namespace) -> None:
     if crf.spec.input_format == "graph":   # the nodes whose labels the model is not given
         from fgl.io.graphs import scoring
         scored = scoring(sentences, crf.spec)
-    elif len(sentences[0].rows[0]) != len(columns):
-        raise DataError(f"evaluation needs the label column(s) {', '.join(crf.spec.outputs)}",
-                        sentences[0].file, sentences[0].lines[0])
     pred = crf.tag_sentences(sentences)
     warn_convergence(crf.spec, pred.stats, "decoding")
     outputs = pred.outputs
+    if scored is None and len(sentences[0].rows[0]) != len(columns):
+        raise DataError(f"evaluation needs the label column(s) {', '.join(outputs)}",
+                        sentences[0].file, sentences[0].lines[0])
     if scored is not None and scored.note():
         print(scored.note())
     for out in outputs:

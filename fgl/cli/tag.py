@@ -20,7 +20,12 @@ columns appended to each token line, in this order:
                     constrained forward-backward), '-' elsewhere.
 Probabilities are written with 6 decimals.  Graph input (JSON lines) gets a
 "marginals" object: node id -> P(predicted label) (best) or {label: P} (all),
-a list over the output layers when there are several.  See docs/confidence.md."""
+a list over the output layers when there are several.  See docs/confidence.md.
+
+A partially labelled graph (some labels null, or marked "withheld": true)
+keeps its given labels: they are clamped as evidence (marginal 1) and the
+unlabelled nodes are predicted given them.  A graph labelled on every node
+is predicted from its attributes and links alone (docs/language.md)."""
 
 
 def add(sub: argparse._SubParsersAction) -> None:

@@ -607,7 +607,7 @@ def _footprint(spec: ast.Spec, layers: list[Layer], var_layers: list[list[int]],
 def junction_tree_summary(method: str, settings: dict, graphs: list[FactorGraph]) -> list[str]:
     """What the junction tree (Koller & Friedman 2009 ch. 10) makes of the
     instances: the treewidth and largest clique table found by min-fill
-    elimination, and which instances run exactly and which by loopy BP."""
+    elimination, and which instances run exactly and which by tree-reweighted BP."""
     limit = int(settings.get("max_table", AUTO_MAX_TABLE))
     plans = [junction_tree_plan(g, limit) for g in graphs]
     fit = [p for p in plans if p.fits(limit)]
@@ -630,7 +630,7 @@ def junction_tree_summary(method: str, settings: dict, graphs: list[FactorGraph]
     n = len(plans)
     if method == "auto":
         lines.append(f"runs: {len(fit)} of {n} instances exact by junction tree, "
-                     f"{len(over)} by loopy BP")
+                     f"{len(over)} by tree-reweighted BP")
     elif method == "junction_tree":
         lines.append(f"runs: {len(fit)} of {n} instances exact by junction tree"
                      + (f"; {len(over)} too large (inference on them is an error: raise "

@@ -20,6 +20,7 @@ import numpy as np
 
 from fgl.compile.factor_graphs import Unroller, gold_assignment, group_instances, variables
 from fgl.compile.frontend import Layer
+from fgl.errors import DataError
 from fgl.lang import ast
 
 
@@ -42,6 +43,12 @@ class FactorSummary:
 def label_summary(spec: ast.Spec, sentences: list) -> LabelSummary:
     """Pass 1 over a shard's sentences (every instance needs its label columns)."""
     instances = group_instances(spec, sentences, with_gold=True)
+    partial = next((inst for inst in instances if inst.partial), None)
+    if partial is not None:
+        sent = partial.sentences[0]
+        raise DataError("a partially labelled graph (some labels null) trains by the marginal "
+                        "likelihood, which distributed training does not run yet; train it on "
+                        "one machine (without --dask / --dask-workers)", sent.file, sent.lines[0])
     labels = {name: {y for inst in instances for y in inst.gold[name]} for name in spec.outputs}
     return LabelSummary(labels, len(instances), sum(inst.size for inst in instances))
 

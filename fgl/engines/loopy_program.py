@@ -191,7 +191,7 @@ class WarmStart:
             damping = max(self.damping, min(0.5 if self.damping < 0.5 else (1.0 + self.damping) / 2,
                                             MOST_DAMPING))
         changes = []
-        if tol != self.tol:
+        if tol < self.tol * (1.0 - 1e-6):   # (not a rounding step onto the floor)
             changes.append(f"BP tolerance {self.tol:g} -> {tol:g}")
         if max_iter != self.max_iter:
             changes.append(f"at most {self.max_iter} -> {max_iter} passes")
@@ -296,7 +296,8 @@ class LoopyProgram:
         """Run the spec's inference method on one instance (``tol``,
         ``max_iter`` and ``damping``, when given, replace the spec's BP
         settings).  ``auto``: the exact junction tree when the instance's
-        clique tables fit ``max_table``, else BP on the TRP schedule; the
+        clique tables fit ``max_table``, else tree-reweighted BP (its convex
+        objective trains where the Bethe one stalls: docs/language.md); the
         junction tree ignores ``init`` and returns no messages."""
         s = self.settings
         if self.method == "exact":
@@ -310,9 +311,9 @@ class LoopyProgram:
                                                    max_table=int(s["max_table"]))
             if self.method == "junction_tree":
                 raise FglError(_too_big(graph, int(s["max_table"])))
-        if self.method == "trw":
+        if self.method in ("trw", "auto"):   # (auto: the instances too big to run exactly)
             return trw.trw(graph, table, rho=self.appearance_probabilities(graph),
-                           use_max=use_max, decode=str(s["decode"]),
+                           use_max=use_max, decode=str(s.get("decode", "max_product")),
                            damping=float(s["damping"] if damping is None else damping),
                            tol=float(s["tol"] if tol is None else tol),
                            max_iter=int(s["max_iter"] if max_iter is None else max_iter),
@@ -335,7 +336,7 @@ class LoopyProgram:
             rho = np.ones(graph.n_factors)
             rho[np.diff(graph.f_ptr) >= 2] = float(s["rho"])
             return rho
-        return trw.appearance_probabilities(graph, int(s["forests"]))
+        return trw.appearance_probabilities(graph, int(s.get("forests", trw.DEFAULT_FORESTS)))
 
     def _expect(self, w: np.ndarray, data: LoopyData, jobs: int, clamped: bool,
                 warm: WarmStart | None) -> Expectations:

@@ -6,10 +6,20 @@ One graph per line::
      "edges": [{"source": "p1", "target": "p2", "type": "cites"}, ...]}
 
 Node attributes are the spec's columns (numbers may be JSON numbers,
-vectors JSON lists); the output column may be missing on every node (data
-to tag) but not on some only.  A graph becomes a ``GraphInstance``: a
-``Sentence`` whose rows are its nodes, plus its typed edges, so the
-observation machinery reads node attributes exactly as token columns.
+vectors JSON lists).  The output columns may be missing (or ``null``) on
+every node — data to tag — or on some nodes only: a *partially labelled*
+graph, the within-network setting of collective classification (Sen et
+al. 2008, the problem definition).  There an unlabelled node is a latent
+variable — marginalised in training, predicted by tagging — and the given
+labels are evidence that tagging clamps.  ``"withheld": true`` on a node
+says its labels are gold answers for ``fgl eval`` only: everywhere else the
+node reads as unlabelled (``GraphInstance.withheld`` keeps the answers).
+
+A graph becomes a ``GraphInstance``: a ``Sentence`` whose rows are its
+nodes, plus its typed edges, so the observation machinery reads node
+attributes exactly as token columns.  In a partially labelled graph an
+unlabelled node's output fields are ``None``; a graph with no label at all
+has rows of the input columns only.
 """
 from __future__ import annotations
 
@@ -22,14 +32,25 @@ from fgl.errors import DataError, shorten
 from fgl.io.conll import Sentence
 from fgl.lang import ast
 
+WITHHELD = "withheld"   # the node attribute marking a label as a gold answer only
+
 
 @dataclass
 class GraphInstance(Sentence):
     """A graph: ``rows`` are nodes (spec column order), ``edges`` are
-    (source node index, target node index, type)."""
+    (source node index, target node index, type).  In a partially labelled
+    graph an unlabelled node's output fields are None; ``withheld`` maps the
+    nodes marked ``"withheld": true`` to their gold labels (one per output
+    column, in the spec's ``output`` order), which only evaluation reads."""
 
     node_ids: list[str] = field(default_factory=list)
     edges: list[tuple[int, int, str]] = field(default_factory=list)
+    withheld: dict[int, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def partial(self) -> bool:
+        """Whether some output fields are given and some are not."""
+        return any(v is None for row in self.rows for v in row)
 
 
 def _field(value, kind: str, node: str, column: str, name: str, lineno: int) -> str:
@@ -81,9 +102,6 @@ def read_graphs(path: str | Path, spec: ast.Spec, encoding: str = "utf-8") -> li
         raise DataError("no such file", name, 0) from None
     except (OSError, UnicodeDecodeError, LookupError) as e:
         raise DataError(f"cannot read graph file: {e}", name, 0) from None
-    columns = [c.name for c in spec.columns]
-    kinds = {c.name: c.kind for c in spec.columns}
-    inputs = [c for c in columns if c not in spec.outputs]
     graphs = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -100,52 +118,154 @@ def read_graphs(path: str | Path, spec: ast.Spec, encoding: str = "utf-8") -> li
             raise DataError(f"the string {shorten(ascii(bad))} holds \\u{ord(half):04x}, half of "
                             "a UTF-16 surrogate pair, which is not a character; write the "
                             "character itself (or both halves of its pair)", name, lineno)
-        if not isinstance(obj, dict) or not isinstance(obj.get("nodes"), list) \
-                or not isinstance(obj.get("edges", []), list):
-            raise DataError('expected an object with a "nodes" list (and an "edges" list)',
-                            name, lineno)
-        if not obj["nodes"]:
-            raise DataError("a graph needs at least one node", name, lineno)
-        ids, rows = [], []
-        for node in obj["nodes"]:
-            if not isinstance(node, dict) or "id" not in node:
-                raise DataError('every node needs an "id"', name, lineno)
-            missing = [c for c in inputs if c not in node]
-            if missing:
-                raise DataError(f"node '{node['id']}' has no attribute '{missing[0]}'; the spec's "
-                                f"columns are: {', '.join(columns)}", name, lineno)
-            has = [o in node for o in spec.outputs]
-            if any(has) and not all(has):
-                raise DataError(f"node '{node['id']}' has some output labels but not all",
-                                name, lineno)
-            wanted = columns if all(has) else inputs
-            rows.append([_field(node[c], kinds[c], str(node["id"]), c, name, lineno)
-                         for c in wanted])
-            ids.append(str(node["id"]))
-        widths = {len(r) for r in rows}
-        if len(widths) > 1:
-            raise DataError("some nodes have labels and some do not; label every node (or, "
-                            "for a latent variable, declare it `hidden`)", name, lineno)
-        index = {n: k for k, n in enumerate(ids)}
-        if len(index) != len(ids):
-            raise DataError("duplicate node id", name, lineno)
-        edges: list[tuple[int, int, str]] = []
-        seen: set[tuple[int, int, str]] = set()
-        for edge in obj.get("edges", []):
-            try:
-                src, dst, kind = str(edge["source"]), str(edge["target"]), str(edge.get("type", ""))
-            except (KeyError, TypeError):
-                raise DataError('every edge needs "source" and "target"', name, lineno) from None
-            for end in (src, dst):
-                if end not in index:
-                    raise DataError(f"edge to a missing node '{end}'", name, lineno)
-            if src == dst:
-                raise DataError(f"edge from node '{src}' to itself; a pair template links two "
-                                "different nodes", name, lineno)
-            if (index[src], index[dst], kind) in seen:
-                raise DataError(f"duplicate edge {src} -> {dst}"
-                                f"{f' of type {kind!r}' if kind else ''}", name, lineno)
-            seen.add((index[src], index[dst], kind))
-            edges.append((index[src], index[dst], kind))
-        graphs.append(GraphInstance(rows, [lineno] * len(rows), 0, name, ids, edges))
+        graphs.append(graph_instance(obj, spec, name, lineno))
     return graphs
+
+
+def graph_instance(obj: object, spec: ast.Spec, name: str = "<graph>", lineno: int = 1
+                   ) -> GraphInstance:
+    """One graph, a JSON object as a line of a graph file holds (a Python
+    dict of that shape); errors name ``name:lineno``."""
+    columns = [c.name for c in spec.columns]
+    kinds = {c.name: c.kind for c in spec.columns}
+    inputs = [c for c in columns if c not in spec.outputs]
+    marks = WITHHELD not in columns   # (a spec column of that name is data, not a mark)
+    if not isinstance(obj, dict) or not isinstance(obj.get("nodes"), list) \
+            or not isinstance(obj.get("edges", []), list):
+        raise DataError('expected an object with a "nodes" list (and an "edges" list)',
+                        name, lineno)
+    if not obj["nodes"]:
+        raise DataError("a graph needs at least one node", name, lineno)
+    ids, rows = [], []
+    withheld: dict[int, tuple[str, ...]] = {}
+    for node in obj["nodes"]:
+        if not isinstance(node, dict) or "id" not in node:
+            raise DataError('every node needs an "id"', name, lineno)
+        nid = str(node["id"])
+        missing = [c for c in inputs if c not in node]
+        if missing:
+            raise DataError(f"node '{nid}' has no attribute '{missing[0]}'; the spec's "
+                            f"columns are: {', '.join(columns)}", name, lineno)
+        labels = {o: node.get(o) for o in spec.outputs}   # None: missing or null
+        held = node.get(WITHHELD, False) if marks else False
+        if not isinstance(held, bool):
+            raise DataError(f"node '{nid}': attribute '{WITHHELD}' is {json.dumps(held)}; "
+                            "expected true or false", name, lineno)
+        fields = {o: None if v is None else _field(v, kinds[o], nid, o, name, lineno)
+                  for o, v in labels.items()}
+        if held:
+            absent = [o for o, v in fields.items() if v is None]
+            if absent:
+                raise DataError(f"node '{nid}' is withheld but has no label '{absent[0]}' "
+                                "to withhold; give the gold label (or drop the mark)",
+                                name, lineno)
+            withheld[len(rows)] = tuple(fields[o] for o in spec.outputs)
+            fields = dict.fromkeys(fields)
+        rows.append([fields[c] if c in fields else
+                     _field(node[c], kinds[c], nid, c, name, lineno) for c in columns])
+        ids.append(nid)
+    if all(row[j] is None for row in rows for j, c in enumerate(columns) if c in spec.outputs):
+        keep = [j for j, c in enumerate(columns) if c not in spec.outputs]
+        rows = [[row[j] for j in keep] for row in rows]   # no label at all: data to tag
+    index = {n: k for k, n in enumerate(ids)}
+    if len(index) != len(ids):
+        raise DataError("duplicate node id", name, lineno)
+    edges: list[tuple[int, int, str]] = []
+    seen: set[tuple[int, int, str]] = set()
+    for edge in obj.get("edges", []):
+        try:
+            src, dst, kind = str(edge["source"]), str(edge["target"]), str(edge.get("type", ""))
+        except (KeyError, TypeError, AttributeError):
+            raise DataError('every edge needs "source" and "target"', name, lineno) from None
+        for end in (src, dst):
+            if end not in index:
+                raise DataError(f"edge to a missing node '{end}'", name, lineno)
+        if src == dst:
+            raise DataError(f"edge from node '{src}' to itself; a pair template links two "
+                            "different nodes", name, lineno)
+        if (index[src], index[dst], kind) in seen:
+            raise DataError(f"duplicate edge {src} -> {dst}"
+                            f"{f' of type {kind!r}' if kind else ''}", name, lineno)
+        seen.add((index[src], index[dst], kind))
+        edges.append((index[src], index[dst], kind))
+    return GraphInstance(rows, [lineno] * len(rows), 0, name, ids, edges, withheld)
+
+
+@dataclass
+class Scoring:
+    """The nodes evaluation scores, per scored graph: every node of a fully
+    labelled graph (the model is given none of its labels), the withheld
+    nodes of a graph that has some (the others' labels are evidence).
+    ``graphs`` indexes the graphs given; ``nodes[k]`` are graph
+    ``graphs[k]``'s scored nodes and ``gold[output][k]`` their gold labels."""
+
+    graphs: list[int]
+    nodes: list[list[int]]
+    gold: dict[str, list[list[str]]]
+    withheld: int = 0    # withheld nodes scored
+    given: int = 0       # labelled nodes of those graphs: evidence, not scored
+    unscored: int = 0    # unlabelled nodes of those graphs, nor withheld: not scored
+    complete: int = 0    # fully labelled graphs, scored on every node
+    skipped: int = 0     # graphs with nothing to score
+
+    def select(self, pred: list[list]) -> list[list]:
+        """Per scored graph, the predictions (one per node, of every graph
+        given) of its scored nodes."""
+        return [[pred[i][j] for j in nodes] for i, nodes in zip(self.graphs, self.nodes)]
+
+    def note(self) -> str | None:
+        """What was scored, when some labels were withheld (else None)."""
+        if not self.withheld:
+            return None
+        parts = [f"{self.given} given labels clamped as evidence"]
+        if self.unscored:
+            parts.append(f"{self.unscored} unlabelled nodes predicted, not scored")
+        if self.complete:
+            parts.append(f"{self.complete} fully labelled graphs scored on every node")
+        if self.skipped:
+            parts.append(f"{self.skipped} graphs with nothing to score left out")
+        return f"scored: the {self.withheld} withheld nodes ({'; '.join(parts)})"
+
+
+def scoring(graphs: list[GraphInstance], spec: ast.Spec) -> Scoring:
+    """Which nodes of ``graphs`` evaluation scores, and their gold labels
+    (``Scoring``); a DataError when there is nothing to score."""
+    columns = [c.name for c in spec.columns]
+    outs = [columns.index(o) for o in spec.outputs]
+    out = Scoring([], [], {o: [] for o in spec.outputs})
+    first_partial = None
+    for i, g in enumerate(graphs):
+        labelled = bool(g.rows) and len(g.rows[0]) == len(columns)
+        if g.withheld:
+            nodes = sorted(g.withheld)
+            for k, o in enumerate(spec.outputs):
+                out.gold[o].append([g.withheld[j][k] for j in nodes])
+            given = [labelled and any(row[c] is not None for c in outs) for row in g.rows]
+            out.withheld += len(nodes)
+            out.given += sum(given)
+            out.unscored += sum(not x for x in given) - len(nodes)
+        elif labelled and not g.partial:
+            nodes = list(range(len(g.rows)))
+            for o in spec.outputs:
+                out.gold[o].append([row[columns.index(o)] for row in g.rows])
+            out.complete += 1
+        else:
+            out.skipped += 1
+            if labelled and first_partial is None:
+                first_partial = g
+            continue
+        out.graphs.append(i)
+        out.nodes.append(nodes)
+    if not out.graphs and graphs:
+        if first_partial is None:
+            g = graphs[0]
+            raise DataError(f"evaluation needs the label column(s) {', '.join(spec.outputs)}",
+                            g.file, g.lines[0])
+        g = first_partial
+        j = next(j for j, row in enumerate(g.rows) if any(v is None for v in row))
+        raise DataError(f"node '{g.node_ids[j]}' has no label and no node is marked "
+                        f'"{WITHHELD}": nothing to score (the given labels are evidence); '
+                        "to score the prediction of labels the model is not given, give "
+                        f'them and mark those nodes "{WITHHELD}": true (docs/evaluation.md)',
+                        g.file, g.lines[0])
+    return out

@@ -18,7 +18,7 @@ from fgl.errors import FglError
 from fgl.lang import ast
 
 INFER_METHODS = ("auto", "junction_tree", "exact", "loopy", "trp", "trw")
-DEFAULT_INFER_METHOD = "auto"   # exact junction tree where its tables fit, loopy BP elsewhere
+DEFAULT_INFER_METHOD = "auto"   # exact junction tree where its tables fit, TRW elsewhere
 DEFAULT_MAX_TABLE = 1_000_000   # the largest clique table `infer junction_tree` may build
 # ... and the largest `infer auto` builds rather than run BP: the junction tree's work is
 # its clique tables, BP's a few passes over the factor tables, so past about this size
@@ -159,17 +159,20 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("infer auto", "max_table", whole_number(1), AUTO_MAX_TABLE,
                _ENGINE.format("auto", "junction-tree size limit"),
                "per instance: the exact junction tree when its largest clique table has at most "
-               "this many entries, loopy BP (the TRP schedule, the settings below) otherwise"),
-    # the loopy rows below, for the instances auto leaves to BP
+               "this many entries, tree-reweighted BP (`infer trw`, the settings below) "
+               "otherwise"),
+    # the trw rows below, for the instances auto leaves to tree-reweighted BP
     SettingDef("infer auto", "damping", DAMPING, 0.0,
-               _ENGINE.format("auto", "message damping of BP"),
-               "BP instances: keep this share of each old message (0: none)"),
-    SettingDef("infer auto", "max_iter", whole_number(1), 200,
-               _ENGINE.format("auto", "iteration limit of BP"),
-               "BP instances: the most passes of the schedule"),
-    SettingDef("infer auto", "tol", POSITIVE, 1e-8,
-               _ENGINE.format("auto", "convergence tolerance of BP"),
-               "BP instances: stop when no message changes by more than this in one pass"),
+               _ENGINE.format("auto", "message damping of TRW"),
+               "TRW instances: keep this share of each old message (0: none; raised by itself "
+               "when the residual stalls)"),
+    SettingDef("infer auto", "max_iter", whole_number(1), 100,
+               _ENGINE.format("auto", "iteration limit of TRW"),
+               "TRW instances: the most sweeps over the factors"),
+    SettingDef("infer auto", "tol", POSITIVE, 1e-5,
+               _ENGINE.format("auto", "convergence tolerance of TRW"),
+               "TRW instances: stop when no message entry changes by more than this (times its "
+               "ρ) in one sweep"),
     SettingDef("infer junction_tree", "max_table", whole_number(1), DEFAULT_MAX_TABLE,
                _ENGINE.format("junction-tree", "size limit"),
                "the largest clique table (entries) an instance may need; a larger one is an "
@@ -205,11 +208,12 @@ SETTINGS: tuple[SettingDef, ...] = (
                _ENGINE.format("TRW", "message damping (start)"),
                "keep this share of each old message (0: none); raised by itself when a window "
                "of sweeps does not bring the residual down"),
-    SettingDef("infer trw", "max_iter", whole_number(1), 200,
+    SettingDef("infer trw", "max_iter", whole_number(1), 100,
                _ENGINE.format("TRW", "iteration limit"), "the most sweeps over the factors"),
-    SettingDef("infer trw", "tol", POSITIVE, 1e-8,
+    SettingDef("infer trw", "tol", POSITIVE, 1e-5,
                _ENGINE.format("TRW", "convergence tolerance"),
-               "stop when no message entry changes by more than this in one sweep"),
+               "stop when no message entry (a probability) changes by more than this, times "
+               "its factor's ρ, in one sweep"),
     SettingDef("infer trw", "forests", whole_number(1), 10,
                _ENGINE.format("TRW", "forests of the cover"),
                "the fewest factor forests whose shares give the appearance probabilities ρ_f "
@@ -279,8 +283,8 @@ def train_settings(spec: ast.Spec,
 
 def infer_settings(spec: ast.Spec) -> tuple[str, dict[str, object]]:
     """The inference method (default ``auto``: the exact junction tree for
-    each instance whose clique tables fit ``max_table``, loopy BP for the
-    others) and its settings in effect: the defaults, then the spec's
+    each instance whose clique tables fit ``max_table``, tree-reweighted BP
+    for the others) and its settings in effect: the defaults, then the spec's
     values.  TRP's ``trees`` has no default: absent means as many trees as
     it takes to cover every edge."""
     method = spec.infer_method[0] if spec.infer_method else DEFAULT_INFER_METHOD

@@ -15,7 +15,9 @@ copied) and 2·m correction vectors in single precision.
 When the line search finds no acceptable step the optimiser *recovers*
 rather than stopping, a bounded number of times: it asks the objective to
 become more precise (the ``tighten`` hook — approximate inference run to a
-smaller tolerance; exact objectives have nothing to tighten), re-evaluates
+smaller tolerance; exact objectives have nothing to tighten; an approximate
+one already at its most precise ends the run at once, with the iterate,
+the best point found, since retrying could change nothing), re-evaluates
 the current point if it did, forgets the correction pairs (they were
 measured with the old, inexact gradients) and searches again along the
 steepest-descent direction with CRFsuite's first step 1/‖g‖.  Each
@@ -362,6 +364,9 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
                 return result(it - 1, False, failed if not recoveries else
                               f"{failed} at iteration {it}, the limit of recoveries reached")
             note = tighten() if tighten is not None else None
+            if note is None and tighten is not None:   # approximate, and at its most precise
+                return result(it - 1, False, f"{failed} at iteration {it}, and the objective "
+                              "cannot be made more precise: stopped with the best weights")
             if fresh and note is None:  # the same search again would fail the same way
                 return result(it - 1, False, failed if not recoveries else
                               f"{failed} at iteration {it}, even along steepest descent, and "

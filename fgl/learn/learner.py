@@ -189,6 +189,18 @@ class Objective:
         return float(model.log_z - gold_log_z + prior), grad
 
 
+def _tightener(objective) -> Callable[[], str | None] | None:
+    """The objective's ``tighten`` when it runs approximate inference
+    (``bp_settings()`` not None), else None: an exact objective's failed
+    line search is retried along steepest descent, an approximate one's
+    ends when ``tighten`` can change nothing (``fgl.learn.lbfgs``)."""
+    tighten = getattr(objective, "tighten", None)
+    settings = getattr(objective, "bp_settings", None)
+    if tighten is None or (settings is not None and settings() is None):
+        return None
+    return tighten
+
+
 def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
                 max_iter: int = 200, tol: float = 1e-5, period: int = 10, jobs: int = 0,
                 w0: np.ndarray | None = None,
@@ -319,7 +331,7 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     with threadpool_limits(limits=1, user_api="blas"):
         x0 = np.zeros(program.n_features) if w0 is None else w0
         common = dict(m=OPTIMISER_MEMORY, max_iter=max_iter, callback=callback,
-                      tighten=getattr(objective, "tighten", None), on_recovery=on_recovery,
+                      tighten=_tightener(objective), on_recovery=on_recovery,
                       max_recoveries=max_recoveries, checkpoint=saved,
                       resume=None if resume is None else resume.lbfgs)
         result = minimize_owlqn(fun, x0, l1, **common) if (l1 > 0).any() else \
