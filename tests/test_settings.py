@@ -133,9 +133,14 @@ def test_train_overrides_are_checked():
 
 
 @pytest.mark.parametrize("src, method, settings", [
-    ("", "auto", {"max_table": 10_000, "damping": 0.0, "max_iter": 200, "tol": 1e-8}),
+    ("", "auto", {"max_table": 10_000, "damping": 0.0, "max_iter": 100, "tol": 1e-5}),
     ("infer auto(max_table = 500, damping = 0.2)", "auto",
-     {"max_table": 500, "damping": 0.2, "max_iter": 200, "tol": 1e-8}),
+     {"max_table": 500, "damping": 0.2, "max_iter": 100, "tol": 1e-5}),
+    ("infer trw", "trw", {"damping": 0.0, "max_iter": 100, "tol": 1e-5, "forests": 10,
+                          "decode": "max_product"}),
+    ("infer trw(rho = 0.4, decode = marginals)", "trw",
+     {"damping": 0.0, "max_iter": 100, "tol": 1e-5, "forests": 10, "decode": "marginals",
+      "rho": 0.4}),
     ("infer junction_tree", "junction_tree", {"max_table": 1_000_000}),
     ("infer junction_tree(max_table = 10)", "junction_tree", {"max_table": 10}),
     ("infer loopy", "loopy", {"damping": 0.0, "max_iter": 200, "tol": 1e-8}),

@@ -77,8 +77,8 @@ def test_on_trees_log_z_marginals_and_map_are_exact(case):
 
 # ---------------------------------------------------------------- the bound on loopy graphs
 
-@SETTINGS
-@given(graphs())
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs(max_vars=5))
 def test_log_z_bound_is_above_exact_and_matches_the_reference(case):
     card, factors, log_pot = case
     g = FactorGraph.from_factors(card, factors)
@@ -121,7 +121,9 @@ def test_the_fixed_point_does_not_depend_on_the_start(case, seed):
     start = np.random.default_rng(seed).normal(0.0, 3.0, int(g.msg_ptr[-1]))
     warm = trw(g, log_pot, init=(start,), **TIGHT)
     assume(cold.converged and warm.converged)
-    assert warm.log_z == pytest.approx(cold.log_z, rel=1e-9, abs=1e-9)
+    # (to 1e-7: the stopping rule is on message probabilities, so entries of
+    # probability below ~1e-12 stop a little short of their limit in log space)
+    assert warm.log_z == pytest.approx(cold.log_z, rel=1e-7, abs=1e-7)
     np.testing.assert_allclose(warm.factor_beliefs, cold.factor_beliefs, atol=1e-7)
 
 
@@ -202,3 +204,63 @@ def test_clamped_entries_and_max_product_decode():
     by_marg = trw(g, log_pot, use_max=True, decode="marginals", **TIGHT)
     want = [int(np.argmax(r.var_flat[g.var_ptr[v]:g.var_ptr[v + 1]])) for v in range(4)]
     assert by_marg.map_state.tolist() == want
+
+
+# ---------------------------------------------------------------- training on it
+
+def _frustrated_skip_chain(infer: str, n: int = 15):
+    """The skip chain of ``test_bp_training``'s failing line search: a small
+    vocabulary (many skip edges, long loops) and a weak prior."""
+    from test_bp_training import CHAIN
+    from test_loopy_models import SKIP
+
+    from fgl.io.synth import segment_sequences
+    from fgl.lang.checks import validate
+    from fgl.lang.parser import parse_spec
+    from fgl.registry import compile_model
+
+    data = segment_sequences(n_types=3, max_len=4, vocab=6, n_train=n, n_test=1, length=10,
+                             seed=0)[0]
+    spec = validate(parse_spec(CHAIN.format(extra=SKIP, infer=infer,
+                                            train="train { sigma = 10 }"), "<test>"))
+    return (spec, *compile_model(spec, data))
+
+
+def test_trw_trains_the_skip_chain_on_which_trp_stalls():
+    """Where the Bethe objective under TRP stalls in failed line searches
+    (``test_bp_training``), the TRW objective trains with none."""
+    from fgl.learn.learner import train_lbfgs
+
+    _, model, enc = _frustrated_skip_chain("infer trp(max_iter = 50, tol = 1e-4)")
+    _, stalled = train_lbfgs(model.program, enc, model.feat_sigma, max_iter=60, jobs=1)
+    assert "line search" in stalled.message
+
+    _, model, enc = _frustrated_skip_chain("infer trw")
+    _, log = train_lbfgs(model.program, enc, model.feat_sigma, max_iter=60, jobs=1)
+    assert log.recoveries == [] and "line search" not in log.message, log.message
+    assert len(log.iterations) > len(stalled.iterations)
+
+
+def test_the_trw_objective_gradient_matches_finite_differences():
+    from gradcheck import assert_gradient_matches_central_differences
+
+    from fgl.learn.learner import Objective
+
+    _, model, enc = _frustrated_skip_chain("infer trw(tol = 1e-14, max_iter = 20000)", n=4)
+    objective = Objective(model.program, enc, model.feat_sigma, jobs=1)
+    assert_gradient_matches_central_differences(objective, model.program.n_features, scale=0.5,
+                                                n_checks=8, rtol=1e-5)
+    assert objective.stats.not_converged == 0
+
+
+def test_explain_says_what_trw_and_auto_run():
+    from fgl.registry import explain
+
+    spec, model, enc = _frustrated_skip_chain("infer trw(forests = 12)")
+    text = explain(spec, model, enc)
+    assert "tree-reweighted belief propagation" in text
+    assert "trw: ρ from a cover by at least 12 factor forests per instance; ρ min" in text
+    assert "decode by reweighted max-product" in text
+    spec, model, enc = _frustrated_skip_chain("infer auto(max_table = 2)")
+    text = explain(spec, model, enc)
+    assert "tree-reweighted BP elsewhere" in text and "by tree-reweighted BP" in text
