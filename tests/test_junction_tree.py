@@ -327,7 +327,8 @@ def test_explain_reports_treewidth_and_what_runs():
     text = explain(spec, model, enc)
     assert "junction tree (min-fill, max_table = 10000): treewidth 2, largest clique table 27" \
         in text
-    assert f"runs: {len(X)} of {len(X)} instances exact by junction tree, 0 by tree-reweighted BP" in text
+    assert (f"runs: {len(X)} of {len(X)} instances exact by junction tree, "
+            "0 by tree-reweighted BP") in text
     spec = _spec("infer loopy")
     model, enc = compile_model(spec, data)
     assert f"without the `infer` line {len(X)} of {len(X)} would run exactly" in \
