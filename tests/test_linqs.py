@@ -9,6 +9,7 @@ import json
 
 import pytest
 from conftest import require_shared
+from test_general_cli import GRAPH
 
 from fgl.api import CRF
 from fgl.cli import main
@@ -36,13 +37,7 @@ p5\tp1
 p2\tp4
 """
 
-SPEC = """input graph
-columns words, label
-output label
-template node:  y[a] ~ bias, tokens(words[a])
-template cites: (y[a], y[b]) where edge(a, b, "cites")
-train { max_iter = 20 }
-"""
+SPEC = GRAPH.replace("max_iter = 10", "max_iter = 20")
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:

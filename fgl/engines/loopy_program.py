@@ -328,14 +328,12 @@ class LoopyProgram:
             else None, init=init)
 
     def appearance_probabilities(self, graph: FactorGraph) -> np.ndarray:
-        """``infer trw``'s ρ per factor of ``graph``: the spec's ``rho`` for
-        every factor of two or more variables, else the cover's
-        (``fgl.engines.trw.appearance_probabilities``, cached on the graph)."""
+        """``infer trw``'s ρ per factor of ``graph``: the spec's ``rho``
+        (``fgl.engines.trw.uniform_appearance``), else the cover's
+        (``fgl.engines.trw.appearance_probabilities``); cached on the graph."""
         s = self.settings
         if "rho" in s:
-            rho = np.ones(graph.n_factors)
-            rho[np.diff(graph.f_ptr) >= 2] = float(s["rho"])
-            return rho
+            return trw.uniform_appearance(graph, float(s["rho"]))
         return trw.appearance_probabilities(graph, int(s.get("forests", trw.DEFAULT_FORESTS)))
 
     def _expect(self, w: np.ndarray, data: LoopyData, jobs: int, clamped: bool,

@@ -50,8 +50,15 @@ import numpy as np
 from numba import njit
 
 from fgl.engines import bp_scaled
-from fgl.engines.factor_graph import FactorGraph
-from fgl.engines.loopy import BPResult, _backtrack, assignment_score, check_potentials
+from fgl.engines.factor_graph import FactorGraph, _find
+from fgl.engines.loopy import (
+    BPResult,
+    _backtrack,
+    _factor_message,
+    _normalise,
+    assignment_score,
+    check_potentials,
+)
 
 TINY = 1e-280   # a probability-domain message entry below this is redone in log space
 DEFAULT_FORESTS = 10   # the fewest forests of a cover (more when it takes more to cover)
@@ -64,14 +71,6 @@ MOST_DAMPING = 0.95
 
 # --------------------------------------------------------------------------
 # the cover
-
-
-@njit(cache=True, nogil=True)
-def _find(parent, x):
-    while parent[x] != x:
-        parent[x] = parent[parent[x]]
-        x = parent[x]
-    return x
 
 
 @njit(cache=True, nogil=True)
@@ -131,6 +130,17 @@ def appearance_probabilities(graph: FactorGraph, forests: int = DEFAULT_FORESTS,
     return rho
 
 
+def uniform_appearance(graph: FactorGraph, value: float) -> np.ndarray:
+    """ρ_f = ``value`` for every factor of two or more variables, 1 for the
+    others (``infer trw(rho = ...)``).  Cached on the graph."""
+    key = ("rho_uniform", float(value))
+    if key not in graph._cache:
+        rho = np.ones(graph.n_factors)
+        rho[np.diff(graph.f_ptr) >= 2] = float(value)
+        graph._cache[key] = rho
+    return graph._cache[key]
+
+
 # --------------------------------------------------------------------------
 # kernels
 
@@ -184,72 +194,19 @@ def _cavities(f, card, f_ptr, f_var, msg_ptr, var_ptr, L, lb, lcav, cav):
 
 
 @njit(cache=True, nogil=True)
-def _log_factor_message(e, scaled, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, lcav,
-                        use_max, out, tmp):
-    """log M_{f->v} for edge e = (f, v) by log-sum-exp (or max) over f's
-    table of θ_f/ρ_f (``scaled``) plus the other variables' log cavities,
-    into out[:card[v]], unnormalised (the fallback for an underflow)."""
-    f = e_fac[e]
-    a = f_ptr[f]
-    b = f_ptr[f + 1]
-    t0 = tab_ptr[f]
-    n = tab_ptr[f + 1] - t0
-    cv = card[f_var[e]]
-    st = e_stride[e]
-    for x in range(cv):
-        out[x] = -np.inf
-    for i in range(n):
-        s = scaled[t0 + i]
-        for j in range(a, b):
-            if j != e and s > -np.inf:
-                s += lcav[msg_ptr[j] + (i // e_stride[j]) % card[f_var[j]]]
-        tmp[i] = s
-        x = (i // st) % cv
-        if s > out[x]:
-            out[x] = s
-    if not use_max:
-        for x in range(cv):
-            mx = out[x]
-            if mx == -np.inf:
-                continue
-            acc = 0.0
-            for i in range(n):
-                if (i // st) % cv == x and tmp[i] > -np.inf:
-                    acc += np.exp(tmp[i] - mx)
-            out[x] = mx + np.log(acc)
-
-
-@njit(cache=True, nogil=True)
-def _commit(e, f, new, cv, rho, damping, use_max, card, f_var, msg_ptr, var_ptr, L, lb):
+def _commit(e, new, cv, rho, damping, use_max, f_var, msg_ptr, var_ptr, L, lb):
     """Normalise the log message new[:cv] (log-sum-exp 0, or max 0), damp
     it in log space, write it over L_{f->v} and move lb_v by ρ_f times the
     change; returns the largest change (inf when an entry becomes or stops
     being -inf) of a message entry in the probability domain, times ρ_f
     (the power the message takes in the beliefs), and, as its second value,
     whether lb_v needs recomputing."""
-    for rep in range(2 if damping > 0.0 else 1):
-        mx = -np.inf
-        for x in range(cv):
-            if new[x] > mx:
-                mx = new[x]
-        if mx == -np.inf:
-            for x in range(cv):
-                new[x] = 0.0
-            mx = 0.0
-        c = mx
-        if not use_max:
-            acc = 0.0
-            for x in range(cv):
-                if new[x] > -np.inf:
-                    acc += np.exp(new[x] - mx)
-            c = mx + np.log(acc)
-        for x in range(cv):
-            new[x] -= c
-        if rep == 0 and damping > 0.0:
-            m = msg_ptr[e]
-            for x in range(cv):
-                new[x] = (1.0 - damping) * new[x] + damping * L[m + x]
     m = msg_ptr[e]
+    _normalise(new, cv, use_max)
+    if damping > 0.0:
+        for x in range(cv):
+            new[x] = (1.0 - damping) * new[x] + damping * L[m + x]
+        _normalise(new, cv, use_max)
     o = var_ptr[f_var[e]]
     res = 0.0
     redo = False
@@ -272,7 +229,7 @@ def _commit(e, f, new, cv, rho, damping, use_max, card, f_var, msg_ptr, var_ptr,
 @njit(cache=True, nogil=True)
 def _update_factor(f, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
                    e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, lcav, cav, use_max, damping,
-                   out, new, tmp, digits):
+                   out, new, tmp, acc, digits):
     """Every message of factor f (two or more variables) from its cavities;
     returns the largest change."""
     _cavities(f, card, f_ptr, f_var, msg_ptr, var_ptr, L, lb, lcav, cav)
@@ -300,11 +257,10 @@ def _update_factor(f, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab
         if z < np.inf and low > TINY:   # (an entry at 0 may be an underflow)
             for x in range(cv):
                 new[x] = np.log(out[x]) if out[x] > 0.0 else -np.inf
-        else:   # underflow: the same message in log space
-            _log_factor_message(e, scaled, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr,
-                                lcav, use_max, new, tmp)
-        r, redo = _commit(e, f, new, cv, rho[f], damping, use_max, card, f_var, msg_ptr,
-                          var_ptr, L, lb)
+        else:   # underflow: the same message in log space, over θ_f/ρ_f and log cavities
+            _factor_message(e, scaled, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr,
+                            lcav, use_max, new, tmp, acc)
+        r, redo = _commit(e, new, cv, rho[f], damping, use_max, f_var, msg_ptr, var_ptr, L, lb)
         if redo:
             _variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
                                  msg_ptr, var_ptr, L, lb)
@@ -315,8 +271,7 @@ def _update_factor(f, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab
 
 @njit(cache=True, nogil=True)
 def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, e_stride,
-              msg_ptr, v_ptr, v_edge, var_ptr, L, lb, use_max, damping, tol, max_iter,
-              stall_ratio):
+              msg_ptr, v_ptr, v_edge, var_ptr, L, lb, use_max, damping, tol, max_iter):
     """Sweeps over the factors (in index order, then reversed, alternately)
     until one changes no message entry (normalised, in the probability
     domain) by ``tol`` or more; returns (sweeps
@@ -337,19 +292,16 @@ def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_
     cav = np.zeros(M)
     out = np.empty(2 * max_card)
     new = np.empty(max_card)
+    acc = np.empty(max_card)
     tmp = np.empty(max_tab)
     digits = np.zeros(max_arity, dtype=np.int64)
-    res = np.inf
-    any_factor = False
-    for f in range(F):
-        if f_ptr[f + 1] - f_ptr[f] >= 2:
-            any_factor = True
-    if not any_factor:
+    if max_arity < 2:   # (nothing to pass: unary factors are the variables' own)
         return 0, 0.0
+    res = np.inf
     mark = np.inf   # the residual at the last check
     for it in range(1, max_iter + 1):
         if it % STALL_WINDOW == 0:   # (adaptive damping: see ``trw``)
-            if res > stall_ratio * mark:
+            if res > STALL_RATIO * mark:
                 damping = min(MOST_DAMPING, 0.5 if damping < 0.5 else (1.0 + damping) / 2)
             mark = res
         res = 0.0
@@ -359,7 +311,7 @@ def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_
                 continue
             r = _update_factor(f, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr,
                                e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, lcav, cav,
-                               use_max, damping, out, new, tmp, digits)
+                               use_max, damping, out, new, tmp, acc, digits)
             if r > res:
                 res = r
         if res < tol:
@@ -537,7 +489,7 @@ def trw(graph: FactorGraph, log_pot: np.ndarray, *, rho: np.ndarray | None = Non
     lb = np.empty(int(g.var_ptr[-1]))
     it, res = propagate(log_pot, scaled, psi, psi_at, rho, g.card, g.f_ptr, g.f_var, g.tab_ptr,
                         g.e_fac, g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr, L, lb,
-                        bool(use_max), float(damping), float(tol), int(max_iter), STALL_RATIO)
+                        bool(use_max), float(damping), float(tol), int(max_iter))
     bv = np.empty(int(g.var_ptr[-1]))
     bf = np.empty(g.n_table)
     lcav = np.empty(M)
