@@ -168,45 +168,50 @@ def _variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_
 
 
 @njit(cache=True, nogil=True)
-def _cavities(f, card, f_ptr, f_var, msg_ptr, var_ptr, L, lb, lcav, cav):
-    """log n_{v->f} = lb_v - L_{f->v} for every variable of f, shifted to
-    max 0, into lcav (and its exponential into cav), at the messages'
-    offsets; -inf where the variable's belief is 0."""
-    for j in range(f_ptr[f], f_ptr[f + 1]):
-        v = f_var[j]
-        o = var_ptr[v]
-        m = msg_ptr[j]
-        cv = card[v]
-        mx = -np.inf
+def _cavity(j, card, f_var, msg_ptr, var_ptr, L, lb, lcav, cav):
+    """log n_{v->f} = lb_v - L_{f->v} for the variable v of factor slot
+    (edge) j, shifted to max 0, into lcav (and its exponential into cav)
+    at the message's offset; -inf where the variable's belief is 0."""
+    v = f_var[j]
+    o = var_ptr[v]
+    m = msg_ptr[j]
+    cv = card[v]
+    mx = -np.inf
+    for x in range(cv):
+        t = lb[o + x]
+        c = -np.inf if t == -np.inf else t - L[m + x]
+        lcav[m + x] = c
+        if c > mx:
+            mx = c
+    if mx == -np.inf:
+        mx = 0.0
         for x in range(cv):
-            t = lb[o + x]
-            c = -np.inf if t == -np.inf else t - L[m + x]
-            lcav[m + x] = c
-            if c > mx:
-                mx = c
-        if mx == -np.inf:
-            mx = 0.0
-            for x in range(cv):
-                lcav[m + x] = 0.0
-        for x in range(cv):
-            lcav[m + x] -= mx
-            cav[m + x] = np.exp(lcav[m + x])
+            lcav[m + x] = 0.0
+    for x in range(cv):
+        lcav[m + x] -= mx
+        cav[m + x] = np.exp(lcav[m + x])
 
 
 @njit(cache=True, nogil=True)
-def _commit(e, new, cv, rho, damping, use_max, f_var, msg_ptr, var_ptr, L, lb):
-    """Normalise the log message new[:cv] (log-sum-exp 0, or max 0), damp
-    it in log space, write it over L_{f->v} and move lb_v by ρ_f times the
-    change; returns the largest change (inf when an entry becomes or stops
-    being -inf) of a message entry in the probability domain, times ρ_f
-    (the power the message takes in the beliefs), and, as its second value,
-    whether lb_v needs recomputing."""
+def _commit(e, new, prob, exact, cv, rho, damping, use_max, f_var, msg_ptr, var_ptr, L, P, lb):
+    """Write the log message new[:cv] over L_{f->v} (and its exponential
+    over P_{f->v}) and move lb_v by ρ_f times the change.  ``exact``: new
+    is already normalised and prob[:cv] holds its exponential (the common,
+    undamped probability-domain case: no transcendental function here);
+    otherwise new is normalised (log-sum-exp 0, or max 0) and damped in log
+    space first.  Returns the largest change (inf when an entry becomes or
+    stops being -inf) of a message entry in the probability domain, times
+    ρ_f (the power the message takes in the beliefs), and, as its second
+    value, whether lb_v needs recomputing."""
     m = msg_ptr[e]
-    _normalise(new, cv, use_max)
-    if damping > 0.0:
-        for x in range(cv):
-            new[x] = (1.0 - damping) * new[x] + damping * L[m + x]
+    if damping > 0.0 or not exact:
         _normalise(new, cv, use_max)
+        if damping > 0.0:
+            for x in range(cv):
+                new[x] = (1.0 - damping) * new[x] + damping * L[m + x]
+            _normalise(new, cv, use_max)
+        for x in range(cv):
+            prob[x] = np.exp(new[x])
     o = var_ptr[f_var[e]]
     res = 0.0
     redo = False
@@ -218,64 +223,68 @@ def _commit(e, new, cv, rho, damping, use_max, f_var, msg_ptr, var_ptr, L, lb):
                 res = np.inf
                 redo = True
             else:
-                d = rho * abs(np.exp(v) - np.exp(old))
+                d = rho * abs(prob[x] - P[m + x])
                 if d > res:
                     res = d
                 lb[o + x] += rho * (v - old)
         L[m + x] = v
+        P[m + x] = prob[x]
     return res, redo
 
 
 @njit(cache=True, nogil=True)
-def _update_factor(f, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
-                   e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, lcav, cav, use_max, damping,
-                   out, new, tmp, acc, digits):
-    """Every message of factor f (two or more variables) from its cavities;
-    returns the largest change."""
-    _cavities(f, card, f_ptr, f_var, msg_ptr, var_ptr, L, lb, lcav, cav)
+def _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
+                    e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, P, lb, lcav, cav, use_max,
+                    damping, out, new, tmp, acc, digits):
+    """M_{f->v} for edge e = (f, v) from the cavities of f's other
+    variables; returns the largest change (``_commit``)."""
+    f = e_fac[e]
     a = f_ptr[f]
     k = f_ptr[f + 1] - a
-    res = 0.0
-    for e in range(a, a + k):
-        v = f_var[e]
-        cv = card[v]
-        if k == 2:
-            other = a + 1 if e == a else a
-            bp_scaled._pairwise_message(psi, psi_at[f], cv, card[f_var[other]], e == a, cav,
-                                        msg_ptr[other], use_max, out)
+    for j in range(a, a + k):
+        if j != e:
+            _cavity(j, card, f_var, msg_ptr, var_ptr, L, lb, lcav, cav)
+    v = f_var[e]
+    cv = card[v]
+    if k == 2:
+        other = a + 1 if e == a else a
+        bp_scaled._pairwise_message(psi, psi_at[f], cv, card[f_var[other]], e == a, cav,
+                                    msg_ptr[other], use_max, out)
+    else:
+        bp_scaled._factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr,
+                                  cav, use_max, out, digits)
+    z = 0.0
+    low = np.inf
+    for x in range(cv):
+        low = min(low, out[x])
+        if use_max:
+            z = max(z, out[x])
         else:
-            bp_scaled._factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac,
-                                      msg_ptr, cav, use_max, out, digits)
-        z = 0.0
-        low = np.inf
+            z += out[x]
+    exact = z < np.inf and low > TINY   # (an entry at 0 may be an underflow)
+    if exact:   # normalised here: its sum (or max) is z
+        inv = 1.0 / z
         for x in range(cv):
-            low = min(low, out[x])
-            if use_max:
-                z = max(z, out[x])
-            else:
-                z += out[x]
-        if z < np.inf and low > TINY:   # (an entry at 0 may be an underflow)
-            for x in range(cv):
-                new[x] = np.log(out[x]) if out[x] > 0.0 else -np.inf
-        else:   # underflow: the same message in log space, over θ_f/ρ_f and log cavities
-            _factor_message(e, scaled, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr,
-                            lcav, use_max, new, tmp, acc)
-        r, redo = _commit(e, new, cv, rho[f], damping, use_max, f_var, msg_ptr, var_ptr, L, lb)
-        if redo:
-            _variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
-                                 msg_ptr, var_ptr, L, lb)
-        if r > res:
-            res = r
-    return res
+            out[x] *= inv
+            new[x] = np.log(out[x])
+    else:   # underflow: the same message in log space, over θ_f/ρ_f and log cavities
+        _factor_message(e, scaled, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, lcav,
+                        use_max, new, tmp, acc)
+    r, redo = _commit(e, new, out, exact, cv, rho[f], damping, use_max, f_var, msg_ptr,
+                      var_ptr, L, P, lb)
+    if redo:
+        _variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
+                             msg_ptr, var_ptr, L, lb)
+    return r
 
 
 @njit(cache=True, nogil=True)
 def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, e_stride,
               msg_ptr, v_ptr, v_edge, var_ptr, L, lb, use_max, damping, tol, max_iter):
-    """Sweeps over the factors (in index order, then reversed, alternately)
-    until one changes no message entry (normalised, in the probability
-    domain) by ``tol`` or more; returns (sweeps
-    run, last residual).  ``L``: the log messages (warm start or zeros),
+    """Sweeps over the variables (in index order, then reversed,
+    alternately), each renewing every message into the variable, until a
+    sweep changes no message entry (normalised, in the probability domain)
+    by ``tol`` or more; returns (sweeps run, last residual).  ``L``: the log messages (warm start or zeros),
     updated in place; ``lb``: the variables' log beliefs, recomputed
     first."""
     V = card.shape[0]
@@ -288,6 +297,7 @@ def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_
     for f in range(F):
         max_tab = max(max_tab, tab_ptr[f + 1] - tab_ptr[f])
     M = msg_ptr[msg_ptr.shape[0] - 1]
+    P = np.exp(L)   # the messages in the probability domain, kept with L
     lcav = np.zeros(M)
     cav = np.zeros(M)
     out = np.empty(2 * max_card)
@@ -305,15 +315,19 @@ def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_
                 damping = min(MOST_DAMPING, 0.5 if damping < 0.5 else (1.0 + damping) / 2)
             mark = res
         res = 0.0
-        for k in range(F):
-            f = k if it % 2 == 1 else F - 1 - k
-            if f_ptr[f + 1] - f_ptr[f] < 2:
-                continue
-            r = _update_factor(f, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr,
-                               e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, lcav, cav,
-                               use_max, damping, out, new, tmp, acc, digits)
-            if r > res:
-                res = r
+        for k in range(V):
+            v = k if it % 2 == 1 else V - 1 - k
+            for j in range(v_ptr[v], v_ptr[v + 1]):
+                e = v_edge[j]
+                f = e_fac[e]
+                if f_ptr[f + 1] - f_ptr[f] < 2:
+                    continue
+                r = _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var,
+                                    tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L,
+                                    P, lb, lcav, cav, use_max, damping, out, new, tmp, acc,
+                                    digits)
+                if r > res:
+                    res = r
         if res < tol:
             return it, res
     return max_iter, res
