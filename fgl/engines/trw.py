@@ -29,13 +29,19 @@ Messages.  With cavity messages n_{v->f} = b_v / M_{f->v},
 max for reweighted max-product — one kernel, parameterised like
 ``fgl.engines.bp_scaled``'s).  These are the fixed-point equations of
 Wainwright et al. 2005 §5.2 written on a factor graph; ρ ≡ 1 gives ordinary
-BP.  Messages are stored in log space, normalised; each update of factor f
-computes its cavities n_{u->f} from the running log beliefs (one exponential
-per entry), then its messages in the probability domain by the scaled
+BP.  Messages are stored in log space, normalised.
+
+Schedule.  A sweep visits the variables in index order (the next sweep in
+reverse) and renews every message M_{f->v} into the visited variable v from
+the cavities n_{u->f} of f's other variables (one exponential per entry,
+from the running log beliefs), in the probability domain by the scaled
 kernels of ``fgl.engines.bp_scaled`` (falling back to log-sum-exp when a
-message underflows), and adds ρ_f·ΔM to its variables' log beliefs.  The
-schedule is sequential (factors in index order, then in reverse, and so on),
-with optional damping in log space.
+message underflows), then adds ρ_f·ΔM to v's log belief.  Renewing all the
+messages into one variable at once is the norm-product order of Hazan &
+Shashua (2010, §5): an exact block-coordinate step on the dual of the
+convex free energy (the block: the multipliers that tie v's belief to its
+factors'), which takes fewer sweeps than updating factor by factor.
+Damping, optional, is in log space.
 
 The cover: ``appearance_probabilities`` builds forests greedily, each a
 maximal hyperforest found by Kruskal's union-find over factors ordered by
