@@ -206,6 +206,19 @@ def test_clamped_entries_and_max_product_decode():
     assert by_marg.map_state.tolist() == want
 
 
+def test_max_product_that_does_not_settle_decodes_by_the_marginals():
+    """On a loop, a max-product run cut short by max_iter falls back to
+    the argmax of the sum-product beliefs (and counts both runs)."""
+    g = FactorGraph.from_factors([3] * 4, [[0, 1], [1, 2], [2, 3], [3, 0], [0], [2]])
+    log_pot = np.random.default_rng(3).normal(0, 5, g.n_table)
+    cut = trw(g, log_pot, use_max=True, tol=1e-12, max_iter=1)
+    marg = trw(g, log_pot, tol=1e-12, max_iter=1)
+    assert not cut.converged and cut.iterations == 2
+    want = [int(np.argmax(b)) for b in marg.var_beliefs]
+    assert cut.map_state.tolist() == want
+    np.testing.assert_allclose(cut.var_flat, marg.var_flat)
+
+
 # ---------------------------------------------------------------- training on it
 
 def _frustrated_skip_chain(infer: str, n: int = 15):

@@ -52,6 +52,8 @@ factors first spreads ρ evenly, which is what the bound rewards.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from numba import njit
 
@@ -468,7 +470,9 @@ def trw(graph: FactorGraph, log_pot: np.ndarray, *, rho: np.ndarray | None = Non
     max-belief argmax, and ``log_z`` its exact score; with ``decode =
     "marginals"`` the MAP is instead each variable's argmax under the
     sum-product beliefs (max-marginal decoding of the same convex
-    approximation training used, Wainwright 2006).  ``init``: a previous
+    approximation training used, Wainwright 2006), which is also what a
+    max-product run that does not converge within ``max_iter`` on a loopy
+    graph falls back to (``iterations`` then counts both runs).  ``init``: a previous
     result's ``messages``.  ``residual``: the largest change of a log
     message entry (normalised, probability domain) in the last sweep.
 
@@ -510,6 +514,10 @@ def trw(graph: FactorGraph, log_pot: np.ndarray, *, rho: np.ndarray | None = Non
     it, res = propagate(log_pot, scaled, psi, psi_at, rho, g.card, g.f_ptr, g.f_var, g.tab_ptr,
                         g.e_fac, g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr, L, lb,
                         bool(use_max), float(damping), float(tol), int(max_iter))
+    if use_max and not res < tol and not g.is_tree():   # max-product did not settle
+        r = trw(g, log_pot, rho=rho, use_max=True, decode="marginals", damping=damping, tol=tol,
+                max_iter=max_iter)
+        return dataclasses.replace(r, iterations=int(it) + r.iterations)
     bv = np.empty(int(g.var_ptr[-1]))
     bf = np.empty(g.n_table)
     lcav = np.empty(M)
