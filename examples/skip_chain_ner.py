@@ -13,31 +13,33 @@ Reads in place, from ../shared/data next to the checkout:
   the word, the POS becomes ``_`` and the gold label stays -- and a warning
   counts them.  The files are not changed.
 
-Both models share every token feature (one spec text; the linear chain is
-the skip chain without its skip template).  The skip chain adds a factor
-between each capitalised word and the next identical word of the same
-article (`and nearest`: the mentions of a name form a path, not a clique),
-whose features are the label pair on its own and conjoined with the OR of
-the two ends' neighbouring words (eq. 1.61), and runs belief propagation
-on the tree-based (TRP) schedule; the linear chain runs the exact chain
-engine.
+Every model shares the token features (one spec text; the linear chain is
+the skip chain without its skip template).  The skip chains add a factor
+between identical capitalised words of the same article -- between every
+pair (``--pairs all``: a clique per name, Sutton & McCallum's model) or from
+each mention to the next only (``--pairs nearest``: a path) -- whose
+features are, as in the paper (§1.5.2), the label pair conjoined with the
+OR of the input features at the two ends: here the words around each
+mention, the word, its shape and the POS tags (eq. 1.61).  Each skip chain
+runs under belief propagation on the tree-based schedule (Bethe, ``trp``)
+and under tree-reweighted BP (``trw``; Wainwright, Jaakkola & Willsky
+2005: one fixed point, a convex objective); the linear chain runs the
+exact chain engine.
 Entities are scored conlleval-style (``scheme="iob"`` reads IOB1 and IOB2
 alike).  Printed per model: training seconds, seconds per objective
 evaluation, evaluations, overall P/R/F1, F1 per type, and the
 *inconsistently mislabelled* tokens of Table 1.3 -- tokens mislabelled
 although the same word is labelled correctly elsewhere in the same article.
 Also printed: how often each type's names repeat within an article, and
-the skip chain's F1 gain on the type whose names repeat most.
+each skip chain's F1 gain on the type whose names repeat most, its time per
+evaluation and peak memory against the linear chain's.
 
-Linking every pair of mentions (a clique per name, as Sutton & McCallum
-do) trains badly under the Bethe approximation: its objective jumps
+The cliques train badly under the Bethe approximation: its objective jumps
 between BP fixed points, the line search fails and training stops early.
-Tree-reweighted BP (``--infer trw``; Wainwright, Jaakkola & Willsky 2005)
-has one fixed point and a convex objective, and trains the paper's cliques
-to the end; ``--pairs all --infer both`` puts the two side by side.
+Under TRW they train to the end.
 
-    python examples/skip_chain_ner.py                       # both corpora, ~ 5 min on 2 cores
-    python examples/skip_chain_ner.py --pairs all --infer both   # the paper's cliques, TRP and TRW
+    python examples/skip_chain_ner.py                       # both corpora, every variant
+    python examples/skip_chain_ner.py --pairs all --infer trw   # the paper's cliques under TRW
     python examples/skip_chain_ner.py --corpus ned --train-docs 100 --max-iter 100
     python examples/skip_chain_ner.py --quick               # 10 + 10 articles, seconds
 """
@@ -73,19 +75,19 @@ CORPORA = {
 
 # ---------------------------------------------------------------- specs
 
-# Skip factors (eq. 1.61): between a capitalised word and the next identical
-# word of its article (`nearest`); features the label pair on its own (bias)
-# and conjoined with the OR of the two ends' observations -- here the words
-# just before and after each mention, so "Mr X" or "X said" at one mention
-# reaches the others along the path.  BP runs tight (tol 1e-6): a loose
-# tolerance makes the Bethe objective too noisy for the line search.
+# Skip factors (eq. 1.61): between identical capitalised words of an article
+# (`and nearest`: each to the next one only); features the label pair on its
+# own (bias) and conjoined with the OR of the two ends' token observations,
+# so "Mr X" or "X said" at one mention reaches the others.  Bethe BP runs
+# tight (tol 1e-6): a loose tolerance makes its objective too noisy for the
+# line search.
 SKIP = """template skip:       (y[i], y[j]) where word[i] == word[j] and {where}
                      within document
                      ~ {features}
 
 infer trp(max_iter = 300, tol = 1e-6)
 """
-SKIP_FEATURES = "bias, either(lower(word[t-1])), either(lower(word[t+1]))"
+SKIP_FEATURES = "bias, either(w), either(lw), either(shp), either(p)"
 SKIP_WHERE = 'regex(word[i], "^[A-Z]") and nearest'
 
 
@@ -188,14 +190,14 @@ def skip_infer(text: str, method: str) -> str:
 
 
 def table(results: list[dict], repeats: dict[str, float]) -> None:
-    print(f"\n{'model':<9} {'train s':>8} {'s/eval':>7} {'evals':>6} {'P':>6} {'R':>6} "
+    print(f"\n{'model':<11} {'train s':>8} {'s/eval':>7} {'evals':>6} {'P':>6} {'R':>6} "
           f"{'F1':>6} " + " ".join(f"{t + ' F1':>7}" for t in TYPES) + f" {'incons.':>8}")
     for r in results:
         rep: Report = r["report"]
         o = rep.overall
         per = " ".join(f"{rep.chunks[t].f1:7.2f}" if t in rep.chunks else f"{'-':>7}"
                        for t in TYPES)
-        print(f"{r['name']:<9} {r['train_s']:8.1f} {r['s_eval']:7.2f} {r['evals']:6d} "
+        print(f"{r['name']:<11} {r['train_s']:8.1f} {r['s_eval']:7.2f} {r['evals']:6d} "
               f"{o.precision:6.2f} {o.recall:6.2f} {o.f1:6.2f} {per} "
               f"{sum(r['inconsistent'].values()):8d}")
     print("names repeated within an article (% of entity tokens): " +
@@ -231,12 +233,13 @@ def main() -> int:
     ap.add_argument("--test", choices=["testa", "testb"], default="testa")
     ap.add_argument("--max-iter", type=int, default=150, help="L-BFGS iterations for both models")
     ap.add_argument("--jobs", type=int, default=0, help="threads (0: every core)")
-    ap.add_argument("--pairs", choices=["nearest", "all"], default="nearest",
-                    help="skip edges from each mention to the next identical word only "
-                         "(default), or between every pair (a clique per name)")
-    ap.add_argument("--infer", choices=["trp", "trw", "both"], default="trp",
-                    help="the skip chain's inference: loopy BP on the TRP schedule (Bethe; "
-                         "default), tree-reweighted BP (convex), or one run of each")
+    ap.add_argument("--pairs", choices=["all", "nearest", "both"], default="both",
+                    help="skip edges between every pair of identical capitalised words (a "
+                         "clique per name, the paper's), from each mention to the next one "
+                         "only (a path), or one skip chain of each (default)")
+    ap.add_argument("--infer", choices=["trp", "trw", "both"], default="both",
+                    help="the skip chains' inference: loopy BP on the TRP schedule (Bethe), "
+                         "tree-reweighted BP (convex), or one run of each (default)")
     ap.add_argument("--quick", action="store_true",
                     help="10 training and 10 test articles, 10 iterations")
     args = ap.parse_args()
@@ -256,12 +259,15 @@ def main() -> int:
         test = load(corpus, args.test, args.test_docs)
         print(describe("train", train))
         print(describe(args.test, test))
-        where = SKIP_WHERE if args.pairs == "nearest" else SKIP_WHERE.replace(" and nearest", "")
-        linear_text, skip_text = spec_texts(CORPORA[corpus][4], args.max_iter, where)
+        pairs = ["all", "nearest"] if args.pairs == "both" else [args.pairs]
         methods = ["trp", "trw"] if args.infer == "both" else [args.infer]
-        results = [run("linear", linear_text, train, test, args.jobs)]
-        results += [run(f"skip/{m}", skip_infer(skip_text, m), train, test, args.jobs)
-                    for m in methods]
+        columns = CORPORA[corpus][4]
+        results = [run("linear", spec_texts(columns, args.max_iter)[0], train, test, args.jobs)]
+        for p in pairs:
+            where = SKIP_WHERE if p == "nearest" else SKIP_WHERE.replace(" and nearest", "")
+            skip_text = spec_texts(columns, args.max_iter, where)[1]
+            results += [run(f"{p}/{m}", skip_infer(skip_text, m), train, test, args.jobs)
+                        for m in methods]
         table(results, repetition(test))
         print()
     return 0

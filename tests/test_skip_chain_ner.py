@@ -21,7 +21,9 @@ def test_example_prints_the_table(corpus):
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert "train: 4 articles" in text and "testa: 3 articles" in text
-    assert "linear" in text and "skip" in text and "inconsistent mislabels" in text
+    for model in ("linear", "all/trp", "all/trw", "nearest/trp", "nearest/trw"):
+        assert f"\n{model} " in text
+    assert "inconsistent mislabels" in text
     if corpus == "ned":
         assert "lines with fewer than 3 columns" in text  # padded, not refused
 
