@@ -363,7 +363,7 @@ def _compile_schedule(card, f_ptr, f_var, psi_at, e_fac, msg_ptr, sched_edge, sc
     return prog[:n]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _pairwise_message(psi, t0, n_out, n_in, to_first, vf, m, use_max, out):
     """m_{f->v} of a pairwise factor whose ψ_f (row-major) starts at t0,
     from the other variable's message vf[m:m+n_in]: to the first variable

@@ -41,7 +41,10 @@ messages into one variable at once is the norm-product order of Hazan &
 Shashua (2010, §5): an exact block-coordinate step on the dual of the
 convex free energy (the block: the multipliers that tie v's belief to its
 factors'), which takes fewer sweeps than updating factor by factor.
-Damping, optional, is in log space.
+Damping, optional, is in log space.  The undamped sweep is one loop body
+(``_sweep``) that calls nothing but the scaled kernels: passing a score of
+arrays into a helper per message costs numba a reference count per array
+and call, which had doubled the time of a sweep.
 
 The cover: ``appearance_probabilities`` builds forests greedily, each a
 maximal hyperforest found by Kruskal's union-find over factors ordered by
@@ -175,7 +178,7 @@ def _variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_
                 lb[o + x] += r * L[m + x]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _cavity(j, card, f_var, msg_ptr, var_ptr, L, lb, lcav, cav):
     """log n_{v->f} = lb_v - L_{f->v} for the variable v of factor slot
     (edge) j, shifted to max 0, into lcav (and its exponential into cav)
@@ -200,7 +203,7 @@ def _cavity(j, card, f_var, msg_ptr, var_ptr, L, lb, lcav, cav):
         cav[m + x] = np.exp(lcav[m + x])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _commit(e, new, prob, exact, cv, rho, damping, use_max, f_var, msg_ptr, var_ptr, L, P, lb):
     """Write the log message new[:cv] over L_{f->v} (and its exponential
     over P_{f->v}) and move lb_v by ρ_f times the change.  ``exact``: new
@@ -287,6 +290,78 @@ def _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, ta
 
 
 @njit(cache=True, nogil=True)
+def _sweep(forward, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge,
+           var_ptr, L, P, lb, cav, use_max, out, digits, pending):
+    """One sweep (module docstring) over the messages that need neither
+    log space nor a recomputed belief -- every one, as a rule -- written out
+    in one loop body: no call passes arrays, so no reference counting runs
+    per message.  The others (a message entry underflowing, or one that is
+    or was 0) are left untouched and listed in ``pending`` for
+    ``_update_message``; returns (largest change, how many pending)."""
+    V = card.shape[0]
+    res = 0.0
+    n_pending = 0
+    for k in range(V):
+        v = k if forward else V - 1 - k
+        o = var_ptr[v]
+        cv = card[v]
+        for j in range(v_ptr[v], v_ptr[v + 1]):
+            e = v_edge[j]
+            f = e_fac[e]
+            a = f_ptr[f]
+            n = f_ptr[f + 1] - a
+            if n < 2:
+                continue
+            m = msg_ptr[e]
+            for s in range(a, a + n):   # cavities of f's other variables
+                if s == e:
+                    continue
+                u = f_var[s]
+                ou = var_ptr[u]
+                mu = msg_ptr[s]
+                mx = -np.inf
+                for x in range(card[u]):
+                    t = lb[ou + x]
+                    t = -np.inf if t == -np.inf else t - L[mu + x]
+                    cav[mu + x] = t
+                    if t > mx:
+                        mx = t
+                for x in range(card[u]):
+                    cav[mu + x] = np.exp(cav[mu + x] - mx) if mx > -np.inf else 1.0
+            if n == 2:
+                other = a + 1 if e == a else a
+                bp_scaled._pairwise_message(psi, psi_at[f], cv, card[f_var[other]], e == a,
+                                            cav, msg_ptr[other], use_max, out)
+            else:
+                bp_scaled._factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac,
+                                          msg_ptr, cav, use_max, out, digits)
+            z = 0.0
+            low = np.inf
+            for x in range(cv):
+                low = min(low, out[x])
+                z = max(z, out[x]) if use_max else z + out[x]
+            ok = z < np.inf and low > TINY
+            for x in range(cv):
+                ok = ok and L[m + x] > -np.inf
+            if not ok:
+                pending[n_pending] = e
+                n_pending += 1
+                continue
+            r = rho[f]
+            inv = 1.0 / z
+            for x in range(cv):
+                q = out[x] * inv
+                lq = np.log(q)
+                d = r * abs(q - P[m + x])
+                if d > res:
+                    res = d
+                lb[o + x] += r * (lq - L[m + x])
+                L[m + x] = lq
+                P[m + x] = q
+    return res, n_pending
+
+
+@njit(cache=True, nogil=True)
 def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, e_stride,
               msg_ptr, v_ptr, v_edge, var_ptr, L, lb, use_max, damping, tol, max_iter):
     """Sweeps over the variables (in index order, then reversed,
@@ -313,6 +388,7 @@ def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_
     acc = np.empty(max_card)
     tmp = np.empty(max_tab)
     digits = np.zeros(max_arity, dtype=np.int64)
+    pending = np.empty(e_fac.shape[0], dtype=np.int64)
     if max_arity < 2:   # (nothing to pass: unary factors are the variables' own)
         return 0, 0.0
     res = np.inf
@@ -322,20 +398,26 @@ def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_
             if res > STALL_RATIO * mark:
                 damping = min(MOST_DAMPING, 0.5 if damping < 0.5 else (1.0 + damping) / 2)
             mark = res
-        res = 0.0
-        for k in range(V):
-            v = k if it % 2 == 1 else V - 1 - k
-            for j in range(v_ptr[v], v_ptr[v + 1]):
-                e = v_edge[j]
-                f = e_fac[e]
-                if f_ptr[f + 1] - f_ptr[f] < 2:
-                    continue
-                r = _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var,
-                                    tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L,
-                                    P, lb, lcav, cav, use_max, damping, out, new, tmp, acc,
-                                    digits)
-                if r > res:
-                    res = r
+        n_pending = 0
+        if damping == 0.0:
+            res, n_pending = _sweep(it % 2 == 1, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr,
+                                    e_fac, msg_ptr, v_ptr, v_edge, var_ptr, L, P, lb, cav,
+                                    use_max, out, digits, pending)
+        else:   # (damped: every message by the general update, in the sweep's order)
+            res = 0.0
+            for k in range(V):
+                v = k if it % 2 == 1 else V - 1 - k
+                for j in range(v_ptr[v], v_ptr[v + 1]):
+                    if f_ptr[e_fac[v_edge[j]] + 1] - f_ptr[e_fac[v_edge[j]]] >= 2:
+                        pending[n_pending] = v_edge[j]
+                        n_pending += 1
+        for i in range(n_pending):
+            r = _update_message(pending[i], log_pot, scaled, psi, psi_at, rho, card, f_ptr,
+                                f_var, tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr,
+                                L, P, lb, lcav, cav, use_max, damping, out, new, tmp, acc,
+                                digits)
+            if r > res:
+                res = r
         if res < tol:
             return it, res
     return max_iter, res
