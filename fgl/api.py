@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterable, Sequence
+from typing import Any, Callable, Hashable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from fgl.io.evaluate import Report, evaluate
 from fgl.io.graphs import GraphInstance, graph_instance, read_graphs, scoring
 from fgl.io.inspect import inspection, state_features, transition_features
 from fgl.io.model_files import check_writable, load_model, save_model
+from fgl.io.sources import expand, files_label
 from fgl.lang import ast
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec, read_spec
@@ -85,6 +86,18 @@ def _text(v: object) -> str:
 def _labels(v: object) -> list[str]:
     """A token's label(s): one per output layer."""
     return [str(x) for x in v] if isinstance(v, (list, tuple)) else [str(v)]
+
+
+def _apart(files: Iterable[Iterable[Sentence]]) -> Iterator[Sentence]:
+    """The sentences of several files in order, each file's document numbers
+    shifted past the previous file's, so no document spans two files."""
+    base = 0
+    for sentences in files:
+        top = -1
+        for s in sentences:
+            top = max(top, s.doc)
+            yield s if not base else Sentence(s.rows, s.lines, s.doc + base, s.file)
+        base += top + 1
 
 
 def eval_scheme(spec: ast.Spec, scheme: str) -> str:
@@ -155,7 +168,8 @@ class CRF:
         if checkpoint_seconds is not None and not checkpoint_seconds > 0:
             raise FglError("checkpoint_seconds must be a positive number of seconds; found "
                            f"{checkpoint_seconds}")
-        self.checkpoint = None if checkpoint is None else check_writable(checkpoint)
+        self.checkpoint = None if checkpoint is None else check_writable(checkpoint,
+                                                                               "checkpoint")
         self.checkpoint_every, self.checkpoint_seconds = checkpoint_every, checkpoint_seconds
         if dask is not None or dask_workers is not None:
             from fgl.distributed.cluster import check_target
@@ -209,24 +223,29 @@ class CRF:
 
     # ------------------------------------------------------------ data
 
-    def read(self, path: str | Path, encoding: str = "utf-8",
+    def read(self, path: str | Path | Sequence[str | Path], encoding: str = "utf-8",
              short_lines: str = "error") -> list[Sentence]:
         """Read a data file in the spec's input format (CoNLL columns, or
         JSON-lines graphs for `input graph` specs).  ``short_lines`` is what
         a column file's lines with too few fields get: "error", "pad" or
-        "skip" (``fgl.io.conll.read_conll``)."""
+        "skip" (``fgl.io.conll.read_conll``).  ``path`` may also be ``-``
+        (standard input), a glob (``"data/tr*.txt"``, sorted) or a list of
+        them: the files are read in order as one, each file's documents
+        apart from the others' (``fgl.io.sources``)."""
+        files = expand(path)
         if self.spec.input_format == "graph":
-            return read_graphs(path, self.spec, encoding)
-        return read_conll(path, encoding=encoding, column_names=self._column_names,
-                          short_lines=short_lines)
+            return [g for f in files for g in read_graphs(f, self.spec, encoding)]
+        return list(_apart(read_conll(f, encoding=encoding, column_names=self._column_names,
+                                      short_lines=short_lines) for f in files))
 
-    def _source(self, path: str | Path, encoding: str,
+    def _source(self, path: str | Path | Sequence[str | Path], encoding: str,
                 short_lines: str) -> Callable[[], Iterable[Sentence]]:
-        """A re-readable source over a data file (column files are streamed)."""
+        """A re-readable source over data files (column files are streamed)."""
+        files = expand(path)
         if self.spec.input_format == "graph":
-            return lambda: read_graphs(path, self.spec, encoding)
-        return lambda: iter_conll(path, encoding=encoding, column_names=self._column_names,
-                                  short_lines=short_lines)
+            return lambda: [g for f in files for g in read_graphs(f, self.spec, encoding)]
+        return lambda: _apart(iter_conll(f, encoding=encoding, column_names=self._column_names,
+                                         short_lines=short_lines) for f in files)
 
     def _graphs(self, X: Any, what: str) -> list[GraphInstance] | None:
         """``X`` as graphs, when the spec reads graphs and ``X`` holds them
@@ -282,14 +301,15 @@ class CRF:
         as for ``read``; ``resume`` as for ``fit``; ``dev``: a development
         file feature induction scores after every round).  Chain and
         segment models read a column file twice rather than holding it.
-        With ``dask``/``dask_workers`` set, ``path`` may be a glob or a list
-        and training runs on the cluster (``fgl.distributed``)."""
+        ``path`` (and ``dev``) may be ``-``, a glob or a list of them, read
+        in order as one file (``read``).  With ``dask``/``dask_workers``
+        set, training runs on the cluster (``fgl.distributed``)."""
         if self.dask is not None or self.dask_workers is not None:
             from fgl.distributed.training import fit_on_cluster
             return fit_on_cluster(self, path, dask=self.dask, workers=self.dask_workers,
                                   encoding=encoding, short_lines=short_lines, resume=resume)
-        return self.fit_sentences(self._source(path, encoding, short_lines), source=str(path),
-                                  resume=resume, dev=dev)
+        return self.fit_sentences(self._source(path, encoding, short_lines),
+                                  source=files_label(expand(path)), resume=resume, dev=dev)
 
     def compile(self, X: Sequence[Rows], y: Sequence[Sequence],
                 documents: Sequence[Hashable] | None = None) -> "CRF":
@@ -440,7 +460,9 @@ class CRF:
     def _dev_score(self, dev: Any) -> Callable[[Model, np.ndarray], float]:
         """F1 on development sentences (a path or read sentences), for
         feature induction's per-round report."""
-        sentences = self.read(dev) if isinstance(dev, (str, Path)) else list(dev)
+        paths = isinstance(dev, (str, Path)) or (
+            isinstance(dev, (list, tuple)) and all(isinstance(d, (str, Path)) for d in dev))
+        sentences = self.read(dev) if paths else list(dev)
         column = self._column_names.index(self.spec.outputs[0])
         gold = [s.column(column) for s in sentences]
 
@@ -687,7 +709,8 @@ class CRF:
         once fitted, without any), the compiled program's sizes as well."""
         if path is None:
             return registry.explain(self.spec, self.model)
-        model, data = self._compile(self.read(path, encoding, short_lines), str(path))
+        model, data = self._compile(self.read(path, encoding, short_lines),
+                                    files_label(expand(path)))
         return registry.explain(self.spec, model, data)
 
     # ------------------------------------------------------------ files

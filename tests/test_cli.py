@@ -249,11 +249,17 @@ def test_latin1_round_trip(capsys, tmp_path):
     code, _, err = run(capsys, "train", HMM, "--train", data, "-o", model, "-q",
                        "--encoding", "latin-1")
     assert code == 0, err
-    code, out, err = run(capsys, "tag", model, data, "--encoding", "latin-1")
+    code, out, err = run(capsys, "tag", model, data, "--encoding", "latin-1",
+                         "--output-encoding", "utf-8")
     assert code == 0, err
     tagged = blocks(out)
     assert [r[0] for r in tagged[0]] == words
     assert all(r[-1] == ("O" if r[0] == "plain" else "B-X") for s in tagged for r in s)
+    # without --output-encoding the output is in the input's encoding
+    dest = tmp_path / "tagged.txt"
+    code, _, err = run(capsys, "tag", model, data, "--encoding", "latin-1", "-o", dest)
+    assert code == 0, err
+    assert dest.read_bytes().decode("latin-1") == out
 
 
 # ---------------------------------------------------------------- help and the console script

@@ -380,14 +380,15 @@ def test_cli_wrong_scheme_is_a_located_data_error(capsys, tmp_path):
     sent, j = first
     tag = sent.column(1)[j]
     assert err.strip() == (f"fgl: {test}:{sent.lines[j]}: scheme bio reads O, B-TYPE and "
-                           f"I-TYPE tags; the gold label tag is {tag!r}, which iobes reads "
-                           "(scheme auto chooses from the tags; iob reads any mix)")
+                           f"I-TYPE (or untyped B, I) tags; the gold tag in column label is "
+                           f"{tag!r}, which iobes reads (scheme auto chooses from the tags; iob "
+                           "reads any mix)")
     # BIO gold, but the model's labels are IOBES
     bio_test = data_files(tmp_path)[1]
     code, out, err = run(capsys, "eval", model, bio_test, "--scheme", "bio")
     assert code == 2 and out == ""
-    assert err.startswith("fgl: scheme bio reads O, B-TYPE and I-TYPE tags; the model predicts "
-                          "the label tag '")
+    assert err.startswith("fgl: scheme bio reads O, B-TYPE and I-TYPE (or untyped B, I) tags; "
+                          "the model predicts, in column label, the tag '")
     assert err.strip().endswith("; choose the scheme of the model's labels")
     code, out, err = run(capsys, "compare", model, model, test, "--scheme", "bio")
     assert code == 2 and err.startswith(f"fgl: {test}:{sent.lines[j]}: scheme bio reads ")
@@ -508,7 +509,8 @@ def test_multi_layer_evaluate_from_python_and_the_cli(capsys, tmp_path):
     assert "; scheme plain" in pos and "; scheme iob1" in chunk
     code, out, err = run(capsys, "eval", model, data, "--scheme", "bio")
     assert code == 2 and err.startswith(f"fgl: {data}:1: scheme bio reads O, B-TYPE and "
-                                        "I-TYPE tags; the gold pos tag is ")
+                                        "I-TYPE (or untyped B, I) tags; the gold tag in "
+                                        "column pos is ")
     code, out, err = run(capsys, "eval", model, data, "--scheme", "chnk=bio")
     assert code == 2 and err.strip() == ("fgl: --scheme chnk=bio: the model has no output "
                                          "layer 'chnk'; its output layers are pos, chunk")

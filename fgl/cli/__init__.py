@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
+import io
 import os
 import sys
 import warnings
@@ -82,6 +84,35 @@ def _memory_budget(size: str | None):
         set_memory_budget(previous)
 
 
+def _cap_jobs(args: argparse.Namespace) -> None:
+    """``--jobs`` beyond the cores: every core, with a note."""
+    from fgl.engines.data import cores
+
+    jobs = getattr(args, "jobs", None)
+    if isinstance(jobs, int) and jobs > cores():
+        print(f"fgl: note: --jobs {jobs} is more than the {cores()} cores this machine gives "
+              f"fgl; using {cores()}", file=sys.stderr)
+        args.jobs = cores()
+
+
+def _say(text: str) -> None:
+    """A line on stderr, if stderr can still take one."""
+    try:
+        print(text, file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+
+
+def _quiet_stdout() -> None:
+    """Send what standard output still holds nowhere (its reader left, or
+    its disk is full): the interpreter's last flush must not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = _command(args.command).run
@@ -89,15 +120,29 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings(), _memory_budget(getattr(args, "max_memory", None)):
             warnings.simplefilter("always", ShortLineWarning)
             warnings.showwarning = _show_warning
-            return command(args) or 0
+            _cap_jobs(args)
+            code = command(args) or 0
+            sys.stdout.flush()   # (a full disk behind stdout is found here, not at exit)
+            return code
     except FglError as e:   # 2: a user error; 1: the input was fine, the run was not
-        print(f"fgl: {shorten(str(e), 2000)}", file=sys.stderr)
+        _say(f"fgl: {shorten(str(e), 2000)}")
         return 1 if isinstance(e, TrainingError) else 2
     except KeyboardInterrupt:
-        print("fgl: interrupted", file=sys.stderr)
+        _say("fgl: interrupted")
         return 130
     except BrokenPipeError:  # e.g. `fgl eval ... | head`: the reader left; say nothing
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _quiet_stdout()
         return 0
+    except OSError as e:    # writing standard output (a full disk, a lost terminal), or else
+        if e.filename is not None:
+            _say(f"fgl: {e.filename}: {e.strerror or e}")
+        elif e.errno in _WRITE_ERRORS:   # (files fgl writes say so by name: fgl.io.safe_files)
+            _say(f"fgl: <stdout>: cannot write the output: {e.strerror or e}")
+            _quiet_stdout()
+        else:
+            _say(f"fgl: {e.strerror or e}")
+        return 1
+
+
+_WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
 

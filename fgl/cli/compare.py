@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from fgl.cli.options import data_args
+from fgl.cli.options import data_args, seed_arg
 from fgl.cli.reporting import add_scheme_arg
 from fgl.errors import DataError, FglError
 
@@ -24,7 +24,8 @@ def add(sub: argparse._SubParsersAction) -> None:
                    help="shuffles of the randomisation test (default 10000)")
     p.add_argument("--partitions", type=int, default=10,
                    help="contiguous test partitions for the t-intervals (default 10)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of the shuffles")
+    p.add_argument("--seed", type=seed_arg, default=0,
+                   help="random seed of the shuffles (a whole number from 0)")
     add_scheme_arg(p, "how tags make chunks, as in `fgl eval --scheme` (LAYER=SCHEME for one "
                       "output layer; repeatable)")
     data_args(p)

@@ -8,7 +8,9 @@ import json
 import sys
 from pathlib import Path
 
+from fgl.cli.options import encoding_arg, seed_arg
 from fgl.errors import FglError
+from fgl.io.safe_files import check_output, write_text
 
 EPILOG = """\
 examples:
@@ -69,7 +71,8 @@ def _template_parser(kinds: argparse._SubParsersAction, name: str) -> None:
                         "output column)")
     p.add_argument("-c", type=float, default=1.0, dest="c",
                    help="CRF++'s -c (default 1): the spec's sigma is its square root")
-    p.add_argument("--encoding", default="utf-8", help="the template file's encoding")
+    p.add_argument("--encoding", default="utf-8", type=encoding_arg,
+                   help="the template file's encoding")
 
 
 def _linqs_parser(kinds: argparse._SubParsersAction) -> None:
@@ -107,9 +110,10 @@ def _linqs_parser(kinds: argparse._SubParsersAction) -> None:
                         "scores them)")
     p.add_argument("--gold-out", metavar="FILE", help="with --withhold: where to write the "
                                                       "graph with every label")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=seed_arg, default=0,
                    help="the random seed of --split and --withhold (default 0)")
-    p.add_argument("--encoding", default="utf-8", help="the files' encoding (default utf-8)")
+    p.add_argument("--encoding", default="utf-8", type=encoding_arg,
+                   help="the files' encoding (default utf-8)")
 
 
 def run(a: argparse.Namespace) -> int:
@@ -118,15 +122,15 @@ def run(a: argparse.Namespace) -> int:
     from fgl.io.crfpp import convert_file
 
     columns = a.columns.split(",") if a.columns is not None else None
+    inputs = [(a.template, "the template")]
+    if a.output not in (None, "-"):
+        check_output(a.output, "spec", inputs)    # before any work
     spec = convert_file(a.template, columns, a.c, a.encoding)
-    if a.output is None:
+    if a.output in (None, "-"):
         sys.stdout.write(spec)
         return 0
     path = Path(a.output)
-    try:
-        path.write_text(spec, encoding="utf-8")
-    except OSError as e:
-        raise FglError(f"{path}: cannot write the spec: {e}") from None
+    write_text(path, spec, "spec", inputs=inputs)
     templates = sum(line.startswith("template ") for line in spec.splitlines())
     print(f"{path}: {templates} templates from {a.template}; check it with `fgl check {path}`")
     return 0
@@ -152,17 +156,18 @@ def _check_linqs_options(a: argparse.Namespace) -> None:
             raise FglError(f"-o and {partner} name the same file, {a.output}")
 
 
-def _write(path: str, graph: dict) -> None:
-    try:
-        Path(path).write_text(json.dumps(graph, ensure_ascii=False) + "\n", encoding="utf-8")
-    except OSError as e:
-        raise FglError(f"{path}: cannot write the graph: {e.strerror or e}") from None
+def _write(path: str, graph: dict, inputs: list) -> None:
+    write_text(path, json.dumps(graph, ensure_ascii=False) + "\n", "graph", inputs=inputs)
 
 
 def _run_linqs(a: argparse.Namespace) -> int:
     from fgl.io.linqs import graph_json, read_linqs, split, withhold
 
     _check_linqs_options(a)
+    inputs = [(a.content, "the .content file"), (a.cites, "the .cites file")]
+    for path in (a.output, a.test_out, a.gold_out):
+        if path is not None:
+            check_output(path, "graph", inputs)    # before any work
     data = read_linqs(a.content, a.cites, a.encoding)
     for line in linqs_warnings(data):
         print(f"fgl: warning: {line}", file=sys.stderr)
@@ -171,21 +176,21 @@ def _run_linqs(a: argparse.Namespace) -> int:
         print(line, file=info)
     if a.split is not None:
         train, test, train_links, test_links, across = split(data, a.split, a.seed)
-        _write(a.output, graph_json(train, train_links))
-        _write(a.test_out, graph_json(test, test_links))
+        _write(a.output, graph_json(train, train_links), inputs)
+        _write(a.test_out, graph_json(test, test_links), inputs)
         print(f"wrote {a.output}: the training graph, {len(train)} papers, {len(train_links)} "
               f"links; {a.test_out}: the test graph, {len(test)} papers, {len(test_links)} "
               f"links; {across} links across the split dropped (seed {a.seed})", file=info)
     elif a.withhold is not None:
         held = withhold(data, a.withhold, a.seed)
-        _write(a.output, graph_json(data.papers, data.links, null=held))
-        _write(a.gold_out, graph_json(data.papers, data.links, withheld=held))
+        _write(a.output, graph_json(data.papers, data.links, null=held), inputs)
+        _write(a.gold_out, graph_json(data.papers, data.links, withheld=held), inputs)
         print(f"wrote {a.output}: {len(data.papers)} papers, {len(data.links)} links, "
               f"{len(held)} labels null (withheld, seed {a.seed}): train and tag on it; "
               f"{a.gold_out}: every label, the {len(held)} withheld papers marked "
               f"\"withheld\": true: `fgl eval MODEL {a.gold_out}` scores them", file=info)
     elif a.output is not None:
-        _write(a.output, graph_json(data.papers, data.links))
+        _write(a.output, graph_json(data.papers, data.links), inputs)
         print(f"wrote {a.output}: one graph, {len(data.papers)} papers, {len(data.links)} "
               "links", file=info)
     else:

@@ -6,7 +6,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from fgl.cli.options import memory_arg, short_lines_arg
+from fgl.cli.options import encoding_arg, memory_arg, short_lines_arg
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -31,17 +31,19 @@ def add(sub: argparse._SubParsersAction) -> None:
     memory_arg(p)
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write here (.svg, .png, .pdf or .dot) instead of DOT on stdout")
-    p.add_argument("--encoding", default="utf-8")
+    p.add_argument("--encoding", default="utf-8", type=encoding_arg)
     short_lines_arg(p)
 
 
 def run(a: argparse.Namespace) -> None:
     from fgl.api import CRF
     from fgl.io.draw import draw_instance, parse_tokens, picture_format
+    from fgl.io.safe_files import check_output
 
     tokens = parse_tokens(a.tokens) if a.tokens is not None else None
     if a.output:
-        picture_format(a.output)     # a bad suffix fails before any work
+        picture_format(a.output)     # a bad suffix or path fails before any work
+        check_output(a.output, "drawing", [(a.spec, "the spec or model"), (a.file, "the data")])
     if a.spec.endswith(".fglm") or zipfile.is_zipfile(a.spec):   # a model file (npz)
         crf = CRF.load(a.spec)
         trained, base_dir = crf, Path(a.spec).parent

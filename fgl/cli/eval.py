@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from fgl.cli.options import data_args, label_list
-from fgl.cli.reporting import add_scheme_arg, report
+from fgl.cli.reporting import add_scheme_arg, report, report_tagged
 
 GRAPHS = ("graphs (JSON lines): each node whose label the model is not given is scored -- "
           "every node of a graph labelled on every node; in a partially labelled graph "
@@ -16,26 +16,36 @@ GRAPHS = ("graphs (JSON lines): each node whose label the model is not given is 
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="evaluate a model on labelled data",
+    p = sub.add_parser("eval", help="evaluate a model on labelled data, or a tagged file",
                        description="Token (word) and sequence accuracy, conlleval-style "
                                    "per-chunk-type P/R/F1 under a tag scheme (BIO, IOB1, "
                                    "IOBES, IO), segment P/R/F1 (--scheme runs), or for plain "
                                    "labels per-label P/R/F1 with micro and macro averages; "
                                    "every output layer of the model; --confusion adds the "
-                                   "confusion matrix. Every score is a percentage.",
+                                   "confusion matrix. Every score is a percentage. "
+                                   "`fgl eval --tagged FILE` scores a file already tagged "
+                                   "(gold and predicted labels its last two columns), as "
+                                   "conlleval does.",
                        epilog=GRAPHS)
-    p.add_argument("model")
-    p.add_argument("file", help="labelled data (CoNLL columns, gold label last; or JSON-lines "
-                                "graphs, where nodes marked \"withheld\": true are scored "
-                                "and the other labels given as evidence)")
+    p.add_argument("model", nargs="?", help="a model file written by `fgl train` (none with "
+                                            "--tagged)")
+    p.add_argument("file", nargs="?",
+                   help="labelled data (CoNLL columns, gold label last; or JSON-lines "
+                        "graphs, where nodes marked \"withheld\": true are scored and the "
+                        "other labels given as evidence); - for standard input")
+    p.add_argument("--tagged", metavar="FILE",
+                   help="score FILE without a model: its last two columns are the gold and "
+                        "the predicted labels, as conlleval reads them (e.g. `fgl tag` output "
+                        "of labelled data); - for standard input")
     add_scheme_arg(p, "how tags make chunks: bio (IOB2: B-X starts a chunk), iob1 (CoNLL-2003: "
                       "I-X starts one unless after X; B-X between two chunks of type X), iobes "
                       "(B-, I-, E-, S-; BILOU's L-, U- too), io (each run of I-X), iob (any mix "
                       "of prefixes and bare labels), plain (no chunks: per-label scores with "
                       "micro and macro averages), runs (each maximal run of one label is a "
                       "segment); auto (default): runs for a segment model `from change`, else "
-                      "from the tags (docs/evaluation.md). LAYER=SCHEME sets one output layer's "
-                      "(e.g. --scheme chunk=bio); repeatable")
+                      "from the tags (docs/evaluation.md). Untyped tags (B, I, O; E, S) are "
+                      "chunks of one type, as conlleval reads them. LAYER=SCHEME sets one "
+                      "output layer's (e.g. --scheme chunk=bio); repeatable")
     p.add_argument("--ignore", action="append", metavar="LABEL",
                    help="a label (chunk type) that is not a chunk or segment, and under plain "
                         "is left out of the averages; repeatable; replaces the default O "
@@ -66,4 +76,15 @@ def run(a: argparse.Namespace) -> None:
         if not a.confusion:
             raise FglError("-o draws the confusion matrix: add --confusion")
         check_picture_path(a.picture)
+    if a.tagged is not None:
+        if a.model is not None:
+            raise FglError(f"--tagged {a.tagged} scores that file's own last two columns (gold, "
+                           f"predicted): give no model (found {a.model!r}), as in "
+                           "`fgl eval --tagged FILE`")
+        report_tagged(a.tagged, a)
+        return
+    if a.model is None or a.file is None:
+        raise FglError("fgl eval MODEL FILE scores a model on labelled data; fgl eval --tagged "
+                       "FILE scores a file already tagged (gold and predicted labels its last "
+                       "two columns)")
     report(CRF.load(a.model, jobs=a.jobs), a.file, a)

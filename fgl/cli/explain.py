@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from fgl.cli.options import memory_arg, short_lines_arg
+from fgl.cli.options import encoding_arg, memory_arg, short_lines_arg
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -12,9 +12,11 @@ def add(sub: argparse._SubParsersAction) -> None:
                                    "patterns, forward/backward states, features and the cost "
                                    "of one pass.  Sizes depend on the training data.")
     p.add_argument("spec")
-    p.add_argument("--train", metavar="FILE", help="training data to compile against")
+    p.add_argument("--train", action="append", metavar="FILE",
+                   help="training data to compile against (- for standard input, a quoted "
+                        "glob, or repeated: read in order as one file)")
     memory_arg(p)
-    p.add_argument("--encoding", default="utf-8")
+    p.add_argument("--encoding", default="utf-8", type=encoding_arg)
     short_lines_arg(p)
     where = p.add_mutually_exclusive_group()
     where.add_argument("--dask", metavar="ADDRESS",

@@ -21,9 +21,43 @@ def memory_arg(sp: argparse.ArgumentParser) -> None:
                          "responsible, before anything is allocated")
 
 
+# codecs Python knows as text encodings that cannot read a data file (they code domain
+# names, or nothing): refused by name
+_NOT_FOR_FILES = {"idna", "punycode", "undefined"}
+
+
+def encoding_arg(text: str) -> str:
+    """``--encoding``: a text encoding Python knows and a file can be in."""
+    import codecs
+
+    try:
+        info = codecs.lookup(text)
+    except LookupError:
+        raise argparse.ArgumentTypeError(
+            f"unknown encoding {text!r}; give a text encoding such as utf-8, latin-1, cp1252 "
+            "or utf-16") from None
+    if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_FOR_FILES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an encoding a text file can be in; give one such as utf-8, "
+            "latin-1, cp1252 or utf-16")
+    return text
+
+
+def seed_arg(text: str) -> int:
+    """``--seed``: a whole number from 0 (what numpy's generators take)."""
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 0, found {text!r}") \
+            from None
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0, found {seed}")
+    return seed
+
+
 def data_args(sp: argparse.ArgumentParser) -> None:
     memory_arg(sp)
-    sp.add_argument("--encoding", default="utf-8",
+    sp.add_argument("--encoding", default="utf-8", type=encoding_arg,
                     help="text encoding of data files (default utf-8; e.g. latin-1)")
     short_lines_arg(sp)
     sp.add_argument("--jobs", type=int, default=None,

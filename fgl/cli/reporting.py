@@ -77,7 +77,9 @@ def report(crf, path: str, a: argparse.Namespace) -> None:
 
     sentences = crf.read(path, encoding=a.encoding, short_lines=a.short_lines)
     if not sentences:
-        raise DataError("no sentences to evaluate (the file is empty)", path, 1)
+        from fgl.io.sources import expand, files_label
+        raise DataError("no sentences to evaluate (the file is empty)",
+                        files_label(expand(path)), 1)
     columns = [c.name for c in crf.spec.columns]
     scored = None
     if crf.spec.input_format == "graph":   # the nodes whose labels the model is not given
@@ -115,10 +117,49 @@ def located(e, sentences, layer: str) -> Exception:
     side, i, j = e.where.replace("]", "").split("[")
     if side == "gold":
         s = sentences[int(i)]
-        return DataError(e.describe(f"the gold {layer} tag is "), s.file, s.lines[int(j)])
+        return DataError(e.describe(f"the gold tag in column {layer} is "), s.file,
+                         s.lines[int(j)])
     model = {"pred_a": "the first model", "pred_b": "the second model"}.get(side, "the model")
-    return FglError(e.describe(f"{model} predicts the {layer} tag ") + "; choose the "
-                    "scheme of the model's labels")
+    return FglError(e.describe(f"{model} predicts, in column {layer}, the tag ") + "; choose "
+                    "the scheme of the model's labels")
+
+
+def report_tagged(path, a: argparse.Namespace) -> None:
+    """`fgl eval --tagged FILE`: score a file whose last two columns are the
+    gold and the predicted labels (conlleval's input: any columns before
+    them, blank lines between sentences, ``-DOCSTART-`` lines), with `fgl
+    eval`'s --scheme, --ignore, --labels, --confusion and -o."""
+    from fgl.io.conll import read_conll
+    from fgl.io.evaluate import TagError, evaluate
+    from fgl.io.sources import display_name, expand
+
+    given = getattr(a, "scheme", None) or ()
+    layered = [f"{layer}={name}" for layer, name in given if layer is not None]
+    if layered:
+        raise FglError(f"--scheme {layered[0]}: a tagged file has one label column, the gold "
+                       "and predicted tags its last two; give --scheme SCHEME")
+    scheme = given[-1][1] if given else "auto"
+    sentences = [s for f in expand(path) for s in read_conll(
+        f, encoding=a.encoding, short_lines=a.short_lines)]
+    if not sentences:
+        raise DataError("no sentences to evaluate (the file is empty)", display_name(path), 1)
+    first = sentences[0]
+    if len(first.rows[0]) < 2:
+        raise DataError("a tagged file's lines end with the gold and the predicted label "
+                        f"(as conlleval reads them); found 1 field: {first.rows[0][0]!r}",
+                        first.file, first.lines[0])
+    gold, guess = [s.column(-2) for s in sentences], [s.column(-1) for s in sentences]
+    try:
+        result = evaluate(gold, guess, scheme, getattr(a, "ignore", None) or ("O",),
+                          getattr(a, "labels", None))
+    except TagError as e:
+        side, i, j = e.where.replace("]", "").split("[")
+        s = sentences[int(i)]
+        what = "gold" if side == "gold" else "predicted"
+        raise DataError(e.describe(f"the {what} tag is "), s.file, s.lines[int(j)]) from None
+    print(result.format())
+    if getattr(a, "confusion", False):
+        _confusion(result, getattr(a, "picture", None), None)
 
 
 def _confusion(result, picture: str | None, layer: str | None) -> None:

@@ -3,9 +3,10 @@ token marginals and segment confidences (``fgl.confidence``)."""
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 
-from fgl.cli.options import data_args
+from fgl.cli.options import data_args, encoding_arg
 from fgl.cli.reporting import warn_convergence
 from fgl.io.evaluate import SCHEMES
 
@@ -18,6 +19,11 @@ columns appended to each token line, in this order:
   --confidence:     per output layer, the confidence of the predicted segment
                     that starts at this token (P(its predicted labels | x), by
                     constrained forward-backward), '-' elsewhere.
+Every line keeps its input fields, so all lines have as many fields; a
+-DOCSTART- line is written as wide as the others (its own fields, padded
+with -X- and O, then O per predicted label and - per other column), so
+conlleval.pl reads the output, as does `fgl eval --tagged`.  The output is
+in the input's encoding (--encoding) unless --output-encoding says otherwise.
 Probabilities are written with 6 decimals.  Graph input (JSON lines) gets a
 "marginals" object: node id -> P(predicted label) (best) or {label: P} (all),
 a list over the output layers when there are several.  See docs/confidence.md.
@@ -34,8 +40,12 @@ def add(sub: argparse._SubParsersAction) -> None:
                                    "(input columns only, or with gold labels: both work).",
                        epilog=COLUMNS, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model", help="a model file written by `fgl train`")
-    p.add_argument("file", help="data to label (CoNLL columns, or JSON-lines graphs)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    p.add_argument("file", help="data to label (CoNLL columns, or JSON-lines graphs); - for "
+                                "standard input")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write here instead of stdout (- is stdout)")
+    p.add_argument("--output-encoding", metavar="ENCODING", type=encoding_arg,
+                   help="text encoding of the output (default: the input's, --encoding)")
     p.add_argument("--marginals", nargs="?", const="best", choices=("best", "all"),
                    help="append per-token label probabilities: of the predicted label (best, "
                         "the default) or of every label (all)")
@@ -89,8 +99,13 @@ def run(a: argparse.Namespace) -> None:
 
     from fgl.api import CRF
     from fgl.errors import FglError
-    from fgl.io.conll import has_docstart, write_conll
+    from fgl.io.conll import docstart_fields, write_conll
+    from fgl.io.safe_files import check_output
+    from fgl.io.sources import expand
 
+    if a.output is not None:   # a path fgl will not write is refused before any work
+        check_output(a.output, "tagged output", [(a.model, "the model"), (a.file, "the data")],
+                     allow_stdout=True)
     crf = CRF.load(a.model, jobs=a.jobs)
     graph = crf.spec.input_format == "graph"
     if a.confidence and graph:
@@ -105,29 +120,74 @@ def run(a: argparse.Namespace) -> None:
     found = (crf.segment_confidences_sentences(sentences, tagged, scheme=a.scheme)
              if a.confidence else None)
     pred = tagged.tokens()
-    out = open(a.output, "w", encoding="utf-8") if a.output else sys.stdout
+    out = io.StringIO()   # the text, then written in the output encoding (_write)
+    if graph:  # one JSON line per graph: node id -> labels (and marginals)
+        for i, (g, labels) in enumerate(zip(sentences, pred)):
+            line = {"labels": dict(zip(g.node_ids, labels))}
+            if marg is not None:
+                line["marginals"] = _node_marginals(g.node_ids, tagged.labels[i],
+                                                    marg.probs[i], marg.labels, a.marginals)
+            print(json.dumps(line, ensure_ascii=False), file=out)
+    else:
+        extra = [[list(y) if isinstance(y, tuple) else [y] for y in labels] for labels in pred]
+        for i, rows in enumerate(extra):
+            if marg is not None:
+                for row, cols in zip(rows, _token_columns(tagged.labels[i], marg.probs[i],
+                                                          marg.labels, a.marginals)):
+                    row.extend(cols)
+            if found is not None:
+                for row, cols in zip(rows, _confidence_columns(found[i], len(rows))):
+                    row.extend(cols)
+        boundary = next((f for f in (docstart_fields(p, a.encoding)
+                                     for p in expand(a.file)) if f is not None), None)
+        row = None
+        if boundary is not None:
+            row = _docstart_row(boundary, sentences, extra, crf.spec)
+        write_conll(out, sentences, extra, docstart=boundary is not None, docstart_row=row)
+    _write(out.getvalue(), a.output, a.output_encoding or a.encoding,
+           [(a.model, "the model"), (expand(a.file), "the data")])
+
+
+def _docstart_row(fields: list[str], sentences: list, extra: list, spec) -> list[str] | None:
+    """The output's ``-DOCSTART-`` line, as many fields as its token lines:
+    the input's line cut or padded to the input's width (a label column
+    padded with ``O``, any other with ``-X-``, as CoNLL-2003 writes it),
+    then ``O`` for each predicted label and ``-`` for each marginal or
+    confidence column (conlleval reads a file only when every line has as
+    many fields, and takes a ``-DOCSTART-`` line for a boundary)."""
+    i = next((i for i, s in enumerate(sentences) if s.rows), None)
+    if i is None:
+        return None
+    width, added = len(sentences[i].rows[0]), len(extra[i][0])
+    names = [c.name for c in spec.columns]
+    inputs = [n for n in names if n not in spec.outputs]
+    cols = names if width == len(names) else inputs if width == len(inputs) else []
+    row = fields[:width]
+    for j in range(len(row), width):
+        row.append("O" if j < len(cols) and cols[j] in spec.outputs else "-X-")
+    layers = len(spec.outputs)
+    return row + ["O"] * layers + ["-"] * (added - layers)
+
+
+def _write(text: str, dest: str | None, encoding: str, inputs: list) -> None:
+    """Write ``text`` in ``encoding`` to the file ``dest`` (None or ``-``:
+    standard output, as bytes, whatever the terminal's encoding), which may
+    not be one of ``inputs`` (``fgl.io.safe_files``: atomically)."""
+    from fgl.errors import FglError
+    from fgl.io.safe_files import write_bytes
+
     try:
-        if graph:  # one JSON line per graph: node id -> labels (and marginals)
-            for i, (g, labels) in enumerate(zip(sentences, pred)):
-                line = {"labels": dict(zip(g.node_ids, labels))}
-                if marg is not None:
-                    line["marginals"] = _node_marginals(g.node_ids, tagged.labels[i],
-                                                        marg.probs[i], marg.labels, a.marginals)
-                print(json.dumps(line, ensure_ascii=False), file=out)
-        else:
-            extra = [[list(y) if isinstance(y, tuple) else [y] for y in labels] for labels in pred]
-            for i, rows in enumerate(extra):
-                if marg is not None:
-                    for row, cols in zip(rows, _token_columns(tagged.labels[i], marg.probs[i],
-                                                              marg.labels, a.marginals)):
-                        row.extend(cols)
-                if found is not None:
-                    for row, cols in zip(rows, _confidence_columns(found[i], len(rows))):
-                        row.extend(cols)
-            write_conll(out, sentences, extra, docstart=has_docstart(a.file, a.encoding))
-    finally:
-        if a.output:
-            out.close()
+        data = text.encode(encoding)
+    except LookupError:
+        raise FglError(f"unknown encoding {encoding!r}") from None
+    except UnicodeEncodeError as e:
+        raise FglError(f"the output holds {text[e.start:e.end]!r}, which {encoding} cannot "
+                       "write; choose another with --output-encoding (e.g. utf-8)") from None
+    if (dest is None or dest == "-") and getattr(sys.stdout, "buffer", None) is None:
+        sys.stdout.write(text)    # a text-only stand-in for stdout
+        return
+    sys.stdout.flush()
+    write_bytes(dest or "-", data, "tagged output", inputs=inputs, allow_stdout=True)
 
 
 def _node_marginals(nodes: list[str], tags: list[list[str]], probs: list,

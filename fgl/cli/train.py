@@ -19,12 +19,13 @@ def add(sub: argparse._SubParsersAction) -> None:
                                    "0, the averaged perceptron, the ECRN, or feature induction "
                                    "for a template with `induce`); write the model file.")
     p.add_argument("spec", help="the model spec (.fgl)")
-    p.add_argument("--train", required=True, metavar="FILE",
+    p.add_argument("--train", required=True, action="append", metavar="FILE",
                    help="training data (CoNLL columns; JSON lines for `input graph` specs); "
-                        "with --dask/--dask-workers also a quoted glob ('data/part-*.txt')")
-    p.add_argument("--dev", metavar="FILE",
+                        "- for standard input, a quoted glob ('data/tr*.txt', sorted); "
+                        "repeatable: the files are read in order as one")
+    p.add_argument("--dev", action="append", metavar="FILE",
                    help="development data, evaluated after training (and scored after every "
-                        "round of feature induction)")
+                        "round of feature induction); a glob or repeated, as --train")
     p.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
     p.add_argument("--sigma", type=float, help="override the spec's Gaussian prior sigma")
     p.add_argument("--max-iter", type=int, help="override the spec's L-BFGS iteration limit")
@@ -66,7 +67,11 @@ def run(a: argparse.Namespace) -> None:
     from fgl.api import CRF
     from fgl.io.model_files import check_writable
 
-    check_writable(a.output)  # before training, not after
+    inputs = [(a.spec, "the spec"), (a.train, "the training data"),
+              (a.dev, "the development data")]
+    check_writable(a.output, "model", inputs)  # before training, not after
+    if a.checkpoint is not None:
+        check_writable(a.checkpoint, "checkpoint", inputs)
     if a.sigma_grid is not None:
         _sigma_grid(a)
         return
@@ -110,6 +115,7 @@ def _sigma_grid(a: argparse.Namespace) -> None:
     of the results, the best model on --dev written to -o."""
     from fgl.distributed.search import best, search, table
     from fgl.errors import FglError
+    from fgl.io.safe_files import write_bytes
 
     if a.dask is None and a.dask_workers is None:
         raise FglError("--sigma-grid runs its jobs on a Dask cluster: add --dask ADDRESS or "
@@ -128,7 +134,7 @@ def _sigma_grid(a: argparse.Namespace) -> None:
                     max_iter=a.max_iter, encoding=a.encoding, jobs=a.jobs or 1)
     print(table(trials))
     chosen = best(trials)
-    Path(a.output).write_bytes(chosen.model)
+    write_bytes(a.output, chosen.model, "model")
     print(f"wrote {a.output} (sigma {chosen.sigma:g}, dev F1 {chosen.dev_f1:.2f})",
           file=sys.stderr)
 

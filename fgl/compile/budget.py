@@ -17,6 +17,7 @@ ENV = "FGL_MAX_MEMORY"
 _UNITS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
 _SIZE = re.compile(r"\s*(\d+(?:\.\d*)?(?:e[+-]?\d+)?|\.\d+)\s*([KMGT]?)(?:I?B)?\s*", re.IGNORECASE)
 _given: int | None = None
+MAX_SIZE = 1 << 60   # bytes: a size beyond is a typo (and 1e400 would overflow)
 
 
 def parse_size(text: str, what: str = "a memory size") -> int:
@@ -25,7 +26,11 @@ def parse_size(text: str, what: str = "a memory size") -> int:
     if m is None or float(m.group(1)) * 1024 ** _UNITS[m.group(2).upper()] < 1:
         raise FglError(f"{what}: cannot read '{text}' as a size; give bytes or a number with "
                        "K, M, G or T (powers of 1024), e.g. 500M, 4G or 2.5GB")
-    return int(float(m.group(1)) * 1024 ** _UNITS[m.group(2).upper()])
+    size = float(m.group(1)) * 1024 ** _UNITS[m.group(2).upper()]
+    if not size <= MAX_SIZE:   # (1e400 is infinite)
+        raise FglError(f"{what}: '{text}' is larger than any machine's memory or disk (at "
+                       f"most {MAX_SIZE >> 40}T); give a size such as 500M, 4G or 2.5GB")
+    return int(size)
 
 
 def format_size(nbytes: float) -> str:

@@ -35,7 +35,7 @@ class Trial:
     model: bytes
 
 
-def train_one(spec: str, sigma: float | None, train: list[str], dev: str | None,
+def train_one(spec: str, sigma: float | None, train: list[str], dev: list[str] | None,
               max_iter: int | None, encoding: str, jobs: int) -> Trial:
     """Train one model on a worker and score it on ``dev`` (F1 of the first
     output, the evaluation scheme ``fgl eval`` uses by default)."""
@@ -82,7 +82,7 @@ def search(specs: Sequence[str | Path], sigmas: Sequence[float | None], train: A
     files = expand(train)
     with connect(dask, workers) as client:
         futures = [client.submit(train_one, str(spec), sigma, files,
-                                 None if dev is None else str(dev), max_iter, encoding, jobs,
+                                 None if dev is None else expand(dev), max_iter, encoding, jobs,
                                  pure=False)
                    for spec in specs for sigma in sigmas]
         return client.gather(futures)

@@ -74,9 +74,18 @@ def contiguous_runs(ptr: np.ndarray, parts: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
 
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def resolve_jobs(jobs: int | None) -> int:
-    """``None`` or 0 means every core."""
-    return jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+    """``None`` or 0 means every core; more than the cores means every core
+    (a thread per job beyond them only adds memory and switching)."""
+    return min(jobs, cores()) if jobs and jobs > 0 else cores()
 
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}

@@ -194,9 +194,11 @@ class ObservationCompiler:
         key = call.params[0]
         if key not in self.lexicons:
             path = Path(key) if Path(key).is_absolute() else self.base_dir / key
+            from fgl.io.safe_files import InputError, read_bytes
+
             try:
-                lines = path.read_text(encoding="utf-8").splitlines()
-            except (OSError, UnicodeDecodeError) as e:
+                lines = read_bytes(path).decode("utf-8").splitlines()
+            except (OSError, UnicodeDecodeError, InputError) as e:
                 raise SpecError(f"cannot read lexicon '{path}': {e}", call.loc.file,
                                 call.loc.line, call.loc.col) from None
             self.lexicons[key] = frozenset(w.strip() for w in lines if w.strip())
@@ -437,7 +439,7 @@ def sentence_columns(spec: ast.Spec, rows: list[list[str]], lines: list[int], fi
     cols: dict[str, list] = {}
     kept = names if has_gold else [n for n in names if n not in spec.outputs]
     for j, col in enumerate(spec.columns):
-        if col.name not in kept:
+        if col.name not in kept or col.name == ast.SKIP_COLUMN:   # `_`: not read
             continue
         j = kept.index(col.name)
         if col.kind == "text":

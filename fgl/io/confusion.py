@@ -82,10 +82,13 @@ def format_confusion(confusion: dict[tuple[str, str], int], width: int = 120,
 def check_picture_path(path: str | Path) -> None:
     """Refuse a picture file name whose format is unknown, and a missing
     matplotlib, before any work is done."""
+    from fgl.io.safe_files import check_output
+
     suffix = Path(path).suffix.lower()
     if suffix not in PICTURES:
         raise FglError(f"the confusion matrix picture {str(path)!r} needs a file name ending "
                        f"in {', '.join(PICTURES)}")
+    check_output(path, "confusion matrix picture")
     _figure_class()
 
 
@@ -105,6 +108,8 @@ def draw_confusion(confusion: dict[tuple[str, str], int], path: str | Path, titl
     label's errors show as clearly as a frequent one's), each labelled with
     its count when there are at most 25 labels."""
     check_picture_path(path)
+    from fgl.io.safe_files import atomic_output
+
     Figure = _figure_class()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -129,4 +134,5 @@ def draw_confusion(confusion: dict[tuple[str, str], int], path: str | Path, titl
                 ax.text(j, i, str(value), ha="center", va="center", fontsize=8,
                         color="white" if share[i, j] > 0.5 else "black")
     fig.tight_layout()
-    fig.savefig(path)
+    with atomic_output(path, "confusion matrix picture") as fh:
+        fig.savefig(fh, format=Path(path).suffix.lower()[1:])

@@ -52,10 +52,10 @@ import re
 import warnings
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterator, TextIO
 
 from fgl.errors import DataError, shorten
+from fgl.io.sources import display_name, read_bytes
 
 DOCSTART = "-DOCSTART-"
 
@@ -125,7 +125,8 @@ def _decode(raw: bytes, encoding: str, path: str) -> str:
 def read_conll(path, encoding: str = "utf-8", n_columns: int | None = None,
                column_names: list[str] | None = None, *, short_lines: str = "error",
                pad: str = "_") -> list[Sentence]:
-    """Read a column file into sentences (see the module docstring).
+    """Read a column file into sentences (see the module docstring);
+    ``path`` ``-`` is standard input (``fgl.io.sources``, named ``<stdin>``).
 
     Every token line must have the same number of fields: ``n_columns`` when
     given, else the number on the first token line.  ``column_names`` only
@@ -155,16 +156,9 @@ def iter_conll(path, encoding: str = "utf-8", n_columns: int | None = None,
     """The sentences of a column file one at a time, as :func:`read_conll`
     reads them (the same checks, policies and errors), holding only the
     file's text and the current sentence."""
-    name = str(path)
+    name = display_name(path)
     check_short_lines(short_lines, pad)
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise DataError("no such file", name, 0) from None
-    except IsADirectoryError:
-        raise DataError("is a directory, expected a data file", name, 0) from None
-    except OSError as e:
-        raise DataError(f"cannot read file: {e.strerror or e}", name, 0) from None
+    raw = read_bytes(path)
     text = _decode(raw, encoding, name)
     del raw
     return _parse(text, name, n_columns, column_names, short_lines, pad)
@@ -271,20 +265,38 @@ def _check_field(field: str, i: int, j: int) -> None:
 def has_docstart(path, encoding: str = "utf-8") -> bool:
     """True when the file holds a ``-DOCSTART-`` line (so output written
     for it should keep its document boundaries)."""
-    with open(path, encoding=encoding, errors="replace", newline="") as fh:
-        return any(_BREAK.sub("", line).split(maxsplit=1)[:1] == [DOCSTART] for line in fh)
+    return docstart_fields(path, encoding) is not None
+
+
+def docstart_fields(path, encoding: str = "utf-8") -> list[str] | None:
+    """The fields of the file's first ``-DOCSTART-`` line (``-DOCSTART- -X-
+    -X- O`` in CoNLL-2003), or None when it has none (``-``: standard input)."""
+    text = read_bytes(path).decode(encoding, errors="replace")
+    at = text.find(DOCSTART)
+    while at >= 0:
+        start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
+        line = _BREAK.split(text[start:], maxsplit=1)[0]
+        fields = line.replace("\t", " ").split(" ")
+        fields = [f for f in fields if f]
+        if fields and fields[0] == DOCSTART:
+            return fields
+        at = text.find(DOCSTART, at + 1)
+    return None
 
 
 def write_conll(stream: TextIO, sentences: list[Sentence],
                 extra: list[list[list[str]]] | None = None, *,
-                docstart: bool = False) -> None:
+                docstart: bool = False, docstart_row: list[str] | None = None) -> None:
     """Write sentences as a column file, one blank line after each sentence.
 
     ``extra[i][j]`` (if given) is a list of fields appended to token ``j`` of
     sentence ``i`` (e.g. predicted labels).  Fields are joined by one space.
     With ``docstart=True`` a ``-DOCSTART-`` line (followed by a blank line)
     is written before the first sentence and whenever ``doc`` changes, so that
-    :func:`read_conll` gives back the same document numbers.  Raises
+    :func:`read_conll` gives back the same document numbers; ``docstart_row``
+    (fields starting with ``-DOCSTART-``) is that line's fields, so that it
+    can have as many as the token lines (conlleval reads only such files).
+    Raises
     ``ValueError`` if ``extra`` does not match the sentences' shape or a field
     is empty or contains whitespace.
     """
@@ -292,9 +304,10 @@ def write_conll(stream: TextIO, sentences: list[Sentence],
         raise ValueError(f"extra has {len(extra)} sentences, expected {len(sentences)}")
     out: list[str] = []
     prev_doc = None
+    boundary = " ".join(docstart_row) if docstart_row else DOCSTART
     for i, sent in enumerate(sentences):
         if docstart and sent.doc != prev_doc:
-            out.append(DOCSTART + "\n\n")
+            out.append(boundary + "\n\n")
             prev_doc = sent.doc
         ext = extra[i] if extra is not None else None
         if ext is not None and len(ext) != len(sent.rows):

@@ -274,8 +274,10 @@ def _check_spec(spec: str, file: str) -> None:
 def convert_file(path: str | Path, columns: list[str] | None = None, c: float = 1.0,
                  encoding: str = "utf-8") -> str:
     """:func:`convert` on the template file at ``path``."""
+    from fgl.io.safe_files import read_bytes
+
     try:
-        text = Path(path).read_text(encoding=encoding)
+        text = read_bytes(path).decode(encoding)   # a file or pipe, at most FGL_MAX_INPUT
     except (OSError, UnicodeDecodeError) as e:
         raise FglError(f"{path}: cannot read template: {e}") from None
     return convert(text, columns, str(path), c)

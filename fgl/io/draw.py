@@ -70,12 +70,15 @@ class Drawing:
         return scene_dot(self.scene)
 
     def save(self, path: str | Path) -> None:
-        """Write the picture to ``path``: .svg, .png, .pdf or .dot (.gv)."""
+        """Write the picture to ``path``: .svg, .png, .pdf or .dot (.gv),
+        atomically (``fgl.io.safe_files``)."""
+        from fgl.io.safe_files import write_bytes, write_text
+
         fmt = picture_format(path)
         if fmt == "dot":
-            Path(path).write_text(self.dot(), encoding="utf-8")
+            write_text(path, self.dot(), "drawing")
         else:
-            Path(path).write_bytes(render(self.scene, fmt))
+            write_bytes(path, render(self.scene, fmt), "drawing")
 
     def _repr_svg_(self) -> str:
         return self.svg()

@@ -23,7 +23,11 @@ recall and F1; a score whose denominator is 0 is 0.
   scores; with nothing ignored, micro P = R = F1 = token accuracy.
 * ``ignore`` (default ``("O",)``) names chunk types that are not chunks
   (under every scheme; under the prefixed schemes ``O`` is always outside)
-  and, under ``plain``, the labels left out of the averages.
+  and, under ``plain``, the labels left out of the averages; ``""`` ignores
+  nothing.
+* Untyped tags (``B``, ``I``, ``O``; ``E``, ``S`` too under iobes) make
+  chunks of the type ``""`` (``Report.chunks[""]``, printed ``(untyped)``),
+  as conlleval reads tags without a ``-``.
 * ``labels`` (optional) selects labels for ``Report.micro``: a token is
   predicted when its predicted tag is one of them, gold when its gold tag
   is, and correct when both tags are equal and one of them (the punctuation
@@ -133,9 +137,14 @@ class Report:
         return "\n".join(out) + "\n"
 
 
+UNTYPED = "(untyped)"
+"""How the chunk table names the chunks of untyped tags (``B``, ``I``), whose
+type is ``""`` in ``Report.chunks``."""
+
+
 def _table(title: str, rows: dict[str, Scores],
            totals: Sequence[tuple[str, Scores]] = ()) -> list[str]:
-    width = max([len(title), 7, *(len(k) for k in rows)])
+    width = max([len(title), 7, *(len(k or UNTYPED) for k in rows)])
     head = (f"{title:<{width}}  {'precision':>9}  {'recall':>7}  {'F1':>7}  "
             f"{'gold':>6}  {'found':>6}  {'correct':>7}")
     lines = [head, "-" * len(head)]
@@ -145,7 +154,7 @@ def _table(title: str, rows: dict[str, Scores],
                 f"{s.support:6d}  {s.predicted:6d}  {s.correct:7d}")
 
     for name in sorted(rows):
-        lines.append(row(name, rows[name]))
+        lines.append(row(name or UNTYPED, rows[name]))
     if totals:
         lines.append("-" * len(head))
         lines += [row(name, s) for name, s in totals]

@@ -95,12 +95,13 @@ def _lone_surrogate(obj: object) -> str | None:
 
 def read_graphs(path: str | Path, spec: ast.Spec, encoding: str = "utf-8") -> list[GraphInstance]:
     """Read a JSON-lines graph file; errors name ``file:line``."""
-    name = str(path)
+    from fgl.io.sources import display_name, read_bytes
+
+    name = display_name(path)
+    raw = read_bytes(path, "graph file")
     try:
-        text = Path(path).read_text(encoding=encoding)
-    except FileNotFoundError:
-        raise DataError("no such file", name, 0) from None
-    except (OSError, UnicodeDecodeError, LookupError) as e:
+        text = raw.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as e:
         raise DataError(f"cannot read graph file: {e}", name, 0) from None
     graphs = []
     for lineno, line in enumerate(text.splitlines(), 1):

@@ -5,14 +5,19 @@ model interface (``vocabs``, the feature table of ``arrays()`` and
 
 A template without observations (a transition, a skip edge, a cross-layer
 link) has one attribute, ``bias``; its weights are shown as a label
-matrix when it joins two labels.  A template with observations is shown
-as its strongest (attribute, labels) weights, positive and negative.
+matrix when it joins two labels: rows the first label of the template
+(a transition's previous label, "from"), columns the second ("to").  A
+template with observations is shown as its strongest (attribute, labels)
+weights, positive and negative.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
+
+MAX_MATRIX = 250_000   # label-matrix cells shown (500 x 500); a wider one: its strongest weights
 
 
 @dataclass(frozen=True)
@@ -72,11 +77,15 @@ def inspection(model, w: np.ndarray, meta: dict | None = None, top: int = 10,
                  "non_zero": sum(x.weight != 0.0 for x in mine),
                  "attributes": len({x.attribute for x in mine}), "sigma": plan.sigma}
         if not plan.has_observations and len(plan.layers) == 2 \
-                and all(len(x.labels) == 2 for x in mine):
+                and all(len(x.labels) == 2 for x in mine) \
+                and math.prod(len(model.layers[k].labels) for k in plan.layers) <= MAX_MATRIX:
             rows = model.layers[plan.layers[0]].labels
             cols = model.layers[plan.layers[1]].labels
             matrix = {(x.labels[0], x.labels[1]): x.weight for x in mine}
-            entry["matrix"] = {"rows": rows, "columns": cols,
+            first, second = (model.layers[k].name for k in plan.layers)
+            reading = ("from (rows) → to (columns)" if first == second
+                       else f"{first} (rows), {second} (columns)")
+            entry["matrix"] = {"rows": rows, "columns": cols, "reading": reading,
                                "weights": [[matrix.get((a, b)) for b in cols] for a in rows]}
         else:
             ranked = sorted(mine, key=lambda x: -x.weight)
@@ -111,6 +120,7 @@ def format_inspection(info: dict) -> str:
             m = t["matrix"]
             width = max(6, *(len(c) for c in m["columns"]))
             head = max(len(r) for r in m["rows"])
+            lines.append(f"  {m['reading']}:")
             lines.append(" " * (head + 2) + "".join(f"{c:>{width + 1}}" for c in m["columns"]))
             for r, row in zip(m["rows"], m["weights"]):
                 cells = "".join(f"{'-' if v is None else f'{v:.3f}':>{width + 1}}" for v in row)

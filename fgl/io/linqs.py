@@ -94,8 +94,10 @@ class Linqs:
 
 def _lines(path: str | Path, encoding: str) -> list[str]:
     name = str(path)
+    from fgl.io.safe_files import read_bytes
+
     try:
-        raw = Path(path).read_bytes()
+        raw = read_bytes(path)   # a file or pipe, at most FGL_MAX_INPUT bytes
     except FileNotFoundError:
         raise DataError("no such file", name, 0) from None
     except OSError as e:

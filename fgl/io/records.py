@@ -157,10 +157,12 @@ def write_announcement_files(directory: str | Path, **kwargs) -> tuple[Path, Pat
     """Write :func:`announcements` (same keyword arguments) to
     ``directory/train.txt`` and ``directory/test.txt``: columns ``word label``,
     a ``-DOCSTART-`` line before each announcement."""
+    from fgl.io.safe_files import atomic_output
+
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     paths = (d / "train.txt", d / "test.txt")
     for path, data in zip(paths, announcements(**kwargs)):
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
+        with atomic_output(path, "data file", text=True) as f:
             write_conll(f, data.sentences, docstart=True)
     return paths

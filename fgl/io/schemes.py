@@ -2,7 +2,11 @@
 
 A tag is ``O`` (outside), ``P-TYPE`` where the prefix ``P`` is one letter of
 ``B I E S L U`` and ``TYPE`` is everything after the first ``-``, or a *bare*
-label without such a prefix (``PER``, ``NN``, ``,``).
+label without such a prefix (``PER``, ``NN``, ``,``).  Under every chunk
+scheme a prefix letter alone (``B``, ``I``, ``E``, ``S``, ``L``, ``U``) is an
+*untyped* tag: that prefix with the empty type, as conlleval reads a tag
+without ``-`` (CRF++'s basenp data: ``B I O``); its chunks have type ``""``,
+printed ``(untyped)``.
 
 Every chunk scheme reads tags left to right by conlleval's rules, so
 well-formed tags give the chunks the scheme defines and ill-formed ones are
@@ -24,13 +28,13 @@ caught instead of silently scored:
 ========  ======================  ============================================
 scheme    tags                    chunks
 ========  ======================  ============================================
-bio       O, B-X, I-X             IOB2: every chunk starts with B-X
-iob1      O, B-X, I-X             CoNLL-2003: I-X starts a chunk unless the
+bio       O, B-X, I-X (B, I)      IOB2: every chunk starts with B-X
+iob1      O, B-X, I-X (B, I)      CoNLL-2003: I-X starts a chunk unless the
                                   previous tag has type X; B-X only starts a
                                   chunk right after one of the same type
 iobes     O, B-, I-, E-, S-       B-X I-X* E-X, or S-X alone (BILOU's L- and
-                                  U- are read as E- and S-)
-io        O, I-X                  every maximal run of I-X
+          (B, I, E, S, L, U)      U- are read as E- and S-)
+io        O, I-X (I)              every maximal run of I-X
 iob       all of the above and    any mix (the reading before the schemes
           bare labels             had names); a bare label is a one-token chunk
 plain     anything                no chunks: every token is scored by its
@@ -41,7 +45,9 @@ runs      anything                every maximal run of one label is a chunk
 ``bio`` and ``iob1`` read any sequence the same way (conlleval reads both
 so); they differ in what ``auto`` reports.  ``auto`` chooses from the tags:
 
-1. no tag has a prefix: ``plain``;
+1. no tag has a prefix: ``plain`` -- unless every tag is ``O`` or an
+   untyped tag and some tag is ``B``: then untyped chunk tags, and the
+   steps below choose among ``bio``, ``iob1`` and ``iobes``;
 2. prefixed tags mixed with bare labels other than ``O``: ``iob``;
 3. some tag has an ``E-``/``S-``/``L-``/``U-`` prefix: ``iobes``;
 4. some gold chunk starts with ``I-`` (at the start of a sequence, after
@@ -71,8 +77,10 @@ _ACCEPTS = {  # prefixes a scheme reads ("" is a bare label)
     "io": {"O", "I"},
     "iob": {"O", "B", "I", "E", "S", ""},
 }
-_TAGS = {"bio": "O, B-TYPE and I-TYPE", "iob1": "O, B-TYPE and I-TYPE",
-         "iobes": "O, B-, I-, E- and S-TYPE (or BILOU's L- and U-)", "io": "O and I-TYPE"}
+_TAGS = {"bio": "O, B-TYPE and I-TYPE (or untyped B, I)",
+         "iob1": "O, B-TYPE and I-TYPE (or untyped B, I)",
+         "iobes": "O, B-, I-, E- and S-TYPE (or BILOU's L- and U-; or untyped B, I, E, S)",
+         "io": "O and I-TYPE (or untyped I)"}
 
 Chunk = tuple[str, int, int]
 
@@ -102,9 +110,18 @@ def split(tag: str) -> tuple[str, str]:
     return "", tag
 
 
+def split_untyped(tag: str) -> tuple[str, str]:
+    """``split``, but a bare prefix letter (``B``, ``I``, ``E``, ``S``, ``L``,
+    ``U``) is an untyped tag: that prefix, of the empty type (as conlleval
+    reads a tag without ``-``)."""
+    if tag in _PREFIX:
+        return _PREFIX[tag], ""
+    return split(tag)
+
+
 def suggest(tag: str) -> str:
     """The scheme that reads ``tag`` (for messages)."""
-    p = split(tag)[0]
+    p = split_untyped(tag)[0]
     return {"B": "bio", "I": "bio or iob1", "E": "iobes", "S": "iobes"}.get(p, "plain or runs")
 
 
@@ -124,7 +141,7 @@ def check(seqs: Sequence[Sequence[str]], scheme: str, side: str = "tags") -> Non
     accepts = _ACCEPTS.get(scheme)
     if accepts is None:
         return
-    bad = {t for seq in seqs for t in set(seq) if split(t)[0] not in accepts}
+    bad = {t for seq in seqs for t in set(seq) if split_untyped(t)[0] not in accepts}
     if not bad:
         return
     for i, seq in enumerate(seqs):
@@ -140,32 +157,38 @@ def resolve(scheme: str, gold: Sequence[Sequence[str]],
     s = normalise(scheme)
     if s != "auto":
         return s
-    prefixes = set()
+    tags: set[str] = set()
     for seqs in (gold, *preds):
         for seq in seqs:
-            prefixes.update(split(t)[0] for t in set(seq))
+            tags.update(seq)
+    prefixes = {split(t)[0] for t in tags}
+    cut = split
     if not prefixes & {"B", "I", "E", "S"}:
-        return "plain"
+        if "B" not in tags or not tags <= {"O", *_PREFIX}:
+            return "plain"
+        cut = split_untyped   # untyped chunk tags: B and O, I, E, S (as conlleval reads them)
+        prefixes = {cut(t)[0] for t in tags}
     if "" in prefixes:
         return "iob"
     if prefixes & {"E", "S"}:
         return "iobes"
-    has_prefix = any(split(t)[0] in ("B", "I") for seq in gold for t in seq)
+    has_prefix = any(cut(t)[0] in ("B", "I") for seq in gold for t in seq)
     for seqs in (gold,) if has_prefix else preds:
         for seq in seqs:
-            if _starts_with_i(seq):
+            if _starts_with_i(seq, cut):
                 return "iob1"
     return "bio"
 
 
-def _starts_with_i(tags: Sequence[str]) -> bool:
-    """Whether some chunk of ``tags`` starts with ``I-``."""
-    prev = ""
+def _starts_with_i(tags: Sequence[str], cut=split) -> bool:
+    """Whether some chunk of ``tags`` starts with ``I`` (first, after ``O``
+    or after another type)."""
+    prev, prev_type = "O", ""
     for tag in tags:
-        p, typ = split(tag)
-        if p == "I" and prev != typ:
+        p, typ = cut(tag)
+        if p == "I" and (prev not in ("B", "I") or prev_type != typ):
             return True
-        prev = typ
+        prev, prev_type = p, typ
     return False
 
 
@@ -179,7 +202,7 @@ def chunks(tags: Sequence[str], scheme: str = "iob",
     label.  ``TagError`` for a tag the scheme does not read.
     """
     scheme = resolve(scheme, [tags])
-    skip = set(ignore)
+    skip = set(ignore) - {""}   # "" ignores nothing (and is the type of untyped chunks)
     if scheme == "plain":
         return [(t, i, i + 1) for i, t in enumerate(tags) if t not in skip]
     if scheme == "runs":
@@ -191,14 +214,14 @@ def chunks(tags: Sequence[str], scheme: str = "iob",
 
 
 def _read(tags: Sequence[str]) -> list[Chunk]:
-    """conlleval's reading of prefixed tags (module docstring); a bare label
-    is a one-token chunk."""
+    """conlleval's reading of prefixed tags (module docstring), untyped ones
+    included; a bare label is a one-token chunk."""
     out: list[Chunk] = []
     open_type: str | None = None
     start = 0
     prev = "O"
     for i, tag in enumerate(tags):
-        p, typ = split(tag)
+        p, typ = split_untyped(tag)
         continues = (open_type is not None and typ == open_type
                      and prev in ("B", "I") and p in ("I", "E"))
         if not continues and open_type is not None:

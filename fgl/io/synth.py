@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from fgl.io.conll import Sentence, write_conll
+from fgl.io.safe_files import atomic_output
 
 GENERATED = "<generated>"
 
@@ -125,7 +126,7 @@ def _write_pair(directory, train: list[Sentence], test: list[Sentence]) -> tuple
     d.mkdir(parents=True, exist_ok=True)
     paths = (d / "train.txt", d / "test.txt")
     for path, data in zip(paths, (train, test)):
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
+        with atomic_output(path, "data file", text=True) as f:
             write_conll(f, data)
     return paths
 
@@ -237,7 +238,7 @@ def write_citation_graphs(path, **kwargs) -> Path:
 
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    with open(p, "w", encoding="utf-8", newline="\n") as f:
+    with atomic_output(p, "data file", text=True) as f:
         for graph in citation_graphs(**kwargs):
             f.write(json.dumps(graph) + "\n")
     return p

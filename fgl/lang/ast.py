@@ -21,12 +21,18 @@ class Loc:
 
 # ---------------------------------------------------------------- inputs
 
+SKIP_COLUMN = "_"
+"""The name of a data column a spec skips (``columns word, _, pos, chunk``)."""
+
+
 @dataclass
 class Column:
     """One column of the data file, in file order.
 
     ``kind`` is ``"text"`` (default), ``"number"`` (one float) or ``"vector"``
-    (comma-separated floats in one column).
+    (comma-separated floats in one column).  A column named ``_``
+    (``SKIP_COLUMN``, any number of times) is a data column the spec does
+    not read.
     """
     name: str
     kind: str

@@ -522,17 +522,37 @@ def read_spec(path) -> Spec:
     stdlib spec ``stdlib:NAME`` (``fgl.lang.stdlib``).  Relative file names
     in the spec (lexicons) are resolved against its directory."""
     from fgl.lang.checks import validate
+
+    text, name, base = read_spec_text(path)
+    return validate(parse_spec(text, name), base_dir=base)
+
+
+def read_spec_text(path) -> tuple[str, str, Path]:
+    """The text of the spec at ``path`` (``stdlib:NAME``; ``-``: standard
+    input), its name for messages and the folder its relative file names
+    are read from.  An FglError says what is wrong: a missing file, a
+    folder, a model file given for a spec, text that is not UTF-8."""
+    from fgl.io.safe_files import read_bytes
+    from fgl.io.sources import STDIN_NAME, is_model_bytes, is_stdin, not_a_spec, stdin_bytes
     from fgl.lang.stdlib import resolve_spec_path
 
-    path = resolve_spec_path(path)
+    if is_stdin(path):
+        raw, name, base = stdin_bytes(), STDIN_NAME, Path(".")
+    else:
+        path = resolve_spec_path(path)
+        name, base = str(path), path.parent
+        try:
+            raw = read_bytes(path, spec=True)   # a regular file, at most FGL_MAX_SPEC bytes
+        except FileNotFoundError:
+            raise FglError(f"{path}: spec file not found") from None
+        except IsADirectoryError:
+            raise FglError(f"{path}: is a directory, not a spec file") from None
+        except OSError as e:
+            raise FglError(f"{path}: cannot read spec file ({e.strerror or e})") from None
+    if is_model_bytes(raw):
+        raise not_a_spec(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise FglError(f"{path}: spec file not found") from None
-    except IsADirectoryError:
-        raise FglError(f"{path}: is a directory, not a spec file") from None
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise FglError(f"{path}: not valid UTF-8 text ({e.reason} at byte {e.start})") from None
-    except OSError as e:
-        raise FglError(f"{path}: cannot read spec file ({e.strerror or e})") from None
-    return validate(parse_spec(text, str(path)), base_dir=path.parent)
+        raise FglError(f"{name}: not valid UTF-8 text ({e.reason} at byte {e.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n"), name, base

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from fgl.errors import ModelFileError
-from fgl.io.model_files import read_model_file, save_model
+from fgl.io.model_files import MAX_STATE_PAIRS, read_model_file, save_model
 from fgl.learn.lbfgs import History, LBFGSState
 
 KIND = "fgl-checkpoint"
@@ -83,7 +83,9 @@ def load_checkpoint(path: str | Path) -> tuple[object, TrainingState]:
         if gradient.shape != (n,) or gradient.dtype != np.float64 \
                 or not np.isfinite(gradient).all():
             raise ValueError("the gradient does not match the weights")
-        m = int(saved["m"])
+        m = saved["m"]
+        if not isinstance(m, int) or isinstance(m, bool) or not 1 <= m <= MAX_STATE_PAIRS:
+            raise ValueError(f"m = {m!r}: L-BFGS keeps 1 to {MAX_STATE_PAIRS} correction pairs")
         history = History.restore(m, n, {k: arrays[f"lbfgs_{k}"] for k in ("s", "y", "rho", "yy")})
         f = float(saved["objective"])
         if not math.isfinite(f):

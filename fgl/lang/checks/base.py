@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fgl.errors import SpecError
-from fgl.lang.ast import Column, Hidden, Loc, ObsDef, Spec
+from fgl.lang.ast import SKIP_COLUMN, Column, Hidden, Loc, ObsDef, Spec
 from fgl.lang.checks.context import Context, Reading
 
 
@@ -19,7 +19,8 @@ class CheckerBase(Reading):
         self.warnings: list[SpecError] = []         # legal, but likely not what was meant
         self.columns: dict[str, Column] = {}
         for c in spec.columns:
-            self.columns.setdefault(c.name, c)
+            if c.name != SKIP_COLUMN:   # `_`: a data column not read
+                self.columns.setdefault(c.name, c)
         self.outputs = list(dict.fromkeys(spec.outputs))
         self.inputs = [n for n in self.columns if n not in self.outputs]
         self.obs: dict[str, ObsDef] = {}

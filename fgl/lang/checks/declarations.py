@@ -3,7 +3,7 @@ hidden layers and segments (Cuong et al. 2014 §2); the label layers they
 declare."""
 from __future__ import annotations
 
-from fgl.lang.ast import LabelRef, Loc
+from fgl.lang.ast import SKIP_COLUMN, LabelRef, Loc
 from fgl.lang.checks.base import CheckerBase
 from fgl.lang.checks.messages import COLUMN_KINDS, INPUT_FORMATS, NEED_SEGMENTS, SEGMENT_BOUNDARIES
 from fgl.lang.checks.text import did_you_mean, end_loc, loc_of, show
@@ -23,6 +23,9 @@ class DeclarationChecks(CheckerBase):
     def check_columns(self) -> None:
         seen: dict[str, Loc] = {}
         for c in self.spec.columns:
+            if c.name == SKIP_COLUMN:
+                self.check_skipped(c)
+                continue
             self.once(seen, c.name, c.loc, c.loc, "column", "declared")
             if c.kind not in COLUMN_KINDS:
                 self.error(loc_of(c.kind, c.loc),
@@ -31,6 +34,16 @@ class DeclarationChecks(CheckerBase):
         if not self.spec.columns:
             self.error(end_loc(self.spec), "no `columns` statement; declare the data file's "
                                            "columns in order, as in `columns word, pos, chunk`")
+
+    def check_skipped(self, c) -> None:
+        """A `_` column: a data column skipped, so of no kind, and only in
+        column files."""
+        if self.graph:
+            self.error(c.loc, "`_` skips a column of a column file; graph input names its node "
+                              "attributes, so leave the ones not read out of `columns`")
+        elif c.kind != "text":
+            self.error(loc_of(c.kind, c.loc), f"`_` skips a data column and is never read, so "
+                                              f"it takes no kind (found `_: {c.kind}`)")
 
     def check_outputs(self) -> None:
         spec = self.spec
@@ -48,6 +61,9 @@ class DeclarationChecks(CheckerBase):
                 self.error(loc, f"'{name}' is a hidden layer: its values are never observed, so "
                                 f"it cannot be an `output`; outputs are label columns of the "
                                 f"data: {declared}")
+            elif col is None and name == SKIP_COLUMN:
+                self.error(loc, "`_` names a data column the spec skips, so it cannot be the "
+                                f"output; the declared columns are {declared}")
             elif col is None:
                 self.error(loc, f"unknown output column '{name}'; expected one of the declared "
                                 f"columns: {declared}{did_you_mean(name, self.columns)}")

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from fgl.features.builtins import BUILTINS, expr_text
-from fgl.lang.ast import Call, ColumnRef, Conj, Disj, NameRef
+from fgl.lang.ast import SKIP_COLUMN, Call, ColumnRef, Conj, Disj, NameRef
 from fgl.lang.checks.context import Context
 from fgl.lang.checks.indexes import IndexChecks
 from fgl.lang.checks.messages import FUNCTIONS, NEED_SEGMENTS, ZERO_ARG
@@ -94,6 +94,10 @@ class ExpressionChecks(IndexChecks):
                                   f"length; ranges between u and v must run from a u-based to a "
                                   f"v-based end or keep one base, as in {e.column}[u-1..v+1]")
         col = self.columns.get(e.column)
+        if col is None and e.column == SKIP_COLUMN:
+            self.error(e.loc, "`_` marks a data column the spec skips; give the column a name in "
+                              "`columns` to read it")
+            return None
         if col is None:
             self.error(e.loc, f"unknown column '{e.column}'; expected one of: "
                               f"{', '.join(self.inputs) or '(none)'}"
@@ -271,8 +275,12 @@ class ExpressionChecks(IndexChecks):
                 if not path.is_file():
                     self.error(loc, f"lexicon file {show(p)} not found (looked for {path})")
                 else:   # read as training will read it
+                    from fgl.io.safe_files import InputError, read_bytes
+
                     try:
-                        path.read_text(encoding="utf-8")
+                        read_bytes(path).decode("utf-8")
+                    except InputError as x:
+                        self.error(loc, f"lexicon file {show(p)}: {x.message}")
                     except UnicodeDecodeError as x:
                         self.error(loc, f"lexicon file {show(p)} is not UTF-8 text ({x.reason} "
                                         f"at byte {x.start}); save it as UTF-8")
