@@ -222,7 +222,7 @@ def _array_header(fp, info: zipfile.ZipInfo, key: str) -> tuple[tuple[int, ...],
 def _check_shapes(zf: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo],
                   header: dict, name: str) -> None:
     """Refuse arrays whose declared shapes the header's counts do not allow
-    (at most as many features as its vocabularies' rows times their
+    (at most as many features as its vocabularies' rows times the
     templates' patterns; a checkpoint's history at most MAX_STATE_PAIRS
     pairs of the weights' length) — reading only the arrays' own headers."""
     shapes = {}
@@ -231,8 +231,8 @@ def _check_shapes(zf: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo],
             with zf.open(info) as fp:
                 shapes[key] = _array_header(fp, info, key)[0]
     rows = sum(len(v["rows"]) for v in header["vocabs"])
-    features = sum(len(v["rows"]) * max(len(t["patterns"]), 1)
-                   for v, t in zip(header["vocabs"], header["templates"]))
+    # (a row may pair with any template's patterns: induced conjunctions do)
+    features = rows * sum(max(len(t["patterns"]), 1) for t in header["templates"])
     n = shapes["weights"][0]
     pairs = shapes.get(STATE + "lbfgs_rho", (0,))[0]
     limits = {"digest": ((64,), "a SHA-256 digest's 64 characters"),
