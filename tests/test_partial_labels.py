@@ -279,8 +279,11 @@ def test_cli_train_tag_eval_on_a_partially_labelled_file(tmp_path, capsys):
     assert accuracy > 60
 
     assert main(["compare", str(model), str(model), str(tmp_path / "gold.jsonl"),
-                 "--trials", "20"]) == 0      # `fgl compare` scores the same nodes
-    assert capsys.readouterr().out.startswith(f"scored: the {n_held} withheld nodes")
+                 "--trials", "20", "--partitions", "20"]) == 0   # (scores the same nodes)
+    out = capsys.readouterr().out
+    assert out.startswith(f"scored: the {n_held} withheld nodes")
+    # the nodes are its units (shuffled and partitioned), not the few graphs
+    assert n_held > 20 > len(given) and "F1 over 20 partitions" in out
 
     assert main(["eval", str(model), str(tmp_path / "given.jsonl")]) == 2
     err = capsys.readouterr().err

@@ -66,9 +66,12 @@ def run(a: argparse.Namespace) -> None:
         pred_a, pred_b = tagged[0][1].layer(out), tagged[1][1].layer(out)
         if scored is None:
             gold, where = [s.column(columns.index(out)) for s in sentences], sentences
-        else:
+        else:   # nodes, not graphs, are what a shuffle swaps: one graph would give p = 1
             gold, where = scored.gold[out], [sentences[i] for i in scored.graphs]
             pred_a, pred_b = scored.select(pred_a), scored.select(pred_b)
+            gold, pred_a, pred_b = ([[y] for seq in x for y in seq]
+                                    for x in (gold, pred_a, pred_b))
+            where = [g for g, seq in zip(where, scored.gold[out]) for _ in seq]
         try:
             result = compare(gold, pred_a, pred_b, trials=a.trials, partitions=a.partitions,
                              seed=a.seed, scheme=schemes[out])
