@@ -277,3 +277,28 @@ def test_explain_says_what_trw_and_auto_run():
     spec, model, enc = _frustrated_skip_chain("infer auto(max_table = 2)")
     text = explain(spec, model, enc)
     assert "tree-reweighted BP elsewhere" in text and "by tree-reweighted BP" in text
+
+
+@pytest.mark.parametrize("damping,max_iter", [(0.0, 300), (0.0, 35), (0.4, 300)])
+def test_trw_in_chunks_is_trw_in_one_run(monkeypatch, damping, max_iter):
+    """Under a training run's stopping rule TRW sweeps in chunks (1, 2, 4,
+    ... sweeps), carrying the beliefs, the adaptive damping and the stall
+    window across them: the messages, bound and beliefs are bitwise the one
+    run's; and the rule is heard between chunks."""
+    from fgl import stopping
+
+    rng = np.random.default_rng(4)
+    g = FactorGraph.from_factors([3] * 6, [[0, 1], [1, 2], [2, 0], [2, 3], [3, 4], [4, 5],
+                                           [5, 3], [0, 5], [1], [4]])
+    pot = rng.normal(0, 3, g.n_table)
+    whole = trw(g, pot, damping=damping, tol=1e-13, max_iter=max_iter)
+    monkeypatch.setattr(stopping, "FIRST_CHUNK", 1)
+    with stopping.watching(lambda: None):
+        chunked = trw(g, pot, damping=damping, tol=1e-13, max_iter=max_iter)
+    assert whole.iterations == chunked.iterations > 10
+    assert whole.residual == chunked.residual and whole.log_z == chunked.log_z
+    assert np.array_equal(whole.messages[0], chunked.messages[0])
+    assert np.array_equal(whole.factor_beliefs, chunked.factor_beliefs)
+    with stopping.watching(lambda: "stop now", grace=0.0), \
+            pytest.raises(stopping.Stopped, match="stop now"):
+        trw(g, pot, tol=1e-300, max_iter=2147483647)

@@ -60,6 +60,7 @@ import dataclasses
 import numpy as np
 from numba import njit
 
+from fgl import stopping
 from fgl.engines import bp_scaled
 from fgl.engines.factor_graph import FactorGraph, _find
 from fgl.engines.loopy import (
@@ -363,24 +364,29 @@ def _sweep(forward, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_pt
 
 @njit(cache=True, nogil=True)
 def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, e_stride,
-              msg_ptr, v_ptr, v_edge, var_ptr, L, lb, use_max, damping, tol, max_iter):
+              msg_ptr, v_ptr, v_edge, var_ptr, L, P, lb, fresh, state, done, use_max, tol,
+              max_iter):
     """Sweeps over the variables (in index order, then reversed,
     alternately), each renewing every message into the variable, until a
     sweep changes no message entry (normalised, in the probability domain)
-    by ``tol`` or more; returns (sweeps run, last residual).  ``L``: the log messages (warm start or zeros),
-    updated in place; ``lb``: the variables' log beliefs, recomputed
-    first."""
+    by ``tol`` or more, at most ``max_iter``; returns (sweeps run, last
+    residual).  ``L``: the log messages (warm start or zeros) and ``P``
+    their exponentials, updated in place; ``lb``: the variables' log
+    beliefs, computed first when ``fresh``.  A run may go on in several
+    calls (``fgl.stopping.passes``) with the same result as one:
+    ``done`` counts the sweeps of the earlier calls and ``state`` carries
+    [last residual, residual at the last stall check, damping]."""
     V = card.shape[0]
     F = f_ptr.shape[0] - 1
-    for v in range(V):
-        _variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
-                             msg_ptr, var_ptr, L, lb)
+    if fresh:
+        for v in range(V):
+            _variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
+                                 msg_ptr, var_ptr, L, lb)
     max_card, max_deg, max_arity = bp_scaled._widths(card, v_ptr, f_ptr)
     max_tab = 1
     for f in range(F):
         max_tab = max(max_tab, tab_ptr[f + 1] - tab_ptr[f])
     M = msg_ptr[msg_ptr.shape[0] - 1]
-    P = np.exp(L)   # the messages in the probability domain, kept with L
     lcav = np.zeros(M)
     cav = np.zeros(M)
     out = np.empty(2 * max_card)
@@ -391,9 +397,8 @@ def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_
     pending = np.empty(e_fac.shape[0], dtype=np.int64)
     if max_arity < 2:   # (nothing to pass: unary factors are the variables' own)
         return 0, 0.0
-    res = np.inf
-    mark = np.inf   # the residual at the last check
-    for it in range(1, max_iter + 1):
+    res, mark, damping = state[0], state[1], state[2]
+    for it in range(done + 1, done + max_iter + 1):
         if it % STALL_WINDOW == 0:   # (adaptive damping: see ``trw``)
             if res > STALL_RATIO * mark:
                 damping = min(MOST_DAMPING, 0.5 if damping < 0.5 else (1.0 + damping) / 2)
@@ -419,7 +424,9 @@ def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_
             if r > res:
                 res = r
         if res < tol:
-            return it, res
+            state[0], state[1], state[2] = res, mark, damping
+            return it - done, res
+    state[0], state[1], state[2] = res, mark, damping
     return max_iter, res
 
 
@@ -593,9 +600,19 @@ def trw(graph: FactorGraph, log_pot: np.ndarray, *, rho: np.ndarray | None = Non
     psi_at = np.empty(g.n_factors, dtype=np.int64)
     psi = psi[:bp_scaled.potentials(scaled, g.tab_ptr, psi, shift, psi_at)]
     lb = np.empty(int(g.var_ptr[-1]))
-    it, res = propagate(log_pot, scaled, psi, psi_at, rho, g.card, g.f_ptr, g.f_var, g.tab_ptr,
-                        g.e_fac, g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr, L, lb,
-                        bool(use_max), float(damping), float(tol), int(max_iter))
+    P = np.exp(L)
+    state = np.array([np.inf, np.inf, float(damping)])
+    done = [0]
+
+    def run(n: int) -> tuple[int, float]:
+        k, r = propagate(log_pot, scaled, psi, psi_at, rho, g.card, g.f_ptr, g.f_var, g.tab_ptr,
+                         g.e_fac, g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr, L, P, lb,
+                         done[0] == 0, state, done[0], bool(use_max), float(tol), int(n))
+        done[0] += int(k)
+        return k, r
+
+    # (in chunks when a training run could ask to stop: fgl.stopping)
+    it, res = stopping.passes(run, int(max_iter), float(tol))
     if use_max and not res < tol and not g.is_tree():   # max-product did not settle
         r = trw(g, log_pot, rho=rho, use_max=True, decode="marginals", damping=damping, tol=tol,
                 max_iter=max_iter)
