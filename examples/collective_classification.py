@@ -60,30 +60,32 @@ Last, the issue's targets next to the figures.
     python examples/collective_classification.py --setting b --seeds 1
     python examples/collective_classification.py --quick --seeds 2   # seconds
 
-Measured (``nice -n 10 python examples/collective_classification.py``: 5
-seeds per setting, 2 cores, 1,123 s wall; peak MB is the process's resident set while training):
+Measured (``nice -n 5 python examples/collective_classification.py``: 5
+seeds per setting, 2 cores shared with other jobs, 1,428 s wall; TRW as of
+its norm-product sweep; peak MB is the process's resident set while
+training):
 
     (a) half the papers train, the other half test: 5 seeds
     model         accuracy %  train s  peak MB  ended (runs)  failed LS
-    maxent     69.93 ±  1.56      0.4      255  rule 5                0
-    ICA        71.51 ±  1.30      0.9      255  rule 5                0
-    CRF/TRP    71.67 ±  1.25      0.6      255  rule 5                0
-    CRF/TRW    71.73 ±  1.29      3.1      255  rule 5                0
+    maxent     69.93 ±  1.56      1.8      255  rule 5                0
+    ICA        71.51 ±  1.30      3.6      255  rule 5                0
+    CRF/TRP    71.67 ±  1.25      3.0      255  rule 5                0
+    CRF/TRW    71.73 ±  1.29      4.3      255  rule 5                0
     TRW vs maxent +1.80 (p = 0.0001), vs ICA +0.22 (p = 0.28), vs TRP +0.06 (p = 0.49)
     target relational >= maxent + 2: TRP +1.74, TRW +1.80, not met
 
     (b) one graph, half its labels withheld: 5 seeds
     model         accuracy %  train s  peak MB  ended (runs)  failed LS
-    maxent     69.95 ±  0.39      1.1      296  rule 5                0
-    ICA        73.85 ±  0.73      2.6      296  rule 5                0
-    CRF/TRP    74.00 ±  0.62     23.9      296  LS 5                  5
-    CRF/TRW    73.62 ±  0.91    182.2      296  rule 5                0
-    TRW vs maxent +3.67 (p = 0.0001), vs ICA -0.23 (p = 0.44), vs TRP -0.37 (p = 0.036)
+    maxent     69.95 ±  0.39      1.8      297  rule 5                0
+    ICA        73.85 ±  0.73      3.9      298  rule 5                0
+    CRF/TRP    74.00 ±  0.62     46.3      296  LS 5                  5
+    CRF/TRW    73.53 ±  0.82    200.9      296  rule 5                0
+    TRW vs maxent +3.57 (p = 0.0001), vs ICA -0.33 (p = 0.27), vs TRP -0.47 (p = 0.0095)
     target relational >= maxent + 4, no failed line search: TRP +4.05 but
-    5 of 5 runs end on a failed line search; TRW +3.67 with none: not met
+    5 of 5 runs end on a failed line search; TRW +3.57 with none: not met
 
 In (a) the test graph keeps a quarter of the links and no label, so the
-links add under 2 points; in (b) the known neighbours add 3.7-4.
+links add under 2 points; in (b) the known neighbours add 3.6-4.
 Synchronous ICA does not settle: every seed ran its 10 rounds with 30-60
 labels still changing in the last: updating every node at once can
 cycle (Lu & Getoor update one node at a time, in a chosen order).
