@@ -13,10 +13,19 @@ scikit-learn itself asks.  With ``spec=None`` it reads sklearn-crfsuite's
 input — per token a dict of features — and trains the model
 sklearn-crfsuite trains on it (``fgl.io.feature_dicts``); with a spec, ``X``
 holds rows of the spec's input columns, as ``fgl.CRF`` takes.
+
+sklearn-crfsuite's parameters map exactly onto fgl's objective.  CRFsuite
+minimises ``-Σ_i log p(y_i | x_i) + c1·Σ|w| + c2·Σw²`` over the *sum* of the
+training sequences' log-likelihoods; fgl minimises the same sum plus
+``l1·Σ|w| + Σw² / (2σ²)`` (``fgl.learn.learner``), so ``l1 = c1`` and
+``σ = 1 / sqrt(2·c2)`` (``c2 = 0``: no L2 term, a σ of ``NO_L2_SIGMA``).
+``min_freq`` becomes fgl's ``min_count`` (``docs/sklearn.md`` says how the
+two cut-offs count).
 """
 from __future__ import annotations
 
 import inspect
+import math
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -24,10 +33,39 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fgl.errors import FglError
-from fgl.io.feature_dicts import BAG_KEY, FeatureDictSpec
+from fgl.io.feature_dicts import MODEL_NAME, FeatureDictSpec
 from fgl.lang import ast
 
 METRICS = ("token_accuracy", "sequence_accuracy", "f1")
+# the sigma standing for c2 = 0 (no L2 term): its 1/σ² = 1e-300 adds less than one part in
+# 1e290 to any objective, below double precision
+NO_L2_SIGMA = 1e150
+
+
+def crfsuite_regularisation(c1: float | None, c2: float | None
+                            ) -> tuple[float | None, float | None]:
+    """(l1, sigma) of CRFsuite's ``c1`` and ``c2`` (None: not given):
+    ``l1 = c1``, ``sigma = 1 / sqrt(2 c2)`` (``NO_L2_SIGMA`` for ``c2 = 0``)."""
+    for name, value in (("c1", c1), ("c2", c2)):
+        if value is not None and not (isinstance(value, (int, float, np.integer, np.floating))
+                                      and not isinstance(value, bool)
+                                      and math.isfinite(value) and value >= 0):
+            raise FglError(f"{name} must be a number >= 0 (CRFsuite's {name}); found {value!r}")
+    sigma = None if c2 is None else (1.0 / math.sqrt(2.0 * float(c2)) if c2 > 0 else NO_L2_SIGMA)
+    return (None if c1 is None else float(c1)), sigma
+
+
+def min_count_of(min_freq: float | None) -> int | None:
+    """fgl's ``min_count`` for sklearn-crfsuite's ``min_freq`` (a feature is
+    kept when its count reaches ``min_freq``, so whole counts from
+    ``ceil(min_freq)``; 0 keeps everything)."""
+    if min_freq is None:
+        return None
+    if not (isinstance(min_freq, (int, float, np.integer, np.floating))
+            and not isinstance(min_freq, bool) and math.isfinite(min_freq) and min_freq >= 0):
+        raise FglError(f"min_freq must be a number >= 0 (CRFsuite's feature.minfreq); found "
+                       f"{min_freq!r}")
+    return max(1, math.ceil(min_freq))
 
 
 class NotFittedError(FglError, ValueError, AttributeError):
@@ -59,8 +97,14 @@ class CRFEstimator:
         attributes, first-order transitions (``docs/sklearn.md``).
     sigma, max_iter, tol, l1, jobs, verbose, time_limit:
         As for ``fgl.CRF`` (None: the spec's ``train`` settings, else fgl's
-        defaults; CRFsuite's ``c2`` is ``1 / (2 sigma^2)``, its ``c1`` is
-        ``l1``).
+        defaults).
+    c1, c2:
+        sklearn-crfsuite's names of the penalties: ``c1`` is ``l1``, ``c2``
+        is ``1 / (2 sigma^2)`` (both objectives sum the log-likelihoods;
+        ``c2 = 0``: no L2 term).  Give ``c2`` or ``sigma``, ``c1`` or ``l1``.
+    min_freq:
+        sklearn-crfsuite's feature cut-off, fgl's ``min_count``:
+        ``ceil(min_freq)`` (at least 1), counted as ``docs/sklearn.md`` says.
     all_possible_states, all_possible_transitions:
         sklearn-crfsuite's options of the same names, for ``spec=None``:
         a weight for every (attribute, label) pair / every label pair, not
@@ -69,14 +113,18 @@ class CRFEstimator:
 
     def __init__(self, spec: str | Path | ast.Spec | None = None, *, sigma: float | None = None,
                  max_iter: int | None = None, tol: float | None = None, l1: float | None = None,
-                 jobs: int | None = None, verbose: bool = False,
-                 time_limit: float | None = None, all_possible_states: bool = False,
-                 all_possible_transitions: bool = False):
+                 c1: float | None = None, c2: float | None = None,
+                 min_freq: float | None = None, jobs: int | None = None,
+                 verbose: bool = False, time_limit: float | None = None,
+                 all_possible_states: bool = False, all_possible_transitions: bool = False):
         self.spec = spec
         self.sigma = sigma
         self.max_iter = max_iter
         self.tol = tol
         self.l1 = l1
+        self.c1 = c1
+        self.c2 = c2
+        self.min_freq = min_freq
         self.jobs = jobs
         self.verbose = verbose
         self.time_limit = time_limit
@@ -148,40 +196,98 @@ class CRFEstimator:
 
     # ------------------------------------------------------------ training
 
-    def fit(self, X: Sequence[Sequence[Any]], y: Sequence[Sequence[Any]]) -> "CRFEstimator":
+    FITTED = ("crf_", "feature_dicts_", "classes_", "coef_", "training_log_", "dev_score_")
+
+    def fit(self, X: Sequence[Sequence[Any]], y: Sequence[Sequence[Any]],
+            X_dev: Sequence[Sequence[Any]] | None = None,
+            y_dev: Sequence[Sequence[Any]] | None = None) -> "CRFEstimator":
         """Check the parameters, build the model and train it on sequences
         ``X`` (feature dicts per token with ``spec=None``, else rows of the
-        spec's input columns) and label sequences ``y``."""
+        spec's input columns) and label sequences ``y``.  ``X_dev``,
+        ``y_dev`` (sklearn-crfsuite's): development data, scored after
+        training — ``dev_score_``, token accuracy in 0-1, printed with
+        ``verbose``."""
         from fgl.api import CRF
         X, y = list(X), list(y)
-        self._check_params()
-        for name in ("crf_", "feature_dicts_", "classes_", "coef_", "training_log_"):
+        if (X_dev is None) != (y_dev is None):
+            raise FglError("give X_dev and y_dev together (development sequences and their "
+                           "labels), or neither")
+        l1, sigma, min_count = self._check_params()
+        for name in self.FITTED:
             self.__dict__.pop(name, None)
+        dicts = None
         if self.spec is None:
             dicts = FeatureDictSpec(X, all_possible_states=bool(self.all_possible_states),
                                     all_possible_transitions=bool(self.all_possible_transitions))
-            spec, rows = dicts.text, dicts.rows(X)
-        else:
-            dicts, spec, rows = None, self.spec, _plain_rows(X)
-        crf = CRF(spec, sigma=self.sigma, max_iter=self.max_iter, tol=self.tol, l1=self.l1,
-                  jobs=self.jobs, verbose=bool(self.verbose), time_limit=self.time_limit)
-        crf.fit(rows, y)
+        crf = CRF(self.spec if dicts is None else dicts.text, sigma=sigma,
+                  max_iter=self.max_iter, tol=self.tol, l1=l1, jobs=self.jobs,
+                  verbose=bool(self.verbose), time_limit=self.time_limit, min_count=min_count)
+        if dicts is None:
+            crf.fit(_plain_rows(X), y)
+        else:   # prepared sentences: the attributes go straight to the compiler
+            crf.fit_sentences(dicts.sentences(X, y))
+        crf.feature_dicts = dicts
+        self._adopt(crf)
+        if X_dev is not None:
+            self.dev_score_ = self.score(X_dev, y_dev)
+            if self.verbose:
+                import sys
+                print(f"development data: token accuracy {self.dev_score_:.4f}",
+                      file=sys.stderr)
+        return self
+
+    def _adopt(self, crf) -> None:
+        """Keep a trained ``fgl.CRF`` and what it learnt (the fitted attributes)."""
         self.crf_ = crf
-        if dicts is not None:
-            self.feature_dicts_ = dicts
+        if crf.feature_dicts is not None:
+            self.feature_dicts_ = crf.feature_dicts
         labels = {layer.name: list(layer.labels) for layer in crf.model.layers
                   if not layer.hidden}
         self.classes_ = next(iter(labels.values())) if len(labels) == 1 else labels
         self.coef_ = crf.weights
         self.training_log_ = crf.training_log
-        return self
 
-    def _check_params(self) -> None:
+    # ------------------------------------------------------------ model files
+
+    def save(self, path: str | Path) -> None:
+        """Write the trained model as an fgl model file (``fgl.CRF.save``):
+        with feature dicts, the file keeps the attributes' names, so
+        ``load``, ``fgl.CRF.load`` and ``fgl inspect`` show them."""
+        self._fitted().save(path)
+
+    @classmethod
+    def load(cls, path: str | Path, jobs: int | None = None) -> "CRFEstimator":
+        """A fitted estimator from a model file (written by ``save`` or
+        ``fgl train``): ``spec`` is None for a model trained on feature dicts,
+        else the model's spec text."""
+        from fgl.api import CRF
+        crf = CRF.load(path, jobs=jobs)
+        dicts = crf.feature_dicts
+        if dicts is None and crf.spec.name == MODEL_NAME:
+            raise FglError(f"{path}: a model trained on feature dicts by an older fgl, which "
+                           "did not keep the attributes' names; train it again")
+        est = cls(None if dicts is not None else crf.spec.text, jobs=jobs)
+        if dicts is not None:
+            est.all_possible_states = dicts.all_possible_states
+            est.all_possible_transitions = dicts.all_possible_transitions
+        est._adopt(crf)
+        return est
+
+    def _check_params(self) -> tuple[float | None, float | None, int | None]:
         """What fit refuses before any work (the numbers are checked by
-        ``fgl.CRF``, with the same messages as the CLI's)."""
+        ``fgl.CRF``, with the same messages as the CLI's); returns the
+        (l1, sigma, min_count) fgl.CRF is given."""
         if self.spec is not None and not isinstance(self.spec, (str, Path, ast.Spec)):
             raise FglError(f"spec must be a path to a .fgl file, spec text, a parsed Spec or "
                            f"None (feature dicts); found {type(self.spec).__name__}")
+        if self.c2 is not None and self.sigma is not None:
+            raise FglError("give sigma or c2, not both: c2 (sklearn-crfsuite's name) is "
+                           "1 / (2 sigma^2)")
+        if self.c1 is not None and self.l1 is not None:
+            raise FglError("give l1 or c1, not both: c1 (sklearn-crfsuite's name) is l1")
+        c1_l1, c2_sigma = crfsuite_regularisation(self.c1, self.c2)
+        l1 = self.l1 if self.c1 is None else c1_l1
+        sigma = self.sigma if self.c2 is None else c2_sigma
         for name in ("all_possible_states", "all_possible_transitions"):
             value = getattr(self, name)
             if not isinstance(value, (bool, np.bool_)):
@@ -190,6 +296,7 @@ class CRFEstimator:
                 raise FglError(f"{name} shapes the model built for feature dicts (spec=None); "
                                "with a spec, write it there: `(support = all)` on a state "
                                "template, `patterns all` on a transition template")
+        return l1, sigma, min_count_of(self.min_freq)
 
     # ------------------------------------------------------------ prediction
 
@@ -202,17 +309,18 @@ class CRFEstimator:
     def _rows(self, X: Sequence[Sequence[Any]]) -> list:
         """``X`` as the trained spec's rows."""
         crf = self._fitted()
-        dicts = getattr(self, "feature_dicts_", None)
-        if dicts is None:
+        if crf.feature_dicts is None:
             return _plain_rows(list(X))
-        bag = crf.model.vocabs[0]      # the state template over the bag comes first
-        known = {key[len(BAG_KEY):] for key in bag if key.startswith(BAG_KEY)}
-        return dicts.rows(list(X), known)
+        return crf._dict_rows(X)
 
     def predict(self, X: Sequence[Sequence[Any]]) -> list[list]:
         """The most likely label sequence of each sequence (with several
         output layers, a tuple of labels per token)."""
-        return self._fitted().predict(self._rows(X))
+        return self._fitted().predict(self._plain(X))
+
+    def _plain(self, X: Sequence[Sequence[Any]]) -> list:
+        """``X`` for the CRF, which converts feature dicts itself."""
+        return list(X) if self._fitted().feature_dicts is not None else _plain_rows(list(X))
 
     def predict_single(self, xseq: Sequence[Any]) -> list:
         """``predict`` of one sequence."""
@@ -221,17 +329,18 @@ class CRFEstimator:
     def predict_marginals(self, X: Sequence[Sequence[Any]]) -> list[list[dict]]:
         """Per sequence, per token, ``{label: probability}`` (sklearn-crfsuite's
         shape); with several output layers ``{layer: {label: probability}}``."""
-        return self._fitted().predict_marginals(self._rows(X))
+        return self._fitted().predict_marginals(self._plain(X))
 
     def predict_marginals_single(self, xseq: Sequence[Any]) -> list[dict]:
         """``predict_marginals`` of one sequence."""
         return self.predict_marginals([xseq])[0]
 
     def score(self, X: Sequence[Sequence[Any]], y: Sequence[Sequence[Any]]) -> float:
-        """Token accuracy in percent (0-100), the unit of ``fgl.CRF.score``
-        and of every score fgl reports: the share of tokens whose labels
-        (every output layer's) are right."""
-        return self._fitted().score(self._rows(X), _text_labels(y))
+        """Token accuracy as a fraction in 0-1, as scikit-learn's scorers
+        (and sklearn-crfsuite's ``score``) give it: the share of tokens whose
+        labels (every output layer's) are right.  (``fgl.CRF.score`` and the
+        command line report percent.)"""
+        return self._fitted().score(self._plain(X), _text_labels(y)) / 100.0
 
     # ------------------------------------------------------------ looking inside
 
@@ -239,12 +348,19 @@ class CRFEstimator:
     def state_features_(self) -> dict[tuple[str, str], float]:
         """{(attribute, label): weight} — with feature dicts, the attribute
         named as python-crfsuite names it (``word.lower():the``)."""
+        return self._fitted().state_features_
+
+    @property
+    def attributes_(self) -> list[str]:
+        """The attributes the model has weights for (sklearn-crfsuite's
+        ``attributes_``): those of its templates with observations, in the
+        order first met in training, by the feature-dict names with
+        ``spec=None``."""
         crf = self._fitted()
-        dicts = getattr(self, "feature_dicts_", None)
-        if dicts is None:
-            return crf.state_features_
-        return {(dicts.attribute_name(a), label): w
-                for (a, label), w in crf.state_features_.items()}
+        name = crf._attribute_name or (lambda key: key)
+        keys = [key for plan, vocab in zip(crf.model.templates, crf.model.vocabs)
+                if plan.has_observations for key in vocab]
+        return list(dict.fromkeys(name(key) for key in keys))
 
     @property
     def transition_features_(self) -> dict[tuple[str, str], float]:
@@ -276,8 +392,8 @@ def _short(value: object) -> str:
 
 def sequence_scorer(metric: str = "token_accuracy") -> Callable[[Any, Any, Any], float]:
     """A scorer for ``cross_val_score(..., scoring=)`` and ``GridSearchCV``
-    (a callable ``(estimator, X, y) -> float``, higher is better, in
-    percent like every score fgl reports):
+    (a callable ``(estimator, X, y) -> float``, higher is better, a fraction
+    in 0-1 as scikit-learn's scorers give):
     ``"token_accuracy"`` (the default of ``score``), ``"sequence_accuracy"``
     (the share of sequences with every label right) or ``"f1"`` (micro F1
     of the chunks or labels ``fgl.io.evaluate`` finds, scheme ``auto``)."""
@@ -289,12 +405,12 @@ def sequence_scorer(metric: str = "token_accuracy") -> Callable[[Any, Any, Any],
             return estimator.score(X, y)
         y, pred = _text_labels(y), estimator.predict(X)
         if metric == "sequence_accuracy":
-            return 100.0 * sum(list(p) == g for p, g in zip(pred, y)) / max(len(y), 1)
+            return sum(list(p) == g for p, g in zip(pred, y)) / max(len(y), 1)
         if any(isinstance(label, tuple) for seq in y for label in seq):
             raise FglError("the f1 scorer scores one output layer; this model has several "
                            "(score each with fgl.CRF.evaluate)")
         from fgl.io.evaluate import evaluate
-        return evaluate(y, pred).overall.f1
+        return evaluate(y, pred).overall.f1 / 100.0
     score.__name__ = f"fgl_{metric}"
     return score
 

@@ -293,3 +293,72 @@ def test_a_trained_segment_model_draws_its_predicted_segments(d):
     got = marks(out)
     assert len(got["segment"]) == sum(not t.startswith("I-") for t in tags)
     assert any("the predicted segmentation" in t for t in texts(out))
+
+
+# ---------------------------------------------------------------- issue 26: words, gold, key
+
+LONG_WORDS = ["International", "Business", "Machines", "announced", "restructuring"]
+
+
+def test_long_words_are_drawn_whole_and_turned(d):
+    (d / "long_words.txt").write_text("".join(f"{w} O\n" for w in LONG_WORDS) + "\nab O\n")
+    out = d / "w.svg"
+    assert main(["draw", str(d / "chain.fgl"), str(d / "long_words.txt"), "-o", str(out)]) == 0
+    shown = texts(out)
+    assert set(LONG_WORDS) <= set(shown)                 # whole, not "Interna…"
+    assert not any("\u2026" in t for t in shown)
+    words = marks(out)["word"]
+    assert len(words) == len(LONG_WORDS)
+    assert all("rotate(-55" in ET.tostring(g, encoding="unicode") for g in words)   # turned
+    out2 = d / "w2.svg"                                  # short words stay level
+    assert main(["draw", str(d / "chain.fgl"), str(d / "long_words.txt"), "--instance", "1",
+                 "-o", str(out2)]) == 0
+    assert "rotate(-55" not in ET.tostring(marks(out2)["word"][0], encoding="unicode")
+
+
+def ring_colour(g) -> str:
+    return re.search(r"stroke: (#[0-9a-f]{6})", next(g.iter(SVG + "path")).get("style"))[1]
+
+
+def test_a_trained_models_picture_marks_gold_against_predicted_and_keys_the_shades(d):
+    model = d / "m.fglm"
+    assert main(["train", str(d / "chain.fgl"), "--train", str(d / "two.txt"), "-o",
+                 str(model), "-q", "--max-iter", "3"]) == 0          # a model with mistakes
+    crf = CRF.load(model)
+    for k in range(12):
+        gold = [t for _, t in sentence(d, k)]
+        pred = crf.predict([[[w] for w, _ in sentence(d, k)]])[0]
+        if 0 < sum(p != g for p, g in zip(pred, gold)) < len(gold):
+            break
+    else:
+        pytest.skip("no sentence with both right and wrong labels")
+    out = d / "g.svg"
+    assert main(["draw", str(model), str(d / "two.txt"), "--instance", str(k), "-o",
+                 str(out)]) == 0
+    rings = sorted(marks(out)["var"], key=lambda g: int(g.get("id")[4:]))
+    wrong = [p != g for p, g in zip(pred, gold)]
+    from fgl.io.draw_render import RIGHT, WRONG
+    assert [ring_colour(g) for g in rings] == [WRONG if w else RIGHT for w in wrong]
+    golds = {int(g.get("id")[5:]): "".join(g.itertext()).strip()
+             for g in marks(out).get("gold", [])}
+    assert golds == {i: gold[i] for i, w in enumerate(wrong) if w}   # the gold label above
+    shown = " ".join(texts(out))
+    assert "shade: marginal probability of the predicted label" in shown
+    assert "p = 0.25" in shown and "= gold" in shown and "≠ gold" in shown
+    dot = crf.draw(d / "two.txt", instance=k).dot()
+    assert dot.count(f'color="{WRONG}", penwidth=2') == sum(wrong) and "gold " in dot
+    plain = d / "plain.svg"                              # an untrained spec: no rings, no key
+    assert main(["draw", str(d / "chain.fgl"), str(d / "two.txt"), "-o", str(plain)]) == 0
+    assert "gold" not in marks(plain) and "shade:" not in " ".join(texts(plain))
+
+
+def test_a_trained_segment_models_picture_draws_the_gold_segmentation(d):
+    model = d / "s.fglm"
+    assert main(["train", str(d / "semi.fgl"), "--train", str(d / "two.txt"), "-o", str(model),
+                 "-q", "--max-iter", "5"]) == 0
+    out = d / "s.svg"
+    assert main(["draw", str(model), str(d / "two.txt"), "-o", str(out)]) == 0
+    tags = [t for _, t in sentence(d, 0)]
+    got = marks(out)
+    assert len(got["gold-segment"]) == sum(not t.startswith("I-") for t in tags)
+    assert "shade: mean marginal probability of the segment's tokens" in " ".join(texts(out))

@@ -3,8 +3,9 @@
 Each script under examples/ is run as a user runs it (``python examples/X.py``
 with its reduced-size flags) in a subprocess, and its output is checked for
 its table. Scripts that read corpora from ../shared/data skip when the
-corpus is absent (CI has none). Only bench_conll2000.py needs an optional peer
-(python-crfsuite, the ``bench`` extra); it skips without it.
+corpus is absent (CI has none). Only bench_conll2000.py and
+bench_sklearn_crfsuite.py need an optional peer (python-crfsuite,
+sklearn-crfsuite: the ``bench`` extra); they skip without it.
 """
 from __future__ import annotations
 
@@ -43,6 +44,9 @@ RUNS: dict[str, tuple[list[str], str | None, list[str]]] = {
         r"fgl flooding"]),
     "bench_conll2000.py": (["--quick", "--max-iter", "3"], "conll2000", [
         r"features\s+[\d,]+\s+[\d,]+", r"iterations\s+3\s+3"]),
+    "bench_sklearn_crfsuite.py": (["--quick", "--max-iter", "3"], "conll2002", [
+        r"features \(weights\)\s+([\d,]+)\s+\1", r"iterations\s+3\s+3",
+        r"fgl / sklearn-crfsuite: fit, predict, RSS\s+[\d.]+x, [\d.]+x, [\d.]+x"]),
     "learners_conll2000.py": (["--quick", "--max-iter", "3", "--epochs", "1"], "conll2000", [
         r"L2 \(L-BFGS\)\s+\d+\.\d+", r"averaged perceptron\s+\d+\.\d+"]),
     "punctuation_table6.py": (["--quick", "--models", "C1,SC1", "--test-texts", "100",
@@ -82,6 +86,8 @@ def test_example_runs_at_reduced_size(script: str) -> None:
         pytest.skip(f"{script} reads {SHARED / corpus}, which is absent")
     if script == "bench_conll2000.py":
         pytest.importorskip("pycrfsuite", reason="the CRFsuite side needs the bench extra")
+    if script == "bench_sklearn_crfsuite.py":
+        pytest.importorskip("sklearn_crfsuite", reason="its peer needs the bench extra")
     proc = subprocess.run([sys.executable, str(EXAMPLES / script), *args], cwd=EXAMPLES.parent,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

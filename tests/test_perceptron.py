@@ -99,8 +99,23 @@ def test_settings_the_trainer_does_not_read_are_refused():
         CRF(lbfgs_with_epochs).fit(X, y)
     with pytest.raises(SpecError, match="`l1` is not read by trainer perceptron"):
         CRF(_hmm().replace("epochs", "l1 = 1  epochs")).fit(X, y)
-    with pytest.raises(FglError, match="takes no l1, checkpoints or resume"):
+    with pytest.raises(FglError, match=r"takes no l1 \(L-BFGS settings\)"):
         CRF(_hmm(), l1=2.0).fit(X, y)
+    for key in ("sigma = 3", "max_iter = 5", "tol = 1e-3"):   # (issue 25: read by L-BFGS only)
+        with pytest.raises(SpecError, match=f"`{key.split()[0]}` is not read by trainer "
+                                            "perceptron"):
+            CRF(_hmm().replace("epochs", f"{key}  epochs")).fit(X, y)
+    with pytest.raises(FglError, match="takes no sigma, tol"):
+        CRF(_hmm(), sigma=2.0, tol=1e-3).fit(X, y)
+
+
+def test_max_iter_bounds_the_epochs():
+    """``--max-iter`` (``CRF(max_iter=)``) is the perceptron's epoch limit."""
+    X, y = _xy(segment_data(n_train=20)[0])
+    log = CRF(_hmm(epochs=50), max_iter=2, jobs=1).fit(X, y).training_log
+    assert len(log.iterations) <= 2 and log.message in ("reached the epoch limit (2)",
+                                                        "epoch 1 made no mistakes",
+                                                        "epoch 2 made no mistakes")
     latent = (REPO / "stdlib" / "latent.fgl").read_text(encoding="utf-8")
     latent = latent[:latent.index("train {")] if "train {" in latent else latent
     with pytest.raises(FglError, match="hidden variables"):

@@ -63,7 +63,8 @@ def test_refused_settings_are_not_offered():
     assert message_at("train { lone = 1 }")[2] == (
         "unknown setting 'lone' for train; expected one of: sigma, max_iter, tol, jobs, "
         "objective, bp_start, trainer, epochs, batch, induce_rounds, induce_per_round, "
-        "induce_min_gain, induce_iter, induce_pool, induce_transitions, induce_margin, l1")
+        "induce_min_gain, induce_iter, induce_pool, induce_transitions, induce_margin, l1, "
+        "min_count")
     assert message_at("infer loopy(trees = 2)")[2] == (
         "unknown setting 'trees' for infer loopy; expected one of: damping, max_iter, tol")
 
@@ -110,7 +111,7 @@ INDUCTION_DEFAULTS = {"induce_rounds": 10, "induce_per_round": 1000, "induce_min
                       "induce_iter": 10, "induce_pool": 1000, "induce_margin": 0.5,
                       "induce_transitions": 0}
 LEARNER_DEFAULTS = {"objective": "likelihood", "bp_start": "cold", "trainer": "lbfgs",
-                    "epochs": 10, "batch": 1, "l1": 0.0, **INDUCTION_DEFAULTS}
+                    "epochs": 10, "batch": 1, "l1": 0.0, "min_count": 1, **INDUCTION_DEFAULTS}
 
 
 def test_train_defaults():
@@ -157,15 +158,18 @@ def test_infer_settings(src, method, settings):
 def test_template_options():
     s = spec("template a: y[t-1..t]\ntemplate b: y[t] ~ word[t] (sigma = 2, support = all)")
     base, a, b = s.templates
-    assert template_options(base, 10.0) == {"sigma": 10.0}
-    assert template_options(a, 3.0) == {"sigma": 3.0}
-    assert template_options(b, 10.0) == {"sigma": 2, "support": "all"}
+    assert template_options(base, 10.0) == {"sigma": 10.0, "min_count": 1}
+    assert template_options(a, 3.0, 2) == {"sigma": 3.0, "min_count": 2}
+    assert template_options(b, 10.0) == {"sigma": 2, "min_count": 1, "support": "all"}
+    c = spec("template c: y[t] ~ word[t] (min_count = 3)").templates[-1]
+    assert template_options(c, 10.0, 2) == {"sigma": 10.0, "min_count": 3}
 
 
 # ---------------------------------------------------------------- overrides
 
 @pytest.mark.parametrize("key, value", [
     ("sigma", 1e-3), ("sigma", 100), ("max_iter", 1), ("tol", 1e-9), ("jobs", 0), ("jobs", 8),
+    ("min_count", 1), ("min_count", 5),
 ])
 def test_good_overrides(key, value):
     check_override(key, value)
@@ -183,7 +187,9 @@ def test_good_overrides(key, value):
     ("jobs", -2, "the jobs override must be a whole number >= 0; found -2"),
     ("l1", -0.1, "the l1 override must be a number >= 0; found -0.1"),
     ("l2", 0.1, "unknown train setting override 'l2'; expected one of: sigma, max_iter, tol, "
-                "jobs, l1"),
+                "jobs, l1, min_count"),
+    ("min_count", 0, "the min_count override must be a whole number > 0; found 0"),
+    ("min_count", 2.5, "the min_count override must be a whole number > 0; found 2.5"),
 ])
 def test_bad_overrides(key, value, message):
     with pytest.raises(FglError) as info:

@@ -18,6 +18,7 @@ import warnings
 from fgl import __version__
 from fgl.errors import FglError, TrainingError, shorten
 from fgl.io.conll import ShortLineWarning
+from fgl.stopping import Interrupted
 
 COMMANDS = ("train", "tag", "eval", "compare", "inspect", "check", "draw", "explain",
             "convert")
@@ -127,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     except FglError as e:   # 2: a user error; 1: the input was fine, the run was not
         _say(f"fgl: {shorten(str(e), 2000)}")
         return 1 if isinstance(e, TrainingError) else 2
+    except Interrupted as e:   # a signal before training began (fgl.cli.train)
+        _say(f"fgl: {e}")
+        return e.status
     except KeyboardInterrupt:
         _say("fgl: interrupted")
         return 130

@@ -71,6 +71,10 @@ def _template_parser(kinds: argparse._SubParsersAction, name: str) -> None:
                         "output column)")
     p.add_argument("-c", type=float, default=1.0, dest="c",
                    help="CRF++'s -c (default 1): the spec's sigma is its square root")
+    p.add_argument("-f", type=int, default=1, dest="f", metavar="N",
+                   help="CRF++'s -f (default 1): the feature cut-off, written as the spec's "
+                        "`min_count = N` (attributes seen fewer than N times in the training "
+                        "data get no weights)")
     p.add_argument("--encoding", default="utf-8", type=encoding_arg,
                    help="the template file's encoding")
 
@@ -125,7 +129,7 @@ def run(a: argparse.Namespace) -> int:
     inputs = [(a.template, "the template")]
     if a.output not in (None, "-"):
         check_output(a.output, "spec", inputs)    # before any work
-    spec = convert_file(a.template, columns, a.c, a.encoding)
+    spec = convert_file(a.template, columns, a.c, a.encoding, a.f)
     if a.output in (None, "-"):
         sys.stdout.write(spec)
         return 0

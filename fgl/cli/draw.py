@@ -15,10 +15,13 @@ def add(sub: argparse._SubParsersAction) -> None:
         description="Unroll every template over one instance of FILE and draw its factor graph: "
                     "variables on a line in token order (a row per label layer; graph nodes "
                     "by id), factor squares coloured by template, skip edges as arcs, "
-                    "segments as brackets.  Given a trained model instead of a spec, "
-                    "variables are coloured by predicted label and shaded by its marginal "
-                    "probability.  The format comes from -o's suffix (.svg, .png, .pdf, "
-                    ".dot); without -o, DOT goes to stdout.")
+                    "segments as brackets, words whole (turned when long).  Given a trained "
+                    "model instead of a spec, variables are coloured by predicted label and "
+                    "shaded by its marginal probability (a key gives the shades); on labelled "
+                    "data each is ringed green where the gold label agrees and red where not, "
+                    "the gold label written above (a segment model: the gold segmentation "
+                    "dashed under the words).  The format comes from -o's suffix (.svg, .png, "
+                    ".pdf, .dot); without -o, DOT goes to stdout.")
     p.add_argument("spec", help="a spec (.fgl), or a model file written by `fgl train`")
     p.add_argument("file", help="data (labels optional)")
     p.add_argument("--instance", type=int, default=0,

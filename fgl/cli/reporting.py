@@ -76,6 +76,8 @@ def report(crf, path: str, a: argparse.Namespace) -> None:
     labels = getattr(a, "labels", None)
 
     sentences = crf.read(path, encoding=a.encoding, short_lines=a.short_lines)
+    from fgl.engines.first_run import note_first_compile
+    note_first_compile(crf.engine.engine.name, "tag")   # (a first run compiles the kernels)
     if not sentences:
         from fgl.io.sources import expand, files_label
         raise DataError("no sentences to evaluate (the file is empty)",

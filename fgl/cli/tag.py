@@ -107,6 +107,8 @@ def run(a: argparse.Namespace) -> None:
         check_output(a.output, "tagged output", [(a.model, "the model"), (a.file, "the data")],
                      allow_stdout=True)
     crf = CRF.load(a.model, jobs=a.jobs)
+    from fgl.engines.first_run import note_first_compile
+    note_first_compile(crf.engine.engine.name, "tag")   # (a first run compiles the kernels)
     graph = crf.spec.input_format == "graph"
     if a.confidence and graph:
         raise FglError("--confidence: segments are stretches of a sequence, and graph input "

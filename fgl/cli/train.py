@@ -32,6 +32,10 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tol", type=float, help="override the spec's stopping tolerance")
     p.add_argument("--l1", type=float, help="override the spec's L1 penalty (above 0: OWL-QN, "
                                              "exact zeros; with sigma, the elastic net)")
+    p.add_argument("--min-count", type=int, metavar="N",
+                   help="override the spec's feature cut-off: attributes seen fewer than N "
+                        "times in the training data get no weights (CRF++'s -f; "
+                        "docs/settings.md)")
     p.add_argument("--time-limit", type=float, metavar="SECONDS",
                    help="stop training after this long and write the model reached; Ctrl-C "
                         "or SIGTERM likewise stop after the current iteration (a second one "
@@ -80,7 +84,7 @@ def run(a: argparse.Namespace) -> None:
               verbose=not a.quiet, time_limit=a.time_limit,
               checkpoint=a.checkpoint or a.resume, checkpoint_every=a.checkpoint_every,
               checkpoint_seconds=a.checkpoint_seconds, dask=a.dask,
-              dask_workers=a.dask_workers)
+              dask_workers=a.dask_workers, min_count=a.min_count)
     t0 = time.perf_counter()
     with _stop_on_signals(crf):
         crf.fit_file(a.train, encoding=a.encoding, short_lines=a.short_lines, resume=a.resume,
@@ -141,15 +145,23 @@ def _sigma_grid(a: argparse.Namespace) -> None:
 
 @contextlib.contextmanager
 def _stop_on_signals(crf):
-    """While training: the first SIGINT or SIGTERM asks the run to stop
-    after its current iteration (the model reached is then written); a
-    second one interrupts as usual."""
+    """While training: the first SIGINT or SIGTERM asks the run to stop at
+    its next safe point (after the current iteration, or inside a long
+    evaluation: ``fgl.stopping``) and the model reached is then written; a
+    second one interrupts as usual.  Before the optimiser starts — reading
+    the data, extracting features, encoding — there is no model to keep:
+    the signal ends the run there (``Interrupted``), writing nothing."""
+    from fgl.stopping import Interrupted
+
     def handler(signum, frame) -> None:
         name = signal.Signals(signum).name
-        print(f"fgl: {name}: stopping after this iteration (again to abort)", file=sys.stderr)
-        crf.request_stop(f"stopped by {name}")
         for s in caught:
             signal.signal(s, old[s])
+        if not getattr(crf, "training_started", False):
+            raise Interrupted(signum, "before training (while reading and compiling)")
+        print(f"fgl: {name}: stopping at the next safe point and writing the model reached "
+              "(again to abort)", file=sys.stderr)
+        crf.request_stop(f"stopped by {name}")
 
     caught = [signal.SIGINT, signal.SIGTERM]
     old = {s: signal.getsignal(s) for s in caught}

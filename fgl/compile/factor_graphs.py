@@ -39,12 +39,14 @@ from fgl.compile.frontend import (
     Layer,
     TemplatePlan,
     feature_sigma,
+    keep_counted,
     label_id,
     layer_labels,
     prior_sigma,
     resolve_patterns,
     row_templates,
     template_plan,
+    train_min_count,
     vocab_from_json,
     vocab_json,
 )
@@ -54,6 +56,7 @@ from fgl.engines.factor_graph import FactorGraph
 from fgl.engines.junction_tree import junction_tree_plan
 from fgl.engines.loopy_program import LoopyData, LoopyProgram, clamp
 from fgl.errors import DataError
+from fgl.features.model_input import check_model_input
 from fgl.features.observations import ObservationCompiler, TemplateAttributes, sentence_columns
 from fgl.io.conll import Sentence
 from fgl.io.schemes import chunks
@@ -299,6 +302,7 @@ class FactorGraphModel:
         labels of a partially labelled graph are its ``evidence``, which
         decoding and marginals clamp (a label the model does not know is a
         DataError at its line)."""
+        check_model_input(self, sentences, with_gold)   # (shaped as in training)
         instances = group_instances(self.spec, sentences, with_gold)
         _footprint(self.spec, self.layers, [t.layers for t in self.templates],
                    self.unroller.census(instances), self._features_per_template(),
@@ -469,6 +473,7 @@ class FactorGraphModel:
         for ti, (tpl, vocab) in enumerate(zip(self.templates, self.vocabs)):
             lines.append(f"  {tpl.name}: {tpl.width} variables, {len(tpl.patterns)} "
                          f"configurations, {len(vocab)} attributes, sigma {tpl.sigma:g}"
+                         + (f", min_count {tpl.min_count}" if tpl.min_count > 1 else "")
                          + (f", {factors[ti]} factors in the data" if data else ""))
         if data is not None:
             F = sum(g.n_factors for g in data.graphs)
@@ -568,8 +573,8 @@ class FactorGraphModel:
         unrolled = [unroller.factors(inst) for inst in instances]
         golds = [gold_assignment(inst, layers, True) for inst in instances]
         templates = _plans(spec, layers, unroller.layer_index, unrolled, golds,
-                           prior_sigma(spec, overrides))
-        rows = _feature_rows(templates, layers, unrolled, golds)
+                           prior_sigma(spec, overrides), train_min_count(spec, overrides))
+        rows = _feature_rows(templates, layers, unrolled, golds).cut(templates)
         _footprint(spec, layers, var_layers, counts, rows.counts(), len(rows.template), jobs
                    ).check(spec.templates)
         model = cls(spec, base_dir, layers, templates, rows.vocabs, *rows.arrays(),
@@ -659,7 +664,7 @@ def _stack(beliefs: list[np.ndarray]) -> np.ndarray:
 
 
 def _plans(spec: ast.Spec, layers: list[Layer], layer_index: dict[str, int], unrolled: list,
-           golds: list[np.ndarray], sigma: float) -> list[TemplatePlan]:
+           golds: list[np.ndarray], sigma: float, min_count: int = 1) -> list[TemplatePlan]:
     """Each template's plan: the configurations that carry weights are its
     explicit patterns, those of the gold assignments (``patterns
     observed``: of factors whose variables are all labelled), or all of
@@ -676,7 +681,8 @@ def _plans(spec: ast.Spec, layers: list[Layer], layer_index: dict[str, int], unr
         patterns = resolve_patterns(tpl, layers, var_layers, seen, can_observe=observed,
                                     exact_length=True)
         plans.append(template_plan(tpl, var_layers, patterns, sigma,
-                                   "observed" if tpl.observations and observed else "all"))
+                                   "observed" if tpl.observations and observed else "all",
+                                   min_count))
     return plans
 
 
@@ -693,6 +699,20 @@ class _FeatureRows:
     configs: list[set[int]]
     template: list[int]
     every: list[list[int] | None]
+    count: list[int] = field(default_factory=list)   # each row's factors in training
+
+    def cut(self, templates: list[TemplatePlan]) -> "_FeatureRows":
+        """The rows whose attribute occurs in at least its template's
+        ``min_count`` factors of the training data, renumbered in order."""
+        keep = keep_counted(np.array(self.count, dtype=np.int64),
+                            np.array(self.template, dtype=np.int64), templates)
+        if keep is None or keep.all():
+            return self
+        new = np.cumsum(keep) - 1
+        vocabs = [{k: int(new[r]) for k, r in vocab.items() if keep[r]} for vocab in self.vocabs]
+        return _FeatureRows(vocabs, [c for c, k in zip(self.configs, keep) if k],
+                            [t for t, k in zip(self.template, keep) if k], self.every,
+                            [n for n, k in zip(self.count, keep) if k])
 
     def counts(self) -> list[int]:
         """Features per template, before they are made."""
@@ -721,6 +741,7 @@ def _feature_rows(templates: list[TemplatePlan], layers: list[Layer], unrolled: 
     vocabs: list[dict[str, int]] = [{} for _ in templates]
     row_configs: list[set[int]] = []
     row_tpl: list[int] = []
+    row_count: list[int] = []
     strides = []
     for tpl in templates:
         cards = [len(layers[li].labels) for li in tpl.layers]
@@ -740,8 +761,10 @@ def _feature_rows(templates: list[TemplatePlan], layers: list[Layer], unrolled: 
                     r = vocabs[ti][key] = len(row_configs)
                     row_configs.append(set())
                     row_tpl.append(ti)
+                    row_count.append(0)
+                row_count[r] += 1
                 if gold_cfg is not None:
                     row_configs[r].add(gold_cfg)
     every = [None if tpl.support == "observed" else sorted(cs)
              for tpl, cs in zip(templates, config_sets)]
-    return _FeatureRows(vocabs, row_configs, row_tpl, every)
+    return _FeatureRows(vocabs, row_configs, row_tpl, every, row_count)

@@ -168,7 +168,7 @@ def factor_graph_footprint(counts: GraphCounts, widths: list[int], tables: list[
     n = len(counts.positions)
     threads = _threads(jobs, n)
     largest = np.sort(scratch_i)[::-1][:threads]
-    runs = 1 if threads == 1 else min(4 * threads, n)   # fgl.engines.data.reduce_instances
+    runs = threads + 1   # count arrays: one per thread and the sum (ordered_reduce)
     per_feature = BYTES_PER_FEATURE + 8 * runs if training else 16
     feat = np.asarray(features, dtype=np.float64) * per_feature
     parts = {"unrolling": float(unroll.sum()),

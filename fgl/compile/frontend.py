@@ -50,6 +50,7 @@ class TemplatePlan:
     sigma: float
     support: str                     # "observed" | "all"
     has_observations: bool
+    min_count: int = 1               # the feature cut-off (fewer occurrences: no weights)
 
     @property
     def width(self) -> int:
@@ -58,13 +59,14 @@ class TemplatePlan:
     def to_json(self) -> dict:
         return {"name": self.name, "layers": self.layers,
                 "patterns": [list(z) for z in self.patterns], "sigma": self.sigma,
-                "support": self.support, "has_observations": self.has_observations}
+                "support": self.support, "has_observations": self.has_observations,
+                **({"min_count": self.min_count} if self.min_count != 1 else {})}
 
     @classmethod
     def from_json(cls, d: dict) -> "TemplatePlan":
         return cls(str(d["name"]), [int(v) for v in d["layers"]],
                    [tuple(int(v) for v in z) for z in d["patterns"]], float(d["sigma"]),
-                   str(d["support"]), bool(d["has_observations"]))
+                   str(d["support"]), bool(d["has_observations"]), int(d.get("min_count", 1)))
 
 
 def loc_error(message: str, loc: ast.Loc) -> SpecError:
@@ -138,16 +140,32 @@ def resolve_patterns(tpl: ast.Template, layers: list[Layer], var_layers: list[in
 
 
 def template_plan(tpl: ast.Template, var_layers: list[int], patterns: list[tuple[int, ...]],
-                  sigma: float, default_support: str) -> TemplatePlan:
-    """A template's plan with its options (sigma, support) resolved."""
-    opts = template_options(tpl, sigma)
+                  sigma: float, default_support: str, min_count: int = 1) -> TemplatePlan:
+    """A template's plan with its options (sigma, support, min_count) resolved."""
+    opts = template_options(tpl, sigma, min_count)
     return TemplatePlan(tpl.name, var_layers, patterns, float(opts["sigma"]),
-                        str(opts.get("support", default_support)), bool(tpl.observations))
+                        str(opts.get("support", default_support)), bool(tpl.observations),
+                        int(opts["min_count"]))
 
 
 def prior_sigma(spec: ast.Spec, overrides: dict | None) -> float:
     """The Gaussian prior sigma in effect (the spec's, or an override)."""
     return float(train_settings(spec, overrides)["sigma"])
+
+
+def train_min_count(spec: ast.Spec, overrides: dict | None) -> int:
+    """The train ``min_count`` in effect (the spec's, or an override)."""
+    return int(train_settings(spec, overrides)["min_count"])
+
+
+def keep_counted(counts: np.ndarray, row_template: np.ndarray,
+                 templates: list[TemplatePlan]) -> np.ndarray | None:
+    """Which attribute rows reach their template's ``min_count`` (``counts``:
+    each row's occurrences in training); None when no template cuts."""
+    cut = np.array([t.min_count for t in templates], dtype=np.int64)
+    if not len(cut) or (cut <= 1).all():
+        return None
+    return counts >= cut[row_template]
 
 
 def row_templates(vocabs: list[dict[str, int]], n_rows: int) -> np.ndarray:

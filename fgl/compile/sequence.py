@@ -32,11 +32,13 @@ from fgl.compile.frontend import (
     Layer,
     TemplatePlan,
     feature_sigma,
+    keep_counted,
     label_id,
     loc_error,
     prior_sigma,
     resolve_patterns,
     template_plan,
+    train_min_count,
     vocab_from_json,
     vocab_json,
 )
@@ -47,6 +49,7 @@ from fgl.engines.data import EncodedData, unit_ones
 from fgl.engines.semimarkov_program import SemiMarkovProgram
 from fgl.engines.structure import ChainStructure
 from fgl.errors import DataError
+from fgl.features.model_input import check_model_input
 from fgl.features.observations import TemplateAttributes, sentence_columns
 from fgl.features.span_arrays import KeyTable, Rows, stack
 from fgl.io.conll import Sentence
@@ -249,6 +252,7 @@ class SequenceModel:
     def encode(self, sentences: Sequence[Sentence], with_gold: bool = False) -> EncodedData:
         """Encode sentences for the engine; attributes never seen in
         training have no weights and are skipped."""
+        check_model_input(self, sentences, with_gold)   # (shaped as in training)
         L = self.span_limit(self.spec, max((len(s.rows) for s in sentences), default=1))
         if self._key_rows is None:
             self._key_rows = KeyRows(self.attributes.keys, self.vocabs)
@@ -332,7 +336,8 @@ class SequenceModel:
             nfeat = int(row_len[list(vocab.values())].sum())
             lines.append(f"  {tpl.name}: window {tpl.width}, {len(tpl.patterns)} patterns, "
                          f"{len(vocab)} attributes, {nfeat} features, sigma {tpl.sigma:g}, "
-                         f"support {tpl.support}")
+                         f"support {tpl.support}"
+                         + (f", min_count {tpl.min_count}" if tpl.min_count > 1 else ""))
         if data is not None:
             lines.append(f"training data: {data.n_sequences} sequences, {data.n_tokens} tokens")
             lines.append(self.footprint(data).line())
@@ -388,7 +393,8 @@ class SequenceModel:
         base_dir = base_dir or Path(".")
         attributes = TemplateAttributes(spec, base_dir)
         layer, gold, spans = cls._read_gold(spec, read, source)
-        plans = cls._plans(spec, layer, gold, prior_sigma(spec, overrides))
+        plans = cls._plans(spec, layer, gold, prior_sigma(spec, overrides),
+                           train_min_count(spec, overrides))
         z_list = list(dict.fromkeys([(y,) for y in range(len(layer.labels))]
                                     + [z for p in plans for z in p.patterns]))
         table = _FeatureTable(cls, spec, plans, z_list, attributes, len(layer.labels),
@@ -418,7 +424,9 @@ class SequenceModel:
         declared_layer = Layer(spec.outputs[0], declared) if declared else None
         gold_segs: list[list[Segment]] = []
         for sent in read():
-            _, tags = sentence_columns(spec, sent.rows, sent.lines, sent.file)
+            tags = getattr(sent, "tags", None)    # (a prepared sentence: see _FeatureTable)
+            if tags is None:
+                _, tags = sentence_columns(spec, sent.rows, sent.lines, sent.file)
             if tags is None:
                 raise DataError(f"training data needs the label column '{spec.outputs[0]}'",
                                 sent.file, sent.lines[0])
@@ -437,8 +445,8 @@ class SequenceModel:
         return layer, gold, spans
 
     @classmethod
-    def _plans(cls, spec: ast.Spec, layer: Layer, gold: list[list[int]], sigma: float
-               ) -> list[TemplatePlan]:
+    def _plans(cls, spec: ast.Spec, layer: Layer, gold: list[list[int]], sigma: float,
+               min_count: int = 1) -> list[TemplatePlan]:
         def observed(lengths: list[int]) -> Iterable[tuple[int, ...]]:
             for seq in gold:
                 for m in lengths:
@@ -450,7 +458,7 @@ class SequenceModel:
             width = 1 - min(ref.lo for ref in tpl.labels)  # y[t-k..t]: k + 1 labels
             patterns = resolve_patterns(tpl, [layer], [0] * width, observed)
             plans.append(template_plan(tpl, [0] * width, patterns, sigma,
-                                       "observed" if tpl.observations else "all"))
+                                       "observed" if tpl.observations else "all", min_count))
         return plans
 
 
@@ -478,6 +486,9 @@ class _FeatureTable:
         self.row_template = array("i")
         self.units = UnitRows()
         self.key_rows: KeyRows | None = None
+        # occurrences of each row's attribute at gold units, for the cut-off (min_count)
+        self.row_count = np.zeros(0, dtype=np.int64) if any(
+            p.min_count > 1 for p in plans) else None
 
     def read(self, read: Callable[[], Iterable[Sentence]], gold: list[list[int]],
              spans: list[list[tuple[int, int]]], source: str) -> None:
@@ -499,7 +510,12 @@ class _FeatureTable:
                                 source, 0)
 
     def _unit_rows(self, batch: list[Sentence]) -> list[list[Rows]]:
-        """Every unit's rows of the sentences of a batch, per template."""
+        """Every unit's rows of the sentences of a batch, per template.  A
+        *prepared* sentence (one with ``tags`` and ``unit_rows(keys)``, as
+        ``fgl.io.feature_dicts`` makes of feature dicts) gives its rows
+        itself, with the keys the spec's observations would give."""
+        if self.L == 1 and all(hasattr(s, "unit_rows") for s in batch):
+            return [s.unit_rows(self.attributes.keys) for s in batch]
         cols = [sentence_columns(self.spec, s.rows, s.lines, s.file)[0] for s in batch]
         return self.cls._unit_rows(self.attributes, cols, [len(s.rows) for s in batch], self.L)
 
@@ -538,6 +554,8 @@ class _FeatureTable:
         for ti, (plan, rows, of_item) in enumerate(zip(self.plans, per_template, of_items)):
             j_item = j_of_unit[of_item]
             r = self.key_rows.table(ti)[rows.key]
+            if make_rows and self.row_count is not None:
+                self._count(r[(j_item >= 0) & (r >= 0)])
             if make_rows and plan.support == "observed":
                 self._support(ti, seqs, r, j_item)
             if not add_units:
@@ -548,6 +566,50 @@ class _FeatureTable:
             val_items.append(rows.val[keep])
         if add_units:
             _add_units(self.units, n_units, unit_items, row_items, val_items)
+
+    def _count(self, rows: np.ndarray) -> None:
+        """Count one occurrence of each of ``rows`` (attribute rows at gold
+        units; a unit holds an attribute once)."""
+        n = len(self.row_template)
+        if len(self.row_count) < n:
+            grown = np.zeros(max(n, 2 * len(self.row_count)), dtype=np.int64)
+            grown[:len(self.row_count)] = self.row_count
+            self.row_count = grown
+        np.add.at(self.row_count, rows, 1)
+
+    def _cut(self) -> None:
+        """Drop the attribute rows below their template's ``min_count``
+        (``fgl.lang.settings``): from the vocabularies, the supported
+        patterns and every unit; the rows left are renumbered in order."""
+        n = len(self.row_template)
+        template = np.frombuffer(self.row_template, dtype=np.int32)
+        keep = keep_counted(self.row_count[:n], template, self.plans)
+        if keep is None or keep.all():
+            return
+        new = np.full(n, -1, dtype=np.int64)
+        new[keep] = np.arange(int(keep.sum()))
+        for vocab in self.vocabs:
+            for key in [k for k, r in vocab.items() if not keep[r]]:
+                del vocab[key]
+            for key, r in vocab.items():
+                vocab[key] = int(new[r])
+        self.row_first = array("q", np.frombuffer(self.row_first, dtype=np.int64)[keep]
+                               .tobytes())
+        self.row_template = array("i", template[keep].tobytes())
+        n_z = self.n_z
+        self.row_more = {int(new[c // n_z]) * n_z + c % n_z for c in self.row_more
+                         if keep[c // n_z]}
+        unit_ptr, unit_rows, values = self.units.arrays()
+        kept = keep[unit_rows]
+        within = np.zeros(len(kept) + 1, dtype=np.int64)
+        np.cumsum(kept, out=within[1:])
+        units = UnitRows()
+        units.ptr = array("q", within[unit_ptr].tobytes())
+        units.rows = array("i", new[unit_rows[kept]].astype(np.int32).tobytes())
+        if self.units.vals is not None:
+            units.vals = array("d", values[kept].tobytes())
+        self.units = units
+        self.key_rows = None
 
     def _new_rows(self, per_template: list[Rows], of_items: list[np.ndarray],
                   j_of_unit: np.ndarray, sentence_of_unit: np.ndarray) -> None:
@@ -602,7 +664,10 @@ class _FeatureTable:
         """(row_ptr, feat_pattern, vocabularies, unit arrays), with rows
         numbered by how often they occur, so the weights scored for most
         tokens share cache lines (about 10% faster per evaluation on
-        CoNLL-2000)."""
+        CoNLL-2000).  Rows below their template's ``min_count`` are dropped
+        first."""
+        if self.row_count is not None:
+            self._cut()
         unit_ptr, unit_rows, values = self.units.arrays()
         order = np.argsort(-np.bincount(unit_rows, minlength=len(self.row_template)),
                            kind="stable")

@@ -34,13 +34,13 @@ import numpy as np
 
 from fgl import registry
 from fgl.compile.factor_graphs import FactorGraphModel, Unroller, _FeatureRows, _plans
-from fgl.compile.frontend import Layer, layer_labels, prior_sigma
+from fgl.compile.frontend import Layer, layer_labels, prior_sigma, train_min_count
 from fgl.compile.sequence import SequenceModel, _FeatureTable
 from fgl.distributed import graph_pass, sequence_pass
 from fgl.distributed.recipe import ModelRecipe
 from fgl.distributed.reduce import tree_reduce
 from fgl.distributed.shards import Shard, read_shard
-from fgl.errors import DataError
+from fgl.errors import DataError, FglError
 from fgl.features.observations import TemplateAttributes
 from fgl.lang import ast
 from fgl.model import Model
@@ -80,6 +80,11 @@ class EncodedShards:
 def compile_on_cluster(client, spec: ast.Spec, shards: list[Shard], base_dir: Path,
                        overrides: dict | None, reading: Reading, source: str) -> EncodedShards:
     """Compile ``spec`` against the shards on ``client``'s cluster."""
+    if train_min_count(spec, overrides) > 1 or any(
+            o.key == "min_count" and o.value > 1 for t in spec.templates for o in t.options):
+        raise FglError("min_count (the feature cut-off) counts attributes over the whole "
+                       "training data, which training on a Dask cluster does not gather; "
+                       "train on one machine, or remove min_count")
     lexicons = TemplateAttributes(spec, base_dir).lexicons
     cls = registry.choose(spec).model
     if issubclass(cls, SequenceModel):

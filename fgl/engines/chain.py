@@ -619,12 +619,63 @@ def potentials(a, T, units, features, tables, w, static, fill, w_dense, lab, pot
             row[label_z[y]] += lab[y]
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+# the paths of ``batch_expectations``: each is compiled on its own, when first taken, so a
+# first run compiles only the path its model takes (about 4 s less on a cold cache: the
+# span kernel's log-space path is compiled only once a sequence needs it)
+_FACTORED, _SCALED, _LOG_SPACE = 0, 1, 2
+
+
 def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense):
     """Σ log Z over sequences i0..i1 and, into ``grad``, the expected feature
     counts E[f_k] = Σ_t value · P(pattern of k ends at t | x); a dense row's
     counts go to ``grad_dense[d, y]`` instead.  ``features.dynamic`` must
-    hold every single-label pattern."""
+    hold every single-label pattern.  The factored or the scaled path takes
+    every sequence (the static potentials decide, ``_factored_path``); a
+    sequence that path cannot scale goes to the span kernel in log space."""
+    redo = np.zeros(max(i1 - i0, 0), dtype=np.bool_)
+    fast = _expectations_factored if _factored_path(features, tables, w) \
+        else _expectations_scaled
+    total = fast(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo)
+    if redo.any():
+        total += _expectations_log_space(i0, i1, units, features, tables, w, w_dense, grad,
+                                         grad_dense, redo)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _factored_path(features, tables, w):
+    """Whether ``batch_expectations`` takes the factored path: no block of
+    the static potentials varies with t and their range is safe."""
+    sc = _static_tables(static_potentials(features, tables, w), features.dynamic, tables)
+    c_hi = max(1.0, sc.cum_hi[1:].max()) if tables.n_forward > 1 else 1.0
+    return not sc.block_dynamic[1:].any() and c_hi <= np.exp(_MAX_EXPONENT)
+
+
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+def _expectations_factored(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo):
+    return _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo,
+                         _FACTORED)
+
+
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+def _expectations_scaled(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo):
+    return _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo,
+                         _SCALED)
+
+
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+def _expectations_log_space(i0, i1, units, features, tables, w, w_dense, grad, grad_dense,
+                            redo):
+    return _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo,
+                         _LOG_SPACE)
+
+
+@njit(nogil=True, fastmath=_SAFE_FAST, error_model="numpy", inline="always")
+def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo, path):
+    """``batch_expectations`` on one path (a constant, so each compiled
+    variant holds only its own: inlined, the other branches are pruned).
+    The fast paths mark in ``redo`` (indexed from i0) the sequences they
+    cannot scale and leave them out; the log-space path takes only those."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     seq_ptr = units.seq_ptr
     unit_ptr = units.unit_ptr
@@ -645,8 +696,6 @@ def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_d
     sc = _static_tables(static, dynamic, tables)
     cum = _static_cumulative(sc.static_exp, tables)
     c_lo = min(1.0, sc.cum_lo[1:].min()) if P > 1 else 1.0
-    c_hi = max(1.0, sc.cum_hi[1:].max()) if P > 1 else 1.0
-    factored = not sc.block_dynamic[1:].any() and c_hi <= np.exp(_MAX_EXPONENT)
     e_lab = np.empty((max_t, n))
     lab = np.empty(n)
     lab_marg = np.empty((max_t, n))
@@ -669,27 +718,28 @@ def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_d
     for i in range(i0, i1):
         a = seq_ptr[i]
         T = seq_ptr[i + 1] - a
-        if T == 0:
+        if T == 0 or (path == _LOG_SPACE and not redo[i - i0]):
             continue
         potentials(a, T, units, features, tables, w, static, dynamic_patterns, w_dense, lab,
                    pot2)
-        if factored:
+        if path == _FACTORED:
             log_z = _factored_sequence(pot2[:T], tables, cum, c_lo, e_lab[:T], low[:T],
                                        alpha[:T + 1], beta[:T + 1], scale[:T], g[:T],
                                        lab_marg[:T], own_sum)
-        else:
+        elif path == _SCALED:
             log_z = _scaled_sequence(pot2[:T], tables, sc, epsi[:T], alpha[:T + 1],
                                      beta[:T + 1], scale[:T], marg[:T])
-        fell_back = not np.isfinite(log_z)
-        if fell_back:  # the span kernel reads every pattern's potential
+        else:  # the span kernel reads every pattern's potential
             for t in range(T):
                 for z in static_patterns:
                     pot2[t, z] = static[z]
             log_z = spans.sequence_marginals(pot, T, tables, unit_len, work)
+        if path != _LOG_SPACE and not np.isfinite(log_z):
+            redo[i - i0] = True   # (the factored path added nothing to own_sum for it)
+            continue
         total += log_z
-        from_labels = factored and not fell_back
         for t in range(T):
-            if from_labels:  # every per-token feature has a single-label pattern
+            if path == _FACTORED:  # every per-token feature has a single-label pattern
                 m_row = lab_marg[t]
             else:
                 m_row = marg[t]
@@ -709,7 +759,7 @@ def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_d
                 else:
                     for k in range(row_ptr[r], row_ptr[r + 1]):
                         grad[k] += v * m_row[feat_s[k]]
-    if factored:  # (cum is finite only then)
+    if path == _FACTORED:  # (cum is finite only then)
         own_sum *= cum
     spans.accumulate_up(own_sum, tables.p_suffix, tables.p_order, n)
     for k in features.const_feats:

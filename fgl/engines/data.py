@@ -4,12 +4,16 @@
 semi-Markov kernels read: per unit (a token; or a candidate segment for a
 semi-Markov program), the active attribute rows and their values (CSR),
 built once per data set.  Work is split into contiguous runs of sequences,
-one thread each (the numba kernels release the GIL).
+one thread each (the numba kernels release the GIL).  Sums over the data —
+the objective and its gradient — are made over ``blocks`` fixed by the data
+alone and added in block order (``ordered_reduce``), so that they, and a
+training run, are the same bits for any number of threads.
 """
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -108,7 +112,23 @@ def run_parallel(jobs: int, data: EncodedData, fn: Callable,
     args = [(i0, i1, *(scratch() if scratch else ())) for i0, i1 in data.chunks(resolve_jobs(jobs))]
     if len(args) <= 1:      # (none: no sequences)
         return [fn(*a) for a in args]
-    return list(thread_pool(len(args)).map(lambda a: fn(*a), args))
+    return pooled(len(args), lambda a: fn(*a), args)
+
+
+def pooled(workers: int, fn: Callable, items: Sequence) -> list:
+    """``[fn(x) for x in items]`` on the pool of ``workers`` threads.  When
+    one raises (a stop request: ``fgl.stopping``), or the waiting thread is
+    interrupted, the items not yet started are cancelled and those running
+    are waited for (a stop request ends them at their next safe point):
+    nothing runs on after the error is raised here."""
+    futures = [thread_pool(workers).submit(fn, x) for x in items]
+    try:
+        return [f.result() for f in futures]
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        wait(futures)
+        raise
 
 
 def map_instances(jobs: int, n: int, fn: Callable[[int], object]) -> list:
@@ -116,37 +136,77 @@ def map_instances(jobs: int, n: int, fn: Callable[[int], object]) -> list:
     jobs = min(resolve_jobs(jobs), max(n, 1))
     if jobs == 1:
         return [fn(i) for i in range(n)]
-    return list(thread_pool(jobs).map(fn, range(n)))
+    return pooled(jobs, fn, range(n))
 
 
-RUNS_PER_THREAD = 4  # reduce_instances: runs of instances per thread, for balance
+# The blocks sums are made over: a partition of the data fixed by the data alone, so that
+# a sum over it — an objective, a gradient — is the same bits for any number of threads
+# (a block's sums cost a pass over the features: blocks are large enough for that not to
+# count, and a data set smaller than one block is summed as one run, as it always was)
+BLOCK_COST = 20_000          # tokens of a chain or segment block, at least
+GRAPH_BLOCK_COST = 200_000   # factor-table entries of a factor-graph block, at least
+MAX_BLOCKS = 64              # blocks at most
 
 
-def reduce_instances(jobs: int, n: int, fn: Callable[[int, object], None],
-                     accumulator: Callable[[], object], cost: Sequence[float]) -> list:
-    """Run ``fn(i, acc)`` for every i in range(n) on up to ``jobs`` threads;
-    returns the accumulators, in order.  The instances are cut into
-    contiguous runs of about equal total ``cost`` (``RUNS_PER_THREAD`` per
-    thread), each with an accumulator of its own; a free thread takes the
-    next run (instances differ in cost: BP may need 2 passes on one and 50
-    on the next).  Each run's sums are made in order, so they — and a
-    training run — are the same on every run with the same ``jobs``.  The
-    accumulators are made here, in the calling thread (see
-    ``run_parallel``)."""
-    jobs = min(resolve_jobs(jobs), max(n, 1))
-    ptr = np.concatenate([[0.0], np.cumsum(np.asarray(cost, dtype=np.float64))])
-    runs = contiguous_runs(ptr, 1 if jobs == 1 else jobs * RUNS_PER_THREAD) or [(0, 0)]
-    accs = [accumulator() for _ in runs]
+def blocks(ptr: np.ndarray, least: int | None = None) -> list[tuple[int, int]]:
+    """Items 0..n-1 of costs ``ptr`` (as for ``contiguous_runs``) cut into
+    contiguous blocks of about equal cost, how many depending on the data
+    only: ``least`` (default ``BLOCK_COST``) each at least, ``MAX_BLOCKS``
+    at most, one per item at most."""
+    n = len(ptr) - 1
+    if n <= 0:
+        return []
+    least = BLOCK_COST if least is None else least
+    total = float(ptr[-1])
+    k = max(1, min(n, MAX_BLOCKS, int(np.ceil(total / least)) if total > 0 else 1))
+    return contiguous_runs(ptr, k)
 
-    def work(k: int) -> None:
-        for i in range(*runs[k]):
-            fn(i, accs[k])
 
-    if len(runs) == 1:
-        work(0)
-    else:
-        list(thread_pool(jobs).map(work, range(len(runs))))
-    return accs
+def ordered_reduce(jobs: int, n_blocks: int, compute: Callable, combine: Callable[[int, object],
+                   None], scratch: Callable[[], tuple] | None = None) -> None:
+    """``combine(k, compute(k, *s))`` for k = 0, 1, ..., n_blocks - 1 on up
+    to ``jobs`` threads, each computing blocks into scratch arrays ``s`` of
+    its own (made here, in the calling thread: see ``run_parallel``) and
+    combining them *in block order*, one at a time, before it takes the next
+    block: what ``combine`` adds up is the same, bit for bit, for any
+    ``jobs``.  ``compute`` must give a block's result from its scratch
+    alone (zero what it reuses).  An error in one thread — a stop request:
+    ``fgl.stopping`` — ends the others at their next block and is raised."""
+    threads = min(resolve_jobs(jobs), n_blocks)
+    if threads <= 1:
+        s = scratch() if scratch else ()
+        for k in range(n_blocks):
+            combine(k, compute(k, *s))
+        return
+    scratches = [scratch() if scratch else () for _ in range(threads)]
+    turn = threading.Condition()
+    state = {"taken": 0, "done": 0, "failed": False}
+
+    def worker(t: int) -> None:
+        s = scratches[t]
+        while True:
+            with turn:
+                if state["failed"] or state["taken"] >= n_blocks:
+                    return
+                k = state["taken"]
+                state["taken"] += 1
+            try:
+                result = compute(k, *s)
+                with turn:
+                    while state["done"] != k and not state["failed"]:
+                        turn.wait()
+                    if state["failed"]:
+                        return
+                    combine(k, result)
+                    state["done"] += 1
+                    turn.notify_all()
+            except BaseException:
+                with turn:
+                    state["failed"] = True
+                    turn.notify_all()
+                raise
+
+    pooled(threads, worker, range(threads))
 
 
 def summed(results: list[tuple[float, np.ndarray]]) -> tuple[float, np.ndarray]:

@@ -42,6 +42,7 @@ from typing import Sequence
 import numpy as np
 from numba import njit
 
+from fgl import stopping
 from fgl.engines import bp_scaled
 from fgl.engines.factor_graph import FactorGraph
 
@@ -401,9 +402,11 @@ def _run_scaled(g: FactorGraph, log_pot, sched_edge, sched_dir, flooding, use_ma
     shift = np.empty(g.n_factors)
     psi_at = np.empty(g.n_factors, dtype=np.int64)
     psi = psi[:bp_scaled.potentials(log_pot, g.tab_ptr, psi, shift, psi_at)]
-    it, res, ok = bp_scaled.propagate(psi, psi_at, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac,
+    it, res, ok = stopping.passes(   # (in chunks: a training run's stop request is heard)
+        lambda n: bp_scaled.propagate(psi, psi_at, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac,
                                       g.msg_ptr, g.v_ptr, g.v_edge, sched_edge, sched_dir,
-                                      flooding, use_max, damping, tol, max_iter, msgs)
+                                      flooding, use_max, damping, tol, n, msgs),
+        max_iter, tol)
     if not ok:
         return None
     bv = np.empty(int(g.var_ptr[-1]))
@@ -427,9 +430,11 @@ def _run_log(g: FactorGraph, log_pot, sched_edge, sched_dir, flooding, use_max, 
     M = int(g.msg_ptr[-1])
     fv = np.zeros(M) if fv is None else fv
     vf = np.zeros(M) if vf is None else vf
-    it, res = _propagate(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac, g.e_stride,
-                         g.msg_ptr, g.v_ptr, g.v_edge, sched_edge, sched_dir, use_max,
-                         damping, tol, max_iter, fv, vf)
+    it, res = stopping.passes(
+        lambda n: _propagate(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac, g.e_stride,
+                             g.msg_ptr, g.v_ptr, g.v_edge, sched_edge, sched_dir, use_max,
+                             damping, tol, n, fv, vf),
+        max_iter, tol)
     log_bv = np.empty(int(g.var_ptr[-1]))
     log_bf = np.empty(g.n_table)
     _log_beliefs(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, g.msg_ptr, g.v_ptr,

@@ -26,8 +26,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from fgl import stopping
+from fgl.engines import data as engine_data
 from fgl.engines import junction_tree, loopy, trw
-from fgl.engines.data import map_instances, reduce_instances
+from fgl.engines.data import blocks, map_instances, ordered_reduce
 from fgl.engines.factor_graph import FactorGraph
 from fgl.engines.program import Decoding, Expectations, InferenceStats, Marginals
 from fgl.errors import FglError
@@ -342,7 +344,8 @@ class LoopyProgram:
             raise ValueError(f"the warm start holds {len(warm.start)} instances; the data "
                              f"has {data.n_sequences}")
 
-        def work(i: int, acc: tuple[np.ndarray, list]) -> None:
+        def work(i: int, counts: np.ndarray, runs: list) -> None:
+            stopping.check()   # (between instances: a training run's stop request)
             g = data.graphs[i]
             table = self.factor_tables(w, data, i)
             if clamped:
@@ -353,17 +356,28 @@ class LoopyProgram:
                 res = self.infer(g, table, init=warm.start[i], tol=warm.tol,
                                  max_iter=warm.max_iter, damping=warm.damping)
                 warm.record(i, res)
-            self.add_counts(data, i, res.factor_beliefs, acc[0])
-            acc[1].append(RunSummary(res.log_z, res.iterations, res.residual, res.converged))
+            self.add_counts(data, i, res.factor_beliefs, counts)
+            runs.append(RunSummary(res.log_z, res.iterations, res.residual, res.converged))
 
-        # one count array per thread, not per instance
-        accs = reduce_instances(jobs, data.n_sequences, work,
-                                lambda: (np.zeros(self.n_features), []),
-                                [g.n_table for g in data.graphs])
-        runs = [r for acc in accs for r in acc[1]]
-        counts = accs[0][0]
-        for acc in accs[1:]:
-            counts += acc[0]
+        # blocks fixed by the data, their counts added in order: the same sums for any jobs
+        # (fgl.engines.data.ordered_reduce); one count array per thread, not per instance
+        cuts = blocks(np.concatenate([[0], np.cumsum([g.n_table for g in data.graphs])]),
+               engine_data.GRAPH_BLOCK_COST)
+        counts = np.zeros(self.n_features)
+        runs: list[RunSummary] = []
+
+        def compute(k: int, scratch: np.ndarray) -> tuple[np.ndarray, list]:
+            scratch.fill(0.0)
+            found: list[RunSummary] = []
+            for i in range(*cuts[k]):
+                work(i, scratch, found)
+            return scratch, found
+
+        def combine(k: int, result: tuple[np.ndarray, list]) -> None:
+            np.add(counts, result[0], out=counts)
+            runs.extend(result[1])
+
+        ordered_reduce(jobs, len(cuts), compute, combine, lambda: (np.zeros(self.n_features),))
         return Expectations(float(sum(r.log_z for r in runs)), counts, InferenceStats.of(runs))
 
     def expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1,

@@ -631,16 +631,71 @@ def _distinct_cumulative(cum, tables):
     return out
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+# the paths of ``batch_expectations``, each compiled on its own when first taken (as in
+# ``chain.batch_expectations``): a first run compiles only the path its model takes
+_FACTORED, _SCALED, _LOG_SPACE = 0, 1, 2
+
+
 def batch_expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
                        grad, grad_dense):
     """Σ log Z over sequences i0..i1 and, into ``grad``, the expected feature
     counts (a dense row's into ``grad_dense[d, y]``).  Spans have at most L
     tokens, ``max_len[y]`` for label y (labels numbered by non-increasing
     limit); m is the data's units per token; ``distinct``: no two adjacent
-    segments share a label.  Each sequence takes the factored path when
-    every longer pattern is static, else the general scaled path, and the
-    span kernel where these would not be exact."""
+    segments share a label.  Every sequence takes the factored path when
+    every longer pattern is static (``_factored_path``), else the general
+    scaled path, and the span kernel where these would not be exact."""
+    redo = np.zeros(max(i1 - i0, 0), dtype=np.bool_)
+    args = (i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense, grad,
+            grad_dense, redo)
+    fast = _expectations_factored if _factored_path(features, tables, w, distinct) \
+        else _expectations_scaled
+    total = fast(*args)
+    if redo.any():
+        total += _expectations_log_space(*args)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _factored_path(features, tables, w, distinct):
+    """Whether ``batch_expectations`` takes the factored path: no block of
+    the static potentials varies and their range is safe."""
+    sc = _static_tables(chain.static_potentials(features, tables, w), features.dynamic, tables)
+    P = tables.n_forward
+    c_lo = min(1.0, sc.cum_lo[1:].min()) if P > 1 else 1.0
+    c_hi = max(1.0, sc.cum_hi[1:].max()) if P > 1 else 1.0
+    return (not sc.block_dynamic[1:].any() and c_hi <= np.exp(_MAX_EXPONENT)
+            and c_lo >= np.exp(_MIN_EXPONENT))
+
+
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+def _expectations_factored(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
+                           grad, grad_dense, redo):
+    return _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
+                         grad, grad_dense, redo, _FACTORED)
+
+
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+def _expectations_scaled(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
+                         grad, grad_dense, redo):
+    return _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
+                         grad, grad_dense, redo, _SCALED)
+
+
+@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+def _expectations_log_space(i0, i1, m, L, units, features, tables, max_len, distinct, w,
+                            w_dense, grad, grad_dense, redo):
+    return _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
+                         grad, grad_dense, redo, _LOG_SPACE)
+
+
+@njit(nogil=True, fastmath=_SAFE_FAST, error_model="numpy", inline="always")
+def _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense, grad,
+                  grad_dense, redo, path):
+    """``batch_expectations`` on one path (a constant: inlined, each compiled
+    variant keeps only its own branch).  The fast paths mark in ``redo``
+    (indexed from i0) the sequences they cannot scale and leave them out;
+    the log-space path takes only those."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     seq_ptr = units.seq_ptr
     unit_ptr = units.unit_ptr
@@ -665,8 +720,6 @@ def batch_expectations(i0, i1, m, L, units, features, tables, max_len, distinct,
         cum = _distinct_cumulative(cum, tables)
     c_lo = min(1.0, sc.cum_lo[1:].min()) if P > 1 else 1.0
     c_hi = max(1.0, sc.cum_hi[1:].max()) if P > 1 else 1.0
-    factored = (not sc.block_dynamic[1:].any() and c_hi <= np.exp(_MAX_EXPONENT)
-                and c_lo >= np.exp(_MIN_EXPONENT))
     pot = np.empty((max_t, Lm, tables.n_patterns))
     work = spans.workspace(max_t, Lm, tables)
     ws = scaled_workspace(max_t, Lm, n, P)
@@ -681,30 +734,31 @@ def batch_expectations(i0, i1, m, L, units, features, tables, max_len, distinct,
     for i in range(i0, i1):
         a = seq_ptr[i]
         T = seq_ptr[i + 1] - a
-        if T == 0:
+        if T == 0 or (path == _LOG_SPACE and not redo[i - i0]):
             continue
         potentials(a, T, m, Lm, units, features, tables, w, static, dynamic_patterns, w_dense,
                    lab, pot)
-        if factored:
+        if path == _FACTORED:
             log_z = factored_sequence(pot, T, tables, cum, c_lo, c_hi, cnt, work, ws, own_sum)
-        else:
+        elif path == _SCALED:
             log_z = scaled_sequence(pot, T, tables, sc, cnt, distinct, work, ws)
-        fell_back = not np.isfinite(log_z)
-        if fell_back:  # the span kernel reads every pattern's potential
+        else:  # the span kernel reads every pattern's potential
             for u in range(T):
                 for dm in range(min(Lm, T - u)):
                     for z in static_patterns:
                         pot[u, dm, z] = static[z]
             log_z = spans.sequence_marginals(pot, T, tables, max_len, work, distinct)
+        if path != _LOG_SPACE and not np.isfinite(log_z):
+            redo[i - i0] = True   # (the factored path added nothing to own_sum for it)
+            continue
         total += log_z
-        from_labels = factored and not fell_back
         # row u·Lm + d - 1: span (u, d)'s label marginals (every per-span feature has a
         # single-label pattern), or its transition marginals; P(span labelled y) at [., y]
-        M = span_lab if from_labels else span_marg
+        M = span_lab if path == _FACTORED else span_marg
         for u in range(T):
             for dm in range(min(Lm, T - u)):
                 k = u * Lm + dm
-                if not from_labels:
+                if path != _FACTORED:
                     for s in range(S):
                         marg_sum[s] += M[k, s]
                 unit = (a + u) * m + dm
@@ -719,7 +773,7 @@ def batch_expectations(i0, i1, m, L, units, features, tables, max_len, distinct,
                     else:
                         for f in range(row_ptr[r], row_ptr[r + 1]):
                             grad[f] += v * M[k, feat_s[f]]
-    if factored:
+    if path == _FACTORED:
         own_sum *= cum
     spans.accumulate_up(own_sum, tables.p_suffix, tables.p_order, n)
     for k in features.const_feats:

@@ -12,7 +12,6 @@ attribute conjoined with a label pattern (Sutton & McCallum eq. 1.54).
 from __future__ import annotations
 
 import itertools
-import re
 import weakref
 from pathlib import Path
 from typing import Callable
@@ -36,6 +35,7 @@ from fgl.features.span_streams import evaluate_span_streams, template_span_strea
 from fgl.features.streams import evaluate_streams, template_streams
 from fgl.lang import ast
 from fgl.lang.items import MAX_ITEMS, bag_conjunctions, longest_segment, most_items
+from fgl.lang.regexes import compile_regex
 
 Item = tuple[str, str | None, float]
 Spans = list[tuple[int, int]] | None  # None: one position per token
@@ -163,9 +163,9 @@ class ObservationCompiler:
             return _map_items(inner, lambda nm, tx, v: [(tag.format(nm), c, v)
                                                         for c in regex_classes(tx)])
         if func == "regex":
-            rx = re.compile(call.params[0])
+            rx = compile_regex(call.params[0])
             return _map_items(inner, lambda nm, tx, v: ([(tag.format(nm), None, v)]
-                                                        if rx.search(tx) else []))
+                                                        if rx(tx) else []))
         if func == "lexicon":
             words = self._lexicon(call)
             return _map_items(inner, lambda nm, tx, v: ([(tag.format(nm), None, v)]

@@ -33,7 +33,6 @@ general path.
 from __future__ import annotations
 
 import itertools
-import re
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
 import numpy as np
@@ -62,6 +61,7 @@ from fgl.features.span_arrays import (
     tuple_codes,
 )
 from fgl.lang import ast
+from fgl.lang.regexes import compile_regex
 
 if TYPE_CHECKING:
     from fgl.features.observations import ObservationCompiler
@@ -525,8 +525,8 @@ class SpanStreamCompiler:
         if call.func == "class":
             return lambda nm, tx, v: [(tag.format(nm), c, v) for c in regex_classes(tx)]
         if call.func == "regex":
-            rx = re.compile(call.params[0])
-            return lambda nm, tx, v: [(tag.format(nm), None, v)] if rx.search(tx) else []
+            rx = compile_regex(call.params[0])
+            return lambda nm, tx, v: [(tag.format(nm), None, v)] if rx(tx) else []
         if call.func == "lexicon":
             words = self.oc._lexicon(call)
             return lambda nm, tx, v: [(tag.format(nm), None, v)] if tx in words else []

@@ -16,11 +16,11 @@ order at every token, are those of the general path.
 from __future__ import annotations
 
 import itertools
-import re
 from typing import TYPE_CHECKING, Callable
 
 from fgl.features.builtins import TEXT_FUNCTIONS, call_tag, ref_text, text_function
 from fgl.lang import ast
+from fgl.lang.regexes import compile_regex
 
 if TYPE_CHECKING:
     from fgl.features.observations import ObservationCompiler
@@ -68,8 +68,8 @@ class StreamCompiler:
             fn = text_function(call)
             return [(tag.format(name), _mapped(texts, fn), False) for name, texts, _ in inner]
         if call.func == "regex":
-            rx = re.compile(call.params[0])
-            return [(tag.format(name), _tested(texts, lambda x: rx.search(x) is not None), True)
+            rx = compile_regex(call.params[0])
+            return [(tag.format(name), _tested(texts, rx), True)
                     for name, texts, _ in inner]
         if call.func == "lexicon":
             words = self.oc._lexicon(call)

@@ -112,11 +112,13 @@ def default_columns(lines: list[TemplateLine]) -> list[str]:
 
 
 def convert(text: str, columns: list[str] | None = None, file: str = "<template>",
-            c: float = 1.0) -> str:
+            c: float = 1.0, f: int = 1) -> str:
     """The fgl spec equivalent to the CRF++ / Wapiti template ``text``:
     ``columns`` names the data's columns in order, the last being the
     output (default: :func:`default_columns`); ``c`` is CRF++'s ``-c``
-    (its L2 term is ||w||²/2C, so sigma = √C)."""
+    (its L2 term is ||w||²/2C, so sigma = √C); ``f`` is CRF++'s ``-f``, its
+    feature cut-off (a feature string seen fewer than ``f`` times in
+    training gets no weights), which is fgl's ``min_count``."""
     lines = parse_templates(text, file)
     if not lines:
         raise FglError(f"{file}: no template lines (U..., B or *...); a template file holds "
@@ -125,6 +127,8 @@ def convert(text: str, columns: list[str] | None = None, file: str = "<template>
     _check_columns(cols)
     if not (c > 0 and math.isfinite(c)):
         raise FglError(f"-c must be a positive number; found {c}")
+    if isinstance(f, bool) or not isinstance(f, int) or f < 0:
+        raise FglError(f"-f must be a whole number >= 0; found {f}")
     inputs, output = cols[:-1], cols[-1]
     for tl in lines:
         for cell, at in zip(tl.cells, tl.at):
@@ -148,6 +152,8 @@ def convert(text: str, columns: list[str] | None = None, file: str = "<template>
     tail = ["", "train {",
             f"  sigma = {_number(math.sqrt(c))}   # CRF++ -c {_number(c)}: an L2 term "
             "||w||^2 / 2C, sigma = sqrt(C)",
+            *([f"  min_count = {f}   # CRF++ -f {f}: attributes seen fewer than {f} times in "
+               "training get no weights"] if f > 1 else []),
             "}"]
     spec = "\n".join(head + body + tail) + "\n"
     _check_spec(spec, file)
@@ -272,7 +278,7 @@ def _check_spec(spec: str, file: str) -> None:
 
 
 def convert_file(path: str | Path, columns: list[str] | None = None, c: float = 1.0,
-                 encoding: str = "utf-8") -> str:
+                 encoding: str = "utf-8", f: int = 1) -> str:
     """:func:`convert` on the template file at ``path``."""
     from fgl.io.safe_files import read_bytes
 
@@ -280,4 +286,4 @@ def convert_file(path: str | Path, columns: list[str] | None = None, c: float = 
         text = read_bytes(path).decode(encoding)   # a file or pipe, at most FGL_MAX_INPUT
     except (OSError, UnicodeDecodeError) as e:
         raise FglError(f"{path}: cannot read template: {e}") from None
-    return convert(text, columns, str(path), c)
+    return convert(text, columns, str(path), c, f)

@@ -8,7 +8,11 @@ a graph spec its nodes by id.  A semi-Markov spec (Sutton & McCallum §1.3;
 Cuong et al. 2014 §2) shows the segments of the gold (or, with a trained
 model, the predicted) segmentation as brackets over their tokens, each
 segment a variable.  A trained model's picture fills each variable with its
-predicted label, shaded by the label's marginal probability.
+predicted label, shaded by the label's marginal probability (a key gives
+the shades); on labelled data it marks each prediction against the gold
+label — a green ring where they agree, a red ring and the gold label where
+not — and a segment model's picture draws the gold segmentation under the
+words.  Words are drawn whole (turned when long), never cut.
 
 Long instances are cut to a window of tokens (graph nodes): by default the
 first ``DEFAULT_WINDOW`` with a warning, at most ``MAX_WINDOW``, and a window
@@ -39,9 +43,8 @@ from fgl.io.draw_layout import (
     chain_variables,
     graph_variables,
     place_factors,
-    short,
 )
-from fgl.io.draw_render import render, tag_colours, template_colour
+from fgl.io.draw_render import RIGHT, WRONG, render, tag_colours, template_colour
 from fgl.lang import ast
 
 DEFAULT_WINDOW = 30     # tokens (nodes) drawn when the instance is longer and no window is given
@@ -152,6 +155,8 @@ def draw_instance(spec: ast.Spec, sentences: Sequence[Sentence], instance: int =
     title = f"{name}: instance {instance}{window}"
     if spec.segments is not None:
         scene = _segment_scene(spec, part, predicted, title)
+        if predicted and part.gold is not None:
+            _mark_segments(scene, spec, part)
     else:
         scene = _factor_scene(spec, part, a, predicted, title, base_dir, crf)
     if window:
@@ -219,7 +224,7 @@ def _factor_scene(spec: ast.Spec, inst: Instance, first: int, predicted: dict | 
     scene = Scene(title, [t.name for t in spec.templates], row_marks, vars_,
                   place_factors(vars_, factors, graph, _long_range(spec)), graph=graph)
     if predicted:
-        _colour(scene, layers, predicted, inst.size)
+        _colour(scene, layers, predicted, inst.size, inst.gold)
     return scene
 
 
@@ -229,18 +234,47 @@ def _long_range(spec: ast.Spec) -> frozenset[int]:
                      if any(i != "t" for _, _, i in variables(tpl)))
 
 
-def _colour(scene: Scene, layers: list[Layer], predicted: dict, n: int) -> None:
-    """Give each output variable its predicted label and probability."""
+def _colour(scene: Scene, layers: list[Layer], predicted: dict, n: int,
+            gold: dict[str, list] | None = None) -> None:
+    """Give each output variable its predicted label and probability, and
+    the gold label when the data has one."""
+    marked = False
     for k, layer in enumerate(layers):
         if layer.name not in predicted:
             continue
         labels, probs, every = predicted[layer.name]
+        truth = gold.get(layer.name) if gold is not None else None
         for p in range(n):
             v = scene.variables[k * n + p]
             v.tag, v.prob = labels[p], float(probs[p])
+            if truth is not None and truth[p] is not None:
+                v.gold, marked = str(truth[p]), True
         scene.tags += [y for y in every if y not in scene.tags]
     scene.notes.append("variables coloured by predicted label, shaded by its marginal "
-                       "probability")
+                       "probability" + (GOLD_NOTE if marked else ""))
+    scene.shading = "marginal probability of the predicted label"
+
+
+GOLD_NOTE = ("; rings: green where the gold label agrees, red where not (the gold label "
+             "written above)")
+
+
+def _mark_segments(scene: Scene, spec: ast.Spec, inst: Instance) -> None:
+    """A trained segment model's picture of labelled data: the gold
+    segmentation under the words, and each predicted segment marked
+    against it (its gold label when the gold segmentation has the same
+    span, else "no gold segment")."""
+    out = spec.outputs[0]
+    gold = {}
+    for sent, lo, hi in zip(inst.sentences, inst.bounds, inst.bounds[1:]):
+        segs = segments_from_tags(list(inst.gold[out][lo:hi]), spec.segments, sent)
+        for u, v, y in segs:
+            gold[u + lo, v + lo] = y
+            scene.gold_brackets.append(Bracket(u + lo, v + lo, u + lo - 0.3, v + lo + 0.3,
+                                               -0.75, y))
+    for var, b in zip(scene.variables, scene.brackets):
+        var.gold = gold.get((b.first, b.last), "no gold segment")
+    scene.notes.append("gold segmentation dashed under the words" + GOLD_NOTE)
 
 
 def _check_size(spec: ast.Spec, factors: list[tuple[int, list[int]]], n: int) -> None:
@@ -279,7 +313,7 @@ def _segment_scene(spec: ast.Spec, inst: Instance, predicted: dict | None, title
     vars_ = []
     for j, (u, v, y) in enumerate(segs):
         prob = None if probs is None else float(np.mean(probs[u:v + 1]))
-        vars_.append(Variable(j, 0, j, (u + v) / 2, SEGMENT_RISE, short(y), "", False,
+        vars_.append(Variable(j, 0, j, (u + v) / 2, SEGMENT_RISE, y, "", False,
                               y if tags is not None else None, prob))
     factors, j0 = [], 0
     for group in per_sentence:
@@ -294,11 +328,13 @@ def _segment_scene(spec: ast.Spec, inst: Instance, predicted: dict | None, title
                   [("segments", SEGMENT_RISE, False), ("tokens", 0.0, False)], vars_,
                   place_factors(vars_, factors),
                   [Bracket(u, v, u - 0.3, v + 0.3, 0.35, y) for u, v, y in segs],
-                  [Word(p, float(p), 0.0, short(str(w))) for p, w in enumerate(words)],
+                  [Word(p, float(p), 0.0, str(w)) for p, w in enumerate(words)],
                   [f"segments of up to {spec.segments.max_length} tokens; {source}"],
                   text_above=True)
     if tags is not None:
         scene.tags = sorted({y for _, _, y in segs})
+    if predicted:
+        scene.shading = "mean marginal probability of the segment's tokens"
     return scene
 
 
@@ -388,9 +424,13 @@ def scene_dot(scene: Scene, inches: float = 0.9) -> str:
         style = "dashed" if v.hidden else "solid"
         fill = f", style=\"{style},filled\", fillcolor={_quote(colours[v.tag])}" \
             if v.tag in colours else f", style={style}"
-        text = f", xlabel={_quote(v.text)}" if v.text else ""
+        marked = v.gold is not None and v.tag is not None
+        xlabel = v.text + (f"\ngold {v.gold}" if marked and v.gold != v.tag else "")
+        text = f", xlabel={_quote(xlabel)}" if xlabel else ""
+        ring = (f", color={_quote(RIGHT if v.gold == v.tag else WRONG)}, penwidth=2"
+                if marked else "")
         lines.append(f"  v{v.id} [label={_quote(v.index)}{text}, shape=circle, width=0.4, "
-                     f"fixedsize=true{fill}, {pos(v.x, v.y)}];")
+                     f"fixedsize=true{fill}{ring}, {pos(v.x, v.y)}];")
     for w in scene.words:
         lines.append(f"  w{w.pos} [label={_quote(w.text)}, shape=plaintext, {pos(w.x, w.y)}];")
     for k, f in enumerate(scene.factors):

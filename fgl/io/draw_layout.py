@@ -26,9 +26,10 @@ SEGMENT_RISE = 1.2   # segment variables sit this far above their tokens
 class Variable:
     """One label variable: ``row`` is its layer's row, ``order`` its place
     along the row (token position, segment or node index); ``text`` is the
-    short label written under it (a word or a node id), ``tag`` the
-    predicted (or gold) label it is coloured by and ``prob`` that label's
-    marginal probability."""
+    label written under it (a whole word, or a node id), ``tag`` the
+    predicted (or gold) label it is coloured by, ``prob`` that label's
+    marginal probability and ``gold``, in a trained model's picture of
+    labelled data, the gold label the prediction is marked against."""
 
     id: int
     row: int
@@ -40,6 +41,7 @@ class Variable:
     hidden: bool = False
     tag: str | None = None
     prob: float | None = None
+    gold: str | None = None
 
 
 @dataclass
@@ -93,6 +95,8 @@ class Scene:
     tags: list[str] = field(default_factory=list)  # labels in colour order (a model's picture)
     graph: bool = False
     text_above: bool = False    # segment variables: their label above the circle
+    gold_brackets: list[Bracket] = field(default_factory=list)  # the gold segmentation
+    shading: str = ""           # what the fills' shade is (a key is drawn when given)
 
 
 def short(text: str, width: int = 7) -> str:
@@ -158,7 +162,7 @@ def chain_variables(layers: list[tuple[str, bool]], words: list[str], first: int
         y = -k * ROW_GAP
         rows.append((name, y, hidden))
         for p in range(n):
-            text = short(words[p]) if k == len(layers) - 1 else ""
+            text = words[p] if k == len(layers) - 1 else ""   # whole: the renderer turns it
             variables.append(Variable(k * n + p, k, p, float(p), y, text, str(first + p), hidden))
     return variables, rows
 

@@ -5,7 +5,13 @@ binary).  Every mark carries an SVG id naming what it is — ``var-3``,
 ``factor-skip-2``, ``arc-skip-2``, ``edge-trans-4-1``, ``segment-0`` — so a
 picture can be checked or styled.  Factors are coloured by template (a
 legend names them); a trained model's picture fills each variable with the
-colour of its predicted label, shaded by that label's marginal probability.
+colour of its predicted label, shaded by that label's marginal probability
+(a key shows the shades), and on labelled data rings each variable green
+where the gold label agrees and red where not, the gold label written above
+(``gold-N``); a segment model's gold segmentation is dashed under the words
+(``gold-segment-N``).  Words are written whole: when one is longer than
+``FLAT`` characters, every word of the picture is turned by ``TURN``
+degrees so that neighbours do not overlap.
 """
 from __future__ import annotations
 
@@ -27,6 +33,11 @@ TEMPLATE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c5
 TAG_COLOURS = ("#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5",
                "#ffffb3", "#bc80bd", "#ccebc5", "#ffed6f", "#d9d9d9")
 OUTSIDE = "#f2f2f2"   # the colour of the label O
+RIGHT, WRONG = "#2ca02c", "#d62728"   # rings: the gold label agrees / differs
+FLAT = 7              # the longest word written level (about a token's width at 7 pt)
+TURN = 55             # degrees longer words are turned by
+CHAR = 0.085          # a 7-pt character's width in data units (tokens), for the extent
+SHADES = (0.25, 0.5, 0.75, 1.0)   # the probabilities the shading key shows
 
 
 def template_colour(ti: int) -> str:
@@ -109,16 +120,27 @@ def _paint(ax, scene: Scene) -> tuple[float, float, float, float]:
         ax.add_patch(Rectangle((f.x - SQUARE / 2, f.y - SQUARE / 2), SQUARE, SQUARE,
                                facecolor=colour, edgecolor=colour, gid=f"factor-{name}-{k}",
                                zorder=3))
+    turn = any(len(t) > FLAT for t in [*(v.text for v in scene.variables if not scene.graph
+                                         and not scene.text_above),
+                                       *(w.text for w in scene.words)])
     for v in scene.variables:
         fill, alpha = "white", 1.0
         if v.tag is not None:
             fill = colours.get(v.tag, "white")
-            alpha = 1.0 if v.prob is None else 0.2 + 0.8 * v.prob
+            alpha = 1.0 if v.prob is None else shade(v.prob)
         ax.add_patch(Circle((v.x, v.y), RADIUS, facecolor=fill, alpha=alpha, zorder=4,
                             edgecolor="none", gid=f"fill-{v.id}"))
-        ax.add_patch(Circle((v.x, v.y), RADIUS, facecolor="none", edgecolor="#333333",
-                            linewidth=1.0, linestyle="--" if v.hidden else "-", zorder=5,
+        ring, width = "#333333", 1.0
+        if v.gold is not None and v.tag is not None:
+            ring, width = (RIGHT, 1.8) if v.gold == v.tag else (WRONG, 2.4)
+        ax.add_patch(Circle((v.x, v.y), RADIUS, facecolor="none", edgecolor=ring,
+                            linewidth=width, linestyle="--" if v.hidden else "-", zorder=5,
                             gid=f"var-{v.id}"))
+        if v.gold is not None and v.tag is not None and v.gold != v.tag:
+            above = v.y + RADIUS + (0.45 if scene.text_above else 0.06)
+            ax.text(v.x, above, v.gold, ha="center", va="bottom", fontsize=6, color=WRONG,
+                    zorder=6, gid=f"gold-{v.id}")
+            ys.append(above + 0.3)
         if v.index:
             ax.text(v.x, v.y, v.index, ha="center", va="center", color="#555555", zorder=6,
                     fontsize=6 if len(v.index) < 3 else 5 if len(v.index) < 4 else 4)
@@ -131,20 +153,27 @@ def _paint(ax, scene: Scene) -> tuple[float, float, float, float]:
                         fontsize=7, zorder=6, gid=f"word-{v.id}")
                 xs.append(v.x + 1.2)
             else:
-                ax.text(v.x, v.y - 0.8, v.text, ha="center", va="top", fontsize=7, zorder=6,
-                        gid=f"word-{v.id}")
-                ys.append(v.y - 1.1)
+                _word(ax, v.x, v.y - 0.8, v.text, turn, f"word-{v.id}", xs, ys)
     for w in scene.words:
         ax.add_patch(Circle((w.x, w.y), 0.05, color="#555555", zorder=4))
-        ax.text(w.x, w.y - 0.15, w.text, ha="center", va="top", fontsize=7,
-                gid=f"word-{w.pos}")
+        _word(ax, w.x, w.y - 0.15, w.text, turn, f"word-{w.pos}", xs, ys)
         xs.append(w.x)
-        ys.append(w.y - 0.5)
     for k, b in enumerate(scene.brackets):
         colour = colours.get(b.tag, "#333333")
         edge = "#333333" if colour in (OUTSIDE, "white") else colour
         ax.add_line(Line2D([b.x0, b.x0, b.x1, b.x1], [b.y - 0.12, b.y, b.y, b.y - 0.12],
                            color=edge, linewidth=1.6, gid=f"segment-{k}"))
+    if scene.gold_brackets:   # below the words (turned words reach further down)
+        low = min(ys) - 0.2
+        for k, b in enumerate(scene.gold_brackets):
+            colour = colours.get(b.tag, "#333333")
+            edge = "#333333" if colour in (OUTSIDE, "white") else colour
+            ax.add_line(Line2D([b.x0, b.x0, b.x1, b.x1], [low + 0.12, low, low, low + 0.12],
+                               color=edge, linewidth=1.4, linestyle="--",
+                               gid=f"gold-segment-{k}"))
+            ax.text((b.x0 + b.x1) / 2, low - 0.08, b.tag, ha="center", va="top", fontsize=6,
+                    color="#333333", gid=f"gold-label-{k}")
+        ys.append(low - 0.5)
     left = min(xs) - 0.5
     for name, y, hidden in scene.rows:
         if len(scene.rows) > 1 or not scene.graph:
@@ -162,10 +191,40 @@ def _paint(ax, scene: Scene) -> tuple[float, float, float, float]:
     used = {v.tag for v in scene.variables} | {b.tag for b in scene.brackets}
     handles += [Patch(facecolor=colours[t], edgecolor="#333333", label=t) for t in scene.tags
                 if t in used]
+    if any(v.gold is not None and v.tag is not None for v in scene.variables):
+        handles += [Line2D([], [], marker="o", linestyle="", markerfacecolor="white",
+                           markeredgecolor=c, markeredgewidth=2, label=text)
+                    for c, text in ((RIGHT, "= gold"), (WRONG, "≠ gold"))]
+    if scene.shading:   # the key to the shades: a grey circle per probability
+        handles += [Line2D([], [], marker="o", linestyle="", markersize=9,
+                           markeredgecolor="#333333",
+                           markerfacecolor=(0.35, 0.35, 0.35, shade(p)),
+                           label=f"p = {p:g}" if p == SHADES[0] else f"{p:g}") for p in SHADES]
     if handles:
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), frameon=False,
-                  ncol=min(len(handles), 8), fontsize=8, handletextpad=0.3, columnspacing=1.2)
+                  ncol=min(len(handles), 12), fontsize=8, handletextpad=0.3, columnspacing=1.2,
+                  title=f"shade: {scene.shading}" if scene.shading else None, title_fontsize=7)
     return x0, x1, y0, y1
+
+
+def shade(p: float) -> float:
+    """The opacity of a fill for probability ``p``."""
+    return 0.2 + 0.8 * p
+
+
+def _word(ax, x: float, y: float, text: str, turn: bool, gid: str, xs: list, ys: list
+          ) -> None:
+    """A whole word hanging from (x, y): level, or turned when the picture's
+    words are long; the extent lists grow to hold it."""
+    if turn:
+        ax.text(x + 0.1, y, text, ha="right", va="top", rotation=TURN, rotation_mode="anchor",
+                fontsize=7, zorder=6, gid=gid)
+        reach = CHAR * len(text)
+        xs.append(x - reach * math.cos(math.radians(TURN)))
+        ys.append(y - reach * math.sin(math.radians(TURN)) - 0.3)
+    else:
+        ax.text(x, y, text, ha="center", va="top", fontsize=7, zorder=6, gid=gid)
+        ys.append(y - 0.3)
 
 
 def _rim(v: Variable, x: float, y: float) -> tuple[float, float]:

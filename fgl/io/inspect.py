@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -30,24 +31,29 @@ class Weight:
     weight: float
 
 
-def weights(model, w: np.ndarray) -> list[Weight]:
-    """Every feature of ``model`` with its weight in ``w``."""
+Names = Callable[[str], str] | None   # how an attribute key is shown (None: as it is)
+
+
+def weights(model, w: np.ndarray, name: Names = None) -> list[Weight]:
+    """Every feature of ``model`` with its weight in ``w`` (attributes shown
+    by ``name``: a feature-dict model's names, ``fgl.io.feature_dicts``)."""
     arrays = model.arrays()
     row_ptr, feat_pattern = arrays["row_ptr"], arrays["feat_pattern"]
     out = []
     for t, (plan, vocab) in enumerate(zip(model.templates, model.vocabs)):
         for key, row in vocab.items():
+            shown = key if name is None or key == "bias" else name(key)
             for k in range(int(row_ptr[row]), int(row_ptr[row + 1])):
-                out.append(Weight(plan.name, key, model.pattern_labels(t, int(feat_pattern[k])),
-                                  float(w[k])))
+                out.append(Weight(plan.name, shown,
+                                  model.pattern_labels(t, int(feat_pattern[k])), float(w[k])))
     return out
 
 
-def state_features(model, w: np.ndarray) -> dict[tuple[str, str], float]:
+def state_features(model, w: np.ndarray, name: Names = None) -> dict[tuple[str, str], float]:
     """sklearn-crfsuite's ``state_features_``: {(attribute, label): weight}
     of the one-label templates with observations."""
     observed = {p.name for p in model.templates if p.has_observations}
-    return {(x.attribute, x.labels[0]): x.weight for x in weights(model, w)
+    return {(x.attribute, x.labels[0]): x.weight for x in weights(model, w, name)
             if x.template in observed and len(x.labels) == 1}
 
 
@@ -63,11 +69,12 @@ def transition_features(model, w: np.ndarray) -> dict[tuple[str, str], float]:
 
 
 def inspection(model, w: np.ndarray, meta: dict | None = None, top: int = 10,
-               template: str | None = None) -> dict:
+               template: str | None = None, name: Names = None) -> dict:
     """What ``fgl inspect`` shows, as plain data: per template its sizes
     and strongest weights (a matrix for a two-label template without
-    observations), and the training metadata the model file keeps."""
-    all_weights = weights(model, w)
+    observations), and the training metadata the model file keeps;
+    attributes shown by ``name`` (as in ``weights``)."""
+    all_weights = weights(model, w, name)
     templates = []
     for plan in model.templates:
         if template is not None and plan.name != template:

@@ -25,7 +25,8 @@ DEFAULT_MAX_TABLE = 1_000_000   # the largest clique table `infer junction_tree`
 # (a factorial CRF over POS x chunk labels: cliques of 40·40·17 = 27200 entries against
 # factors of 1600) BP is cheaper by an order of magnitude
 AUTO_MAX_TABLE = 10_000
-OVERRIDES = ("sigma", "max_iter", "tol", "jobs", "l1")  # train settings a caller may override
+# train settings a caller may override
+OVERRIDES = ("sigma", "max_iter", "tol", "jobs", "l1", "min_count")
 
 
 # ---------------------------------------------------------------- validators
@@ -81,6 +82,15 @@ _ENGINE = "{} engine: {} (fgl.engines.loopy_program)"
 _COMPILERS = "compilers: {} (fgl.compile.sequence, fgl.compile.factor_graphs)"
 _INDUCTION = "feature induction: {} (fgl.learn.induction)"
 
+# what min_count counts (docs/settings.md; CRF++'s -f and CRFsuite's minfreq compared in
+# docs/crfpp.md and docs/sklearn.md)
+MIN_COUNT_MEANING = (
+    "feature cut-off, as CRF++'s -f: an attribute of a template gets weights only when it "
+    "occurs at least this often in the training data, counted before it is paired with "
+    "labels — once per token (per gold segment in a segment model, per factor in a "
+    "factor-graph model) where the template's observations give it, whatever its value and "
+    "label; 1 keeps every attribute seen")
+
 SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("train", "sigma", POSITIVE, 10.0,
                _COMPILERS.format("prior sigma of every template without its own"),
@@ -110,7 +120,8 @@ SETTINGS: tuple[SettingDef, ...] = (
                "fgl.learn.crn)",
                "lbfgs: maximum likelihood (or the `objective`) by L-BFGS, OWL-QN when l1 > 0; "
                "perceptron: the averaged structured perceptron over the engine's MAP decoding "
-               "(Collins 2002; reads epochs and batch, ignores sigma, tol and l1); ecrn: the "
+               "(Collins 2002; reads epochs and batch, refuses sigma, max_iter, tol and l1); "
+               "ecrn: the "
                "empirical co-occurrence rate network (Zhu et al., eq. 5), first-order chain "
                "models only — weights set in one pass to log relative frequencies p(y | a) and "
                "co-occurrence rates CR(y'; y | a), decoded by the chain Viterbi (reads no "
@@ -156,6 +167,9 @@ SETTINGS: tuple[SettingDef, ...] = (
                "L1 penalty c: the objective adds c·Σ|w| and many weights become exactly 0; "
                "with the Gaussian prior of sigma it is the elastic net (for L1 alone, a large "
                "sigma such as 1e6)"),
+    SettingDef("train", "min_count", whole_number(1), 1,
+               _COMPILERS.format("feature cut-off of every template without its own"),
+               MIN_COUNT_MEANING),
     SettingDef("infer auto", "max_table", whole_number(1), AUTO_MAX_TABLE,
                _ENGINE.format("auto", "junction-tree size limit"),
                "per instance: the exact junction tree when its largest clique table has at most "
@@ -168,7 +182,7 @@ SETTINGS: tuple[SettingDef, ...] = (
                "when the residual stalls)"),
     SettingDef("infer auto", "max_iter", whole_number(1), 100,
                _ENGINE.format("auto", "iteration limit of TRW"),
-               "TRW instances: the most sweeps over the factors"),
+               "TRW instances: the most sweeps over the variables"),
     SettingDef("infer auto", "tol", POSITIVE, 1e-5,
                _ENGINE.format("auto", "convergence tolerance of TRW"),
                "TRW instances: stop when no message entry changes by more than this (times its "
@@ -209,7 +223,7 @@ SETTINGS: tuple[SettingDef, ...] = (
                "keep this share of each old message (0: none); raised by itself when a window "
                "of sweeps does not bring the residual down"),
     SettingDef("infer trw", "max_iter", whole_number(1), 100,
-               _ENGINE.format("TRW", "iteration limit"), "the most sweeps over the factors"),
+               _ENGINE.format("TRW", "iteration limit"), "the most sweeps over the variables"),
     SettingDef("infer trw", "tol", POSITIVE, 1e-5,
                _ENGINE.format("TRW", "convergence tolerance"),
                "stop when no message entry (a probability) changes by more than this, times "
@@ -227,8 +241,8 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("infer trw", "decode", _choice("max_product", "marginals"), "max_product",
                _ENGINE.format("TRW", "MAP decoder"),
                "max_product: reweighted max-product, each variable's max-belief argmax (exact "
-               "back-tracking on trees); marginals: each variable's most probable value under "
-               "the TRW marginals"),
+               "back-tracking on trees; the marginals' when it does not converge); marginals: "
+               "each variable's most probable value under the TRW marginals"),
     SettingDef("template", "sigma", POSITIVE, None,
                _COMPILERS.format("prior sigma of this template's weights"),
                "Gaussian prior sigma of this template's weights; absent: the train sigma"),
@@ -236,6 +250,10 @@ SETTINGS: tuple[SettingDef, ...] = (
                _COMPILERS.format("which weights exist"),
                "weights for the (attribute, pattern) pairs seen in training, or for all; "
                "absent: observed for templates with observations (the engine decides)"),
+    SettingDef("template", "min_count", whole_number(1), None,
+               _COMPILERS.format("feature cut-off of this template"),
+               "the cut-off for this template's attributes (see the train min_count); "
+               "absent: the train min_count"),
     SettingDef("template", "induce", whole_number(1), None,
                _INDUCTION.format("the candidate tests"),
                "this unary template's attributes are candidate tests for feature induction "
@@ -293,11 +311,12 @@ def infer_settings(spec: ast.Spec) -> tuple[str, dict[str, object]]:
     return method, out
 
 
-def template_options(tpl: ast.Template, sigma: float) -> dict[str, object]:
-    """A template's options in effect: its ``sigma`` (default: the train
-    ``sigma``) and ``support`` only when given (its default depends on the
-    engine, so the compilers choose it)."""
-    return {"sigma": sigma, **{s.key: s.value for s in tpl.options}}
+def template_options(tpl: ast.Template, sigma: float, min_count: int = 1
+                     ) -> dict[str, object]:
+    """A template's options in effect: its ``sigma`` and ``min_count``
+    (default: the train settings') and ``support`` only when given (its
+    default depends on the engine, so the compilers choose it)."""
+    return {"sigma": sigma, "min_count": min_count, **{s.key: s.value for s in tpl.options}}
 
 
 # ---------------------------------------------------------------- docs

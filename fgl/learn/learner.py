@@ -51,11 +51,12 @@ import numpy as np
 from numba import njit
 from threadpoolctl import threadpool_limits
 
+from fgl import stopping
 from fgl.engines.data import resolve_jobs
 from fgl.engines.program import InferenceStats, Program
-from fgl.errors import FglError
+from fgl.errors import FglError, TrainingError
 from fgl.learn.checkpoint import TrainingState
-from fgl.learn.lbfgs import LBFGSState, minimize_lbfgs, recovery_note
+from fgl.learn.lbfgs import LBFGSResult, LBFGSState, minimize_lbfgs, recovery_note
 from fgl.learn.owlqn import l1_penalty, minimize_owlqn
 
 BP_SETTINGS = ("tol", "max_iter", "damping")
@@ -262,6 +263,7 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
 
     accept = getattr(objective, "accept", None)
     last_gradient: list = [None]  # the array the last evaluation returned
+    start_point: list = [None]    # (x0, f, g) once evaluated: where a stop in iteration 1 ends
 
     def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
         t0 = time.perf_counter()
@@ -269,8 +271,10 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
         log.evaluations += 1
         log.eval_seconds += time.perf_counter() - t0
         last_gradient[0] = g
-        if log.evaluations == 1 and accept is not None:  # the starting point
-            accept()
+        if log.evaluations == 1 and resume is None:  # the starting point
+            start_point[0] = (w, f, g)
+            if accept is not None:
+                accept()
         return f, g
 
     def accepted(g: np.ndarray) -> None:
@@ -300,7 +304,10 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
             return True
         return False
 
+    last_state: list = [None if resume is None else resume.lbfgs]  # the last finished iteration
+
     def saved(state: LBFGSState) -> None:
+        last_state[0] = state
         if checkpoint is not None:
             bp = getattr(objective, "bp_settings", None)
             checkpoint(TrainingState(state, OPTIMISER_MEMORY, list(history), log.iterations,
@@ -334,8 +341,17 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
                       tighten=_tightener(objective), on_recovery=on_recovery,
                       max_recoveries=max_recoveries, checkpoint=saved,
                       resume=None if resume is None else resume.lbfgs)
-        result = minimize_owlqn(fun, x0, l1, **common) if (l1 > 0).any() else \
-            minimize_lbfgs(fun, x0, **common)
+        try:
+            with stopping.watching(should_stop):
+                result = minimize_owlqn(fun, x0, l1, **common) if (l1 > 0).any() else \
+                    minimize_lbfgs(fun, x0, **common)
+        except stopping.Stopped as e:
+            # a stop request heard inside an evaluation (fgl.stopping): the run ends at
+            # the last finished iteration, as if asked right after it
+            result = _stopped_at(last_state[0], start_point[0], e.reason, log, start)
+            log.message = result.message
+            if checkpoint is not None and last_state[0] is not None:
+                saved(last_state[0])   # (final: log.message is set)
     log.seconds = time.perf_counter() - start
     log.objective = float(result.f)
     log.inference = objective.stats
@@ -345,6 +361,26 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     elif log.recoveries:
         log.message += recovery_note(len(log.recoveries))
     return result.x, log
+
+
+def _stopped_at(state: LBFGSState | None, first: tuple | None, reason: str,
+                log: TrainingLog, start: float) -> LBFGSResult:
+    """The result of a run stopped inside an evaluation: the iterate of its
+    last finished iteration (``state``), else the evaluated starting point
+    (``first``: x0, f, g); TrainingError when not even that was evaluated."""
+    if state is not None:
+        return LBFGSResult(state.x, state.f, state.g, state.iteration, state.evaluations,
+                           False, reason, list(state.recoveries))
+    if first is not None:
+        x, f, g = first
+        return LBFGSResult(x, f, g, 0, log.evaluations, False,
+                           f"{reason} inside the first iteration: the model holds the "
+                           "starting weights", [])
+    raise TrainingError(
+        f"{reason} before the first evaluation of the objective ended (after "
+        f"{time.perf_counter() - start:.1f} s): there are no trained weights, so no model was "
+        "written; allow more time, or make an evaluation cheaper (fewer BP passes: a "
+        "smaller max_iter or a looser tol in the infer line, or damping)")
 
 
 def _check_resume(objective, resume: TrainingState, l1: np.ndarray) -> None:

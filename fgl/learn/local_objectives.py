@@ -22,7 +22,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from fgl.engines.data import resolve_jobs, thread_pool
+from fgl import stopping
+from fgl.engines import data as engine_data
+from fgl.engines.data import blocks, ordered_reduce, resolve_jobs
 from fgl.engines.loopy_program import LoopyData, LoopyProgram
 from fgl.errors import FglError
 from fgl.learn.learner import add_prior, inverse_variance
@@ -121,21 +123,25 @@ class LocalObjective:
         return ll
 
     def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
-        n = self.data.n_sequences
-        parts = min(self.jobs, max(n, 1))
-        chunks = [range(k, n, parts) for k in range(parts)]
-        grads = [np.zeros(self.program.n_features) for _ in chunks]
+        # blocks fixed by the data, their sums added in order: the same bits for any jobs
+        # (fgl.engines.data.ordered_reduce)
+        cuts = blocks(np.concatenate([[0], np.cumsum([g.n_table for g in self.data.graphs])]),
+               engine_data.GRAPH_BLOCK_COST)
+        grad = np.zeros(self.program.n_features)
+        total = [0.0]
 
-        def work(k: int) -> float:
-            return sum(self._instance(w, i, grads[k]) for i in chunks[k])
+        def compute(k: int, counts: np.ndarray) -> tuple[float, np.ndarray]:
+            stopping.check()   # (between blocks: a training run's stop request)
+            counts.fill(0.0)
+            return sum(self._instance(w, i, counts) for i in range(*cuts[k])), counts
 
-        if parts == 1:
-            ll = work(0)
-        else:
-            ll = sum(thread_pool(parts).map(work, range(parts)))
-        grad = grads[0]
-        for g in grads[1:]:
-            grad += g
+        def combine(k: int, result: tuple[float, np.ndarray]) -> None:
+            total[0] += result[0]
+            np.add(grad, result[1], out=grad)
+
+        ordered_reduce(self.jobs, len(cuts), compute, combine,
+                       lambda: (np.zeros(self.program.n_features),))
+        ll = total[0]
         grad -= self.gold_counts
         prior = add_prior(grad, w, self.inv_var) if len(w) else 0.0
         return float(-ll + prior), grad

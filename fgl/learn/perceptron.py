@@ -27,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 
+from fgl import stopping
 from fgl.engines.data import EncodedData
 from fgl.errors import FglError
 from fgl.learn.learner import TrainingLog
@@ -93,7 +94,9 @@ def train_perceptron(program, data, *, epochs: int = 10, batch: int = 1,
     docstring) after at most ``epochs`` passes.  ``progress`` receives one
     row per epoch: iteration (the epoch), mistakes (runs of ``batch``
     instances decoded wrongly), instances and seconds.  ``should_stop`` as
-    for ``train_lbfgs``, asked after every epoch."""
+    for ``train_lbfgs``, asked after every run of ``batch`` instances (and
+    by BP inside a decoding: ``fgl.stopping``); a stop inside an epoch keeps
+    the updates so far, and that epoch's row counts the instances seen."""
     if program.has_hidden:
         raise FglError("trainer perceptron: this model has hidden variables; the latent "
                        "perceptron is not implemented — use trainer = lbfgs")
@@ -105,29 +108,42 @@ def train_perceptron(program, data, *, epochs: int = 10, batch: int = 1,
     steps = 1
     rng = np.random.default_rng(SEED)
     log, start = TrainingLog(), time.perf_counter()
-    for epoch in range(1, epochs + 1):
-        mistakes = 0
-        for k in rng.permutation(len(runs)):
-            delta = ops.correction(w, *runs[k])
-            if delta is not None:
-                mistakes += 1
-                w += delta
-                u += steps * delta
-            steps += 1
-        row = {"iteration": epoch, "mistakes": mistakes, "instances": n,
-               "seconds": time.perf_counter() - start}
-        log.iterations.append(row)
-        if progress is not None:
-            progress(row)
-        if mistakes == 0:
-            log.message, log.converged = f"epoch {epoch} made no mistakes", True
-            break
-        reason = should_stop() if should_stop is not None else None
-        if reason:
-            log.message = reason
-            break
-    else:
-        log.message = f"reached the epoch limit ({epochs})"
+    with stopping.watching(should_stop):   # (BP inside a decoding asks it too)
+        for epoch in range(1, epochs + 1):
+            mistakes, reason, seen = 0, None, 0
+            for k in rng.permutation(len(runs)):
+                try:
+                    delta = ops.correction(w, *runs[k])
+                except stopping.Stopped as e:   # (inside a decoding: fgl.stopping)
+                    reason = e.reason
+                    break
+                if delta is not None:
+                    mistakes += 1
+                    w += delta
+                    u += steps * delta
+                steps += 1
+                seen += runs[k][1] - runs[k][0]
+                reason = stopping.poll()   # (an epoch can be long: asked after every run)
+                if reason:
+                    break
+            # (a stop inside an epoch keeps the updates so far: any step's average is a model)
+            row = {"iteration": epoch, "mistakes": mistakes, "instances": seen if reason else n,
+                   "seconds": time.perf_counter() - start}
+            log.iterations.append(row)
+            if progress is not None:
+                progress(row)
+            if reason:
+                log.message = reason
+                break
+            if mistakes == 0:
+                log.message, log.converged = f"epoch {epoch} made no mistakes", True
+                break
+            reason = should_stop() if should_stop is not None else None
+            if reason:   # (after every epoch; inside one, ``poll`` above, a second later)
+                log.message = reason
+                break
+        else:
+            log.message = f"reached the epoch limit ({epochs})"
     log.seconds = time.perf_counter() - start
     log.objective = float(log.iterations[-1]["mistakes"]) if log.iterations else 0.0
     if steps == 1:

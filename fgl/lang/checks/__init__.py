@@ -18,6 +18,7 @@ from fgl.errors import SpecError
 from fgl.lang.ast import Spec
 from fgl.lang.checks.declarations import DeclarationChecks
 from fgl.lang.checks.expressions import ExpressionChecks
+from fgl.lang.checks.growth import GrowthChecks
 from fgl.lang.checks.messages import (
     GRAPH_TEMPLATES,
     NEED_GRAPH,
@@ -38,8 +39,8 @@ __all__ = ["GRAPH_TEMPLATES", "NEED_GRAPH", "NEED_SEGMENTS", "NEEDS_EDGE", "NEED
            "check_spec", "labels_text", "validate"]
 
 
-class _Checker(DeclarationChecks, ObservationChecks, ExpressionChecks, TemplateChecks,
-               SettingChecks):
+class _Checker(DeclarationChecks, GrowthChecks, ObservationChecks, ExpressionChecks,
+               TemplateChecks, SettingChecks):
     def run(self) -> list[SpecError]:
         self.check_input()
         self.check_columns()
@@ -47,6 +48,8 @@ class _Checker(DeclarationChecks, ObservationChecks, ExpressionChecks, TemplateC
         self.check_label_sets()
         self.check_hidden()
         self.check_segments()
+        if not self.check_growth():   # (too deep: the checks below recurse through names)
+            return sorted(self.errors, key=lambda e: (e.line, e.col))
         self.check_observations()
         self.check_templates()
         self.check_train()

@@ -3,7 +3,6 @@ context allows), names, built-in calls and either(...) (Sutton & McCallum
 eq. 1.61)."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from fgl.features.builtins import BUILTINS, expr_text
@@ -20,6 +19,7 @@ from fgl.lang.items import (
     range_ref,
     range_width,
 )
+from fgl.lang.regexes import check_regex
 
 _GIVES = {"text": "text", "number": "numbers", "test": "a yes/no test"}
 MAX_OFFSET = 500  # the farthest a column may be read from its position (word[t+500])
@@ -266,10 +266,9 @@ class ExpressionChecks(IndexChecks):
             elif not isinstance(p, str):
                 self.error(loc, f"{e.func}() needs a \"string\" parameter; found {show(p)}")
             elif e.func == "regex":
-                try:
-                    re.compile(p)
-                except re.error as x:
-                    self.error(loc, f"bad regular expression {show(p)}: {x}")
+                why = check_regex(p)
+                if why is not None:
+                    self.error(loc, f"bad regular expression {show(p)}: {why}")
             elif e.func == "lexicon" and self.base_dir is not None:
                 path = Path(p) if Path(p).is_absolute() else self.base_dir / p
                 if not path.is_file():
