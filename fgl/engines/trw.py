@@ -205,16 +205,14 @@ def _cavity(j, card, f_var, msg_ptr, var_ptr, L, lb, lcav, cav):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _commit(e, new, prob, exact, cv, rho, damping, use_max, f_var, msg_ptr, var_ptr, L, P, lb):
-    """Write the log message new[:cv] over L_{f->v} (and its exponential
-    over P_{f->v}) and move lb_v by ρ_f times the change.  ``exact``: new
-    is already normalised and prob[:cv] holds its exponential (the common,
-    undamped probability-domain case: no transcendental function here);
-    otherwise new is normalised (log-sum-exp 0, or max 0) and damped in log
-    space first.  Returns the largest change (inf when an entry becomes or
-    stops being -inf) of a message entry in the probability domain, times
-    ρ_f (the power the message takes in the beliefs), and, as its second
-    value, whether lb_v needs recomputing."""
+def _commit(e, new, exact, cv, rho, damping, use_max, f_var, msg_ptr, var_ptr, L, lb):
+    """Write the log message new[:cv] over L_{f->v} and move lb_v by ρ_f
+    times the change.  ``exact``: new is already normalised (the common,
+    undamped probability-domain case); otherwise it is normalised
+    (log-sum-exp 0, or max 0) and damped in log space first.  Returns the
+    largest change of a log message entry times ρ_f -- the change it makes
+    to v's log belief; inf when an entry becomes or stops being -inf --
+    and, as its second value, whether lb_v needs recomputing."""
     m = msg_ptr[e]
     if damping > 0.0 or not exact:
         _normalise(new, cv, use_max)
@@ -222,8 +220,6 @@ def _commit(e, new, prob, exact, cv, rho, damping, use_max, f_var, msg_ptr, var_
             for x in range(cv):
                 new[x] = (1.0 - damping) * new[x] + damping * L[m + x]
             _normalise(new, cv, use_max)
-        for x in range(cv):
-            prob[x] = np.exp(new[x])
     o = var_ptr[f_var[e]]
     res = 0.0
     redo = False
@@ -235,19 +231,18 @@ def _commit(e, new, prob, exact, cv, rho, damping, use_max, f_var, msg_ptr, var_
                 res = np.inf
                 redo = True
             else:
-                d = rho * abs(prob[x] - P[m + x])
+                d = rho * abs(v - old)
                 if d > res:
                     res = d
                 lb[o + x] += rho * (v - old)
         L[m + x] = v
-        P[m + x] = prob[x]
     return res, redo
 
 
 @njit(cache=True, nogil=True)
 def _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
-                    e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, P, lb, lcav, cav, use_max,
-                    damping, out, new, tmp, acc, digits):
+                    e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, lcav, cav, use_max, damping,
+                    out, new, tmp, acc, digits):
     """M_{f->v} for edge e = (f, v) from the cavities of f's other
     variables; returns the largest change (``_commit``)."""
     f = e_fac[e]
@@ -282,8 +277,8 @@ def _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, ta
     else:   # underflow: the same message in log space, over θ_f/ρ_f and log cavities
         _factor_message(e, scaled, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, lcav,
                         use_max, new, tmp, acc)
-    r, redo = _commit(e, new, out, exact, cv, rho[f], damping, use_max, f_var, msg_ptr,
-                      var_ptr, L, P, lb)
+    r, redo = _commit(e, new, exact, cv, rho[f], damping, use_max, f_var, msg_ptr, var_ptr, L,
+                      lb)
     if redo:
         _variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
                              msg_ptr, var_ptr, L, lb)
@@ -292,7 +287,7 @@ def _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, ta
 
 @njit(cache=True, nogil=True)
 def _sweep(forward, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge,
-           var_ptr, L, P, lb, cav, use_max, out, digits, pending):
+           var_ptr, L, lb, cav, use_max, out, digits, pending):
     """One sweep (module docstring) over the messages that need neither
     log space nor a recomputed belief -- every one, as a rule -- written out
     in one loop body: no call passes arrays, so no reference counting runs
@@ -351,27 +346,25 @@ def _sweep(forward, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_pt
             r = rho[f]
             inv = 1.0 / z
             for x in range(cv):
-                q = out[x] * inv
-                lq = np.log(q)
-                d = r * abs(q - P[m + x])
+                lq = np.log(out[x] * inv)
+                d = r * abs(lq - L[m + x])
                 if d > res:
                     res = d
                 lb[o + x] += r * (lq - L[m + x])
                 L[m + x] = lq
-                P[m + x] = q
     return res, n_pending
 
 
 @njit(cache=True, nogil=True)
 def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, e_stride,
-              msg_ptr, v_ptr, v_edge, var_ptr, L, P, lb, fresh, state, done, use_max, tol,
-              max_iter):
+              msg_ptr, v_ptr, v_edge, var_ptr, L, lb, fresh, state, done, use_max, tol, max_iter):
     """Sweeps over the variables (in index order, then reversed,
     alternately), each renewing every message into the variable, until a
-    sweep changes no message entry (normalised, in the probability domain)
-    by ``tol`` or more, at most ``max_iter``; returns (sweeps run, last
-    residual).  ``L``: the log messages (warm start or zeros) and ``P``
-    their exponentials, updated in place; ``lb``: the variables' log
+    sweep changes no log message entry (normalised) by ``tol`` or more,
+    times its factor's ρ (the change it makes to a log belief), at most
+    ``max_iter``; returns (sweeps run, last
+    residual).  ``L``: the log messages (warm start or zeros), updated in
+    place; ``lb``: the variables' log
     beliefs, computed first when ``fresh``.  A run may go on in several
     calls (``fgl.stopping.passes``) with the same result as one:
     ``done`` counts the sweeps of the earlier calls and ``state`` carries
@@ -406,7 +399,7 @@ def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_
         n_pending = 0
         if damping == 0.0:
             res, n_pending = _sweep(it % 2 == 1, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr,
-                                    e_fac, msg_ptr, v_ptr, v_edge, var_ptr, L, P, lb, cav,
+                                    e_fac, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav,
                                     use_max, out, digits, pending)
         else:   # (damped: every message by the general update, in the sweep's order)
             res = 0.0
@@ -419,7 +412,7 @@ def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_
         for i in range(n_pending):
             r = _update_message(pending[i], log_pot, scaled, psi, psi_at, rho, card, f_ptr,
                                 f_var, tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr,
-                                L, P, lb, lcav, cav, use_max, damping, out, new, tmp, acc,
+                                L, lb, lcav, cav, use_max, damping, out, new, tmp, acc,
                                 digits)
             if r > res:
                 res = r
@@ -563,7 +556,7 @@ def trw(graph: FactorGraph, log_pot: np.ndarray, *, rho: np.ndarray | None = Non
     max-product run that does not converge within ``max_iter`` on a loopy
     graph falls back to (``iterations`` then counts both runs).  ``init``: a previous
     result's ``messages``.  ``residual``: the largest change of a log
-    message entry (normalised, probability domain) in the last sweep.
+    message entry (normalised) times its factor's ρ in the last sweep.
 
     Sequential reweighted message passing is not guaranteed to converge
     (it can cycle, most often with period two); damping changes the path
@@ -600,13 +593,12 @@ def trw(graph: FactorGraph, log_pot: np.ndarray, *, rho: np.ndarray | None = Non
     psi_at = np.empty(g.n_factors, dtype=np.int64)
     psi = psi[:bp_scaled.potentials(scaled, g.tab_ptr, psi, shift, psi_at)]
     lb = np.empty(int(g.var_ptr[-1]))
-    P = np.exp(L)
     state = np.array([np.inf, np.inf, float(damping)])
     done = [0]
 
     def run(n: int) -> tuple[int, float]:
         k, r = propagate(log_pot, scaled, psi, psi_at, rho, g.card, g.f_ptr, g.f_var, g.tab_ptr,
-                         g.e_fac, g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr, L, P, lb,
+                         g.e_fac, g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr, L, lb,
                          done[0] == 0, state, done[0], bool(use_max), float(tol), int(n))
         done[0] += int(k)
         return k, r
