@@ -236,8 +236,14 @@ def test_sigint_during_a_model_write_ends_the_run_after_the_rename(capsys, made,
         real(fh, **arrays)
 
     monkeypatch.setattr(np, "savez_compressed", interrupted)
-    code, _, err = run(capsys, "train", HMM, "--train", train, "-o", out, "-q",
-                       "--max-iter", "3")
+    # (Ctrl-C's own handler, as in a fresh `fgl` process: an earlier test of this process,
+    # e.g. one starting a Dask cluster, may have left another installed)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code, _, err = run(capsys, "train", HMM, "--train", train, "-o", out, "-q",
+                           "--max-iter", "3")
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert code == 130 and err.endswith("fgl: interrupted\n"), err
     assert load_model(out)[2]["iterations"] == 3     # the new model, whole
     assert temp_files(tmp_path) == []

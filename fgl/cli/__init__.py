@@ -114,6 +114,29 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _out_of_memory(e: MemoryError) -> str:
+    """A MemoryError (what the estimates before allocation did not foresee)
+    in words, located at the fgl function that asked for the memory (the
+    innermost frame inside fgl), with the budget in force."""
+    from fgl.compile.budget import budget_source, format_size, memory_budget
+
+    where, tb = "", e.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if f"{os.sep}fgl{os.sep}" in code.co_filename:
+            where = (f" in {code.co_name} ({os.path.basename(code.co_filename)}:"
+                     f"{tb.tb_lineno})")
+        tb = tb.tb_next
+    try:
+        budget = f"{format_size(memory_budget())} memory budget ({budget_source()})"
+    except FglError:
+        budget = "memory budget"
+    return (f"ran out of memory{where}, which fgl's estimates before allocation did not "
+            f"foresee (the {budget}); use a smaller model or data (fewer labels, patterns or "
+            f"observations, shorter sequences or `segments max`), and a --max-memory the "
+            f"machine can hold, so that a model too large is refused before it is made")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command = _command(args.command).run
@@ -122,7 +145,11 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("always", ShortLineWarning)
             warnings.showwarning = _show_warning
             _cap_jobs(args)
-            code = command(args) or 0
+            try:
+                code = command(args) or 0
+            except MemoryError as e:   # (said while the command's budget is in force)
+                _say(f"fgl: {args.command}: {_out_of_memory(e)}")
+                return 1
             sys.stdout.flush()   # (a full disk behind stdout is found here, not at exit)
             return code
     except FglError as e:   # 2: a user error; 1: the input was fine, the run was not

@@ -51,7 +51,14 @@ def run(a: argparse.Namespace) -> None:
     if a.dask is not None or a.dask_workers is not None:
         _explain_on_cluster(crf, a)
         return
-    print(crf.explain(a.train, encoding=a.encoding, short_lines=a.short_lines))
+    from fgl.compile.footprint import SizedOnly, sizing_only
+
+    try:
+        with sizing_only():   # (a huge feature table is counted and sized, not built)
+            text = crf.explain(a.train, encoding=a.encoding, short_lines=a.short_lines)
+    except SizedOnly as e:
+        text = "\n".join([crf.explain(), *e.lines])
+    print(text)
 
 
 def _explain_on_cluster(crf, a: argparse.Namespace) -> None:

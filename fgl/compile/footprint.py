@@ -11,6 +11,8 @@ general CRF is unrolled) and read off the engines' arrays.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +37,47 @@ PY_PER_ATTRIBUTE = 150
 PY_PER_FACTOR, PY_PER_VARIABLE, PY_PER_ITEM, BYTES_PER_ITEM_LISTED = 150, 40, 130, 44
 # the cached spanning trees and schedules of BP, per graph edge
 BP_CACHE_PER_EDGE = 40
+# one transition s = p·y of a chain or segment model's state machine while
+# ``ChainStructure.build`` makes it (its label tuple, index entry and the
+# seven tables; tracemalloc peak 210-310 bytes: fgl.engines.structure)
+PY_PER_TRANSITION = 320
+# one span unit's transient arrays while a sentence's units are made, per
+# template (pointers, counts, item positions) and in all (unit numbers, sentence
+# numbers, gold segments); measured with `segments max 100` on 100k tokens
+BYTES_PER_UNIT_MADE, BYTES_PER_UNIT_MADE_TEMPLATE = 40, 24
+
+
+class SizedOnly(Exception):
+    """Raised instead of building a feature table of more than
+    ``SIZED_ONLY_FEATURES`` features while ``sizing_only`` is in force
+    (``fgl explain``): ``lines`` say what the model would be, from the counts
+    made so far, and ``footprint`` its memory."""
+
+    def __init__(self, lines: list[str], footprint: "Footprint"):
+        super().__init__("\n".join(lines))
+        self.lines, self.footprint = lines, footprint
+
+
+# a feature table this large is only sized, not built, while sizing_only is in force
+SIZED_ONLY_FEATURES = 2_000_000
+_sizing_only = contextvars.ContextVar("fgl_sizing_only", default=False)
+
+
+@contextlib.contextmanager
+def sizing_only():
+    """While in force, a compiler about to build a feature table of more
+    than ``SIZED_ONLY_FEATURES`` features raises ``SizedOnly`` with its
+    counts and estimate instead (``fgl explain`` prints them)."""
+    token = _sizing_only.set(True)
+    try:
+        yield
+    finally:
+        _sizing_only.reset(token)
+
+
+def only_sizing(n_features: int) -> bool:
+    """Whether a table of ``n_features`` features is to be sized, not built."""
+    return _sizing_only.get() and n_features > SIZED_ONLY_FEATURES
 
 
 class OverBudgetError(SpecError):
@@ -79,12 +122,17 @@ class Footprint:
             return
         ti = int(np.argmax(self.by_template))
         tpl = templates[ti]
+        self.refuse(f"template '{tpl.name}' {self.notes[ti]}", tpl.loc)
+
+    def refuse(self, what: str, loc: ast.Loc) -> None:
+        """Raise the over-budget message: ``what`` (the template or setting
+        that takes most, and what it makes), located at ``loc``."""
         parts = ", ".join(f"{k} {format_size(v)}" for k, v in
                           sorted(self.parts.items(), key=lambda kv: -kv[1]) if v)
-        raise OverBudgetError(f"template '{tpl.name}' {self.notes[ti]}; the model needs about "
-                              f"{format_size(self.total)} for {self.purpose} ({parts}), more "
-                              f"than the {format_size(budget)} memory budget "
-                              f"({budget_source()}): {self.advice}", tpl.loc, self)
+        raise OverBudgetError(f"{what}; the model needs about {format_size(self.total)} for "
+                              f"{self.purpose} ({parts}), more than the "
+                              f"{format_size(memory_budget())} memory budget "
+                              f"({budget_source()}): {self.advice}", loc, self)
 
 
 def _threads(jobs: int, n: int) -> int:
@@ -114,6 +162,37 @@ def sequence_footprint(features: list[int], notes: list[str], advice: str, *, at
     rest = parts["attributes"] + parts["training data"] + parts["inference"]
     return Footprint(parts, [f * per_feature + rest * f / total_f for f in features], notes,
                      advice)
+
+
+STATES_ADVICE = ("use fewer labels (declare them, or merge rare ones), a lower Markov order or "
+                 "fewer label patterns, or give a larger budget")
+
+
+def chain_states(n_labels: int, patterns) -> tuple[int, int]:
+    """(|P|, |S| = |P|·n) of the state machine of ``patterns`` over
+    ``n_labels`` labels, counted without building it (O(Σ |z|)): the empty
+    state, every label and every proper prefix of a pattern."""
+    prefixes = {tuple(z[:k]) for z in patterns for k in range(2, len(z))}
+    n_forward = 1 + n_labels + len(prefixes)
+    return n_forward, n_forward * n_labels
+
+
+def states_footprint(n_labels: int, patterns, templates: list[ast.Template],
+                     purpose: str = "training") -> Footprint:
+    """The bytes of building a chain or segment model's state machine alone
+    (what loading a model makes before its arrays), charged to the template
+    of the most label patterns."""
+    n_forward, n_states = chain_states(n_labels, patterns)
+    parts = {"label states": float(n_states * PY_PER_TRANSITION)}
+    by_template = [0.0] * len(templates)
+    notes = [""] * len(templates)
+    if templates:
+        longest = max(range(len(templates)),   # (the widest label window)
+                      key=lambda t: 1 - min((ref.lo for ref in templates[t].labels), default=0))
+        by_template[longest] = parts["label states"]
+        notes[longest] = (f"makes {n_labels:,} labels x {n_forward:,} forward states = "
+                          f"{n_states:,} label-state transitions")
+    return Footprint(parts, by_template, notes, STATES_ADVICE, purpose)
 
 
 @dataclass

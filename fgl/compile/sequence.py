@@ -26,8 +26,21 @@ from typing import Callable, ClassVar, Iterable, Sequence, Union
 
 import numpy as np
 
+from fgl.compile import footprint as sizes
+from fgl.compile.budget import memory_budget
 from fgl.compile.conjunctions import ConjunctionIndex
-from fgl.compile.footprint import Footprint, sequence_footprint
+from fgl.compile.footprint import (
+    BYTES_PER_UNIT_MADE,
+    BYTES_PER_UNIT_MADE_TEMPLATE,
+    PY_PER_TRANSITION,
+    STATES_ADVICE,
+    Footprint,
+    SizedOnly,
+    chain_states,
+    only_sizing,
+    sequence_footprint,
+    states_footprint,
+)
 from fgl.compile.frontend import (
     Layer,
     TemplatePlan,
@@ -190,6 +203,8 @@ class SequenceModel:
                  lexicons: dict[str, frozenset[str]] | None = None):
         self.spec, self.base_dir, self.layers = spec, base_dir, [layer]
         self.templates, self.vocabs = templates, vocabs
+        states_footprint(len(layer.labels), patterns, spec.templates, "loading").check(
+            spec.templates)   # (a model file's labels and patterns: before they are built)
         self.structure = ChainStructure.build(len(layer.labels), patterns)
         self.program = self._program(row_ptr, feat_pattern)
         self.feat_sigma = feature_sigma(templates, vocabs, row_ptr)
@@ -397,9 +412,12 @@ class SequenceModel:
                            train_min_count(spec, overrides))
         z_list = list(dict.fromkeys([(y,) for y in range(len(layer.labels))]
                                     + [z for p in plans for z in p.patterns]))
-        table = _FeatureTable(cls, spec, plans, z_list, attributes, len(layer.labels),
-                              int(train_settings(spec, overrides)["jobs"]),
-                              max((segs[-1][1] + 1 for segs in spans if segs), default=1))
+        jobs = int(train_settings(spec, overrides)["jobs"])
+        longest = max((segs[-1][1] + 1 for segs in spans if segs), default=1)
+        _check_counts(cls.span_limit(spec, longest), spec, plans, z_list, len(layer.labels),
+                      spans, jobs)
+        table = _FeatureTable(cls, spec, plans, z_list, attributes, len(layer.labels), jobs,
+                              longest)
         table.read(read, gold, spans, source)
         row_ptr, feat_pattern, vocabs, units = table.finish()
         model = cls(spec, base_dir, layer, plans, z_list, vocabs, row_ptr, feat_pattern,
@@ -698,9 +716,23 @@ class _FeatureTable:
             f"{rows[ti]} attributes x {len(self.pattern_sets[ti])} patterns, support = all"
             if plan.support == "all" else f"{n:,} (attribute, pattern) pairs") + ")"
             for ti, (n, plan) in enumerate(zip(counts, self.plans))]
-        _footprint(self.L, self.structure, counts, notes, len(template), self.n_tokens,
-                   len(self.units.ptr) - 1, len(self.units.rows), self.longest, self.n_sequences,
-                   self.jobs).check(self.spec.templates)
+        fp = _footprint(self.L, self.structure, counts, notes, len(template), self.n_tokens,
+                        len(self.units.ptr) - 1, len(self.units.rows), self.longest,
+                        self.n_sequences, self.jobs)
+        fp.check(self.spec.templates)
+        if only_sizing(sum(counts)):   # (fgl explain: the estimate, not the table)
+            st = self.structure
+            raise SizedOnly([
+                f"labels (n = {st.n_labels}), patterns |Z| = {len(st.patterns)}, maximum order "
+                f"{max(len(z) for z in st.patterns) - 1}",
+                f"forward states |P| = {st.n_forward}, backward states |S| = |P|·n = "
+                f"{st.n_backward}",
+                f"features: {sum(counts):,} (counted, not built: more than "
+                f"{sizes.SIZED_ONLY_FEATURES:,}; `fgl train` builds them)", "templates:",
+                *[f"  {tpl.name}: {int(rows[ti]):,} attributes, {note}"
+                  for ti, (tpl, note) in enumerate(zip(self.spec.templates, notes))],
+                f"training data: {self.n_sequences} sequences, {self.n_tokens} tokens",
+                fp.line()], fp)
 
     def _table(self, new_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The features as CSR over the renumbered rows: a row's supported
@@ -922,3 +954,48 @@ def _footprint(span: int, structure: ChainStructure, features: list[int], notes:
                               n_labels=structure.n_labels, n_forward=structure.n_forward,
                               n_patterns=len(structure.patterns), n_sequences=n_sequences,
                               jobs=jobs)
+
+
+def _check_counts(span: int, spec: ast.Spec, plans: list[TemplatePlan],
+                  z_list: list[tuple[int, ...]], n_labels: int,
+                  spans: list[list[tuple[int, int]]], jobs: int) -> None:
+    """Refuse, from the counts the first pass over the data gives (labels,
+    label patterns, tokens, the longest sequence), a model whose state
+    machine, units and inference scratch alone would exceed the memory
+    budget — before any of them is made — at the `segments max` when the
+    candidate segments take most, else at the template of the most label
+    patterns when the label states and inference take more than the data.
+    Features count as a lower bound here (one attribute per pattern of a
+    ``support = all`` template; the vocabularies are not read yet):
+    ``_FeatureTable._check_size`` counts them exactly before they are made,
+    and refuses what is left (a chain's training data, say)."""
+    n_forward, n_states = chain_states(n_labels, z_list)
+    lengths = [segs[-1][1] + 1 if segs else 0 for segs in spans]
+    longest, tokens = max(lengths, default=1), sum(lengths)
+    features = [len(p.patterns) if p.support == "all" else 0 for p in plans]
+    fp = sequence_footprint(features, [""] * len(plans), ADVICE, attributes=0, tokens=tokens,
+                            units=tokens * span, unit_rows=0, longest=longest, span=span,
+                            n_labels=n_labels, n_forward=n_forward, n_patterns=len(z_list),
+                            n_sequences=len(spans), jobs=jobs)
+    fp.parts["label states"] = float(n_states * PY_PER_TRANSITION)
+    fp.parts["training data"] += float(longest * span * (
+        BYTES_PER_UNIT_MADE + BYTES_PER_UNIT_MADE_TEMPLATE * len(plans)))
+    if fp.total <= memory_budget():
+        return
+    per_span = fp.parts["inference"] + fp.parts["training data"]
+    if span > 1 and per_span >= fp.parts["label states"]:   # (span > 1: a segment model)
+        fp.advice = ("use a shorter `segments max` (or shorter per-label limits), split the "
+                     "longest sequences, or give a larger budget")
+        fp.refuse(f"`segments max {span}` makes {longest * span:,} candidate segments in the "
+                  f"longest sequence ({longest:,} tokens x {span} lengths; {tokens * span:,} in "
+                  f"all)", spec.segments.loc)
+    if fp.parts["label states"] + fp.parts["inference"] < fp.parts["training data"]:
+        return   # (a chain's data, read already: the exact count after the rows refuses it)
+    ti = max(range(len(plans)), key=lambda t: (len(plans[t].patterns), -t))
+    tpl = spec.templates[ti]
+    fp.advice = STATES_ADVICE
+    fp.refuse(f"template '{tpl.name}' has {len(plans[ti].patterns):,} label patterns over "
+              f"{n_labels:,} labels: with the others, {n_forward:,} forward states x {n_labels:,} "
+              f"labels = {n_states:,} label-state transitions, each scored at every "
+              f"{'unit' if span > 1 else 'token'} of sequences of up to {longest:,} tokens",
+              tpl.loc)

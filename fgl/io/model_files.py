@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from fgl import registry
+from fgl.compile.footprint import OverBudgetError
 from fgl.errors import FglError, ModelFileError
 from fgl.io.safe_files import atomic_output, check_output, kind
 from fgl.io.sources import check_model_file
@@ -515,6 +516,8 @@ def read_model_file(path: str | Path
                                  "its template's", name)
     except ModelFileError:
         raise
+    except OverBudgetError as e:   # (its labels and patterns, counted before they are built)
+        raise ModelFileError(f"the model is too large to load: {e}", name) from None
     except FglError as e:
         raise ModelFileError(f"the model's embedded spec does not load: {e}", name) from None
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError) as e:
