@@ -419,3 +419,18 @@ def test_jobs_beyond_the_cores_are_capped_with_a_note(capsys, made):
     assert err == (f"fgl: note: --jobs 100000 is more than the {cores()} cores this machine "
                    f"gives fgl; using {cores()}\n")
     assert resolve_jobs(100000) == cores()     # the API and the spec's `jobs` alike
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["explain", "{spec}", "--train", "{train}", "--dask-workers", "1", "--bandwidth", "0"],
+     "fgl: --bandwidth takes bytes per second, a positive number; found 0"),
+    (["train", "{spec}", "--train", "{train}", "-o", "{out}", "--dask", "not a url"],
+     "fgl: cannot reach the Dask scheduler at not a url: "),
+], ids=["bandwidth 0", "dask not a url"])
+def test_bad_cluster_options_are_messages(capsys, made, tmp_path, argv, words):
+    pytest.importorskip("distributed")
+    _, train, _, _ = made
+    out = tmp_path / "m.fglm"
+    code, _, err = run(capsys, *(a.format(spec=HMM, train=train, out=out) for a in argv))
+    assert code == 2 and err.startswith(words) and "Traceback" not in err, err
+    assert not out.exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from fgl.cli.options import encoding_arg, memory_arg, short_lines_arg
+from fgl.errors import FglError
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -35,6 +36,9 @@ def run(a: argparse.Namespace) -> None:
     from fgl.lang.checks import labels_text
     from fgl.lang.parser import read_spec
 
+    if not a.bandwidth > 0 or a.bandwidth == float("inf"):
+        raise FglError(f"--bandwidth takes bytes per second, a positive number; found "
+                       f"{a.bandwidth:g}")
     spec = read_spec(a.spec)
     print(f"spec {a.spec}: {len(spec.observations)} observation functions, "
           f"{len(spec.templates)} templates")

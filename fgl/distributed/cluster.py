@@ -54,8 +54,9 @@ def connect(dask: Any = None, workers: int | None = None) -> Iterator[Any]:
     if dask is not None:
         try:
             client = Client(dask, timeout="20s")
-        except (OSError, TimeoutError) as e:
-            raise FglError(f"cannot reach the Dask scheduler at {dask}: {e}") from None
+        except (OSError, TimeoutError, ValueError) as e:   # (ValueError: not an address)
+            raise FglError(f"cannot reach the Dask scheduler at {dask}: {e}; give an address "
+                           "like tcp://host:8786") from None
         with client:
             yield client
         return
