@@ -205,14 +205,33 @@ def _cavity(j, card, f_var, msg_ptr, var_ptr, L, lb, lcav, cav):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _commit(e, new, exact, cv, rho, damping, use_max, f_var, msg_ptr, var_ptr, L, lb):
+def _belief_change(o, cv, lb, delta):
+    """max_x |delta[x]| · b_v(x): the change of v's log belief (delta, per
+    value) weighted by v's normalised belief b_v = softmax(lb[o:o+cv]) --
+    the belief mass a message update moves."""
+    mx = -np.inf
+    for x in range(cv):
+        mx = max(mx, lb[o + x])
+    if mx == -np.inf:
+        return 0.0
+    z = 0.0
+    res = 0.0
+    for x in range(cv):
+        p = np.exp(lb[o + x] - mx)
+        z += p
+        res = max(res, abs(delta[x]) * p)
+    return res / z
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _commit(e, new, exact, cv, rho, damping, use_max, f_var, msg_ptr, var_ptr, L, lb, delta):
     """Write the log message new[:cv] over L_{f->v} and move lb_v by ρ_f
     times the change.  ``exact``: new is already normalised (the common,
     undamped probability-domain case); otherwise it is normalised
     (log-sum-exp 0, or max 0) and damped in log space first.  Returns the
-    largest change of a log message entry times ρ_f -- the change it makes
-    to v's log belief; inf when an entry becomes or stops being -inf --
-    and, as its second value, whether lb_v needs recomputing."""
+    change of v's belief (``_belief_change`` of ρ_f times the change of the
+    log message; inf when an entry becomes or stops being -inf) and, as its
+    second value, whether lb_v needs recomputing; ``delta``: scratch."""
     m = msg_ptr[e]
     if damping > 0.0 or not exact:
         _normalise(new, cv, use_max)
@@ -221,22 +240,21 @@ def _commit(e, new, exact, cv, rho, damping, use_max, f_var, msg_ptr, var_ptr, L
                 new[x] = (1.0 - damping) * new[x] + damping * L[m + x]
             _normalise(new, cv, use_max)
     o = var_ptr[f_var[e]]
-    res = 0.0
     redo = False
     for x in range(cv):
         old = L[m + x]
         v = new[x]
+        delta[x] = 0.0
         if v != old:
             if v == -np.inf or old == -np.inf:
-                res = np.inf
                 redo = True
             else:
-                d = rho * abs(v - old)
-                if d > res:
-                    res = d
-                lb[o + x] += rho * (v - old)
+                delta[x] = rho * (v - old)
+                lb[o + x] += delta[x]
         L[m + x] = v
-    return res, redo
+    if redo:
+        return np.inf, True
+    return _belief_change(o, cv, lb, delta), False
 
 
 @njit(cache=True, nogil=True)
@@ -278,7 +296,7 @@ def _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, ta
         _factor_message(e, scaled, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, lcav,
                         use_max, new, tmp, acc)
     r, redo = _commit(e, new, exact, cv, rho[f], damping, use_max, f_var, msg_ptr, var_ptr, L,
-                      lb)
+                      lb, tmp)
     if redo:
         _variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
                              msg_ptr, var_ptr, L, lb)
@@ -345,13 +363,15 @@ def _sweep(forward, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_pt
                 continue
             r = rho[f]
             inv = 1.0 / z
+            big = 0.0
             for x in range(cv):
                 lq = np.log(out[x] * inv)
-                d = r * abs(lq - L[m + x])
-                if d > res:
-                    res = d
-                lb[o + x] += r * (lq - L[m + x])
+                out[x] = r * (lq - L[m + x])   # (the change of v's log belief)
+                big = max(big, abs(out[x]))
+                lb[o + x] += out[x]
                 L[m + x] = lq
+            if big > res:   # (else the belief-weighted change, at most big, cannot raise res)
+                res = max(res, _belief_change(o, cv, lb, out))
     return res, n_pending
 
 
@@ -360,9 +380,9 @@ def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_
               msg_ptr, v_ptr, v_edge, var_ptr, L, lb, fresh, state, done, use_max, tol, max_iter):
     """Sweeps over the variables (in index order, then reversed,
     alternately), each renewing every message into the variable, until a
-    sweep changes no log message entry (normalised) by ``tol`` or more,
-    times its factor's ρ (the change it makes to a log belief), at most
-    ``max_iter``; returns (sweeps run, last
+    sweep moves no variable's belief by ``tol`` or more (``_belief_change``:
+    the change a message makes to the log belief, ρ_f·ΔL, weighted by the
+    belief), at most ``max_iter``; returns (sweeps run, last
     residual).  ``L``: the log messages (warm start or zeros), updated in
     place; ``lb``: the variables' log
     beliefs, computed first when ``fresh``.  A run may go on in several
@@ -555,8 +575,9 @@ def trw(graph: FactorGraph, log_pot: np.ndarray, *, rho: np.ndarray | None = Non
     approximation training used, Wainwright 2006), which is also what a
     max-product run that does not converge within ``max_iter`` on a loopy
     graph falls back to (``iterations`` then counts both runs).  ``init``: a previous
-    result's ``messages``.  ``residual``: the largest change of a log
-    message entry (normalised) times its factor's ρ in the last sweep.
+    result's ``messages``.  ``residual``: the largest change a message
+    of the last sweep made to a variable's belief (ρ_f·ΔL weighted by the
+    belief).
 
     Sequential reweighted message passing is not guaranteed to converge
     (it can cycle, most often with period two); damping changes the path
