@@ -240,6 +240,10 @@ def main() -> int:
     ap.add_argument("--infer", choices=["trp", "trw", "both"], default="both",
                     help="the skip chains' inference: loopy BP on the TRP schedule (Bethe), "
                          "tree-reweighted BP (convex), or one run of each (default)")
+    ap.add_argument("--skip-sigma", type=float, default=None,
+                    help="a prior of its own for the skip template, `(sigma = S)` (default: "
+                         "the train block's sigma 10); 1 keeps its label-pair weights from "
+                         "overfitting when trained to convergence (docs/language.md)")
     ap.add_argument("--quick", action="store_true",
                     help="10 training and 10 test articles, 10 iterations")
     args = ap.parse_args()
@@ -265,7 +269,9 @@ def main() -> int:
         results = [run("linear", spec_texts(columns, args.max_iter)[0], train, test, args.jobs)]
         for p in pairs:
             where = SKIP_WHERE if p == "nearest" else SKIP_WHERE.replace(" and nearest", "")
-            skip_text = spec_texts(columns, args.max_iter, where)[1]
+            features = SKIP_FEATURES + ("" if args.skip_sigma is None else
+                                        f" (sigma = {args.skip_sigma:g})")
+            skip_text = spec_texts(columns, args.max_iter, where, features)[1]
             results += [run(f"{p}/{m}", skip_infer(skip_text, m), train, test, args.jobs)
                         for m in methods]
         table(results, repetition(test))
