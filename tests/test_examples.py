@@ -47,6 +47,14 @@ RUNS: dict[str, tuple[list[str], str | None, list[str]]] = {
     "bench_sklearn_crfsuite.py": (["--quick", "--max-iter", "3"], "conll2002", [
         r"features \(weights\)\s+([\d,]+)\s+\1", r"iterations\s+3\s+3",
         r"fgl / sklearn-crfsuite: fit, predict, RSS\s+[\d.]+x, [\d.]+x, [\d.]+x"]),
+    # peers run where found (CRF++, Wapiti binaries; python-crfsuite), else a note says so
+    "bench_peers.py": (["--quick"], "conll2000", [
+        r"tool\s+train s\s+tag s\s+peak MB\s+F1",
+        r"(?m)^fgl\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+\.\d\d\s+1\.00x\s+1\.00x$",
+        r"(?m)^(?:CRFsuite\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+\.\d\d\s+[\d.]+x\s+[\d.]+x$"
+        r"|note: CRFsuite skipped)",
+        r"(?m)^(?:CRF\+\+\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+\.\d\d\s|note: CRF\+\+ skipped)",
+        r"(?m)^(?:Wapiti\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+\.\d\d\s|note: Wapiti skipped)"]),
     "learners_conll2000.py": (["--quick", "--max-iter", "3", "--epochs", "1"], "conll2000", [
         r"L2 \(L-BFGS\)\s+\d+\.\d+", r"averaged perceptron\s+\d+\.\d+"]),
     "punctuation_table6.py": (["--quick", "--models", "C1,SC1", "--test-texts", "100",
