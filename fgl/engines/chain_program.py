@@ -12,9 +12,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from fgl import stopping
 from fgl.engines import chain, spans
-from fgl.engines.data import EncodedData, blocks, ordered_reduce, run_parallel, sequence_log_z
+from fgl.engines.data import EncodedData, dense_block_sums, run_parallel, sequence_log_z
 from fgl.engines.program import Decoding, Expectations, Marginals
 from fgl.engines.structure import ChainStructure
 
@@ -103,30 +102,12 @@ class ChainProgram:
         w_dense = self.dense_weights(w)
         units = spans.units(data)
 
-        # blocks fixed by the data, their sums added in order: the same bits for any jobs
-        # (fgl.engines.data.ordered_reduce)
-        cuts = blocks(data.seq_ptr)
-        grad_sum = np.zeros(self.n_features)
-        log_z = [0.0]
+        def kernel(i0: int, i1: int, grad: np.ndarray, grad_dense: np.ndarray) -> float:
+            return chain.batch_expectations(i0, i1, units, self.features, self.structure.tables,
+                                            w, w_dense, grad, grad_dense)
 
-        def compute(k: int, grad: np.ndarray, grad_dense: np.ndarray
-                    ) -> tuple[float, np.ndarray]:
-            stopping.check()   # (between blocks: a training run's stop request)
-            grad.fill(0.0)
-            grad_dense.fill(0.0)
-            i0, i1 = cuts[k]
-            total = chain.batch_expectations(i0, i1, units, self.features, self.structure.tables,
-                                             w, w_dense, grad, grad_dense)
-            grad[self.dense_feats] += grad_dense.reshape(-1)[self.dense_slot]
-            return total, grad
-
-        def combine(k: int, result: tuple[float, np.ndarray]) -> None:
-            log_z[0] += result[0]
-            np.add(grad_sum, result[1], out=grad_sum)
-
-        ordered_reduce(jobs, len(cuts), compute, combine,
-                       lambda: (np.zeros(self.n_features), np.zeros_like(w_dense)))
-        return Expectations(log_z[0], grad_sum)
+        return Expectations(*dense_block_sums(data.seq_ptr, jobs, self.n_features, w_dense,
+                                              self.dense_feats, self.dense_slot, kernel))
 
     def gold_counts(self, data: EncodedData) -> np.ndarray:
         """Feature counts of the gold labelling: the span kernel's walk with

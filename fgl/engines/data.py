@@ -19,6 +19,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from fgl import stopping
+
 
 def unit_ones(count: int) -> np.ndarray:
     """The values of ``count`` binary attributes: a read-only view of one
@@ -207,6 +209,37 @@ def ordered_reduce(jobs: int, n_blocks: int, compute: Callable, combine: Callabl
                 raise
 
     pooled(threads, worker, range(threads))
+
+
+def dense_block_sums(seq_ptr: np.ndarray, jobs: int, n_features: int, w_dense: np.ndarray,
+                     dense_feats: np.ndarray, dense_slot: np.ndarray,
+                     kernel: Callable) -> tuple[float, np.ndarray]:
+    """Σ log Z and expected counts of an exact sequence engine over blocks
+    of sequences fixed by the data (``blocks``), added in block order
+    (``ordered_reduce``): the same bits for any ``jobs``.  ``kernel(i0, i1,
+    grad, grad_dense)`` adds sequences i0..i1-1's counts to zeroed sparse
+    ``grad`` and dense (``w_dense``-shaped) ``grad_dense`` and returns their
+    Σ log Z; the dense counts join the sparse at ``dense_feats`` by
+    ``dense_slot``.  A training run's stop request is heard between blocks."""
+    cuts = blocks(seq_ptr)
+    grad_sum = np.zeros(n_features)
+    log_z = [0.0]
+
+    def compute(k: int, grad: np.ndarray, grad_dense: np.ndarray) -> tuple[float, np.ndarray]:
+        stopping.check()
+        grad.fill(0.0)
+        grad_dense.fill(0.0)
+        total = kernel(*cuts[k], grad, grad_dense)
+        grad[dense_feats] += grad_dense.reshape(-1)[dense_slot]
+        return total, grad
+
+    def combine(k: int, result: tuple[float, np.ndarray]) -> None:
+        log_z[0] += result[0]
+        np.add(grad_sum, result[1], out=grad_sum)
+
+    ordered_reduce(jobs, len(cuts), compute, combine,
+                   lambda: (np.zeros(n_features), np.zeros_like(w_dense)))
+    return log_z[0], grad_sum
 
 
 def summed(results: list[tuple[float, np.ndarray]]) -> tuple[float, np.ndarray]:
