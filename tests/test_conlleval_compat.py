@@ -386,16 +386,23 @@ def _conll2003_like(tmp_path: Path, docstart: str) -> tuple[Path, Path]:
     return rewrite(train), rewrite(test)
 
 
-@pytest.mark.parametrize("docstart", ["-DOCSTART- -X- O", "-DOCSTART-",
-                                      "-DOCSTART- -X- -X- O"])
-def test_tag_output_has_one_column_count_with_docstart_lines(capsys, tmp_path, docstart):
-    train, test = _conll2003_like(tmp_path, docstart)
+def _trained_skipping_a_column(capsys, tmp_path: Path, train: Path) -> Path:
+    """The HMM spec with a `_` column between word and label, trained on
+    ``train``: a model for three-column CoNLL files."""
     spec = tmp_path / "skip.fgl"
     spec.write_text(HMM.read_text(encoding="utf-8").replace("columns word, label",
                                                             "columns word, _, label"),
                     encoding="utf-8")
     model = tmp_path / "m.fglm"
     assert run(capsys, "train", spec, "--train", train, "-o", model, "-q")[0] == 0
+    return model
+
+
+@pytest.mark.parametrize("docstart", ["-DOCSTART- -X- O", "-DOCSTART-",
+                                      "-DOCSTART- -X- -X- O"])
+def test_tag_output_has_one_column_count_with_docstart_lines(capsys, tmp_path, docstart):
+    train, test = _conll2003_like(tmp_path, docstart)
+    model = _trained_skipping_a_column(capsys, tmp_path, train)
     code, out, err = run(capsys, "tag", model, test)
     assert code == 0, err
     lines = out.split("\n")
@@ -422,12 +429,7 @@ def test_tag_output_has_one_column_count_with_docstart_lines(capsys, tmp_path, d
 
 def test_tag_marginal_columns_keep_the_count_on_docstart_lines(capsys, tmp_path):
     train, test = _conll2003_like(tmp_path, "-DOCSTART-")
-    spec = tmp_path / "skip.fgl"
-    spec.write_text(HMM.read_text(encoding="utf-8").replace("columns word, label",
-                                                            "columns word, _, label"),
-                    encoding="utf-8")
-    model = tmp_path / "m.fglm"
-    assert run(capsys, "train", spec, "--train", train, "-o", model, "-q")[0] == 0
+    model = _trained_skipping_a_column(capsys, tmp_path, train)
     code, out, err = run(capsys, "tag", model, test, "--marginals", "--confidence")
     assert code == 0, err
     rows = [line.split() for line in out.split("\n") if line.strip()]
