@@ -1,6 +1,6 @@
 """Cost of the exact pattern-sparse chain engine as the CRF order grows.
 
-The engine (``fgl.engines.chain``, Ye et al. 2009 §3) runs forward/backward over
+The engine (``fgl.engines.sequence.chain``, Ye et al. 2009 §3) runs forward/backward over
 the transitions S = P x Y of the model's forward states P, so one
 objective+gradient evaluation should cost O(|P|·n) per token — not O(n^k).
 Two tables, printed only (nothing is asserted):
@@ -34,8 +34,8 @@ import time
 import numpy as np
 from measure import best_time
 
-from fgl.engines import chain
-from fgl.engines.structure import ChainStructure
+from fgl.engines.sequence import chain
+from fgl.engines.sequence.structure import ChainStructure
 from fgl.io.synth import markov_sequences
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec

@@ -309,9 +309,9 @@ def bp_throughput(program, data, weights) -> dict:
 
 def worker_bp_fgl(a) -> dict:
     """Sections 3-4 for fgl, in this process."""
-    from fgl.engines.factor_graph import FactorGraph
-    from fgl.engines.loopy import belief_propagation
-    from fgl.engines.trw import appearance_probabilities, trw
+    from fgl.engines.graph.factor_graph import FactorGraph
+    from fgl.engines.graph.loopy import belief_propagation
+    from fgl.engines.graph.trw import appearance_probabilities, trw
 
     card, factors = synthetic_skip_chain(a.bp_vars)
     lp = synthetic_log_pot(factors, card[0])

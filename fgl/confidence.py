@@ -9,7 +9,7 @@ computes (``Model.segment_confidences``):
 * chain models (any order): the segments are the chunks of the predicted
   tags under ``scheme`` (``fgl.io.evaluate.chunks``), each clamped to its
   predicted tags by constrained forward-backward, exactly
-  (``fgl.engines.constrained``);
+  (``fgl.engines.sequence.constrained``);
 * segment models: the model's own predicted segments (u, v, y); the
   confidence is the total probability of the segmentations that contain
   exactly that segment, exactly;

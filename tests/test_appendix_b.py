@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fgl.api import CRF
-from fgl.engines import chain
+from fgl.engines.sequence import chain
 from fgl.io.conll import Sentence
 
 SPEC = """

@@ -1,4 +1,4 @@
-"""Tests of the exact pattern-sparse chain engine (``fgl.engines.chain``)
+"""Tests of the exact pattern-sparse chain engine (``fgl.engines.sequence.chain``)
 at the level of potential tables, against exhaustive enumeration.
 
 Conventions (0-based t): score(y) = sum_t sum_{z: t >= |z|-1, y[t-|z|+1..t] == z}
@@ -15,7 +15,6 @@ difference of terms of that magnitude.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import math
@@ -35,16 +34,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-if importlib.util.find_spec("fgl.engines.chain") is not None:
-    # A broken engine module must fail loudly, so import errors propagate.
-    from fgl.engines.chain import log_partition, pattern_marginals, viterbi
-    from fgl.engines.structure import ChainStructure
-
-    HAVE_ENGINE = True
-else:  # pragma: no cover - only before the engine exists
-    HAVE_ENGINE = False
-
-needs_engine = pytest.mark.skipif(not HAVE_ENGINE, reason="fgl.engines.chain not written yet")
+from fgl.engines.sequence.chain import log_partition, pattern_marginals, viterbi
+from fgl.engines.sequence.structure import ChainStructure
 
 RTOL = 1e-9
 ATOL = 1e-12
@@ -264,7 +255,6 @@ def test_brute_force_matches_shared_semimarkov_oracle(case):
 # the engine: structure
 # ----------------------------------------------------------------------------
 
-@needs_engine
 class TestStructure:
     def test_missing_single_label_raises(self):
         with pytest.raises(ValueError):
@@ -321,7 +311,6 @@ def test_appendix_b_brute_force_matches_paper():
     np.testing.assert_allclose(marg, APPENDIX_B_TABLE14, atol=0.005 + 1e-12)
 
 
-@needs_engine
 def test_appendix_b_log_partition_is_12_696():
     s = ChainStructure.build(3, APPENDIX_B_PATTERNS)
     logz = log_partition(s, APPENDIX_B_POT.copy())
@@ -329,7 +318,6 @@ def test_appendix_b_log_partition_is_12_696():
     assert logz == pytest.approx(12.695659919508063, rel=1e-12)
 
 
-@needs_engine
 def test_appendix_b_marginals_table14():
     s = ChainStructure.build(3, APPENDIX_B_PATTERNS)
     logz, marg = pattern_marginals(s, APPENDIX_B_POT.copy())
@@ -339,7 +327,6 @@ def test_appendix_b_marginals_table14():
     np.testing.assert_allclose(marg, b_marg, rtol=RTOL, atol=ATOL)
 
 
-@needs_engine
 def test_appendix_b_viterbi():
     s = ChainStructure.build(3, APPENDIX_B_PATTERNS)
     labels, score = viterbi(s, APPENDIX_B_POT.copy())
@@ -351,7 +338,6 @@ def test_appendix_b_viterbi():
 # the engine: shared oracle file
 # ----------------------------------------------------------------------------
 
-@needs_engine
 @pytest.mark.parametrize("case", _oracle_cases("chain_cases.json"))
 def test_engine_matches_shared_chain_oracle(case):
     n, patterns, pot, marg_expect, map_expect = _chain_case(case)
@@ -380,21 +366,18 @@ def test_shared_dir_helper_skips_cleanly():
 # the engine: property tests against brute force
 # ----------------------------------------------------------------------------
 
-@needs_engine
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chain_problems(elements=SMALL))
 def test_random_small_potentials(problem):
     check_against_brute_force(*problem)
 
 
-@needs_engine
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chain_problems(elements=LARGE))
 def test_random_large_potentials(problem):
     check_against_brute_force(*problem)
 
 
-@needs_engine
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chain_problems(max_T=4, elements=st.floats(-1000.0, 1000.0)))
 def test_random_extreme_potentials(problem):
@@ -403,7 +386,6 @@ def test_random_extreme_potentials(problem):
     check_against_brute_force(*problem)
 
 
-@needs_engine
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chain_problems(max_n=2, max_T=30, max_len=4, min_T=7, elements=LARGE))
 def test_long_sequences_against_dense_dp(problem):
@@ -444,7 +426,6 @@ def full_family_problems(draw, elements=LARGE):
     return n, patterns, pot, with_triples
 
 
-@needs_engine
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(full_family_problems())
 def test_marginal_consistency(problem):
@@ -476,7 +457,6 @@ def test_marginal_consistency(problem):
                                            marg[t, idx[(b, c)]], **tol)
 
 
-@needs_engine
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chain_problems(max_T=12, elements=SMALL),
        st.lists(st.floats(-700.0, 700.0), min_size=12, max_size=12))
@@ -506,7 +486,6 @@ def test_shift_invariance(problem, shifts):
 # the engine: edge cases
 # ----------------------------------------------------------------------------
 
-@needs_engine
 def test_single_label():
     """n = 1: one labelling; log Z is its score, every reachable marginal is 1."""
     patterns = [(0, 0), (0,), (0, 0, 0)]
@@ -522,7 +501,6 @@ def test_single_label():
     assert score == pytest.approx(expect, rel=1e-12)
 
 
-@needs_engine
 def test_single_position():
     """T = 1: longer patterns never fire, whatever their potential."""
     patterns = [(0,), (1,), (1, 0), (0, 1, 1)]
@@ -537,7 +515,6 @@ def test_single_position():
     assert score == pytest.approx(0.2, rel=1e-12)
 
 
-@needs_engine
 @pytest.mark.parametrize("pot", [
     # a state made negligible early by -800 and made dominant later by +1600
     [[0.0, -800.0, 0.0], [0.0, 0.0, 1600.0]],
@@ -564,7 +541,6 @@ ADVERSARIAL = st.one_of(
 )
 
 
-@needs_engine
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chain_problems(max_n=2, min_T=3, max_T=5, max_len=3, max_extra=4, elements=ADVERSARIAL))
 def test_random_adversarial_magnitudes(problem):
@@ -573,7 +549,6 @@ def test_random_adversarial_magnitudes(problem):
     check_against_brute_force(*problem)
 
 
-@needs_engine
 def test_empty_sequence():
     """T = 0 is either rejected with ValueError or treated as the single empty
     labelling (log Z = 0, no marginals, empty MAP with score 0)."""

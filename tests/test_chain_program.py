@@ -20,9 +20,9 @@ from brute_force import chain_brute_force, chain_score
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fgl.engines import chain, spans
-from fgl.engines import chain_program as program_module
-from fgl.engines.structure import ChainStructure
+from fgl.engines.sequence import chain, spans
+from fgl.engines.sequence import chain_program as program_module
+from fgl.engines.sequence.structure import ChainStructure
 from fgl.io.conll import Sentence
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec

@@ -1,4 +1,4 @@
-"""Segment confidence by constrained forward-backward (``fgl.engines.constrained``)
+"""Segment confidence by constrained forward-backward (``fgl.engines.sequence.constrained``)
 against exhaustive enumeration (``brute_force``): a first-order chain, a
 high-order chain with sparse patterns (Ye et al. 2009) and a semi-Markov
 model with per-label limits, each on tiny random instances, to 1e-10."""
@@ -11,8 +11,8 @@ from brute_force import chain_enumerate, logsumexp, semimarkov_matches, semimark
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fgl.engines.constrained import chain_confidences, segment_confidences
-from fgl.engines.structure import ChainStructure
+from fgl.engines.sequence.constrained import chain_confidences, segment_confidences
+from fgl.engines.sequence.structure import ChainStructure
 
 TOL = 1e-10
 SETTINGS = settings(max_examples=25, deadline=None,

@@ -14,8 +14,8 @@ import pytest
 from test_cli import blocks, data_files, run
 
 from fgl import CRF
-from fgl.engines import chain_program
-from fgl.engines.chain_program import ChainProgram
+from fgl.engines.sequence import chain_program
+from fgl.engines.sequence.chain_program import ChainProgram
 from fgl.errors import FglError, SpecError
 from fgl.io.conll import read_conll
 from fgl.learn.crn import EPSILON

@@ -1,11 +1,11 @@
-"""Tests of the graph-structure routines of ``fgl.engines.factor_graph``:
+"""Tests of the graph-structure routines of ``fgl.engines.graph.factor_graph``:
 components and cycles, TRP spanning-tree covers, two-pass tree schedules and
 the MAP decoding order (numba kernels over the flat arrays).
 
 Oracles: networkx for connectivity and forests; a plain-Python sum-product
 pass over a schedule (numpy tables, no fgl kernels) against brute-force
 enumeration for "one two-pass sweep on a forest is exact"; and
-``fgl.engines.loopy.exact`` for TRP through the engine.
+``fgl.engines.graph.loopy.exact`` for TRP through the engine.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fgl.engines.factor_graph import FACTOR_TO_VAR, VAR_TO_FACTOR, FactorGraph
+from fgl.engines.graph.factor_graph import FACTOR_TO_VAR, VAR_TO_FACTOR, FactorGraph
 
 SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -303,7 +303,7 @@ def test_one_sweep_on_a_forest_is_exact(graph, seed):
 @SETTINGS
 @given(forests(), st.integers(0, 2**32 - 1))
 def test_trp_on_a_forest_equals_exact(graph, seed):
-    from fgl.engines.loopy import belief_propagation, exact
+    from fgl.engines.graph.loopy import belief_propagation, exact
 
     card, factors = graph
     g = FactorGraph.from_factors(card, factors)

@@ -411,7 +411,7 @@ def test_bad_options_are_usage_errors(capsys, made, argv, words):
 
 
 def test_jobs_beyond_the_cores_are_capped_with_a_note(capsys, made):
-    from fgl.engines.data import cores, resolve_jobs
+    from fgl.engines.parallel import cores, resolve_jobs
 
     model, _, test, _ = made
     code, out, err = run(capsys, "tag", model, test, "--jobs", "100000")

@@ -1,7 +1,7 @@
 """The same spec, data and settings train to the same weights, bit for bit,
 whatever ``jobs`` is (issue 25, item 11): sums over the data are made over
 blocks fixed by the data alone and added in block order
-(``fgl.engines.data.ordered_reduce``) — for the chain, semi-Markov and
+(``fgl.engines.parallel.ordered_reduce``) — for the chain, semi-Markov and
 factor-graph programs and the local objectives."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fgl.api import CRF
-from fgl.engines import data as engine_data
+from fgl.engines import parallel
 from fgl.io.conll import Sentence
 from fgl.io.synth import segment_sequences
 
@@ -47,8 +47,8 @@ def _data(n: int, length: int, vocab: int):
 def small_blocks(monkeypatch):
     """Blocks of a few sequences, so that these small data sets are cut in
     several (as large ones are) and the threads really share the work."""
-    monkeypatch.setattr(engine_data, "BLOCK_COST", 60)
-    monkeypatch.setattr(engine_data, "GRAPH_BLOCK_COST", 400)
+    monkeypatch.setattr(parallel, "BLOCK_COST", 60)
+    monkeypatch.setattr(parallel, "GRAPH_BLOCK_COST", 400)
 
 
 @pytest.mark.parametrize("spec, n, length, iters", [
@@ -57,12 +57,12 @@ def small_blocks(monkeypatch):
 def test_weights_are_the_same_bits_for_any_jobs(small_blocks, spec, n, length, iters):
     X, y = _data(n, length, vocab=10)
     tokens = sum(len(s) for s in X)
-    assert tokens // engine_data.BLOCK_COST >= 3          # (several blocks)
+    assert tokens // parallel.BLOCK_COST >= 3          # (several blocks)
     if "infer" in spec:
         graphs = CRF(spec).compile(X, y)
         tables = np.cumsum([0] + [g.n_table for g in graphs.model.encode(
             _sentences(X, y), with_gold=True).graphs])
-        assert len(engine_data.blocks(tables, engine_data.GRAPH_BLOCK_COST)) >= 3
+        assert len(parallel.blocks(tables, parallel.GRAPH_BLOCK_COST)) >= 3
     runs = {jobs: CRF(spec, max_iter=iters, jobs=jobs).fit(X, y) for jobs in (1, 2, 3)}
     base = runs[1]
     assert len(base.training_log.iterations) >= 3
@@ -82,7 +82,7 @@ def test_the_grouping_of_sums_matters_so_the_test_can_fail(monkeypatch):
     w = np.random.default_rng(0).normal(0, 0.5, model.program.n_features)
     got = {}
     for cost in (60, 90, 10**9):
-        monkeypatch.setattr(engine_data, "BLOCK_COST", cost)
+        monkeypatch.setattr(parallel, "BLOCK_COST", cost)
         got[cost] = model.program.expectations(w, enc, jobs=2)
     assert not all(np.array_equal(got[60].counts, g.counts) and got[60].log_z == g.log_z
                    for g in (got[90], got[10**9]))
@@ -97,9 +97,9 @@ def _sentences(X, y) -> list[Sentence]:
 
 def test_blocks_depend_on_the_data_only():
     ptr = np.cumsum([0] + [7] * 1000)
-    assert engine_data.blocks(ptr) == engine_data.blocks(ptr.copy())
-    cuts = engine_data.blocks(ptr)
+    assert parallel.blocks(ptr) == parallel.blocks(ptr.copy())
+    cuts = parallel.blocks(ptr)
     assert cuts[0][0] == 0 and cuts[-1][1] == 1000
     assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:]))
-    assert engine_data.blocks(np.array([0])) == []
-    assert len(engine_data.blocks(np.cumsum([0] + [10**6] * 500))) == engine_data.MAX_BLOCKS
+    assert parallel.blocks(np.array([0])) == []
+    assert len(parallel.blocks(np.cumsum([0] + [10**6] * 500))) == parallel.MAX_BLOCKS

@@ -1,4 +1,4 @@
-"""Tests of the exact junction-tree engine ``fgl.engines.junction_tree``
+"""Tests of the exact junction-tree engine ``fgl.engines.graph.junction_tree``
 (Koller & Friedman 2009 ch. 10) and of its place in the factor-graph
 engine: ``infer auto`` (the default), ``infer junction_tree``, and gapped
 clique templates such as ``(y[t-2], y[t])``.
@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from test_loopy_engine import CHAIN_CASES, assert_matches_chain_engine, chain_engine_case
 
 from fgl.api import CRF, _as_sentences
-from fgl.engines.factor_graph import FactorGraph
-from fgl.engines.junction_tree import junction_tree, junction_tree_plan
-from fgl.engines.loopy import exact
-from fgl.engines.loopy_program import LoopyProgram
+from fgl.engines.graph.factor_graph import FactorGraph
+from fgl.engines.graph.factor_graph_program import FactorGraphProgram
+from fgl.engines.graph.junction_tree import junction_tree, junction_tree_plan
+from fgl.engines.graph.loopy import exact
 from fgl.errors import FglError
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
@@ -143,7 +143,7 @@ def test_bad_inputs():
 
 
 def test_chain_matches_chain_engine():
-    """A first-order chain against ``fgl.engines.chain`` (the cases of
+    """A first-order chain against ``fgl.engines.sequence.chain`` (the cases of
     test_loopy_engine.py)."""
     rng = np.random.default_rng(7)
     for T, n in CHAIN_CASES:
@@ -211,12 +211,12 @@ def test_plan_stops_at_max_table():
 # in the factor-graph engine
 
 
-def program(method: str, **settings) -> LoopyProgram:
+def program(method: str, **settings) -> FactorGraphProgram:
     s = {"max_table": 30, "damping": 0.0, "max_iter": 200, "tol": 1e-10} if method == "auto" \
         else {"max_table": 30}
     s.update(settings)
     z = np.zeros(1, dtype=np.int64)
-    return LoopyProgram(z, np.zeros(0, dtype=np.int64), z, z, method, s, False)
+    return FactorGraphProgram(z, np.zeros(0, dtype=np.int64), z, z, method, s, False)
 
 
 class _Data:

@@ -92,7 +92,7 @@ def test_accuracy_rises_with_order_up_to_the_true_order():
 def test_batch_kernel_equals_the_potential_api(scale):
     """Σ log Z from the training kernel (scaled path, or its log-space
     fallback at huge weights) equals the per-sequence potential-table API."""
-    from fgl.engines.chain import pattern_marginals
+    from fgl.engines.sequence.chain import pattern_marginals
 
     train, _ = segment_sequences(n_types=2, vocab=10, n_train=12, n_test=1, length=9, seed=7)
     model, enc = _compiled(WORD_SPEC, train)

@@ -1,5 +1,5 @@
-"""Tests of ``fgl.engines.factor_graph`` and the belief-propagation engine
-``fgl.engines.loopy`` at the level of log-potential tables.
+"""Tests of ``fgl.engines.graph.factor_graph`` and the belief-propagation engine
+``fgl.engines.graph.loopy`` at the level of log-potential tables.
 
 Oracle: ``brute`` below enumerates every assignment straight from the
 definition (itertools + math.fsum), sharing no code with the engine.
@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from fgl.engines.chain import pattern_marginals
-from fgl.engines.factor_graph import FactorGraph
-from fgl.engines.loopy import BPResult, belief_propagation, bethe_log_z, exact, map_assignment
-from fgl.engines.structure import ChainStructure
+from fgl.engines.graph.factor_graph import FactorGraph
+from fgl.engines.graph.loopy import BPResult, belief_propagation, bethe_log_z, exact, map_assignment
+from fgl.engines.sequence.chain import pattern_marginals
+from fgl.engines.sequence.structure import ChainStructure
 
 TOL = 1e-8
 SETTINGS = settings(max_examples=80, deadline=None,
@@ -261,7 +261,7 @@ CHAIN_CASES = [(1, 3), (2, 2), (5, 3), (9, 4)]
 
 def chain_engine_case(T: int, n: int, rng):
     """A first-order chain of T positions, n labels, as a factor graph with
-    random log-potentials, and ``fgl.engines.chain``'s log Z and pattern
+    random log-potentials, and ``fgl.engines.sequence.chain``'s log Z and pattern
     marginals of the same model: patterns are every single label and every
     pair; pot[t, (a,)] = unary, pot[t, (a, b)] = pairwise potential between
     t-1 and t.  Returns (graph, log-potentials, factors, log Z, marginals)."""

@@ -9,7 +9,7 @@ import pytest
 from gradcheck import assert_gradient_matches_central_differences
 
 from fgl.api import CRF
-from fgl.engines.loopy_program import LoopyProgram
+from fgl.engines.graph.factor_graph_program import FactorGraphProgram
 from fgl.io.conll import Sentence
 from fgl.io.evaluate import evaluate
 from fgl.io.synth import segment_sequences
@@ -47,7 +47,7 @@ def test_on_a_chain_the_loopy_program_is_the_chain_program(infer):
     data = _data(length=7)   # 5 labels ^ 7 tokens: small enough to enumerate
     chain, cdata = compile_model(_spec(CHAIN.format(extra="", infer="")), data)
     loopy, ldata = compile_loopy_model(_spec(CHAIN.format(extra=NEVER, infer=infer)), data)
-    assert isinstance(loopy.program, LoopyProgram)
+    assert isinstance(loopy.program, FactorGraphProgram)
     assert all(g.is_tree() for g in ldata.graphs)
     rng = np.random.default_rng(0)
     w_chain = rng.normal(0, 1.0, chain.program.n_features)

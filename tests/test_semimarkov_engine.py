@@ -1,4 +1,4 @@
-"""The exact high-order semi-Markov engine (``fgl.engines.semimarkov``,
+"""The exact high-order semi-Markov engine (``fgl.engines.sequence.semimarkov``,
 Cuong et al. 2014 §2) at the level of potential tables, against exhaustive
 enumeration of every segmentation (with per-label length limits and with
 no two adjacent segments of one label), the shared oracle cases, and the
@@ -17,11 +17,16 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from fgl.engines import semimarkov as sm
-from fgl.engines import spans
-from fgl.engines.chain import _static_cumulative, _static_tables, pattern_marginals, viterbi
-from fgl.engines.semimarkov import segment_marginals, segment_viterbi
-from fgl.engines.structure import ChainStructure
+from fgl.engines.sequence import semimarkov as sm
+from fgl.engines.sequence import spans
+from fgl.engines.sequence.chain import (
+    _static_cumulative,
+    _static_tables,
+    pattern_marginals,
+    viterbi,
+)
+from fgl.engines.sequence.semimarkov import segment_marginals, segment_viterbi
+from fgl.engines.sequence.structure import ChainStructure
 
 RTOL, ATOL = 1e-9, 1e-12
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])

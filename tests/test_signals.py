@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from fgl import stopping
-from fgl.engines import loopy
-from fgl.engines.factor_graph import FactorGraph
+from fgl.engines.graph import loopy
+from fgl.engines.graph.factor_graph import FactorGraph
 from fgl.io.synth import write_segment_files
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and FIFOs")

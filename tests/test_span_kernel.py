@@ -1,4 +1,4 @@
-"""The shared span kernel (``fgl.engines.spans``) against the chain engine's
+"""The shared span kernel (``fgl.engines.sequence.spans``) against the chain engine's
 fast paths: one algorithm, several implementations, which must agree.
 
 At L = 1 the span kernel is the exact log-space chain recursion.  The chain
@@ -29,11 +29,11 @@ from brute_force import chain_dense_dp, chain_score
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from fgl.engines import chain, chain_program, semimarkov, spans
-from fgl.engines.chain_program import ChainProgram
-from fgl.engines.data import EncodedData
-from fgl.engines.semimarkov_program import SemiMarkovProgram
-from fgl.engines.structure import ChainStructure
+from fgl.engines.sequence import chain, chain_program, semimarkov, spans
+from fgl.engines.sequence.chain_program import ChainProgram
+from fgl.engines.sequence.encoded import EncodedData
+from fgl.engines.sequence.semimarkov_program import SemiMarkovProgram
+from fgl.engines.sequence.structure import ChainStructure
 
 RTOL, ATOL = 1e-9, 1e-12
 SCALES = [0.1, 1.0, 5.0, 30.0, 100.0, 300.0, 1000.0]

@@ -14,8 +14,8 @@ import pytest
 from fgl import registry
 from fgl.api import CRF
 from fgl.cli import main
-from fgl.engines.chain_program import ChainProgram
-from fgl.engines.semimarkov_program import SemiMarkovProgram
+from fgl.engines.sequence.chain_program import ChainProgram
+from fgl.engines.sequence.semimarkov_program import SemiMarkovProgram
 from fgl.errors import FglError
 from fgl.io.conll import Sentence
 from fgl.io.evaluate import evaluate

@@ -17,7 +17,7 @@ import pytest
 
 from fgl import registry
 from fgl.api import CRF
-from fgl.engines.loopy_program import LoopyData, LoopyProgram
+from fgl.engines.graph.factor_graph_program import FactorGraphData, FactorGraphProgram
 from fgl.io.conll import Sentence
 from fgl.lang.checks import validate
 from fgl.lang.parser import read_spec
@@ -88,7 +88,7 @@ def _inputs(sents: list[Sentence], n_out: int = 1) -> list[Sentence]:
     return [Sentence([r[:-n_out] for r in s.rows], s.lines, s.doc, s.file) for s in sents]
 
 
-def _skip_factors(data: LoopyData) -> int:
+def _skip_factors(data: FactorGraphData) -> int:
     """Factors over two variables that are not neighbouring positions."""
     n = 0
     for g in data.graphs:
@@ -101,7 +101,7 @@ def _skip_factors(data: LoopyData) -> int:
 def test_skip_chain_links_repeated_names_and_beats_the_linear_chain():
     train, test = skip_documents(24, seed=1), skip_documents(16, seed=2)
     crf = CRF(STDLIB / "skip_chain.fgl", max_iter=40).fit_sentences(train)
-    assert isinstance(crf.model.program, LoopyProgram)
+    assert isinstance(crf.model.program, FactorGraphProgram)
 
     data = crf.model.encode(test)
     assert data.n_sequences == 16            # `within document`: one instance per document
@@ -130,7 +130,7 @@ def test_skip_chain_links_repeated_names_and_beats_the_linear_chain():
     infer = text.index("infer", start)
     linear = text[:start] + text[text.index("\n", infer):]
     chain = CRF(linear, max_iter=40).fit_sentences(train)
-    assert not isinstance(chain.model.program, LoopyProgram)
+    assert not isinstance(chain.model.program, FactorGraphProgram)
     chain_pred = chain.predict_sentences(_inputs(test))
 
     def entity_acc(p):
@@ -177,7 +177,7 @@ def two_layer_sentences(n: int, seed: int) -> list[Sentence]:
 def test_factorial_crf_labels_both_layers():
     train, test = two_layer_sentences(60, seed=3), two_layer_sentences(30, seed=4)
     crf = CRF(STDLIB / "factorial.fgl", max_iter=40).fit_sentences(train)
-    assert isinstance(crf.model.program, LoopyProgram)
+    assert isinstance(crf.model.program, FactorGraphProgram)
     assert [layer.name for layer in crf.model.layers] == ["pos", "chunk"]
     data = crf.model.encode(test)
     assert sum(g.n_cycles() for g in data.graphs) > 0     # the ladder of two chains has loops
@@ -219,7 +219,7 @@ def test_relational_crf_classifies_linked_papers(tmp_path):
     train = citation_graphs(tmp_path / "train.jsonl", 30, seed=5)
     test = citation_graphs(tmp_path / "test.jsonl", 30, seed=6)
     crf = CRF(STDLIB / "relational.fgl", max_iter=60).fit_file(train)
-    assert isinstance(crf.model.program, LoopyProgram)
+    assert isinstance(crf.model.program, FactorGraphProgram)
     graphs, pred = crf.predict_file(test)
     gold = [g.column(-1) for g in graphs]
     acc = _accuracy(gold, pred)
@@ -270,7 +270,7 @@ def test_latent_crf_trains_by_marginal_likelihood():
     train, test = regime_sentences(40, seed=7), regime_sentences(30, seed=8)
     crf = CRF(STDLIB / "latent.fgl", max_iter=25).fit_sentences(train)
     prog = crf.model.program
-    assert isinstance(prog, LoopyProgram) and prog.has_hidden
+    assert isinstance(prog, FactorGraphProgram) and prog.has_hidden
     assert [layer.hidden for layer in crf.model.layers] == [False, True]
     rows = crf.training_log.iterations
     assert rows[-1]["objective"] < rows[0]["objective"]

@@ -17,7 +17,7 @@ from small_specs import FACTORIAL
 
 from fgl.api import CRF, _as_sentences
 from fgl.cli import main
-from fgl.engines.loopy import assignment_score
+from fgl.engines.graph.loopy import assignment_score
 from fgl.io.conll import write_conll
 from fgl.io.synth import segment_sequences
 

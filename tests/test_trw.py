@@ -1,4 +1,4 @@
-"""Tests of tree-reweighted BP, ``fgl.engines.trw`` (Wainwright, Jaakkola &
+"""Tests of tree-reweighted BP, ``fgl.engines.graph.trw`` (Wainwright, Jaakkola &
 Willsky 2005), at the level of log-potential tables.
 
 Oracles: ``brute`` of ``test_loopy_engine`` (every assignment, from the
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from test_loopy_engine import brute
 from trw_reference import reference_trw
 
-from fgl.engines.factor_graph import FactorGraph
-from fgl.engines.trw import appearance_probabilities, trw
+from fgl.engines.graph.factor_graph import FactorGraph
+from fgl.engines.graph.trw import appearance_probabilities, trw
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

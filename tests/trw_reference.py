@@ -1,5 +1,5 @@
 """A plain-numpy tree-reweighted BP, written independently of
-``fgl.engines.trw`` (dense tables, log space, parallel "flooding" updates
+``fgl.engines.graph.trw`` (dense tables, log space, parallel "flooding" updates
 with damping), for cross-checking it: the same counting numbers and the
 same fixed-point equations of Wainwright, Jaakkola & Willsky 2005 §5.2 on a
 factor graph, so both must reach the same unique fixed point."""

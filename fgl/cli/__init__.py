@@ -87,7 +87,7 @@ def _memory_budget(size: str | None):
 
 def _cap_jobs(args: argparse.Namespace) -> None:
     """``--jobs`` beyond the cores: every core, with a note."""
-    from fgl.engines.data import cores
+    from fgl.engines.parallel import cores
 
     jobs = getattr(args, "jobs", None)
     if isinstance(jobs, int) and jobs > cores():

@@ -22,7 +22,7 @@ an unlabelled node's gold value is -1, so the learner's gold side is the
 clamped program and the objective the marginal likelihood log Z(y_obs, x) -
 log Z(x) (Sutton & McCallum §1.4.3); its labels, configurations and
 features are read off the labelled nodes only.  Tagging such a graph clamps
-the given labels as evidence (``LoopyData.evidence``) and predicts the rest.
+the given labels as evidence (``FactorGraphData.evidence``) and predicts the rest.
 """
 from __future__ import annotations
 
@@ -51,10 +51,10 @@ from fgl.compile.frontend import (
     vocab_json,
 )
 from fgl.compile.pairs import estimate_pairs, linked_pairs
-from fgl.engines.data import map_instances
-from fgl.engines.factor_graph import FactorGraph
-from fgl.engines.junction_tree import junction_tree_plan
-from fgl.engines.loopy_program import LoopyData, LoopyProgram, clamp
+from fgl.engines.graph.factor_graph import FactorGraph
+from fgl.engines.graph.factor_graph_program import FactorGraphData, FactorGraphProgram, clamp
+from fgl.engines.graph.junction_tree import junction_tree_plan
+from fgl.engines.parallel import map_instances
 from fgl.errors import DataError
 from fgl.features.model_input import check_model_input
 from fgl.features.observations import ObservationCompiler, TemplateAttributes, sentence_columns
@@ -256,7 +256,7 @@ class FactorGraphModel:
     """A general CRF (Sutton & McCallum §1.4, §1.5): a factor graph per
     instance, run by the exact junction tree where its cliques are small
     (Koller & Friedman 2009 ch. 10), loopy belief propagation, TRP or
-    enumeration (``fgl.engines.loopy_program``); the ``fgl.model.Model``
+    enumeration (``fgl.engines.graph.factor_graph_program``); the ``fgl.model.Model``
     interface."""
 
     engine: ClassVar[str] = "factor graph"
@@ -270,9 +270,10 @@ class FactorGraphModel:
         self.feat_sigma = feature_sigma(templates, vocabs, row_ptr)
         cards = [int(np.prod([len(layers[li].labels) for li in t.layers])) for t in templates]
         method, settings = infer_settings(spec)
-        self.program = LoopyProgram(row_ptr, feat_config, row_templates(vocabs, len(row_ptr) - 1),
-                                    np.array(cards, dtype=np.int64), method, settings,
-                                    any(layer.hidden for layer in layers))
+        self.program = FactorGraphProgram(row_ptr, feat_config,
+                                          row_templates(vocabs, len(row_ptr) - 1),
+                                          np.array(cards, dtype=np.int64), method, settings,
+                                          any(layer.hidden for layer in layers))
         self.unroller = Unroller.for_spec(spec, base_dir, layers, lexicons)
 
     @property
@@ -296,7 +297,7 @@ class FactorGraphModel:
 
     # ------------------------------------------------------------ encoding
 
-    def encode(self, sentences: Sequence[Sentence], with_gold: bool = False) -> LoopyData:
+    def encode(self, sentences: Sequence[Sentence], with_gold: bool = False) -> FactorGraphData:
         """Unroll and encode sentences; refused, before unrolling, when
         inference over them would exceed the memory budget.  The given
         labels of a partially labelled graph are its ``evidence``, which
@@ -320,7 +321,7 @@ class FactorGraphModel:
         return data
 
     def _encode(self, instances: list[Instance], unrolled: list, golds: list[np.ndarray]
-                ) -> LoopyData:
+                ) -> FactorGraphData:
         """Factor graphs and factor attribute rows of the instances."""
         graphs, fac_ptr, rows, vals, fac_tpl, inst_fptr = [], [0], [], [], [], [0]
         for inst, factors in zip(instances, unrolled):
@@ -337,7 +338,7 @@ class FactorGraphModel:
                 fac_ptr.append(len(rows))
                 fac_tpl.append(ti)
             inst_fptr.append(inst_fptr[-1] + len(factors))
-        return LoopyData(graphs, np.array(inst_fptr, dtype=np.int64),
+        return FactorGraphData(graphs, np.array(inst_fptr, dtype=np.int64),
                          np.array(fac_ptr, dtype=np.int64), np.array(rows, dtype=np.int64),
                          np.array(vals, dtype=np.float64), np.array(fac_tpl, dtype=np.int64),
                          golds, [i.size for i in instances], instances)
@@ -348,7 +349,7 @@ class FactorGraphModel:
     def _outputs(self) -> list[int]:
         return [k for k, layer in enumerate(self.layers) if not layer.hidden]
 
-    def _per_sentence(self, data: LoopyData, per_instance: list, fn) -> list[list]:
+    def _per_sentence(self, data: FactorGraphData, per_instance: list, fn) -> list[list]:
         """``fn(layer-major values of instance i reshaped [layers, n], a, b)``
         for every output layer of every sentence [a, b) of every instance."""
         out = []
@@ -358,7 +359,7 @@ class FactorGraphModel:
                 out.append([fn(k, values[k, a:b]) for k in self._outputs])
         return out
 
-    def decode(self, w: np.ndarray, data: LoopyData, jobs: int) -> Predictions:
+    def decode(self, w: np.ndarray, data: FactorGraphData, jobs: int) -> Predictions:
         dec = self.program.decode(w, data, jobs)
         for state, ev in zip(dec.assignments, _evidence(data)):
             if ev is not None:   # (also a given node in no factor keeps its label)
@@ -367,7 +368,7 @@ class FactorGraphModel:
                                     lambda k, ids: [self.layers[k].labels[i] for i in ids])
         return Predictions([self.layers[k].name for k in self._outputs], labels, dec.stats)
 
-    def marginals(self, w: np.ndarray, data: LoopyData, jobs: int) -> TokenMarginals:
+    def marginals(self, w: np.ndarray, data: FactorGraphData, jobs: int) -> TokenMarginals:
         m = self.program.marginals(w, data, jobs)
         beliefs = [_stack(b) for b in m.per_instance]
         for b, ev in zip(beliefs, _evidence(data)):
@@ -380,10 +381,10 @@ class FactorGraphModel:
         outs = [self.layers[k] for k in self._outputs]
         return TokenMarginals([o.name for o in outs], [o.labels for o in outs], probs, m.stats)
 
-    def log_partition(self, w: np.ndarray, data: LoopyData, jobs: int) -> np.ndarray:
+    def log_partition(self, w: np.ndarray, data: FactorGraphData, jobs: int) -> np.ndarray:
         return self.program.log_partition(w, data, jobs)
 
-    def unlabelled(self, data: LoopyData) -> int:
+    def unlabelled(self, data: FactorGraphData) -> int:
         """Output-layer variables of ``data`` without a gold label (the
         unlabelled nodes of partially labelled graphs, counted per layer)."""
         out = 0
@@ -392,7 +393,7 @@ class FactorGraphModel:
                 out += int((g[k * n:(k + 1) * n] < 0).sum())
         return out
 
-    def segment_confidences(self, w: np.ndarray, data: LoopyData, jobs: int,
+    def segment_confidences(self, w: np.ndarray, data: FactorGraphData, jobs: int,
                                 tags: list[list[list[str]]], schemes: list[str],
                                 ignore: tuple[str, ...]) -> Confidences:
         """Chunks of every output layer's tags, clamped as evidence: log Z of
@@ -430,7 +431,7 @@ class FactorGraphModel:
         return np.bincount(self.program.row_template, weights=np.diff(self.program.row_ptr),
                            minlength=len(self.templates)).astype(np.int64).tolist()
 
-    def footprint(self, data: LoopyData, jobs: int | None = None) -> Footprint:
+    def footprint(self, data: FactorGraphData, jobs: int | None = None) -> Footprint:
         """The memory training on ``data`` takes, from its factor graphs and
         (``infer auto`` / ``junction_tree``) their junction-tree plans,
         which are made here and kept on the graphs for training."""
@@ -459,7 +460,7 @@ class FactorGraphModel:
             out.append(labels[y])
         return tuple(reversed(out))
 
-    def describe(self, data: LoopyData | None = None) -> list[str]:
+    def describe(self, data: FactorGraphData | None = None) -> list[str]:
         method, settings = self.program.method, self.program.settings
         knobs = ", ".join(f"{k} = {v}" for k, v in settings.items())
         lines = [
@@ -503,7 +504,7 @@ class FactorGraphModel:
             lines.append(self.footprint(data).line())
         return lines
 
-    def _trw_summary(self, data: LoopyData) -> str:
+    def _trw_summary(self, data: FactorGraphData) -> str:
         """What `infer trw` makes of the instances: where ρ comes from, its
         range over the factors of two or more variables, and the decoder."""
         s = self.program.settings
@@ -544,7 +545,7 @@ class FactorGraphModel:
     @classmethod
     def compile(cls, spec: ast.Spec, sentences: Sequence[Sentence], base_dir: Path | None = None,
                 overrides: dict | None = None, source: str = "<train>",
-                ) -> tuple["FactorGraphModel", LoopyData]:
+                ) -> tuple["FactorGraphModel", FactorGraphData]:
         """Compile a general CRF against training data: lay out and unroll
         every instance once, then read the templates' configurations and
         features off the gold assignments.  The model's memory is estimated
@@ -649,7 +650,7 @@ def junction_tree_summary(method: str, settings: dict, graphs: list[FactorGraph]
     return lines
 
 
-def _evidence(data: LoopyData) -> list:
+def _evidence(data: FactorGraphData) -> list:
     """Per instance, the labels given as evidence (-1: free), or None."""
     return data.evidence if data.evidence is not None else [None] * data.n_sequences
 

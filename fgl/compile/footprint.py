@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fgl.compile.budget import budget_source, format_size, memory_budget
-from fgl.engines.data import resolve_jobs
+from fgl.engines.parallel import resolve_jobs
 from fgl.errors import SpecError
 from fgl.lang import ast
 
@@ -39,7 +39,7 @@ PY_PER_FACTOR, PY_PER_VARIABLE, PY_PER_ITEM, BYTES_PER_ITEM_LISTED = 150, 40, 13
 BP_CACHE_PER_EDGE = 40
 # one transition s = p·y of a chain or segment model's state machine while
 # ``ChainStructure.build`` makes it (its label tuple, index entry and the
-# seven tables; tracemalloc peak 210-310 bytes: fgl.engines.structure)
+# seven tables; tracemalloc peak 210-310 bytes: fgl.engines.sequence.structure)
 PY_PER_TRANSITION = 320
 # one span unit's transient arrays while a sentence's units are made, per
 # template (pointers, counts, item positions) and in all (unit numbers, sentence
@@ -148,7 +148,7 @@ def sequence_footprint(features: list[int], notes: list[str], advice: str, *, at
     ``units`` and the units' attribute rows, and per thread the
     forward-backward scratch of the ``longest`` sequence (α, β, marginals
     and potentials over |P| forward and |S| = |P|·n backward states per
-    unit: ``fgl.engines.spans.workspace``)."""
+    unit: ``fgl.engines.sequence.spans.workspace``)."""
     threads = _threads(jobs, n_sequences)
     per_feature = BYTES_PER_FEATURE + 8 * (threads - 1)
     S = n_forward * n_labels

@@ -56,11 +56,11 @@ from fgl.compile.frontend import (
     vocab_json,
 )
 from fgl.compile.segmentation import segments_from_tags, tags_from_segments
-from fgl.engines import constrained
-from fgl.engines.chain_program import ChainProgram
-from fgl.engines.data import EncodedData, unit_ones
-from fgl.engines.semimarkov_program import SemiMarkovProgram
-from fgl.engines.structure import ChainStructure
+from fgl.engines.sequence import constrained
+from fgl.engines.sequence.chain_program import ChainProgram
+from fgl.engines.sequence.encoded import EncodedData, unit_ones
+from fgl.engines.sequence.semimarkov_program import SemiMarkovProgram
+from fgl.engines.sequence.structure import ChainStructure
 from fgl.errors import DataError
 from fgl.features.model_input import check_model_input
 from fgl.features.observations import TemplateAttributes, sentence_columns

@@ -30,7 +30,7 @@ import numpy as np
 from fgl import registry
 from fgl.compile.frontend import Layer, TemplatePlan, label_id
 from fgl.compile.sequence import UnitRows
-from fgl.engines.data import EncodedData
+from fgl.engines.sequence.encoded import EncodedData
 from fgl.errors import DataError
 from fgl.features.observations import TemplateAttributes, sentence_columns
 from fgl.lang import ast

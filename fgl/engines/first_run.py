@@ -24,14 +24,15 @@ from typing import TextIO
 # the kernels whose cache decides, per engine and task, and the seconds their first
 # compilation takes (measured as above; a rough guide, shown as "~N s")
 _KERNELS = {
-    ("chain", "train"): ("fgl.engines.chain", ("_expectations_factored", "_expectations_scaled"),
-                         8),
-    ("chain", "tag"): ("fgl.engines.chain", ("batch_viterbi",), 5),
-    ("segments", "train"): ("fgl.engines.semimarkov",
+    ("chain", "train"): ("fgl.engines.sequence.chain",
+                         ("_expectations_factored", "_expectations_scaled"), 8),
+    ("chain", "tag"): ("fgl.engines.sequence.chain", ("batch_viterbi",), 5),
+    ("segments", "train"): ("fgl.engines.sequence.semimarkov",
                             ("_expectations_factored", "_expectations_scaled"), 12),
-    ("segments", "tag"): ("fgl.engines.semimarkov", ("batch_viterbi",), 6),
-    ("factor graph", "train"): ("fgl.engines.loopy_program", ("_feature_expectations",), 10),
-    ("factor graph", "tag"): ("fgl.engines.loopy_program", ("_factor_tables",), 8),
+    ("segments", "tag"): ("fgl.engines.sequence.semimarkov", ("batch_viterbi",), 6),
+    ("factor graph", "train"): ("fgl.engines.graph.factor_graph_program",
+                                ("_feature_expectations",), 10),
+    ("factor graph", "tag"): ("fgl.engines.graph.factor_graph_program", ("_factor_tables",), 8),
 }
 _noted: set[tuple[str, str]] = set()
 

@@ -87,7 +87,7 @@ class Marginals:
 
 class Program(Protocol):
     """The engine interface (``ChainProgram``, ``SemiMarkovProgram``,
-    ``LoopyProgram``).  ``data`` is the engine's own encoded batch."""
+    ``FactorGraphProgram``).  ``data`` is the engine's own encoded batch."""
 
     n_features: int
     has_hidden: bool

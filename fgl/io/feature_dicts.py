@@ -252,14 +252,14 @@ class FeatureDictSpec:
     def encode(self, seqs: Sequence[tuple[int, Sequence[object]]],
                vocabs: list[dict[str, int]]):
         """Sequences ``(index, tokens)`` of feature dicts encoded for the
-        trained chain program (``fgl.engines.data.EncodedData``) straight
+        trained chain program (``fgl.engines.sequence.encoded.EncodedData``) straight
         from the model's vocabularies — the attributes ``rows`` would write
         and the spec's observations read back, without the text between:
         per token the bag attributes the model knows (a repeat adds 1, a
         whole number at predict time adds that many, as ``rows``) in order
         of first appearance, then the weighted attributes in column order.
         ``index`` numbers a sequence in errors."""
-        from fgl.engines.data import EncodedData, unit_ones
+        from fgl.engines.sequence.encoded import EncodedData, unit_ones
 
         bag = vocabs[0]
         numeric_row = {}

@@ -78,7 +78,7 @@ class SettingDef:
 
 
 _LEARNER = "learner: {} (fgl.learn.learner)"
-_ENGINE = "{} engine: {} (fgl.engines.loopy_program)"
+_ENGINE = "{} engine: {} (fgl.engines.graph.factor_graph_program)"
 _COMPILERS = "compilers: {} (fgl.compile.sequence, fgl.compile.factor_graphs)"
 _INDUCTION = "feature induction: {} (fgl.learn.induction)"
 
@@ -217,7 +217,7 @@ SETTINGS: tuple[SettingDef, ...] = (
                _ENGINE.format("TRP", "number of spanning trees"),
                "the most spanning trees of the TRP schedule (Sutton & McCallum §1.5.1); "
                "absent: as many as cover every edge"),
-    # tree-reweighted BP (fgl.engines.trw): the loopy rows' shape, plus its own knobs
+    # tree-reweighted BP (fgl.engines.graph.trw): the loopy rows' shape, plus its own knobs
     SettingDef("infer trw", "damping", DAMPING, 0.0,
                _ENGINE.format("TRW", "message damping (start)"),
                "keep this share of each old message (0: none); raised by itself when a window "

@@ -47,7 +47,7 @@ import numpy as np
 
 from fgl.compile.frontend import loc_error
 from fgl.compile.sequence import ChainModel
-from fgl.engines.data import EncodedData
+from fgl.engines.sequence.encoded import EncodedData
 from fgl.errors import FglError
 from fgl.lang import ast
 from fgl.learn.learner import TrainingLog

@@ -53,7 +53,7 @@ import numpy as np
 from numba import njit
 
 from fgl.compile.conjunctions import conjunction_key
-from fgl.engines.data import EncodedData
+from fgl.engines.sequence.encoded import EncodedData
 from fgl.errors import SpecError
 from fgl.lang.settings import block_settings
 from fgl.learn.learner import TrainingLog, train_lbfgs

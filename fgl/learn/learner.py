@@ -52,7 +52,7 @@ from numba import njit
 from threadpoolctl import threadpool_limits
 
 from fgl import stopping
-from fgl.engines.data import resolve_jobs
+from fgl.engines.parallel import resolve_jobs
 from fgl.engines.program import InferenceStats, Program
 from fgl.errors import FglError, TrainingError
 from fgl.learn.checkpoint import TrainingState

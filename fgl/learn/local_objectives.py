@@ -23,9 +23,9 @@ import numpy as np
 from numba import njit
 
 from fgl import stopping
-from fgl.engines import data as engine_data
-from fgl.engines.data import blocks, ordered_reduce, resolve_jobs
-from fgl.engines.loopy_program import LoopyData, LoopyProgram
+from fgl.engines import parallel
+from fgl.engines.graph.factor_graph_program import FactorGraphData, FactorGraphProgram
+from fgl.engines.parallel import blocks, ordered_reduce, resolve_jobs
 from fgl.errors import FglError
 from fgl.learn.learner import add_prior, inverse_variance
 
@@ -90,8 +90,8 @@ class LocalObjective:
 
     KINDS = ("piecewise", "pseudo_likelihood")
 
-    def __init__(self, kind: str, program: LoopyProgram, data: LoopyData, sigma: np.ndarray,
-                 jobs: int = 0):
+    def __init__(self, kind: str, program: FactorGraphProgram, data: FactorGraphData,
+                 sigma: np.ndarray, jobs: int = 0):
         if kind not in self.KINDS:
             raise ValueError(f"unknown local objective '{kind}'")
         if program.has_hidden:
@@ -124,9 +124,9 @@ class LocalObjective:
 
     def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
         # blocks fixed by the data, their sums added in order: the same bits for any jobs
-        # (fgl.engines.data.ordered_reduce)
+        # (fgl.engines.parallel.ordered_reduce)
         cuts = blocks(np.concatenate([[0], np.cumsum([g.n_table for g in self.data.graphs])]),
-               engine_data.GRAPH_BLOCK_COST)
+               parallel.GRAPH_BLOCK_COST)
         grad = np.zeros(self.program.n_features)
         total = [0.0]
 

@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from fgl import stopping
-from fgl.engines.data import EncodedData
+from fgl.engines.sequence.encoded import EncodedData
 from fgl.errors import FglError
 from fgl.learn.learner import TrainingLog
 
@@ -56,7 +56,7 @@ class _Runs:
 
 
 class _Graphs:
-    """The same for factor-graph programs (``LoopyData``): one instance at a
+    """The same for factor-graph programs (``FactorGraphData``): one instance at a
     time, decoded by the program's max-product inference."""
 
     def __init__(self, program, data):

@@ -4,7 +4,7 @@
 The confidence of an extracted segment is P(y_u..y_v = the predicted labels | x)
 = Z_constrained / Z, where the constrained lattice admits only labellings that
 take the predicted labels at positions u..v.  Written over the span lattice of
-``fgl.engines.spans`` (a chain is the case L = 1), a clamp is a run of
+``fgl.engines.sequence.spans`` (a chain is the case L = 1), a clamp is a run of
 consecutive spans (start, length, label): one span per token for a chain
 chunk, the one segment (u, d, y) for a semi-Markov model.  Clamping a span
 to label y keeps, from every forward state p, only the transition p·y —
@@ -24,9 +24,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from fgl.engines import spans
-from fgl.engines.semimarkov import engine_structure, label_order
-from fgl.engines.structure import ChainStructure
+from fgl.engines.sequence import spans
+from fgl.engines.sequence.semimarkov import engine_structure, label_order
+from fgl.engines.sequence.structure import ChainStructure
 
 
 @njit(cache=True, nogil=True)
@@ -128,7 +128,7 @@ def segment_confidences(st: ChainStructure, pot: np.ndarray,
     """P(the segmentation contains segment (u, v) labelled y | x) for every
     ``(u, v, y)`` (inclusive), potentials ``pot[u, d-1, z]`` (shape [T, L,
     |Z|]); ``max_len`` and ``distinct`` as in
-    ``fgl.engines.semimarkov.segment_marginals``."""
+    ``fgl.engines.sequence.semimarkov.segment_marginals``."""
     pot = np.asarray(pot, dtype=np.float64)
     T, L, _ = pot.shape
     limits = (np.full(st.n_labels, L, dtype=np.int64) if max_len is None

@@ -3,7 +3,7 @@
 A general CRF instance — a linear chain plus skip edges (Sutton & McCallum §1.5.1),
 or any other set of factors over discrete output variables — is compiled once
 into the integer tables below and reused across training iterations; the
-inference kernels of ``fgl.engines.loopy`` only ever see these arrays and a
+inference kernels of ``fgl.engines.graph.loopy`` only ever see these arrays and a
 flat array of log-potentials.
 
 Layout

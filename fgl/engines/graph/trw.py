@@ -27,7 +27,7 @@ Messages.  With cavity messages n_{v->f} = b_v / M_{f->v},
 
 (θ_v: the variable's unary factors; ⊕ = Σ for the bound and the marginals,
 max for reweighted max-product — one kernel, parameterised like
-``fgl.engines.bp_scaled``'s).  These are the fixed-point equations of
+``fgl.engines.graph.bp_scaled``'s).  These are the fixed-point equations of
 Wainwright et al. 2005 §5.2 written on a factor graph; ρ ≡ 1 gives ordinary
 BP.  Messages are stored in log space, normalised.
 
@@ -35,7 +35,7 @@ Schedule.  A sweep visits the variables in index order (the next sweep in
 reverse) and renews every message M_{f->v} into the visited variable v from
 the cavities n_{u->f} of f's other variables (one exponential per entry,
 from the running log beliefs), in the probability domain by the scaled
-kernels of ``fgl.engines.bp_scaled`` (falling back to log-sum-exp when a
+kernels of ``fgl.engines.graph.bp_scaled`` (falling back to log-sum-exp when a
 message underflows), then adds ρ_f·ΔM to v's log belief.  Renewing all the
 messages into one variable at once is the norm-product order of Hazan &
 Shashua (2010, §5): an exact block-coordinate step on the dual of the
@@ -61,9 +61,9 @@ import numpy as np
 from numba import njit
 
 from fgl import stopping
-from fgl.engines import bp_scaled
-from fgl.engines.factor_graph import FactorGraph, _find
-from fgl.engines.loopy import (
+from fgl.engines.graph import bp_scaled
+from fgl.engines.graph.factor_graph import FactorGraph, _find
+from fgl.engines.graph.loopy import (
     BPResult,
     _backtrack,
     _factor_message,

@@ -1,7 +1,7 @@
 """Belief propagation in the probability domain with scaled messages — the
-fast path of ``fgl.engines.loopy`` (Sutton & McCallum §1.4.4, §1.4.6).
+fast path of ``fgl.engines.graph.loopy`` (Sutton & McCallum §1.4.4, §1.4.6).
 
-The same updates as the log-space kernels of ``fgl.engines.loopy``, on
+The same updates as the log-space kernels of ``fgl.engines.graph.loopy``, on
 potentials ψ_f = exp(θ_f - max θ_f) and messages normalised to sum 1 (max 1
 for max-product) — the scaling remedy of Sutton & McCallum §1.4.6, as the
 chain engine's scaled forward-backward uses it.  A factor->variable message

@@ -31,7 +31,7 @@ change of any message within one pass drops below ``tol``:
   tree, messages on edges outside the tree held fixed as extra inputs.
 
 Both schedules are integer arrays built by
-``fgl.engines.factor_graph.FactorGraph``;
+``fgl.engines.graph.factor_graph.FactorGraph``;
 the kernels below run them over the flat arrays.
 """
 from __future__ import annotations
@@ -43,8 +43,8 @@ import numpy as np
 from numba import njit
 
 from fgl import stopping
-from fgl.engines import bp_scaled
-from fgl.engines.factor_graph import FactorGraph
+from fgl.engines.graph import bp_scaled
+from fgl.engines.graph.factor_graph import FactorGraph
 
 NEG_INF = -np.inf
 
@@ -350,7 +350,7 @@ def belief_propagation(graph: FactorGraph, log_pot: np.ndarray, *, schedule: str
 
     On a forest, TRP (default trees, undamped) stops after its one exact
     pass, reporting residual 0.  The scaled probability-domain kernels of
-    ``fgl.engines.bp_scaled`` run first; when a message underflows there (or
+    ``fgl.engines.graph.bp_scaled`` run first; when a message underflows there (or
     ``log_domain`` is set) the log-space kernels of this module run instead,
     from the same start."""
     log_pot = check_potentials(graph, log_pot)
@@ -387,7 +387,7 @@ def belief_propagation(graph: FactorGraph, log_pot: np.ndarray, *, schedule: str
 
 def _run_scaled(g: FactorGraph, log_pot, sched_edge, sched_dir, flooding, use_max, damping, tol,
                 max_iter, fv, vf) -> BPResult | None:
-    """BP by ``fgl.engines.bp_scaled``; None when a normaliser failed."""
+    """BP by ``fgl.engines.graph.bp_scaled``; None when a normaliser failed."""
     M = int(g.msg_ptr[-1])
     msgs = np.empty(2 * M)  # factor->variable messages, then variable->factor ones
     if fv is None:  # uniform, normalised

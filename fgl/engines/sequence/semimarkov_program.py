@@ -4,8 +4,8 @@
 its length limits and feature table over span attributes, and answers the
 learner's and the models' questions over ``EncodedData`` (m units per token,
 m >= the longest span any of its sequences can hold) with the batch
-kernels of ``fgl.engines.semimarkov`` and the span kernel's gold-count
-walk (``fgl.engines.spans``).  The kernels number labels by non-increasing
+kernels of ``fgl.engines.sequence.semimarkov`` and the span kernel's gold-count
+walk (``fgl.engines.sequence.spans``).  The kernels number labels by non-increasing
 length limit; the program translates gold labels in and decoded labels
 out.
 """
@@ -16,11 +16,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from fgl.engines import semimarkov, spans
-from fgl.engines.chain_program import ChainProgram
-from fgl.engines.data import EncodedData, dense_block_sums, run_parallel, sequence_log_z
 from fgl.engines.program import Decoding, Expectations, Marginals
-from fgl.engines.structure import ChainStructure
+from fgl.engines.sequence import semimarkov, spans
+from fgl.engines.sequence.chain_program import ChainProgram
+from fgl.engines.sequence.encoded import EncodedData, dense_block_sums, run_parallel, sequence_log_z
+from fgl.engines.sequence.structure import ChainStructure
 
 
 @dataclass

@@ -1,13 +1,13 @@
 """Exact pattern-sparse chain engine (Ye et al. 2009 §3; Cuong et al. 2014 §2 with L = 1).
 
 The model's label patterns define forward states P and transitions S = P x Y
-(``fgl.engines.structure.ChainStructure``): forward, backward, transition
+(``fgl.engines.sequence.structure.ChainStructure``): forward, backward, transition
 marginals and Viterbi cost O(|P|·n) per position, O(T·n·|P|) per sequence —
 never O(T·n^k).  Pattern marginals P(y_{t-|z|+1..t} = z | x) are transition
 marginals accumulated up the parent tree (Cuong et al. 2014 §2.3.2).
 
 The exact log-space recursion, in both semirings, is the span kernel
-(``fgl.engines.spans``) at L = 1 — a [T, |Z|] potential table is a
+(``fgl.engines.sequence.spans``) at L = 1 — a [T, |Z|] potential table is a
 [T, 1, |Z|] view: it gives the MAP labelling and the gold counts, and log Z
 and marginals whenever the fast paths below would not be exact.
 
@@ -27,7 +27,7 @@ checks that decide when to fall back (the constants below), and the batch
 kernels choose between them per sequence; apart, the rule for when the fast
 paths are exact would be spread over modules.
 
-``ChainStructure`` (``fgl.engines.structure``) types the potential-table
+``ChainStructure`` (``fgl.engines.sequence.structure``) types the potential-table
 API's arguments.
 """
 from __future__ import annotations
@@ -37,8 +37,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from fgl.engines import spans
-from fgl.engines.structure import ChainStructure
+from fgl.engines.sequence import spans
+from fgl.engines.sequence.structure import ChainStructure
 
 # The scaled path is trusted only while every non-zero product stays inside
 # [_TINY, _HUGE] and every transition's exp(Ψ - shift) inside
@@ -566,7 +566,7 @@ def viterbi(st: ChainStructure, pot: np.ndarray) -> tuple[np.ndarray, float]:
 # once (``dynamic`` False) — CRFsuite's trick for transition weights.
 # Frequent rows whose features all have single-label patterns are *dense*
 # (``row_dense[r]`` >= 0): scored and counted as one vector over the labels
-# (``fgl.engines.chain_program.ChainProgram._dense_rows``).  The gold counts
+# (``fgl.engines.sequence.chain_program.ChainProgram._dense_rows``).  The gold counts
 # are the span kernel's (``spans.gold_counts`` with L = 1).
 
 

@@ -60,8 +60,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from fgl.engines.factor_graph import FactorGraph
-from fgl.engines.loopy import BPResult, assignment_score, check_potentials
+from fgl.engines.graph.factor_graph import FactorGraph
+from fgl.engines.graph.loopy import BPResult, assignment_score, check_potentials
 
 _CACHE_KEY = "junction_tree"
 
@@ -588,7 +588,7 @@ def junction_tree(graph: FactorGraph, log_pot: np.ndarray, *, use_max: bool = Fa
                   max_table: int | None = None) -> BPResult:
     """Exact sum- or max-product inference by clique-tree calibration
     (Koller & Friedman 2009 ch. 10; Sutton & McCallum §1.4.4), as a
-    ``BPResult`` like ``fgl.engines.loopy.exact``'s.
+    ``BPResult`` like ``fgl.engines.graph.loopy.exact``'s.
 
     Sum-product: ``log_z`` is the exact log partition function, beliefs the
     exact marginals (each block summing to 1), ``map_state`` None.

@@ -6,7 +6,7 @@ pattern z matches at segment j when the labels of segments j-|z|+1..j equal
 z, and contributes the potential of z on segment j's span.  With
 ``distinct`` no two adjacent segments share a label (a run of one label is
 one segment).  Inference runs the state machine of the segment labels
-(``fgl.engines.structure.ChainStructure``) over spans: O(T·|P|·Σ_y L_y) per
+(``fgl.engines.sequence.structure.ChainStructure``) over spans: O(T·|P|·Σ_y L_y) per
 pass (Cuong et al. 2014 §2.5, with per-label limits L_y).  With L = 1 it is
 exactly the chain engine.
 
@@ -17,11 +17,11 @@ transitions and the loops over them stay contiguous.
 
 The sum-product recursion has two implementations:
 
-* the span kernel (``fgl.engines.spans``) in log space: exact for any
+* the span kernel (``fgl.engines.sequence.spans``) in log space: exact for any
   potentials; it also decodes (max semiring) and is the fallback;
 * the scaled path (training and marginals): probability-domain vectors
   normalised at every end position, their log scales kept (Sutton &
-  McCallum §1.4.6, as in ``fgl.engines.chain``).  Span (u, d) carries its
+  McCallum §1.4.6, as in ``fgl.engines.sequence.chain``).  Span (u, d) carries its
   transition factors exp(Ψ - m(u, d)), m its largest label potential, with
   weight exp(m(u, d) - σ_u - ... - σ_{u+d-1}), σ_t the largest label
   potential of the one-token span at t: one-token spans have weight 1 and
@@ -48,8 +48,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from fgl.engines import chain, spans
-from fgl.engines.chain import (
+from fgl.engines.sequence import chain, spans
+from fgl.engines.sequence.chain import (
     _HUGE,
     _MAX_EXPONENT,
     _MIN_EXPONENT,
@@ -60,7 +60,7 @@ from fgl.engines.chain import (
     extend_blocks,
     label_exps,
 )
-from fgl.engines.structure import ChainStructure
+from fgl.engines.sequence.structure import ChainStructure
 
 # the scaled path is kept when the mass its skipped and underflowing
 # products can carry stays below this share of Z

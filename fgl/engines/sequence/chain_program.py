@@ -2,8 +2,8 @@
 
 ``ChainProgram`` holds one model's pattern state machine and feature table
 and answers the learner's and the models' questions over ``EncodedData``
-with the batch kernels of ``fgl.engines.chain`` (and the gold-count walk of
-``fgl.engines.spans``), in parallel over runs of sequences.
+with the batch kernels of ``fgl.engines.sequence.chain`` (and the gold-count walk of
+``fgl.engines.sequence.spans``), in parallel over runs of sequences.
 """
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from fgl.engines import chain, spans
-from fgl.engines.data import EncodedData, dense_block_sums, run_parallel, sequence_log_z
 from fgl.engines.program import Decoding, Expectations, Marginals
-from fgl.engines.structure import ChainStructure
+from fgl.engines.sequence import chain, spans
+from fgl.engines.sequence.encoded import EncodedData, dense_block_sums, run_parallel, sequence_log_z
+from fgl.engines.sequence.structure import ChainStructure
 
 # the dense rows' weights of a chain program stay within this many bytes (L2)
 DENSE_BYTES = 512 * 1024

@@ -27,10 +27,10 @@ import numpy as np
 from numba import njit
 
 from fgl import stopping
-from fgl.engines import data as engine_data
-from fgl.engines import junction_tree, loopy, trw
-from fgl.engines.data import blocks, map_instances, ordered_reduce
-from fgl.engines.factor_graph import FactorGraph
+from fgl.engines import parallel
+from fgl.engines.graph import junction_tree, loopy, trw
+from fgl.engines.graph.factor_graph import FactorGraph
+from fgl.engines.parallel import blocks, map_instances, ordered_reduce
 from fgl.engines.program import Decoding, Expectations, InferenceStats, Marginals
 from fgl.errors import FglError
 
@@ -45,7 +45,7 @@ class RunSummary(NamedTuple):
 
 
 @dataclass
-class LoopyData:
+class FactorGraphData:
     """Instances as factor graphs plus the CSR of each factor's attributes."""
 
     graphs: list[FactorGraph]
@@ -134,7 +134,7 @@ MOST_DAMPING = 0.9
 @dataclass
 class WarmStart:
     """BP state a caller carries from one evaluation of a data set to the
-    next (made by ``LoopyProgram.warm_start``, owned by the caller, e.g. the
+    next (made by ``FactorGraphProgram.warm_start``, owned by the caller, e.g. the
     learner's ``Objective``; one per data set and per clamped/unclamped
     program, since their fixed points differ).
 
@@ -217,7 +217,7 @@ def _too_big(graph: FactorGraph, max_table: int) -> str:
 
 
 @dataclass
-class LoopyProgram:
+class FactorGraphProgram:
     """Feature k belongs to attribute row r when ``row_ptr[r] <= k <
     row_ptr[r+1]`` and weights configuration ``feat_config[k]`` of its
     factor's table."""
@@ -240,7 +240,7 @@ class LoopyProgram:
         rows = np.repeat(np.arange(len(self.row_ptr) - 1), np.diff(self.row_ptr))
         return np.asarray(self.template_size, dtype=np.int64)[self.row_template[rows]]
 
-    def factor_tables(self, w: np.ndarray, data: LoopyData, i: int) -> np.ndarray:
+    def factor_tables(self, w: np.ndarray, data: FactorGraphData, i: int) -> np.ndarray:
         """The flat log-potential tables θ_f of instance i."""
         g = data.graphs[i]
         out = np.empty(g.n_table)
@@ -249,7 +249,7 @@ class LoopyProgram:
                        w, out)
         return out
 
-    def evidence_tables(self, w: np.ndarray, data: LoopyData, i: int) -> np.ndarray:
+    def evidence_tables(self, w: np.ndarray, data: FactorGraphData, i: int) -> np.ndarray:
         """``factor_tables`` clamped to instance i's ``data.evidence``, if any."""
         table = self.factor_tables(w, data, i)
         ev = data.evidence[i] if data.evidence is not None else None
@@ -258,7 +258,7 @@ class LoopyProgram:
             clamp(g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, ev, table)
         return table
 
-    def add_counts(self, data: LoopyData, i: int, table_weights: np.ndarray,
+    def add_counts(self, data: FactorGraphData, i: int, table_weights: np.ndarray,
                    out: np.ndarray) -> None:
         """out[k] += Σ over instance i's factors of value · table_weights at
         feature k's configuration (``table_weights`` in the flat layout of
@@ -269,7 +269,7 @@ class LoopyProgram:
                               data.fac_ptr, data.fac_row, data.fac_val, self.row_ptr,
                               self.feat_config, table_weights, out)
 
-    def warm_start(self, data: LoopyData, carry: bool = True) -> WarmStart | None:
+    def warm_start(self, data: FactorGraphData, carry: bool = True) -> WarmStart | None:
         """A fresh (cold) ``WarmStart`` for ``data`` with the spec's BP
         settings (tol, max_iter, damping), carrying messages between runs
         when ``carry``; None when no instance runs BP (``infer exact``,
@@ -331,14 +331,14 @@ class LoopyProgram:
 
     def appearance_probabilities(self, graph: FactorGraph) -> np.ndarray:
         """``infer trw``'s ρ per factor of ``graph``: the spec's ``rho``
-        (``fgl.engines.trw.uniform_appearance``), else the cover's
-        (``fgl.engines.trw.appearance_probabilities``); cached on the graph."""
+        (``fgl.engines.graph.trw.uniform_appearance``), else the cover's
+        (``fgl.engines.graph.trw.appearance_probabilities``); cached on the graph."""
         s = self.settings
         if "rho" in s:
             return trw.uniform_appearance(graph, float(s["rho"]))
         return trw.appearance_probabilities(graph, int(s.get("forests", trw.DEFAULT_FORESTS)))
 
-    def _expect(self, w: np.ndarray, data: LoopyData, jobs: int, clamped: bool,
+    def _expect(self, w: np.ndarray, data: FactorGraphData, jobs: int, clamped: bool,
                 warm: WarmStart | None) -> Expectations:
         if warm is not None and not len(warm.start) == len(warm.latest) == data.n_sequences:
             raise ValueError(f"the warm start holds {len(warm.start)} instances; the data "
@@ -360,9 +360,9 @@ class LoopyProgram:
             runs.append(RunSummary(res.log_z, res.iterations, res.residual, res.converged))
 
         # blocks fixed by the data, their counts added in order: the same sums for any jobs
-        # (fgl.engines.data.ordered_reduce); one count array per thread, not per instance
+        # (fgl.engines.parallel.ordered_reduce); one count array per thread, not per instance
         cuts = blocks(np.concatenate([[0], np.cumsum([g.n_table for g in data.graphs])]),
-               engine_data.GRAPH_BLOCK_COST)
+               parallel.GRAPH_BLOCK_COST)
         counts = np.zeros(self.n_features)
         runs: list[RunSummary] = []
 
@@ -380,7 +380,7 @@ class LoopyProgram:
         ordered_reduce(jobs, len(cuts), compute, combine, lambda: (np.zeros(self.n_features),))
         return Expectations(float(sum(r.log_z for r in runs)), counts, InferenceStats.of(runs))
 
-    def expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1,
+    def expectations(self, w: np.ndarray, data: FactorGraphData, jobs: int = 1,
                      warm: WarmStart | None = None) -> Expectations:
         """Σ Bethe log Z(x) and the belief-expected feature counts; with
         ``warm`` (from ``warm_start(data)``), BP starts from its ``start``
@@ -388,7 +388,7 @@ class LoopyProgram:
         ``latest``."""
         return self._expect(w, data, jobs, False, warm)
 
-    def gold_configurations(self, data: LoopyData, i: int) -> np.ndarray:
+    def gold_configurations(self, data: FactorGraphData, i: int) -> np.ndarray:
         """The gold configuration of every factor of instance i (its flat
         index into the factor's table)."""
         g = data.graphs[i]
@@ -396,7 +396,7 @@ class LoopyProgram:
         _gold_index(data.gold[i], g.f_ptr, g.f_var, g.e_stride, out)
         return out
 
-    def gold_counts(self, data: LoopyData) -> np.ndarray:
+    def gold_counts(self, data: FactorGraphData) -> np.ndarray:
         """Feature counts of the gold assignment (fully observed models)."""
         counts = np.zeros(self.n_features)
         for i, g in enumerate(data.graphs):
@@ -405,7 +405,7 @@ class LoopyProgram:
             self.add_counts(data, i, onehot, counts)
         return counts
 
-    def clamped_expectations(self, w: np.ndarray, data: LoopyData, jobs: int = 1,
+    def clamped_expectations(self, w: np.ndarray, data: FactorGraphData, jobs: int = 1,
                              warm: WarmStart | None = None) -> Expectations:
         """The clamped program's log Z(y, x) and expected counts
         (Sutton & McCallum eq. 1.47, 1.52): the observed variables fixed to their gold
@@ -413,7 +413,7 @@ class LoopyProgram:
         (a WarmStart of its own: the clamped fixed point is another)."""
         return self._expect(w, data, jobs, True, warm)
 
-    def decode(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> Decoding:
+    def decode(self, w: np.ndarray, data: FactorGraphData, jobs: int = 1) -> Decoding:
         """Max-product MAP assignment of every instance's variables."""
         def work(i: int) -> loopy.BPResult:
             return self.infer(data.graphs[i], self.evidence_tables(w, data, i), use_max=True)
@@ -421,11 +421,11 @@ class LoopyProgram:
         results = map_instances(jobs, data.n_sequences, work)
         return Decoding([r.map_state for r in results], stats=InferenceStats.each(results))
 
-    def _beliefs(self, w: np.ndarray, data: LoopyData, jobs: int) -> list[loopy.BPResult]:
+    def _beliefs(self, w: np.ndarray, data: FactorGraphData, jobs: int) -> list[loopy.BPResult]:
         return map_instances(jobs, data.n_sequences,
                              lambda i: self.infer(data.graphs[i], self.factor_tables(w, data, i)))
 
-    def marginals(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> Marginals:
+    def marginals(self, w: np.ndarray, data: FactorGraphData, jobs: int = 1) -> Marginals:
         """Per instance, the (approximate) marginal of every variable: a
         list of one belief vector per variable (conditioned on
         ``data.evidence``, when given)."""
@@ -433,7 +433,7 @@ class LoopyProgram:
             data.graphs[i], self.evidence_tables(w, data, i)))
         return Marginals([r.var_beliefs for r in results], InferenceStats.each(results))
 
-    def log_partition(self, w: np.ndarray, data: LoopyData, jobs: int = 1) -> np.ndarray:
+    def log_partition(self, w: np.ndarray, data: FactorGraphData, jobs: int = 1) -> np.ndarray:
         """Bethe log Z(x) of every instance (exact on trees and with
         ``infer exact``)."""
         return np.array([r.log_z for r in self._beliefs(w, data, jobs)])

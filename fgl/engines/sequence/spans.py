@@ -2,7 +2,7 @@
 
 A labelling is a sequence of spans — segments of 1..L tokens, each with a
 label — and the forward states P, transitions S = P·Y and suffix tables of
-``fgl.engines.structure`` are built over the span labels.  A transition s
+``fgl.engines.sequence.structure`` are built over the span labels.  A transition s
 consumes a span (u, d) of d tokens:
 
 * Ψ(u, d, s) = Σ_{z ∈ Z, z suffix of s} pot[u, d, z] (Cuong et al. 2014
@@ -21,13 +21,13 @@ consumes a span (u, d) of d tokens:
 
 Per-label length limits skip work rather than add -inf: the kernels number
 labels by non-increasing limit (``max_len[0] >= max_len[1] >= ...``; the
-semi-Markov engine renumbers them so, ``fgl.engines.semimarkov``), so the
+semi-Markov engine renumbers them so, ``fgl.engines.sequence.semimarkov``), so the
 labels a span of d tokens may take are 0..cnt[d-1]-1 (``label_counts``) and
 every loop over spans of d tokens runs over that prefix of each block:
 O(T·|P|·Σ_y L_y) per pass instead of O(T·L·n·|P|) (Cuong et al. 2014 §2.5).
 Everything is in log space, so any range of potentials is exact.  A chain
 is the case L = 1: its [T, |Z|] potentials are a [T, 1, |Z|] view, and the
-chain engine (``fgl.engines.chain``) uses this kernel for Viterbi, for gold
+chain engine (``fgl.engines.sequence.chain``) uses this kernel for Viterbi, for gold
 counts and whenever its scaled fast paths would not be exact; so does the
 semi-Markov engine.
 
@@ -45,7 +45,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from fgl.engines.data import EncodedData
+from fgl.engines.sequence.encoded import EncodedData
 
 
 class Units(NamedTuple):

@@ -1,0 +1,122 @@
+"""Encoded data of the exact sequence engines.
+
+``EncodedData`` is the integer-indexed form of a data set that the chain and
+semi-Markov kernels read: per unit (a token; or a candidate segment for a
+semi-Markov program), the active attribute rows and their values (CSR),
+built once per data set, with the parallel runs and block sums over it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from fgl import stopping
+from fgl.engines.parallel import blocks, contiguous_runs, ordered_reduce, pooled, resolve_jobs
+
+
+def unit_ones(count: int) -> np.ndarray:
+    """The values of ``count`` binary attributes: a read-only view of one
+    1.0 (stride 0), so binary data sets store no values at all."""
+    return np.broadcast_to(np.ones(1), (count,))
+
+
+@dataclass
+class EncodedData:
+    """Sequences as flat integer arrays (CSR over units: tokens for chain
+    programs; (token, segment length) pairs, ``units_per_token`` = L of them
+    per token, for semi-Markov programs)."""
+
+    seq_ptr: np.ndarray   # [N+1] token offset of each sequence
+    tok_ptr: np.ndarray   # [units+1] offset of each unit's attributes
+    tok_row: np.ndarray   # [nnz] attribute row (template, attribute) ids, int32
+    tok_val: np.ndarray   # [nnz] attribute values (``unit_ones`` when all are 1)
+    gold: np.ndarray | None  # [tokens] gold (segment) label ids, or None
+    starts: np.ndarray | None = None  # [tokens] 1 where a gold segment starts
+    units_per_token: int = 1
+
+    @property
+    def n_sequences(self) -> int:
+        return len(self.seq_ptr) - 1
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.seq_ptr[-1])
+
+    def subset(self, i0: int, i1: int) -> "EncodedData":
+        """Sequences ``i0..i1-1`` on their own (views, no copies)."""
+        a, b = int(self.seq_ptr[i0]), int(self.seq_ptr[i1])
+        m = self.units_per_token
+        lo, hi = int(self.tok_ptr[a * m]), int(self.tok_ptr[b * m])
+        return EncodedData(self.seq_ptr[i0:i1 + 1] - a, self.tok_ptr[a * m:b * m + 1] - lo,
+                           self.tok_row[lo:hi], self.tok_val[lo:hi],
+                           None if self.gold is None else self.gold[a:b],
+                           None if self.starts is None else self.starts[a:b], m)
+
+    def split(self, flat: np.ndarray) -> list[np.ndarray]:
+        """A flat per-token array cut into one view per sequence."""
+        return [flat[self.seq_ptr[i]:self.seq_ptr[i + 1]] for i in range(self.n_sequences)]
+
+    def chunks(self, jobs: int) -> list[tuple[int, int]]:
+        """Split the sequences into ``jobs`` contiguous runs of about equal
+        token counts (the unit of parallel work)."""
+        return contiguous_runs(self.seq_ptr, max(1, min(jobs, self.n_sequences)))
+
+
+def run_parallel(jobs: int, data: EncodedData, fn: Callable,
+                 scratch: Callable[[], tuple] | None = None) -> list:
+    """Run ``fn(i0, i1, *scratch())`` on contiguous runs of sequences, one
+    thread each.  ``scratch`` (the per-part output arrays) is called here,
+    in the calling thread: arrays a worker thread allocates come from its
+    own malloc arena, whose freed memory the other threads cannot reuse."""
+    args = [(i0, i1, *(scratch() if scratch else ())) for i0, i1 in data.chunks(resolve_jobs(jobs))]
+    if len(args) <= 1:      # (none: no sequences)
+        return [fn(*a) for a in args]
+    return pooled(len(args), lambda a: fn(*a), args)
+
+
+def dense_block_sums(seq_ptr: np.ndarray, jobs: int, n_features: int, w_dense: np.ndarray,
+                     dense_feats: np.ndarray, dense_slot: np.ndarray,
+                     kernel: Callable) -> tuple[float, np.ndarray]:
+    """Σ log Z and expected counts of an exact sequence engine over blocks
+    of sequences fixed by the data (``blocks``), added in block order
+    (``ordered_reduce``): the same bits for any ``jobs``.  ``kernel(i0, i1,
+    grad, grad_dense)`` adds sequences i0..i1-1's counts to zeroed sparse
+    ``grad`` and dense (``w_dense``-shaped) ``grad_dense`` and returns their
+    Σ log Z; the dense counts join the sparse at ``dense_feats`` by
+    ``dense_slot``.  A training run's stop request is heard between blocks."""
+    cuts = blocks(seq_ptr)
+    grad_sum = np.zeros(n_features)
+    log_z = [0.0]
+
+    def compute(k: int, grad: np.ndarray, grad_dense: np.ndarray) -> tuple[float, np.ndarray]:
+        stopping.check()
+        grad.fill(0.0)
+        grad_dense.fill(0.0)
+        total = kernel(*cuts[k], grad, grad_dense)
+        grad[dense_feats] += grad_dense.reshape(-1)[dense_slot]
+        return total, grad
+
+    def combine(k: int, result: tuple[float, np.ndarray]) -> None:
+        log_z[0] += result[0]
+        np.add(grad_sum, result[1], out=grad_sum)
+
+    ordered_reduce(jobs, len(cuts), compute, combine,
+                   lambda: (np.zeros(n_features), np.zeros_like(w_dense)))
+    return log_z[0], grad_sum
+
+
+def summed(results: list[tuple[float, np.ndarray]]) -> tuple[float, np.ndarray]:
+    """Sum per-thread (log Z, expected counts), in place in the first."""
+    grad = results[0][1]
+    for _, g in results[1:]:
+        grad += g
+    return sum(r[0] for r in results), grad
+
+
+def sequence_log_z(program, w: np.ndarray, data: EncodedData) -> np.ndarray:
+    """log Z(x) of every sequence of ``data``: an exact program's
+    ``expectations`` on each sequence alone."""
+    return np.array([program.expectations(w, data.subset(i, i + 1)).log_z
+                     for i in range(data.n_sequences)])
