@@ -229,7 +229,7 @@ def jit_warmup(jobs: int) -> dict:
     import numpy as np
 
     import fgl.learn.learner  # noqa: F401  (imports the engines)
-    from fgl.io.conll import Sentence
+    from fgl.data.sentence import Sentence
     from fgl.lang.parser import read_spec
     from fgl.registry import compile_model
     t_import = time.perf_counter() - t0
@@ -270,7 +270,7 @@ def worker_fgl(a) -> dict:
     from fgl.io.conll import iter_conll, read_conll
     from fgl.io.evaluate import evaluate
     from fgl.lang.parser import read_spec
-    from fgl.lang.settings import train_settings
+    from fgl.lang.settings import resolve_train
     from fgl.learn.learner import train_lbfgs
     from fgl.registry import compile_model
 
@@ -288,7 +288,7 @@ def worker_fgl(a) -> dict:
     spec = read_spec(SPEC)
     sigma = 1.0 / math.sqrt(2.0 * a.c2)
     t0 = time.perf_counter()
-    model, data = compile_model(spec, source, SPEC.parent, {"sigma": sigma})
+    model, data = compile_model(spec, source, SPEC.parent, resolve_train(spec, {"sigma": sigma}))
     res["extract_s"] = time.perf_counter() - t0
     del source  # the encoded data is all training needs
     res["train_sentences"], res["train_tokens"] = data.n_sequences, data.n_tokens
@@ -297,9 +297,9 @@ def worker_fgl(a) -> dict:
     res["sigma"] = sorted({round(float(s), 12) for s in np.unique(model.feat_sigma)})
     res["labels"] = len(model.labels)
 
-    settings = train_settings(spec)
-    max_iter = a.max_iter if a.max_iter is not None else int(settings.get("max_iter", 500))
-    tol = float(settings.get("tol", 1e-5))
+    settings = resolve_train(spec)
+    max_iter = a.max_iter if a.max_iter is not None else settings.max_iter
+    tol = settings.tol
     t0 = time.perf_counter()
     w, tlog = train_lbfgs(prog, data, model.feat_sigma, max_iter=max_iter, tol=tol, jobs=a.jobs)
     res["train_wall_s"] = time.perf_counter() - t0
@@ -341,7 +341,7 @@ def cross_check(a, model, data, prog, w_fgl) -> dict:
     import numpy as np
     import pycrfsuite
 
-    from fgl.learn.learner import Objective
+    from fgl.learn.objective import Objective
 
     tg = pycrfsuite.Tagger()
     tg.open(a.crfsuite_model)

@@ -113,7 +113,7 @@ def generated_documents(n_docs: int, seed: int = 0):
     """Documents of ~25 sentences: lower-case filler (O) and 4-6 fresh
     capitalised names per document (PER/LOC/ORG), each mentioned 2-6 times,
     with a type cue before some mentions."""
-    from fgl.io.conll import Sentence
+    from fgl.data.sentence import Sentence
 
     rng = np.random.default_rng(seed)
     cues = {"PER": "sr", "LOC": "en", "ORG": "del"}
@@ -198,7 +198,8 @@ def worker_model(a) -> dict:
 
     from fgl.lang.checks import validate
     from fgl.lang.parser import parse_spec
-    from fgl.learn.learner import Objective, train_lbfgs
+    from fgl.learn.learner import train_lbfgs
+    from fgl.learn.objective import Objective
     from fgl.registry import compile_model
     t_import = time.perf_counter() - t0
     train, _ = training_data(a.docs, a.generated)
@@ -248,7 +249,8 @@ def worker_paired(a) -> dict:
 
     from fgl.lang.checks import validate
     from fgl.lang.parser import parse_spec
-    from fgl.learn.learner import Objective, train_lbfgs
+    from fgl.learn.learner import train_lbfgs
+    from fgl.learn.objective import Objective
     from fgl.registry import compile_model
 
     train, _ = training_data(a.docs, a.generated)
@@ -310,8 +312,9 @@ def bp_throughput(program, data, weights) -> dict:
 def worker_bp_fgl(a) -> dict:
     """Sections 3-4 for fgl, in this process."""
     from fgl.engines.graph.factor_graph import FactorGraph
+    from fgl.engines.graph.forest_cover import appearance_probabilities
     from fgl.engines.graph.loopy import belief_propagation
-    from fgl.engines.graph.trw import appearance_probabilities, trw
+    from fgl.engines.graph.trw import trw
 
     card, factors = synthetic_skip_chain(a.bp_vars)
     lp = synthetic_log_pot(factors, card[0])

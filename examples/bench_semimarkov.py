@@ -51,7 +51,8 @@ from pathlib import Path
 import numpy as np
 from measure import best_time
 
-from fgl.io.conll import Sentence, read_conll
+from fgl.data.sentence import Sentence
+from fgl.io.conll import read_conll
 from fgl.io.evaluate import chunks
 from fgl.io.synth import segment_sequences
 from fgl.lang.checks import validate

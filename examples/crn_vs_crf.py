@@ -40,7 +40,8 @@ import warnings
 from pathlib import Path
 
 from fgl import CRF
-from fgl.io.conll import Sentence, ShortLineWarning, read_conll
+from fgl.data.sentence import Sentence
+from fgl.io.conll import ShortLineWarning, read_conll
 from fgl.io.evaluate import evaluate
 from fgl.io.significance import compare
 

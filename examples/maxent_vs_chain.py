@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from fgl.api import CRF
-from fgl.io.conll import Sentence
+from fgl.data.sentence import Sentence
 from fgl.io.evaluate import chunks, evaluate
 from fgl.io.records import announcements
 

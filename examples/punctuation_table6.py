@@ -41,7 +41,7 @@ from pathlib import Path
 from measure import peak_rss_mb
 
 from fgl.api import CRF
-from fgl.io.conll import Sentence
+from fgl.data.sentence import Sentence
 from fgl.io.evaluate import evaluate
 from fgl.io.significance import compare
 

@@ -36,7 +36,8 @@ import time
 from pathlib import Path
 
 from fgl.api import CRF
-from fgl.io.conll import Sentence, read_conll
+from fgl.data.sentence import Sentence
+from fgl.io.conll import read_conll
 from fgl.io.evaluate import chunks, evaluate
 from fgl.io.synth import segment_sequences
 

@@ -38,10 +38,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fgl.api import CRF  # noqa: E402
-from fgl.io.conll import Sentence, read_conll  # noqa: E402
+from fgl.data.sentence import Sentence  # noqa: E402
+from fgl.io.conll import read_conll  # noqa: E402
 from fgl.io.evaluate import evaluate  # noqa: E402
 from fgl.lang.checks import validate  # noqa: E402
 from fgl.lang.parser import parse_spec  # noqa: E402
+from fgl.lang.settings import resolve_train  # noqa: E402
 from fgl.learn.learner import train_lbfgs  # noqa: E402
 from fgl.registry import compile_model as compile_loopy_model  # noqa: E402
 
@@ -195,7 +197,8 @@ def main() -> int:
     # BP statistics of every objective evaluation can be collected
     spec = validate(parse_spec(skip_text, str(SPEC)))
     t0 = time.perf_counter()
-    model, data = compile_loopy_model(spec, train, SPEC.parent, {"max_iter": args.max_iter})
+    model, data = compile_loopy_model(spec, train, SPEC.parent,
+                                      resolve_train(spec, {"max_iter": args.max_iter}))
     compile_secs = time.perf_counter() - t0
     n_train_skip = skip_edge_count(model, data)
     print(f"skip-chain compiled in {compile_secs:.1f}s: {model.program.n_features} features, "

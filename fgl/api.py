@@ -19,94 +19,54 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Hashable, Iterable, Sequence
 
 import numpy as np
 
 from fgl import registry
-from fgl.errors import FglError, SpecError, TrainingError
-from fgl.io.conll import Sentence, iter_conll, read_conll
-from fgl.io.evaluate import Report, evaluate
+from fgl.data.sentence import Sentence
+from fgl.errors import FglError
+from fgl.io.conll import iter_conll, read_conll
+from fgl.io.evaluate import Report, evaluate, evaluate_layers
 from fgl.io.feature_dicts import META_KEY as DICTS_KEY
 from fgl.io.feature_dicts import MODEL_NAME, FeatureDictSpec, from_dicts_message
 from fgl.io.graphs import GraphInstance, graph_instance, read_graphs, scoring
 from fgl.io.inspect import inspection, state_features, transition_features
 from fgl.io.model_files import check_writable, load_model, save_model
+from fgl.io.rows import Rows, apart, as_sentences, label_fields
 from fgl.io.sources import expand, files_label
 from fgl.lang import ast
 from fgl.lang.checks import validate
-from fgl.lang.checks.settings import UNREAD, unread_settings
 from fgl.lang.parser import parse_spec, read_spec
-from fgl.lang.settings import OVERRIDES, check_override, train_settings
-from fgl.learn import crn
-from fgl.learn.checkpoint import TrainingState, load_checkpoint, save_checkpoint
-from fgl.learn.induction import INDUCTION_KEYS, InductionSettings, train_with_induction
-from fgl.learn.learner import TrainingLog, train_lbfgs
-from fgl.learn.local_objectives import LocalObjective
-from fgl.learn.perceptron import train_perceptron
+from fgl.lang.settings import OVERRIDES, check_override, resolve_train
+from fgl.learn.learner import TrainingLog
+from fgl.learn.run import TrainingRun
+from fgl.learn.trainers import setting_errors
 from fgl.model import Model, Predictions, TokenMarginals, output_layers
 
-Rows = Sequence[Sequence[object]]
 DICTS_SOURCE = "<feature dicts>"   # the file of the sentences _inputs makes of feature dicts
 # train settings each trainer does not read (refused at the setting)
 
 
-def _as_sentences(X: Sequence[Rows], y: Sequence[Sequence] | None, what: str,
-                  documents: Sequence[Hashable] | None = None) -> list[Sentence]:
-    """Sequences as sentences; ``documents`` gives each sequence's document
-    (consecutive sequences with the same id form one document, as between
-    ``-DOCSTART-`` lines of a file); by default each sequence is its own."""
-    if y is not None and len(X) != len(y):
-        raise ValueError(f"{what}: X has {len(X)} sequences but y has {len(y)}")
-    if documents is not None and len(documents) != len(X):
-        raise ValueError(f"{what}: X has {len(X)} sequences but documents has "
-                         f"{len(documents)} entries")
-    out, doc = [], 0
-    for i, rows in enumerate(X):
-        if y is not None and len(rows) != len(y[i]):
-            raise ValueError(f"{what}: sequence {i} has {len(rows)} tokens but {len(y[i])} labels")
-        if any(isinstance(row, dict) for row in rows):
-            raise FglError(f"{what}: sequence {i} holds a dict per token (sklearn-crfsuite's "
-                           "feature dicts); fgl reads rows of the spec's column values, in the "
-                           "order of `columns`, and its observations make the features; for "
-                           "feature dicts use fgl.CRFEstimator() (docs/sklearn.md)")
-        if i and (documents is None or documents[i] != documents[i - 1]):
-            doc += 1
-        fields = [[_text(v) for v in row] + (_labels(y[i][j]) if y is not None else [])
-                  for j, row in enumerate(rows)]
-        out.append(Sentence(fields, list(range(1, len(rows) + 1)), doc,
-                            f"<{what} sequence {i}>"))
+def _nonempty(sentences: Sequence[Sentence]) -> list[int]:
+    """The indexes of the sentences with tokens (an empty one needs no inference)."""
+    return [i for i, s in enumerate(sentences) if s.rows]
+
+
+def _filled(n: int, keep: list[int], values: Sequence, empty: Callable[[], Any]) -> list:
+    """``n`` results: ``values`` at the indexes ``keep``, ``empty()`` elsewhere."""
+    out = [empty() for _ in range(n)]
+    for i, v in zip(keep, values):
+        out[i] = v
     return out
 
 
-def _text(v: object) -> str:
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return ",".join(repr(float(x)) for x in v)
-    return str(v)
-
-
-def _labels(v: object) -> list[str]:
-    """A token's label(s): one per output layer."""
-    return [str(x) for x in v] if isinstance(v, (list, tuple)) else [str(v)]
-
-
-def _apart(files: Iterable[Iterable[Sentence]]) -> Iterator[Sentence]:
-    """The sentences of several files in order, each file's document numbers
-    shifted past the previous file's, so no document spans two files."""
-    base = 0
-    for sentences in files:
-        top = -1
-        for s in sentences:
-            top = max(top, s.doc)
-            yield s if not base else Sentence(s.rows, s.lines, s.doc + base, s.file)
-        base += top + 1
-
-
 def eval_scheme(spec: ast.Spec, scheme: str) -> str:
-    """The evaluation scheme for ``spec``'s output: ``"auto"`` means the
-    model's own segments (``"runs"``) for a segment model ``from change``."""
-    if scheme.lower() == "auto" and getattr(spec.segments, "boundary", None) == "change":
-        return "runs"
+    """The evaluation scheme for ``spec``'s output: ``"auto"`` means what
+    its engine declares (``Engine.auto_scheme``: a segment model ``from
+    change`` is scored by its own segments, ``"runs"``)."""
+    if scheme.lower() == "auto":
+        return registry.choose(spec).engine.auto_scheme(spec) or scheme
     return scheme
 
 
@@ -164,8 +124,10 @@ class CRF:
         self.overrides = {k: v for k, v in given.items() if v is not None}
         for key, value in self.overrides.items():
             check_override(key, value)
-        self.settings = train_settings(self.spec, self.overrides)
-        self.jobs, self.verbose = int(self.settings["jobs"]), verbose
+        self.settings = resolve_train(self.spec, self.overrides)
+        for error in setting_errors(self.spec)[:1]:   # (a setting the trainer does not read)
+            raise error
+        self.jobs, self.verbose = self.settings.jobs, verbose
         if time_limit is not None and not time_limit > 0:
             raise FglError(f"time_limit must be a positive number of seconds; found {time_limit}")
         self.time_limit = time_limit
@@ -182,8 +144,7 @@ class CRF:
             from fgl.distributed.cluster import check_target
             check_target(dask, dask_workers)
         self.dask, self.dask_workers = dask, dask_workers
-        self._stop: str | None = None
-        self.training_started = False  # (a fit's optimiser has begun: fgl.cli.train)
+        self._run: TrainingRun | None = None   # the last training run (request_stop's)
         self.model: Model | None = None
         self.weights: np.ndarray | None = None
         self.training_log: TrainingLog | None = None
@@ -224,7 +185,7 @@ class CRF:
         if data is None:
             return structure_drawing(self.spec)
         sentences = self.read(data, encoding, short_lines) if isinstance(data, (str, Path)) \
-            else _as_sentences(data, None, "draw")
+            else as_sentences(data, None, "draw")
         window = parse_tokens(tokens) if isinstance(tokens, str) else tokens
         return draw_instance(self.spec, sentences, instance, window, Path(self.spec.file).parent,
                              self if self.weights is not None else None)
@@ -249,7 +210,7 @@ class CRF:
         files = expand(path)
         if self.spec.input_format == "graph":
             return [g for f in files for g in read_graphs(f, self.spec, encoding)]
-        return list(_apart(read_conll(f, encoding=encoding, column_names=self._column_names,
+        return list(apart(read_conll(f, encoding=encoding, column_names=self._column_names,
                                       short_lines=short_lines) for f in files))
 
     def _source(self, path: str | Path | Sequence[str | Path], encoding: str,
@@ -259,7 +220,7 @@ class CRF:
         files = expand(path)
         if self.spec.input_format == "graph":
             return lambda: [g for f in files for g in read_graphs(f, self.spec, encoding)]
-        return lambda: _apart(iter_conll(f, encoding=encoding, column_names=self._column_names,
+        return lambda: apart(iter_conll(f, encoding=encoding, column_names=self._column_names,
                                          short_lines=short_lines) for f in files)
 
     def _check_reads_files(self) -> None:
@@ -268,7 +229,7 @@ class CRF:
                                          or self.spec.name == MODEL_NAME):
             raise FglError(from_dicts_message(self.path or "this model"))
 
-    def _dict_rows(self, X: Any) -> Any:
+    def dict_rows(self, X: Any) -> Any:
         """With a feature-dict model, ``X`` (a dict of features per token) as
         rows of its spec; else ``X`` as it is."""
         if self.feature_dicts is None or isinstance(X, (str, Path)):
@@ -300,7 +261,7 @@ class CRF:
         if self.feature_dicts is not None and not isinstance(X, (str, Path)):
             return [Sentence(list(seq), list(range(1, len(seq) + 1)), i, DICTS_SOURCE)
                     for i, seq in enumerate(X)]
-        return _as_sentences(X, None, what, documents)
+        return as_sentences(X, None, what, documents)
 
     def _encode(self, model: Model, sentences: Sequence[Sentence]) -> Any:
         """``model.encode``; sentences of feature dicts (``_inputs``) go the
@@ -336,7 +297,7 @@ class CRF:
             return self.fit_sentences(graphs, resume=resume)
         if y is None:
             raise ValueError("train: y (the label sequences) is missing")
-        sentences = [s for s in _as_sentences(X, y, "train", documents) if s.rows]
+        sentences = [s for s in as_sentences(X, y, "train", documents) if s.rows]
         return self.fit_sentences(sentences, resume=resume)   # (an empty sequence adds nothing)
 
     def fit_file(self, path: str | Path, encoding: str = "utf-8",
@@ -349,7 +310,6 @@ class CRF:
         ``path`` (and ``dev``) may be ``-``, a glob or a list of them, read
         in order as one file (``read``).  With ``dask``/``dask_workers``
         set, training runs on the cluster (``fgl.distributed``)."""
-        self.training_started = False
         if self.dask is not None or self.dask_workers is not None:
             from fgl.distributed.training import fit_on_cluster
             return fit_on_cluster(self, path, dask=self.dask, workers=self.dask_workers,
@@ -362,13 +322,13 @@ class CRF:
         """Compile the spec against labelled data without training: labels,
         patterns and features are fixed and the weights are the engine's
         starting point."""
-        self.model, _ = self._compile(_as_sentences(X, y, "train", documents))
+        self.model, _ = self._compile(as_sentences(X, y, "train", documents))
         self.weights = self.model.initial_weights()
         return self
 
     def _compile(self, sentences: Any, source: str = "<train>") -> tuple[Model, Any]:
         base = Path(self.spec.file).parent if not self.spec.file.startswith("<") else Path(".")
-        return self.engine.model.compile(self.spec, sentences, base, self.overrides, source)
+        return self.engine.model.compile(self.spec, sentences, base, self.settings, source)
 
     def fit_sentences(self, sentences: Any, source: str = "<train>",
                       resume: str | Path | None = None, dev: Any = None) -> "CRF":
@@ -380,100 +340,38 @@ class CRF:
             raise FglError("distributed training (dask, dask_workers) reads its data on the "
                            "workers: train with fit_file(path or glob), not on sentences held "
                            "here")
-        self.training_started = False
-        self._check_objective()
-        self._check_trainer(resume)
-        self._check_induction(resume)
-        saved = None if resume is None else load_checkpoint(resume)
+        run = self.training_run(resume, dev)
+        run.check()
+        saved = run.load_resumed()
         t0 = time.perf_counter()
         model, data = self._compile(sentences, source)
         del sentences  # the encoded data is all training needs (frees them if ours)
-        if saved is not None:
-            _check_same_model(saved[0], model, str(resume))
-        free = model.unlabelled(data) if hasattr(model, "unlabelled") else 0
-        if free:
-            self._check_unlabelled(free)
+        run.check_resumed(saved, model)
+        free = run.check_data(model, data)
         if self.verbose:
             print(f"compiled in {time.perf_counter() - t0:.1f}s: "
                   f"{sum(len(layer.labels) for layer in model.layers)} labels, "
                   f"{model.program.n_features} features, {data.n_sequences} instances"
                   + (f", {free} unlabelled nodes (marginalised)" if free else ""),
                   file=sys.stderr)
-        if self.verbose:   # a first run on this machine compiles the kernels: say so
-            from fgl.engines.first_run import note_first_compile
-            trainer = str(self.settings["trainer"])
-            if trainer != "ecrn" and not self._induces:
-                note_first_compile(self.engine.engine.name,
-                                   "tag" if trainer == "perceptron" else "train")
-        should_stop = self._stop_rule()
-        progress = _print_progress if self.verbose else None
-        if self._induces:
-            model, weights, log = train_with_induction(
-                model, data, InductionSettings(
-                    *(self.settings[f"induce_{k}"] for k in INDUCTION_KEYS)),
-                max_iter=int(self.settings["max_iter"]), tol=float(self.settings["tol"]),
-                jobs=self.jobs, progress=progress, should_stop=should_stop,
-                dev_score=None if dev is None else self._dev_score(dev))
-        elif self.settings["trainer"] == "ecrn":
-            weights, log = crn.train_ecrn(model, data)
-        elif self.settings["trainer"] == "perceptron":
-            weights, log = train_perceptron(   # (--max-iter, CRF(max_iter=): the epochs)
-                model.program, data, epochs=int(self.overrides.get("max_iter")
-                                                or self.settings["epochs"]),
-                batch=int(self.settings["batch"]), w0=model.initial_weights(),
-                progress=progress, should_stop=should_stop)
-        else:
-            kind = str(self.settings["objective"])
-            objective = None
-            if kind != "likelihood":
-                objective = LocalObjective(kind, model.program, data, model.feat_sigma,
-                                           self.jobs)
-            weights, log = train_lbfgs(
-                model.program, data, model.feat_sigma, max_iter=int(self.settings["max_iter"]),
-                tol=float(self.settings["tol"]), jobs=self.jobs, w0=model.initial_weights(),
-                progress=progress, objective=objective,
-                bp_start=str(self.settings["bp_start"]), should_stop=should_stop,
-                checkpoint=self._checkpointer(model),
-                resume=None if saved is None else saved[1], l1=float(self.settings["l1"]))
-        if not (np.isfinite(log.objective) and np.isfinite(weights).all()):
-            raise TrainingError(f"training diverged: the objective became {log.objective} "
-                                f"after {len(log.iterations)} iterations ({log.message}); "
-                                "no model kept — check the data's numbers and the sigma")
-        self.weights, self.training_log, self.model = weights, log, model
+        self.model, self.weights, self.training_log = run.fit(model, data)
         return self
 
-    def _checkpointer(self, model: Model) -> Callable[[TrainingState, bool], None] | None:
-        """What saves the run's state when a checkpoint is due (every
-        ``checkpoint_every`` iterations, ``checkpoint_seconds`` after the
-        last save, and when training stops)."""
-        if self.checkpoint is None:
-            return None
-        last = [time.perf_counter()]
+    def training_run(self, resume: str | Path | None = None, dev: Any = None,
+                     progress: Callable[[dict], None] | None = None) -> TrainingRun:
+        """A training run of this CRF's spec, settings and run options (the
+        one ``request_stop`` then reaches)."""
+        self._run = TrainingRun(
+            self.spec, self.engine, self.settings, checkpoint=self.checkpoint,
+            checkpoint_every=self.checkpoint_every, checkpoint_seconds=self.checkpoint_seconds,
+            resume=resume, time_limit=self.time_limit, verbose=self.verbose, progress=progress,
+            dev_score=None if dev is None else self._dev_score(dev))
+        return self._run
 
-        def save(state: TrainingState, final: bool) -> None:
-            now = time.perf_counter()
-            if final or state.lbfgs.iteration % self.checkpoint_every == 0 or (
-                    self.checkpoint_seconds is not None
-                    and now - last[0] >= self.checkpoint_seconds):
-                save_checkpoint(self.checkpoint, model, state,
-                                {"iterations": state.lbfgs.iteration,
-                                 "objective": state.lbfgs.f, "seconds": state.seconds})
-                last[0] = now
-        return save
-
-    def _stop_rule(self) -> Callable[[], str | None]:
-        """The stopping rule of a training run starting now: the reason to
-        stop once ``request_stop`` was called or the time limit passed."""
-        self._stop = None
-        self.training_started = True
-        start = time.perf_counter()
-
-        def should_stop() -> str | None:
-            if self._stop is None and self.time_limit is not None \
-                    and time.perf_counter() - start > self.time_limit:
-                self._stop = f"stopped at the time limit ({self.time_limit:g} s)"
-            return self._stop
-        return should_stop
+    @property
+    def training_started(self) -> bool:
+        """Whether a fit's optimiser has begun (``fgl.cli.train``'s signals)."""
+        return self._run is not None and self._run.started
 
     def request_stop(self, reason: str) -> None:
         """Ask a training run in progress (another thread, a signal handler)
@@ -481,38 +379,8 @@ class CRF:
         inside an evaluation (between instances, between chunks of BP
         passes: ``fgl.stopping``), keeping the last finished iteration's
         weights — and giving ``reason`` as the log's message."""
-        self._stop = reason
-
-    # ------------------------------------------------------------ inference
-
-    def _check_objective(self) -> None:
-        """Refuse a training objective the spec's engine does not offer, at
-        the setting."""
-        kind, choice = self.settings["objective"], self.engine
-        if kind in choice.engine.objectives:
-            return
-        setting = next(s for s in self.spec.train if s.key == "objective")
-        raise SpecError(f"train: objective '{kind}' is for factor-graph models (pair templates, "
-                        f"several layers or graph input); this spec runs on the "
-                        f"{choice.engine.name} engine, whose likelihood is exact: remove it",
-                        setting.loc.file, setting.loc.line, setting.loc.col)
-
-    def _check_unlabelled(self, free: int) -> None:
-        """Partially labelled training data trains by the marginal
-        likelihood (its unlabelled nodes summed out), which only L-BFGS on
-        the likelihood optimises: refuse other trainers and objectives."""
-        trainer, kind = str(self.settings["trainer"]), str(self.settings["objective"])
-        if trainer == "lbfgs" and kind == "likelihood":
-            return
-        what = f"trainer = {trainer}" if trainer != "lbfgs" else f"objective = {kind}"
-        raise FglError(f"the training data has {free} unlabelled nodes (null labels), which "
-                       "train by the marginal likelihood (Sutton & McCallum §1.4.3): L-BFGS "
-                       f"on the likelihood, the default; remove `{what}`")
-
-    @property
-    def _induces(self) -> bool:
-        """Whether a template carries `induce` (feature induction)."""
-        return any(o.key == "induce" for t in self.spec.templates for o in t.options)
+        if self._run is not None:
+            self._run.request_stop(reason)
 
     def _dev_score(self, dev: Any) -> Callable[[Model, np.ndarray], float]:
         """F1 on development sentences (a path or read sentences), for
@@ -528,50 +396,6 @@ class CRF:
             return evaluate(gold, pred).overall.f1
         return score
 
-    def _check_induction(self, resume: str | Path | None) -> None:
-        """Refuse `induce` where feature induction does not run, and the
-        `induce_*` settings without it."""
-        if not self._induces:
-            s = next((s for s in self.spec.train if s.key.startswith("induce_")), None)
-            if s is not None:
-                raise SpecError(f"train: `{s.key}` is read by feature induction only: mark the "
-                                "template of candidate tests with (induce = k)",
-                                s.loc.file, s.loc.line, s.loc.col)
-            return
-        tpl = next(t for t in self.spec.templates if any(o.key == "induce" for o in t.options))
-        where = (tpl.loc.file, tpl.loc.line, tpl.loc.col)
-        if self.engine.engine.name != "chain":
-            raise SpecError("feature induction (`induce`) works on chain models; this spec "
-                            f"runs on the {self.engine.engine.name} engine", *where)
-        if self.settings["trainer"] != "lbfgs" or self.settings["l1"] \
-                or self.settings["objective"] != "likelihood" or self.checkpoint or resume:
-            raise SpecError("feature induction trains by L-BFGS alone: no other trainer, l1, "
-                            "local objective, checkpoints or resume with `induce`", *where)
-
-    def _check_trainer(self, resume: str | Path | None) -> None:
-        """Refuse settings the chosen trainer does not read, at the setting,
-        and specs the ECRN does not take (``fgl.learn.crn.check_spec``)."""
-        trainer = str(self.settings["trainer"])
-        perceptron = trainer == "perceptron"
-        for s, message in unread_settings(self.spec.train):   # (as `fgl check` says)
-            raise SpecError(message, s.loc.file, s.loc.line, s.loc.col)
-        if perceptron:
-            given = {k: self.overrides.get(k) for k in ("sigma", "tol", "l1")}
-            extra = [k for k, v in given.items() if v is not None and (k != "l1" or v)]
-            extra += [k for k, v in (("checkpoints", self.checkpoint), ("resume", resume)) if v]
-            if extra:
-                raise FglError(f"trainer perceptron takes no {', '.join(extra)} (L-BFGS "
-                               "settings); --max-iter (max_iter) bounds its epochs and "
-                               "--time-limit its time")
-        if trainer == "ecrn":
-            extra = [k for k in UNREAD["ecrn"] if k in self.overrides] + [
-                k for k, v in (("checkpoint", self.checkpoint), ("resume", resume)) if v]
-            if extra:
-                raise FglError(f"trainer ecrn takes no {', '.join(extra)}: it counts relative "
-                               "frequencies in one pass, nothing is optimised")
-            choice = self.engine
-            crn.check_spec(self.spec, choice.engine.name, choice.reason)
-
     def _fitted(self) -> Model:
         if self.model is None or self.weights is None:
             raise RuntimeError("this CRF is not trained yet; call fit() or CRF.load()")
@@ -581,19 +405,15 @@ class CRF:
         """MAP labels of every output layer, with inference statistics (an
         empty sequence gets empty label sequences)."""
         model = self._fitted()
-        keep = [i for i, s in enumerate(sentences) if s.rows]
+        keep = _nonempty(sentences)
         if len(keep) == len(sentences):
             return model.decode(self.weights, self._encode(model, sentences), self.jobs)
         outputs = [layer.name for layer in output_layers(model.layers)]
-        labels: list[list[list[str]]] = [[[] for _ in outputs] for _ in sentences]
-        stats = None
-        if keep:
-            pred = model.decode(self.weights, self._encode(model, [sentences[i] for i in keep]),
-                                self.jobs)
-            for i, per_layer in zip(keep, pred.labels):
-                labels[i] = per_layer
-            stats = pred.stats
-        return Predictions(outputs, labels, stats)
+        pred = model.decode(self.weights, self._encode(model, [sentences[i] for i in keep]),
+                            self.jobs) if keep else None
+        return Predictions(outputs, _filled(len(sentences), keep, pred.labels if pred else [],
+                                            lambda: [[] for _ in outputs]),
+                           pred.stats if pred else None)
 
     def predict_sentences(self, sentences: Sequence[Sentence]) -> list[list]:
         return self.tag_sentences(sentences).tokens()
@@ -623,15 +443,14 @@ class CRF:
         a given label of a partially labelled graph with probability 1)."""
         model = self._fitted()
         sentences = self._inputs(X, documents, "predict")
-        keep = [i for i, s in enumerate(sentences) if s.rows]
+        keep = _nonempty(sentences)
         got = model.marginals(self.weights, self._encode(model, [sentences[i] for i in keep]),
                               self.jobs) if keep else None
         if len(keep) == len(sentences):
             return got
         outputs = output_layers(model.layers)
-        probs = [[np.zeros((0, len(layer.labels))) for layer in outputs] for _ in sentences]
-        for i, per_layer in zip(keep, got.probs if got else []):
-            probs[i] = per_layer
+        probs = _filled(len(sentences), keep, got.probs if got else [],
+                        lambda: [np.zeros((0, len(layer.labels))) for layer in outputs])
         return TokenMarginals([layer.name for layer in outputs],
                               [layer.labels for layer in outputs], probs,
                               got.stats if got else None)
@@ -659,7 +478,7 @@ class CRF:
         without those labelled as in ``ignore``, each with P(its predicted
         labels | x) by constrained forward-backward (Sutton & McCallum
         §1.3.3); with several output layers, ``{layer: [...]}``."""
-        sentences = _as_sentences(self._dict_rows(X), None, "predict", documents)
+        sentences = as_sentences(self.dict_rows(X), None, "predict", documents)
         found = self.segment_confidences_sentences(sentences, scheme=scheme, ignore=ignore)
         names = [layer.name for layer in output_layers(self._fitted().layers)]
         if len(names) == 1:
@@ -685,18 +504,16 @@ class CRF:
         approximation for loopy models)."""
         model = self._fitted()
         sentences = self._inputs(X, documents, "predict")
-        keep = [i for i, s in enumerate(sentences) if s.rows]
+        keep = _nonempty(sentences)
         if len(keep) == len(sentences):   # (one value per instance: a document, if linked)
             data = self._encode(model, sentences)
             return [float(v) for v in model.log_partition(self.weights, data, self.jobs)]
         if documents is not None:
             raise FglError("log_partition: an empty sequence among documents; drop it first")
-        out = [0.0] * len(sentences)    # an empty sequence has one labelling, of score 0
-        if keep:
-            data = self._encode(model, [sentences[i] for i in keep])
-            for i, v in zip(keep, model.log_partition(self.weights, data, self.jobs)):
-                out[i] = float(v)
-        return out
+        values = model.log_partition(self.weights, self._encode(
+            model, [sentences[i] for i in keep]), self.jobs) if keep else []
+        # (an empty sequence has one labelling, of score 0)
+        return _filled(len(sentences), keep, [float(v) for v in values], lambda: 0.0)
 
     def score(self, X: Sequence[Rows], y: Sequence[Sequence],
               documents: Sequence[Hashable] | None = None) -> float:
@@ -704,7 +521,7 @@ class CRF:
         (0-100, like ``Report.accuracy`` and every score fgl reports); with
         several output layers a token is right when every layer's label is."""
         pred = self.predict(X, documents)
-        norm = [[tuple(_labels(v)) if isinstance(v, (list, tuple)) else str(v) for v in seq]
+        norm = [[tuple(label_fields(v)) if isinstance(v, (list, tuple)) else str(v) for v in seq]
                 for seq in y]
         total = sum(len(s) for s in y)
         right = sum(a == b for p, g in zip(pred, norm) for a, b in zip(p, g))
@@ -748,16 +565,9 @@ class CRF:
         if unknown:
             raise FglError(f"scheme names {', '.join(sorted(unknown))}, but the output layers "
                            f"are {', '.join(pred.outputs)}")
-        schemes = {name: eval_scheme(self.spec, per_layer.get(name, "auto"))
-                   for name in pred.outputs}
-        ignore, labels = tuple(ignore), None if labels is None else list(labels)
-        if len(pred.outputs) == 1:
-            name = pred.outputs[0]
-            return evaluate([list(s) for s in y], pred.layer(name), schemes[name], ignore,
-                            labels)
-        return {name: evaluate([[tok[k] for tok in s] for s in y], pred.layer(name),
-                               schemes[name], ignore, labels)
-                for k, name in enumerate(pred.outputs)}
+        return evaluate_layers(y, {name: pred.layer(name) for name in pred.outputs},
+                               {name: eval_scheme(self.spec, per_layer.get(name, "auto"))
+                                for name in pred.outputs}, ignore, labels)
 
     def explain(self, path: str | Path | None = None, encoding: str = "utf-8",
                 short_lines: str = "error") -> str:
@@ -803,17 +613,17 @@ class CRF:
         observations) and its training metadata, as plain data
         (``fgl.io.inspect``; ``fgl inspect MODEL`` prints it)."""
         return inspection(self._fitted(), self.weights, self._training_meta(), top, template,
-                          self._attribute_name)
+                          self.attribute_name)
 
     @property
     def state_features_(self) -> dict[tuple[str, str], float]:
         """{(attribute, label): weight} of the one-label templates with
         observations (sklearn-crfsuite's meaning); a feature-dict model
         names the attributes as python-crfsuite does (``word.lower():the``)."""
-        return state_features(self._fitted(), self.weights, self._attribute_name)
+        return state_features(self._fitted(), self.weights, self.attribute_name)
 
     @property
-    def _attribute_name(self) -> Callable[[str], str] | None:
+    def attribute_name(self) -> Callable[[str], str] | None:
         """How attributes are shown: by their feature-dict names, if any."""
         return None if self.feature_dicts is None else self.feature_dicts.attribute_name
 
@@ -826,50 +636,5 @@ class CRF:
     def _training_meta(self) -> dict:
         """What training left: the log's summary, or the loaded file's."""
         if self.training_log is not None:
-            log = self.training_log
-            return {"iterations": len(log.iterations), "objective": log.objective,
-                    "seconds": log.seconds, "evaluations": log.evaluations,
-                    "converged": log.converged, "message": log.message,
-                    "trainer": str(self.settings["trainer"])}
+            return self.training_log.summary(self.settings.trainer)
         return dict(self.training_meta)
-
-
-def _check_same_model(saved: Model, model: Model, name: str) -> None:
-    """Refuse to resume a checkpoint whose spec or compiled features differ
-    from what this spec compiles to on this data."""
-    if saved.spec.text != model.spec.text:
-        raise FglError(f"{name}: the checkpoint was trained from another spec; resume with the "
-                       "spec of the run that wrote it")
-    mine, theirs = model.arrays(), saved.arrays()
-    if saved.header() != model.header() or mine.keys() != theirs.keys() or not all(
-            np.array_equal(mine[k], theirs[k]) for k in mine):
-        raise FglError(f"{name}: the checkpoint's labels, features or prior differ from what "
-                       "the spec compiles to on this data with these settings; resume with the "
-                       "training data and overrides (--sigma) of the run that wrote it")
-
-
-def _print_progress(row: dict) -> None:
-    if "round" in row:
-        dev = f"  dev F1 {row['dev']:.2f}" if "dev" in row else ""
-        print(f"round {row['round']:3d}  scored {row['scored']}  added {row['added']}  "
-              f"features {row['features']}  objective {row['objective']:.6g}{dev}  "
-              f"{row['seconds']:.1f}s  e.g. {'; '.join(row['first'])}", file=sys.stderr)
-        return
-    if "mistakes" in row:
-        print(f"epoch {row['iteration']:3d}  mistakes {row['mistakes']}  "
-              f"{row['seconds']:.1f}s", file=sys.stderr)
-        return
-    if "recovery" in row:
-        print(f"  recovery: {row['recovery']}", file=sys.stderr)
-        return
-    bp = row.get("inference")
-    if bp is None:
-        effort = ""
-    elif bp.max_iterations == 0:    # every instance run by the junction tree
-        effort = f"  exact (junction tree), {bp.instances} instances"
-    else:
-        effort = (f"  BP: <= {bp.max_iterations} iterations, residual {bp.max_residual:.2g}, "
-                  f"{bp.not_converged}/{bp.instances} not converged")
-    print(f"iter {row['iteration']:4d}  objective {row['objective']:.6g}  "
-          f"|grad| {row['gradient_norm']:.4g}  evals {row['evaluations']}  "
-          f"{row['seconds']:.1f}s{effort}", file=sys.stderr)

@@ -28,8 +28,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from fgl.data.sentence import Sentence
 from fgl.errors import FglError
-from fgl.io.conll import Sentence
 from fgl.io.evaluate import resolve
 from fgl.model import Confidences, Model, Predictions, TokenMarginals, output_layers
 

@@ -227,7 +227,7 @@ class CRFEstimator:
         else:   # prepared sentences: the attributes go straight to the compiler
             crf.fit_sentences(dicts.sentences(X, y))
         crf.feature_dicts = dicts
-        self._adopt(crf)
+        self.adopt(crf)
         if X_dev is not None:
             self.dev_score_ = self.score(X_dev, y_dev)
             if self.verbose:
@@ -236,8 +236,9 @@ class CRFEstimator:
                       file=sys.stderr)
         return self
 
-    def _adopt(self, crf) -> None:
-        """Keep a trained ``fgl.CRF`` and what it learnt (the fitted attributes)."""
+    def adopt(self, crf) -> None:
+        """Take the trained ``fgl.CRF`` ``crf`` as this estimator's model, with
+        what it learnt (the fitted attributes)."""
         self.crf_ = crf
         if crf.feature_dicts is not None:
             self.feature_dicts_ = crf.feature_dicts
@@ -270,7 +271,7 @@ class CRFEstimator:
         if dicts is not None:
             est.all_possible_states = dicts.all_possible_states
             est.all_possible_transitions = dicts.all_possible_transitions
-        est._adopt(crf)
+        est.adopt(crf)
         return est
 
     def _check_params(self) -> tuple[float | None, float | None, int | None]:
@@ -311,7 +312,7 @@ class CRFEstimator:
         crf = self._fitted()
         if crf.feature_dicts is None:
             return _plain_rows(list(X))
-        return crf._dict_rows(X)
+        return crf.dict_rows(X)
 
     def predict(self, X: Sequence[Sequence[Any]]) -> list[list]:
         """The most likely label sequence of each sequence (with several
@@ -357,7 +358,7 @@ class CRFEstimator:
         order first met in training, by the feature-dict names with
         ``spec=None``."""
         crf = self._fitted()
-        name = crf._attribute_name or (lambda key: key)
+        name = crf.attribute_name or (lambda key: key)
         keys = [key for plan, vocab in zip(crf.model.templates, crf.model.vocabs)
                 if plan.has_observations for key in vocab]
         return list(dict.fromkeys(name(key) for key in keys))

@@ -15,9 +15,10 @@ from typing import Any, ClassVar, NamedTuple, Protocol, Sequence
 import numpy as np
 
 from fgl.compile.frontend import Layer, TemplatePlan
+from fgl.data.sentence import Sentence
 from fgl.engines.program import InferenceStats, Program
-from fgl.io.conll import Sentence
 from fgl.lang import ast
+from fgl.lang.settings import TrainSettings
 
 
 @dataclass
@@ -89,7 +90,7 @@ class Model(Protocol):
 
     @classmethod
     def compile(cls, spec: ast.Spec, sentences: Any, base_dir: Path,
-                overrides: dict | None, source: str) -> tuple["Model", Any]:
+                settings: TrainSettings | None, source: str) -> tuple["Model", Any]:
         """Compile ``spec`` against training ``sentences`` (read from
         ``source``); returns the model and the encoded training data."""
 
@@ -110,6 +111,10 @@ class Model(Protocol):
 
     def initial_weights(self) -> np.ndarray:
         """Where training starts."""
+
+    def unlabelled(self, data: Any) -> int:
+        """How many output variables of the encoded training ``data`` have
+        no label (summed out by the marginal likelihood)."""
 
     def encode(self, sentences: Sequence[Sentence], with_gold: bool = False) -> Any:
         """The engine's encoded form of ``sentences``."""

@@ -5,7 +5,10 @@ that, given a checked spec, returns the reason this engine is the one (or
 None).  ``choose`` asks them in order — the general factor-graph engine
 first, since any non-chain clique needs it; then segments; the exact chain
 otherwise — and ``explain`` and model files read the choice from here.
-Nothing outside this module branches on the kind of a model or program.
+What differs between engines outside the compile package is declared on
+the ``Engine`` (segments, what evaluation's ``auto`` scheme means, how a
+Dask cluster compiles it), so nothing outside this module and
+``fgl.compile`` branches on the kind of a model or program.
 """
 from __future__ import annotations
 
@@ -18,20 +21,42 @@ from fgl.compile.sequence import ChainModel, SegmentModel
 from fgl.errors import FglError
 from fgl.lang import ast
 from fgl.lang.checks import labels_text
-from fgl.lang.settings import infer_settings
+from fgl.lang.settings import TrainSettings, resolve_infer
 from fgl.model import Model
+
+
+def _no_scheme(spec: ast.Spec) -> str | None:
+    return None
+
+
+def _segment_scheme(spec: ast.Spec) -> str | None:
+    """A segment model ``from change`` writes one run of a label per
+    segment: its own segments are the runs."""
+    return "runs" if spec.segments.boundary == "change" else None
 
 
 @dataclass(frozen=True)
 class Engine:
     """An engine: its name, the model class that implements it, what it is
-    (with the paper it follows) and when a spec needs it."""
+    (with the paper it follows), when a spec needs it, and what it can do:
+
+    - ``objectives``: what `train { objective = ... }` may be;
+    - ``segmented``: its variables are segments of tokens (Cuong et al.
+      2014 §2), so drawings show the segmentation over the tokens;
+    - ``auto_scheme``: the evaluation scheme ``auto`` means for a spec
+      (None: the tags' own scheme, ``fgl.data.schemes``);
+    - ``distributed_compile``: which passes compile it on a Dask cluster
+      (``fgl.distributed.compile``): ``"sequence"`` (gold labels, then
+      attributes) or ``"graph"`` (labels, then factors)."""
 
     name: str
     model: type[Model]
     title: str
     needed_because: Callable[[ast.Spec], str | None]
-    objectives: tuple[str, ...] = ("likelihood",)  # what `train { objective = ... }` may be
+    objectives: tuple[str, ...] = ("likelihood",)
+    segmented: bool = False
+    auto_scheme: Callable[[ast.Spec], str | None] = _no_scheme
+    distributed_compile: str = "sequence"
 
 
 def _factor_graph_reason(spec: ast.Spec) -> str | None:
@@ -79,9 +104,10 @@ ENGINES: tuple[Engine, ...] = (
     Engine("factor graph", FactorGraphModel,
            "exact junction tree or belief propagation over a factor graph per instance "
            "(Koller & Friedman 2009 ch. 10; Sutton & McCallum §1.4.4, §1.5)",
-           _factor_graph_reason, ("likelihood", "piecewise", "pseudo_likelihood")),
+           _factor_graph_reason, ("likelihood", "piecewise", "pseudo_likelihood"),
+           distributed_compile="graph"),
     Engine("segments", SegmentModel, "exact high-order semi-Markov (Cuong et al. 2014 §2)",
-           _segments_reason),
+           _segments_reason, segmented=True, auto_scheme=_segment_scheme),
     Engine("chain", ChainModel, "exact pattern-sparse chain (Ye et al. 2009 §3)", _chain_reason),
 )
 
@@ -103,7 +129,8 @@ class Choice:
         or forest, where belief propagation is exact)."""
         if self.engine.name != "factor graph":
             return self.engine.title
-        method, settings = infer_settings(spec)
+        settings = resolve_infer(spec)
+        method = settings.method
         cite = "Sutton & McCallum §1.4.4, §1.5"
         if acyclic and method in ("loopy", "trp", "trw"):
             how = {"trp": " with the TRP schedule", "trw": " (tree-reweighted, every ρ = 1 on "
@@ -112,7 +139,7 @@ class Choice:
                     f"every instance is a tree or forest, with no cycle to make it loopy ({cite})")
         if acyclic and method == "auto":
             return (f"a factor graph per instance: exact junction tree where the largest clique "
-                    f"table ≤ {settings['max_table']}, tree-reweighted BP elsewhere; every "
+                    f"table ≤ {settings.max_table}, tree-reweighted BP elsewhere; every "
                     f"instance here "
                     f"is a tree or forest, so inference is exact throughout "
                     f"(Koller & Friedman 2009 ch. 10; {cite})")
@@ -122,7 +149,7 @@ class Choice:
                    "Wainwright, Jaakkola & Willsky 2005)"
                    if method == "auto" else
                    "exact junction tree (an error where a clique table would exceed {} entries)")
-            return (f"a factor graph per instance: {run.format(settings['max_table'])} "
+            return (f"a factor graph per instance: {run.format(settings.max_table)} "
                     f"(Koller & Friedman 2009 ch. 10; {cite})")
         if method == "trw":
             return ("tree-reweighted belief propagation over a factor graph per instance: a "
@@ -165,7 +192,8 @@ def explain(spec: ast.Spec, model: Model | None = None, data: object | None = No
 
 
 def compile_model(spec: ast.Spec, sentences: object, base_dir: Path | None = None,
-                  overrides: dict | None = None, source: str = "<train>") -> tuple[Model, object]:
+                  settings: TrainSettings | None = None, source: str = "<train>"
+                  ) -> tuple[Model, object]:
     """Compile ``spec`` against training ``sentences`` with the engine it
     needs; returns the model and the encoded training data."""
-    return choose(spec).model.compile(spec, sentences, base_dir or Path("."), overrides, source)
+    return choose(spec).model.compile(spec, sentences, base_dir or Path("."), settings, source)

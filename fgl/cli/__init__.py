@@ -76,7 +76,8 @@ def _memory_budget(size: str | None):
     if size is None:
         yield
         return
-    from fgl.compile.budget import parse_size, set_memory_budget
+    from fgl.compile.budget import set_memory_budget
+    from fgl.sizes import parse_size
 
     previous = set_memory_budget(parse_size(size, "--max-memory"))
     try:
@@ -118,7 +119,8 @@ def _out_of_memory(e: MemoryError) -> str:
     """A MemoryError (what the estimates before allocation did not foresee)
     in words, located at the fgl function that asked for the memory (the
     innermost frame inside fgl), with the budget in force."""
-    from fgl.compile.budget import budget_source, format_size, memory_budget
+    from fgl.compile.budget import budget_source, memory_budget
+    from fgl.sizes import format_size
 
     where, tb = "", e.__traceback__
     while tb is not None:

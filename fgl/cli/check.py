@@ -16,11 +16,14 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(a: argparse.Namespace) -> int:
     from fgl.lang.checks import check_spec
     from fgl.lang.parser import parse_spec, read_spec_text
+    from fgl.learn.trainers import setting_errors
 
     text, name, base = read_spec_text(a.spec)   # as read_spec reads it
     notes: list[SpecError] = []
     try:
-        errors = check_spec(parse_spec(text, name), base, notes)
+        spec = parse_spec(text, name)
+        errors = check_spec(spec, base, notes)
+        errors = sorted(errors + setting_errors(spec), key=lambda e: (e.line or 0, e.col or 0))
     except SpecError as e:  # a syntax error: reported like every other spec error
         errors = [e]
     for err in errors + notes:    # errors first, then warnings, each in source order

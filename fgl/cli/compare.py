@@ -34,7 +34,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(a: argparse.Namespace) -> None:
     from fgl.api import CRF
     from fgl.cli.reporting import layer_schemes, located
-    from fgl.io.schemes import TagError
+    from fgl.data.schemes import TagError
     from fgl.io.significance import compare
 
     if a.trials < 1 or a.partitions < 1:

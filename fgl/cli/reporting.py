@@ -13,15 +13,16 @@ def warn_convergence(spec, stats: InferenceStats | None, when: str) -> None:
     with advice that fits the spec's `infer` settings."""
     if stats is None or not stats.not_converged:
         return
-    from fgl.lang.settings import infer_settings
+    from fgl.lang.settings import resolve_infer
 
-    method, settings = infer_settings(spec)
-    advice = [f"more iterations (`max_iter` is {settings['max_iter']})"]
-    if method in ("loopy", "auto", "trw") and not settings["damping"]:
+    settings = resolve_infer(spec)
+    method = settings.method
+    advice = [f"more iterations (`max_iter` is {settings.max_iter})"]
+    if method in ("loopy", "auto", "trw") and not settings.damping:
         advice.insert(0, f"damping (`infer {method}(damping = 0.5)`)")
     if method == "loopy":
         advice.append("the tree schedule `infer trp`")
-    advice.append(f"a looser `tol` (now {settings['tol']:g})")
+    advice.append(f"a looser `tol` (now {settings.tol:g})")
     print(f"warning: belief propagation did not converge on {stats.not_converged} of "
           f"{stats.instances} instances in {when} (max_iter {stats.max_iterations}, "
           f"final residual {stats.max_residual:.2g}); consider {', '.join(advice[:-1])} or "
@@ -36,7 +37,7 @@ def add_scheme_arg(p: argparse.ArgumentParser, help: str) -> None:
 
 
 def _scheme(text: str) -> tuple[str | None, str]:
-    from fgl.io.schemes import ALIASES, SCHEMES
+    from fgl.data.schemes import ALIASES, SCHEMES
 
     layer, _, name = text.rpartition("=")
     if name.lower() not in SCHEMES + tuple(ALIASES):
@@ -131,9 +132,10 @@ def report_tagged(path, a: argparse.Namespace) -> None:
     gold and the predicted labels (conlleval's input: any columns before
     them, blank lines between sentences, ``-DOCSTART-`` lines), with `fgl
     eval`'s --scheme, --ignore, --labels, --confusion and -o."""
+    from fgl.data.inputs import display_name
     from fgl.io.conll import read_conll
     from fgl.io.evaluate import TagError, evaluate
-    from fgl.io.sources import display_name, expand
+    from fgl.io.sources import expand
 
     given = getattr(a, "scheme", None) or ()
     layered = [f"{layer}={name}" for layer, name in given if layer is not None]

@@ -65,6 +65,12 @@ def add(sub: argparse._SubParsersAction) -> None:
                               "independent jobs, print a table, and write the one with the "
                               "best --dev F1")
     data_args(p)
+    plain = p.format_help
+
+    def format_help() -> str:   # the trainers, from their registry, when help is asked for
+        from fgl.learn.trainers import trainers_help
+        return f"{plain()}\n{trainers_help()}\n"
+    p.format_help = format_help
 
 
 def run(a: argparse.Namespace) -> None:

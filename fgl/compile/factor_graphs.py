@@ -5,16 +5,12 @@ pair templates, gapped tuples of one chain such as ``(y[t-2], y[t])``,
 tuples across several label layers, hidden layers, graph input — compiles
 here.  Per *instance* (a sentence; a document when a pair
 template says ``within document``; a graph from JSON lines) the compiler
-lays out the label variables (one per layer and position or node), unrolls
-every clique template into factors (Sutton & McCallum eq. 1.41: the template's
-weights are tied across its factors), and builds the instance's
+lays out the label variables and unrolls every clique template into
+factors (``fgl.compile.unrolling``; Sutton & McCallum eq. 1.41: the
+template's weights are tied across its factors), reads the templates'
+configurations and features off the gold factors
+(``fgl.compile.factor_features``), and builds the instance's
 ``FactorGraph`` once; training reuses it every iteration.
-
-A template's *configurations* are the label tuples of its factor (row-major,
-first variable slowest); its features pair an attribute with a
-configuration (Sutton & McCallum eq. 1.54), restricted to configurations seen in
-training (``support observed``, the default for templates with observations
-over observed layers) or all of them.
 
 A partially labelled graph (some nodes' labels null: the within-network
 setting of Sen et al. 2008) trains as a model with hidden variables does:
@@ -27,229 +23,40 @@ the given labels as evidence (``FactorGraphData.evidence``) and predicts the res
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Sequence
 
 import numpy as np
 
+from fgl.compile.factor_features import feature_rows, template_plans
 from fgl.compile.footprint import Footprint, GraphCounts, factor_graph_footprint
 from fgl.compile.frontend import (
     Layer,
     TemplatePlan,
     feature_sigma,
-    keep_counted,
-    label_id,
     layer_labels,
-    prior_sigma,
-    resolve_patterns,
     row_templates,
-    template_plan,
-    train_min_count,
     vocab_from_json,
     vocab_json,
 )
-from fgl.compile.pairs import estimate_pairs, linked_pairs
+from fgl.compile.unrolling import Instance, Unroller, gold_assignment, group_instances, variables
+from fgl.data.schemes import chunks
+from fgl.data.sentence import Sentence
+from fgl.engines.graph.clique_tree import junction_tree_plan
 from fgl.engines.graph.factor_graph import FactorGraph
 from fgl.engines.graph.factor_graph_program import FactorGraphData, FactorGraphProgram, clamp
-from fgl.engines.graph.junction_tree import junction_tree_plan
 from fgl.engines.parallel import map_instances
 from fgl.errors import DataError
 from fgl.features.model_input import check_model_input
-from fgl.features.observations import ObservationCompiler, TemplateAttributes, sentence_columns
-from fgl.io.conll import Sentence
-from fgl.io.schemes import chunks
 from fgl.lang import ast
-from fgl.lang.settings import AUTO_MAX_TABLE, infer_settings, train_settings
+from fgl.lang.settings import (
+    AUTO_MAX_TABLE,
+    InferSettings,
+    TrainSettings,
+    resolve_infer,
+    resolve_train,
+)
 from fgl.model import Confidences, Predictions, SegmentConfidence, TokenMarginals
-
-SAMPLE_FACTORS = 1000  # factors per template whose attributes Unroller.census reads
-
-
-@dataclass
-class Instance:
-    """The sentences (or graph) one factor graph covers, with its columns
-    concatenated; ``bounds`` are each sentence's token offsets."""
-
-    sentences: list[Sentence]
-    bounds: list[int]
-    cols: dict[str, list]
-    gold: dict[str, list[str]] | None
-
-    @property
-    def size(self) -> int:
-        return self.bounds[-1]
-
-    @property
-    def partial(self) -> bool:
-        """Whether some gold labels are given and some are not (a partially
-        labelled graph: the unlabelled ones are None)."""
-        return self.gold is not None and any(y is None for ys in self.gold.values() for y in ys)
-
-    @property
-    def edges(self) -> list | None:
-        """The typed edges (a, b, type) of a graph instance; None for sentences."""
-        return getattr(self.sentences[0], "edges", None)
-
-    def sentence_at(self, p: int) -> tuple[Sentence, int]:
-        """The sentence holding position ``p`` and p's index in it."""
-        for s, (a, b) in enumerate(zip(self.bounds, self.bounds[1:])):
-            if a <= p < b:
-                return self.sentences[s], p - a
-        raise IndexError(p)
-
-
-def group_instances(spec: ast.Spec, sentences: Sequence[Sentence], with_gold: bool
-                    ) -> list[Instance]:
-    """Group sentences into instances — one per sentence, or one per
-    document when a template links pairs ``within document`` — and
-    concatenate their columns."""
-    by_doc = any(t.within == "document" for t in spec.templates)
-    groups: list[list[Sentence]] = []
-    for sent in sentences:
-        if by_doc and groups and groups[-1][-1].doc == sent.doc:
-            groups[-1].append(sent)
-        else:
-            groups.append([sent])
-    out = []
-    for group in groups:
-        cols: dict[str, list] = defaultdict(list)
-        bounds, gold_ok = [0], True
-        for sent in group:
-            c, g = sentence_columns(spec, sent.rows, sent.lines, sent.file)
-            gold_ok &= g is not None
-            for k, v in c.items():
-                cols[k].extend(v)
-            bounds.append(bounds[-1] + len(sent.rows))
-        if with_gold and not gold_ok:
-            sent = group[0]
-            if hasattr(sent, "node_ids"):   # a graph
-                raise DataError(f"this graph has no label: {', '.join(map(repr, spec.outputs))} "
-                                f"{'is' if len(spec.outputs) == 1 else 'are'} null or missing "
-                                "on every node; training needs labelled nodes",
-                                sent.file, sent.lines[0])
-            raise DataError(f"this data has no label column(s) {', '.join(spec.outputs)}",
-                            sent.file, sent.lines[0])
-        gold = {o: cols[o] for o in spec.outputs} if gold_ok else None
-        out.append(Instance(group, bounds, dict(cols), gold))
-    return out
-
-
-@dataclass
-class Unroller:
-    """Lays out each instance's label variables (layer-major: one per layer
-    and position or node) and unrolls every clique template into factors
-    (Sutton & McCallum eq. 1.41), evaluating their observations."""
-
-    spec: ast.Spec
-    layers: list[Layer]
-    attributes: TemplateAttributes = field(repr=False)
-    obs: ObservationCompiler = field(repr=False)
-
-    @classmethod
-    def for_spec(cls, spec: ast.Spec, base_dir: Path, layers: list[Layer],
-                 lexicons: dict[str, frozenset[str]] | None = None) -> "Unroller":
-        """An unroller whose observations read lexicons relative to
-        ``base_dir`` (or the given loaded ``lexicons``)."""
-        attributes = TemplateAttributes(spec, base_dir, lexicons)
-        return cls(spec, layers, attributes, ObservationCompiler(spec, base_dir,
-                                                                 attributes.lexicons))
-
-    def var_index(self, inst: Instance) -> tuple[np.ndarray, int]:
-        """Variable id of (layer, position): layer-major."""
-        n = inst.size
-        return np.arange(len(self.layers) * n).reshape(len(self.layers), n), n
-
-    def factors(self, inst: Instance) -> list[tuple[int, list[int], list[tuple[str, float]]]]:
-        """Every factor of an instance: (template, variables, attributes)."""
-        var, n = self.var_index(inst)
-        out = []
-        for ti, tpl in enumerate(self.spec.templates):
-            refs = variables(tpl)
-            layer_of = [self.layer_index[var] for var, _, _ in refs]
-            if all(index == "t" for _, _, index in refs):
-                for a, b in zip(inst.bounds, inst.bounds[1:]):
-                    sent_cols = {k: v[a:b] for k, v in inst.cols.items()}
-                    attrs = self.attributes.evaluate(ti, sent_cols, b - a, None)
-                    for t in range(b - a):
-                        pos = [t + off for _, off, _ in refs]
-                        if min(pos) < 0 or max(pos) >= b - a:
-                            continue
-                        out.append((ti, [int(var[li, a + p]) for li, p in zip(layer_of, pos)],
-                                    attrs[t]))
-                continue
-            spans = linked_pairs(tpl, inst.cols, n, inst.edges, self.obs)
-            attrs = self.attributes.evaluate(ti, inst.cols, n, spans)
-            for (i, j), items in zip(spans, attrs):
-                ends = [i if index in ("i", "a") else j for _, _, index in refs]
-                out.append((ti, [int(var[li, p]) for li, p in zip(layer_of, ends)], items))
-        return out
-
-    def census(self, instances: list[Instance]) -> GraphCounts:
-        """What ``factors`` would make, without making it: each template's
-        factors on each instance (pair templates' estimated by
-        ``fgl.compile.pairs.estimate_pairs``) and its attribute items per
-        factor, read off a sample of up to ``SAMPLE_FACTORS`` factors."""
-        T = len(self.spec.templates)
-        factors = np.zeros((len(instances), T), dtype=np.int64)
-        items, sampled = np.zeros(T), np.zeros(T)
-        for k, inst in enumerate(instances):
-            for ti, tpl in enumerate(self.spec.templates):
-                refs = variables(tpl)
-                offsets = [off for _, off, index in refs if index == "t"]
-                if len(offsets) == len(refs):
-                    lengths = np.diff(inst.bounds)
-                    factors[k, ti] = np.maximum(
-                        0, lengths - max(0, max(offsets)) - max(0, -min(offsets))).sum()
-                    if sampled[ti] < SAMPLE_FACTORS:
-                        a, b = inst.bounds[0], inst.bounds[1]
-                        rows = self.attributes.evaluate(
-                            ti, {c: v[a:b] for c, v in inst.cols.items()}, b - a, None)
-                        items[ti] += sum(len(r) for r in rows)
-                        sampled[ti] += len(rows)
-                    continue
-                factors[k, ti], sample = estimate_pairs(tpl, inst.cols, inst.size, inst.edges,
-                                                        self.obs)
-                if sampled[ti] < SAMPLE_FACTORS and sample:
-                    rows = self.attributes.evaluate(ti, inst.cols, inst.size, sample)
-                    items[ti] += sum(len(r) for r in rows)
-                    sampled[ti] += len(rows)
-        return GraphCounts(factors, np.array([inst.size for inst in instances], dtype=np.int64),
-                           items / np.maximum(sampled, 1))
-
-    @property
-    def layer_index(self) -> dict[str, int]:
-        index = {layer.name: k for k, layer in enumerate(self.layers)}
-        if len(self.spec.outputs) == 1:
-            index["y"] = 0
-        return index
-
-
-def variables(tpl: ast.Template) -> list[tuple[str, int, str]]:
-    """The template's variables as (layer, offset, index), oldest first:
-    ``y[t-1..t]`` is two variables, ``(y[i], y[j])`` two."""
-    return [(r.var, off, r.index) for r in tpl.labels for off in range(r.lo, r.hi + 1)]
-
-
-def gold_assignment(inst: Instance, layers: list[Layer], declared: bool) -> np.ndarray:
-    """The gold label id of every variable of an instance (layer-major;
-    -1 for hidden variables and unlabelled nodes)."""
-    n = inst.size
-    g = np.full(len(layers) * n, -1, dtype=np.int64)
-    for k, layer in enumerate(layers):
-        if layer.hidden:
-            continue
-        index = layer.index
-        for p, y in enumerate(inst.gold[layer.name]):
-            if y is None:   # an unlabelled node of a partially labelled graph
-                continue
-            i = index.get(y)
-            if i is None:
-                sent, t = inst.sentence_at(p)
-                i = label_id(layer, y, sent.file, sent.lines[t], declared)
-            g[k * n + p] = i
-    return g
 
 
 class FactorGraphModel:
@@ -269,10 +76,11 @@ class FactorGraphModel:
         self.templates, self.vocabs = templates, vocabs
         self.feat_sigma = feature_sigma(templates, vocabs, row_ptr)
         cards = [int(np.prod([len(layers[li].labels) for li in t.layers])) for t in templates]
-        method, settings = infer_settings(spec)
+        settings = resolve_infer(spec)
         self.program = FactorGraphProgram(row_ptr, feat_config,
                                           row_templates(vocabs, len(row_ptr) - 1),
-                                          np.array(cards, dtype=np.int64), method, settings,
+                                          np.array(cards, dtype=np.int64), settings.method,
+                                          settings,
                                           any(layer.hidden for layer in layers))
         self.unroller = Unroller.for_spec(spec, base_dir, layers, lexicons)
 
@@ -307,10 +115,10 @@ class FactorGraphModel:
         instances = group_instances(self.spec, sentences, with_gold)
         _footprint(self.spec, self.layers, [t.layers for t in self.templates],
                    self.unroller.census(instances), self._features_per_template(),
-                   len(self.program.row_template), int(train_settings(self.spec)["jobs"]),
+                   len(self.program.row_template), resolve_train(self.spec).jobs,
                    training=False
                    ).check(self.spec.templates)
-        data = self._encode(instances, [self.unroller.factors(inst) for inst in instances],
+        data = self.encode_instances(instances, [self.unroller.factors(inst) for inst in instances],
                             [gold_assignment(inst, self.layers, False)
                              if with_gold and inst.gold is not None
                              else np.full(len(self.layers) * inst.size, -1, dtype=np.int64)
@@ -320,9 +128,10 @@ class FactorGraphModel:
                              for inst in instances]
         return data
 
-    def _encode(self, instances: list[Instance], unrolled: list, golds: list[np.ndarray]
-                ) -> FactorGraphData:
-        """Factor graphs and factor attribute rows of the instances."""
+    def encode_instances(self, instances: list[Instance], unrolled: list,
+                         golds: list[np.ndarray]) -> FactorGraphData:
+        """Factor graphs and factor attribute rows of the ``instances``, given
+        their factors (``Unroller.factors``) and gold assignments."""
         graphs, fac_ptr, rows, vals, fac_tpl, inst_fptr = [], [0], [], [], [], [0]
         for inst, factors in zip(instances, unrolled):
             n = inst.size
@@ -446,7 +255,7 @@ class FactorGraphModel:
             cliques = np.array([p.total_table if p else 0 for p in plans], dtype=np.int64)
         counts = GraphCounts(factors, np.array(data.sizes, dtype=np.int64), items, cliques)
         if jobs is None:
-            jobs = int(train_settings(self.spec)["jobs"])
+            jobs = resolve_train(self.spec).jobs
         return _footprint(self.spec, self.layers, [t.layers for t in self.templates], counts,
                           self._features_per_template(), len(self.program.row_template), jobs)
 
@@ -500,7 +309,7 @@ class FactorGraphModel:
                 g = data.graphs[big]
                 lines.append(f"largest instance: #{big}, {g.n_vars} variables, "
                              f"{g.n_factors} factors, {g.n_cycles()} independent cycles")
-            lines += junction_tree_summary(method, settings, data.graphs)
+            lines += junction_tree_summary(settings, data.graphs)
             lines.append(self.footprint(data).line())
         return lines
 
@@ -511,12 +320,12 @@ class FactorGraphModel:
         rho = [self.program.appearance_probabilities(g)[np.diff(g.f_ptr) >= 2]
                for g in data.graphs]
         rho = np.concatenate(rho) if rho else np.zeros(0)
-        where = (f"rho = {s['rho']:g} for every factor (given)" if "rho" in s else
-                 f"ρ from a cover by at least {s['forests']} factor forests per instance")
+        where = (f"rho = {s.rho:g} for every factor (given)" if s.rho is not None else
+                 f"ρ from a cover by at least {s.forests} factor forests per instance")
         spread = (f"; ρ min {rho.min():.3g}, mean {rho.mean():.3g}, "
                   f"{int((rho < 1).sum())} of {rho.size} factors below 1" if rho.size else "")
         return (f"trw: {where}{spread}; decode by "
-                + ("reweighted max-product" if s["decode"] == "max_product" else
+                + ("reweighted max-product" if s.decode == "max_product" else
                    "the most probable value of each TRW marginal"))
 
     # ------------------------------------------------------------ model files
@@ -544,7 +353,7 @@ class FactorGraphModel:
 
     @classmethod
     def compile(cls, spec: ast.Spec, sentences: Sequence[Sentence], base_dir: Path | None = None,
-                overrides: dict | None = None, source: str = "<train>",
+                settings: TrainSettings | None = None, source: str = "<train>",
                 ) -> tuple["FactorGraphModel", FactorGraphData]:
         """Compile a general CRF against training data: lay out and unroll
         every instance once, then read the templates' configurations and
@@ -565,7 +374,8 @@ class FactorGraphModel:
                   for name in spec.outputs]
         layers += [Layer(h.name, list(h.labels), True) for h in spec.hidden]
         unroller = Unroller.for_spec(spec, base_dir, layers)
-        jobs = int(train_settings(spec, overrides)["jobs"])
+        settings = settings or resolve_train(spec)
+        jobs = settings.jobs
         var_layers = [[unroller.layer_index[var] for var, _, _ in variables(tpl)]
                       for tpl in spec.templates]
         counts = unroller.census(instances)
@@ -573,14 +383,14 @@ class FactorGraphModel:
                    ).check(spec.templates)
         unrolled = [unroller.factors(inst) for inst in instances]
         golds = [gold_assignment(inst, layers, True) for inst in instances]
-        templates = _plans(spec, layers, unroller.layer_index, unrolled, golds,
-                           prior_sigma(spec, overrides), train_min_count(spec, overrides))
-        rows = _feature_rows(templates, layers, unrolled, golds).cut(templates)
+        templates = template_plans(spec, layers, unroller.layer_index, unrolled, golds,
+                           settings.sigma, settings.min_count)
+        rows = feature_rows(templates, layers, unrolled, golds).cut(templates)
         _footprint(spec, layers, var_layers, counts, rows.counts(), len(rows.template), jobs
                    ).check(spec.templates)
         model = cls(spec, base_dir, layers, templates, rows.vocabs, *rows.arrays(),
                     unroller.attributes.lexicons)
-        data = model._encode(instances, unrolled, golds)
+        data = model.encode_instances(instances, unrolled, golds)
         if model.unlabelled(data):   # partially labelled graphs: unlabelled nodes are latent
             model.program.has_hidden = True
         del unrolled   # (freed before the junction trees are planned)
@@ -606,15 +416,15 @@ def _footprint(spec: ast.Spec, layers: list[Layer], var_layers: list[list[int]],
     return factor_graph_footprint(counts, [len(c) for c in cards], tables,
                                   [sum(c) for c in cards], [len(layer.labels) for layer in layers],
                                   features, attributes, notes, ADVICE,
-                                  method=infer_settings(spec)[0],
+                                  method=resolve_infer(spec).method,
                                   jobs=jobs, training=training)
 
 
-def junction_tree_summary(method: str, settings: dict, graphs: list[FactorGraph]) -> list[str]:
+def junction_tree_summary(settings: InferSettings, graphs: list[FactorGraph]) -> list[str]:
     """What the junction tree (Koller & Friedman 2009 ch. 10) makes of the
     instances: the treewidth and largest clique table found by min-fill
     elimination, and which instances run exactly and which by tree-reweighted BP."""
-    limit = int(settings.get("max_table", AUTO_MAX_TABLE))
+    method, limit = settings.method, int(settings.max_table or AUTO_MAX_TABLE)
     plans = [junction_tree_plan(g, limit) for g in graphs]
     fit = [p for p in plans if p.fits(limit)]
     over = [p for p in plans if not p.fits(limit)]
@@ -662,110 +472,3 @@ def _stack(beliefs: list[np.ndarray]) -> np.ndarray:
     for i, b in enumerate(beliefs):
         out[i, :len(b)] = b
     return out
-
-
-def _plans(spec: ast.Spec, layers: list[Layer], layer_index: dict[str, int], unrolled: list,
-           golds: list[np.ndarray], sigma: float, min_count: int = 1) -> list[TemplatePlan]:
-    """Each template's plan: the configurations that carry weights are its
-    explicit patterns, those of the gold assignments (``patterns
-    observed``: of factors whose variables are all labelled), or all of
-    them."""
-    plans = []
-    for ti, tpl in enumerate(spec.templates):
-        var_layers = [layer_index[var] for var, _, _ in variables(tpl)]
-        observed = not any(layers[li].hidden for li in var_layers)
-
-        def seen(lengths: list[int], ti: int = ti) -> set[tuple[int, ...]]:
-            return {tuple(int(g[v]) for v in vs) for inst_f, g in zip(unrolled, golds)
-                    for t, vs, _ in inst_f if t == ti and min(g[v] for v in vs) >= 0}
-
-        patterns = resolve_patterns(tpl, layers, var_layers, seen, can_observe=observed,
-                                    exact_length=True)
-        plans.append(template_plan(tpl, var_layers, patterns, sigma,
-                                   "observed" if tpl.observations and observed else "all",
-                                   min_count))
-    return plans
-
-
-@dataclass
-class _FeatureRows:
-    """The attribute rows of the templates' features (Sutton & McCallum eq.
-    1.54): ``vocabs[t]`` maps template t's attribute keys to rows;
-    ``configs[r]`` the configurations row r was seen with in gold factors
-    (``support observed``; empty for ``support all``, whose rows take
-    every configuration of ``every[t]``).  Configurations are flat indices
-    into the factor table (row-major, first variable slowest)."""
-
-    vocabs: list[dict[str, int]]
-    configs: list[set[int]]
-    template: list[int]
-    every: list[list[int] | None]
-    count: list[int] = field(default_factory=list)   # each row's factors in training
-
-    def cut(self, templates: list[TemplatePlan]) -> "_FeatureRows":
-        """The rows whose attribute occurs in at least its template's
-        ``min_count`` factors of the training data, renumbered in order."""
-        keep = keep_counted(np.array(self.count, dtype=np.int64),
-                            np.array(self.template, dtype=np.int64), templates)
-        if keep is None or keep.all():
-            return self
-        new = np.cumsum(keep) - 1
-        vocabs = [{k: int(new[r]) for k, r in vocab.items() if keep[r]} for vocab in self.vocabs]
-        return _FeatureRows(vocabs, [c for c, k in zip(self.configs, keep) if k],
-                            [t for t, k in zip(self.template, keep) if k], self.every,
-                            [n for n, k in zip(self.count, keep) if k])
-
-    def counts(self) -> list[int]:
-        """Features per template, before they are made."""
-        out = [0] * len(self.vocabs)
-        for r, ti in enumerate(self.template):
-            out[ti] += len(self.configs[r]) if self.every[ti] is None else len(self.every[ti])
-        return out
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """(row_ptr, feat_config): each row's configurations, ascending."""
-        per_row = [sorted(c) if self.every[ti] is None else self.every[ti]
-                   for c, ti in zip(self.configs, self.template)]
-        row_ptr = np.zeros(len(per_row) + 1, dtype=np.int64)
-        row_ptr[1:] = np.cumsum([len(c) for c in per_row])
-        feat_config = np.fromiter((c for cs in per_row for c in cs), dtype=np.int64,
-                                  count=int(row_ptr[-1]))
-        return row_ptr, feat_config
-
-
-def _feature_rows(templates: list[TemplatePlan], layers: list[Layer], unrolled: list,
-                  golds: list[np.ndarray]) -> _FeatureRows:
-    """Features are (attribute row, configuration) pairs: per row, the
-    configurations it was seen with in gold factors (``support observed``)
-    or all its template's configurations (a factor with an unlabelled
-    variable adds its attribute rows, but no configuration)."""
-    vocabs: list[dict[str, int]] = [{} for _ in templates]
-    row_configs: list[set[int]] = []
-    row_tpl: list[int] = []
-    row_count: list[int] = []
-    strides = []
-    for tpl in templates:
-        cards = [len(layers[li].labels) for li in tpl.layers]
-        strides.append([int(np.prod(cards[k + 1:])) for k in range(len(cards))])
-    config_sets = [{sum(c * s for c, s in zip(conf, st)) for conf in tpl.patterns}
-                   for tpl, st in zip(templates, strides)]
-    for inst_f, g in zip(unrolled, golds):
-        for ti, vs, items in inst_f:
-            gold_cfg = None
-            if templates[ti].support == "observed" and min(g[v] for v in vs) >= 0:
-                gold_cfg = sum(int(g[v]) * s for v, s in zip(vs, strides[ti]))
-                if gold_cfg not in config_sets[ti]:
-                    gold_cfg = None
-            for key, _ in items:
-                r = vocabs[ti].get(key)
-                if r is None:
-                    r = vocabs[ti][key] = len(row_configs)
-                    row_configs.append(set())
-                    row_tpl.append(ti)
-                    row_count.append(0)
-                row_count[r] += 1
-                if gold_cfg is not None:
-                    row_configs[r].add(gold_cfg)
-    every = [None if tpl.support == "observed" else sorted(cs)
-             for tpl, cs in zip(templates, config_sets)]
-    return _FeatureRows(vocabs, row_configs, row_tpl, every, row_count)

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fgl.compile.budget import budget_source, format_size, memory_budget
+from fgl.compile.budget import budget_source, memory_budget
 from fgl.engines.parallel import resolve_jobs
 from fgl.errors import SpecError
 from fgl.lang import ast
+from fgl.sizes import format_size
 
 # one feature while training: its weight, gradient, prior, pattern index, and
 # the L-BFGS memory's 2 x 10 vectors of the weights' length; every further

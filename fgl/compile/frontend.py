@@ -19,7 +19,7 @@ import numpy as np
 
 from fgl.errors import DataError, SpecError
 from fgl.lang import ast
-from fgl.lang.settings import template_options, train_settings
+from fgl.lang.settings import template_options
 
 # the most label patterns (configurations) one template may enumerate
 MAX_PATTERNS = 200_000
@@ -143,19 +143,8 @@ def template_plan(tpl: ast.Template, var_layers: list[int], patterns: list[tuple
                   sigma: float, default_support: str, min_count: int = 1) -> TemplatePlan:
     """A template's plan with its options (sigma, support, min_count) resolved."""
     opts = template_options(tpl, sigma, min_count)
-    return TemplatePlan(tpl.name, var_layers, patterns, float(opts["sigma"]),
-                        str(opts.get("support", default_support)), bool(tpl.observations),
-                        int(opts["min_count"]))
-
-
-def prior_sigma(spec: ast.Spec, overrides: dict | None) -> float:
-    """The Gaussian prior sigma in effect (the spec's, or an override)."""
-    return float(train_settings(spec, overrides)["sigma"])
-
-
-def train_min_count(spec: ast.Spec, overrides: dict | None) -> int:
-    """The train ``min_count`` in effect (the spec's, or an override)."""
-    return int(train_settings(spec, overrides)["min_count"])
+    return TemplatePlan(tpl.name, var_layers, patterns, opts.sigma,
+                        opts.support or default_support, bool(tpl.observations), opts.min_count)
 
 
 def keep_counted(counts: np.ndarray, row_template: np.ndarray,

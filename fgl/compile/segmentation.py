@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 
+from fgl.data.sentence import Sentence
 from fgl.errors import DataError
-from fgl.io.conll import Sentence
 from fgl.lang import ast
 
 Segment = tuple[int, int, str]  # first token, last token, label

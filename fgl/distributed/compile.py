@@ -25,7 +25,6 @@ shards are not checked.
 from __future__ import annotations
 
 import warnings
-from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,9 +32,11 @@ from typing import Any
 import numpy as np
 
 from fgl import registry
-from fgl.compile.factor_graphs import FactorGraphModel, Unroller, _FeatureRows, _plans
-from fgl.compile.frontend import Layer, layer_labels, prior_sigma, train_min_count
-from fgl.compile.sequence import SequenceModel, _FeatureTable
+from fgl.compile.factor_features import FeatureRows, pattern_configs, template_plans
+from fgl.compile.feature_table import FeatureTable, frequency_order
+from fgl.compile.frontend import Layer, layer_labels
+from fgl.compile.sequence import SequenceModel, pattern_list
+from fgl.compile.unrolling import Unroller
 from fgl.distributed import graph_pass, sequence_pass
 from fgl.distributed.recipe import ModelRecipe
 from fgl.distributed.reduce import tree_reduce
@@ -43,6 +44,7 @@ from fgl.distributed.shards import Shard, read_shard
 from fgl.errors import DataError, FglError
 from fgl.features.observations import TemplateAttributes
 from fgl.lang import ast
+from fgl.lang.settings import TrainSettings
 from fgl.model import Model
 
 
@@ -78,19 +80,18 @@ class EncodedShards:
 
 
 def compile_on_cluster(client, spec: ast.Spec, shards: list[Shard], base_dir: Path,
-                       overrides: dict | None, reading: Reading, source: str) -> EncodedShards:
+                       settings: TrainSettings, reading: Reading, source: str) -> EncodedShards:
     """Compile ``spec`` against the shards on ``client``'s cluster."""
-    if train_min_count(spec, overrides) > 1 or any(
+    if settings.min_count > 1 or any(
             o.key == "min_count" and o.value > 1 for t in spec.templates for o in t.options):
         raise FglError("min_count (the feature cut-off) counts attributes over the whole "
                        "training data, which training on a Dask cluster does not gather; "
                        "train on one machine, or remove min_count")
     lexicons = TemplateAttributes(spec, base_dir).lexicons
-    cls = registry.choose(spec).model
-    if issubclass(cls, SequenceModel):
-        return _compile_sequence(client, cls, spec, shards, base_dir, lexicons, overrides,
-                                 reading, source)
-    return _compile_graph(client, spec, shards, base_dir, lexicons, overrides, reading, source)
+    engine = registry.choose(spec).engine
+    compile_passes = _COMPILERS[engine.distributed_compile]
+    return compile_passes(client, engine.model, spec, shards, base_dir, lexicons, settings,
+                          reading, source)
 
 
 # ---------------------------------------------------------------- worker tasks
@@ -152,39 +153,33 @@ def _add_arrays(*arrays: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- chain and segments
 
-class _MergedTable(_FeatureTable):
-    """The one-machine compile's feature table, filled from merged summaries
-    rather than from reading the data."""
-
-    def _check_size(self, template: np.ndarray, first: np.ndarray) -> None:
-        return None   # (the whole-model budget is one machine's: module docstring)
-
-
 def _compile_sequence(client, cls: type[SequenceModel], spec: ast.Spec, shards: list[Shard],
-                      base_dir: Path, lexicons: dict, overrides: dict | None, reading: Reading,
+                      base_dir: Path, lexicons: dict, settings: TrainSettings, reading: Reading,
                       source: str) -> EncodedShards:
     reading_f = constant(client, reading)
     golds = client.gather(client.map(_gold_task, shards, reading=reading_f, pure=False))
     n_sequences = sum(g.n_sequences for g in golds)
     if not n_sequences:
         raise DataError("the training data has no sequences", source, 0)
-    declared = cls._declared(spec)
-    layer = Layer(spec.outputs[0], declared or sorted(set().union(*(g.labels for g in golds))))
+    layer = cls.declared_layer(spec) or Layer(spec.outputs[0],
+                                              sorted(set().union(*(g.labels for g in golds))))
     index = layer.index
     windows = sorted(set().union(*(g.windows for g in golds)))
-    plans = cls._plans(spec, layer, [[index[y] for y in w] for w in windows],
-                       prior_sigma(spec, overrides))
-    z_list = list(dict.fromkeys([(y,) for y in range(len(layer.labels))]
-                                + [z for p in plans for z in p.patterns]))
+    plans = cls.template_plans(spec, layer, [[index[y] for y in w] for w in windows],
+                               settings.sigma)
+    z_list = pattern_list(len(layer.labels), plans)
     longest = max((g.longest for g in golds), default=1) or 1
     plan = sequence_pass.SequencePlan(spec, base_dir, lexicons, layer, plans, z_list,
                                       cls.span_limit(spec, longest))
     plan_f = constant(client, plan)
     summaries = client.gather(client.map(_attribute_task, shards, reading=reading_f,
                                          plan=plan_f, pure=False))
-    table = _MergedTable(cls, spec, plans, z_list, TemplateAttributes(spec, base_dir, lexicons),
-                         len(layer.labels), 1, longest)
-    _merge_attributes(table, summaries)
+    # (the whole-model budget is one machine's: module docstring)
+    table = FeatureTable(cls, spec, plans, z_list, TemplateAttributes(spec, base_dir, lexicons),
+                         len(layer.labels), 1, longest, check_budget=False)
+    for summary in summaries:   # rows in the order first met over the shards in order
+        for (ti, key), zs in zip(summary.keys, summary.patterns):
+            table.merge_row(ti, key, zs)
     del summaries
     merged_f = constant(client, table.vocabs)
     n_rows = len(table.row_template)
@@ -195,13 +190,8 @@ def _compile_sequence(client, cls: type[SequenceModel], spec: ast.Spec, shards: 
                for i, shard in enumerate(shards)]
     counts = tree_reduce(client, [client.submit(sequence_pass.row_counts, e, n_rows, pure=False)
                                   for e in encoded], _add_arrays).result()
-    order = np.argsort(-counts, kind="stable")   # (as _FeatureTable.finish numbers rows)
-    new_id = np.empty(len(order), dtype=np.int32)
-    new_id[order] = np.arange(len(order))
-    for vocab in table.vocabs:
-        for key, r in vocab.items():
-            vocab[key] = int(new_id[r])
-    row_ptr, feat_pattern = table._table(new_id)
+    new_id = frequency_order(counts)   # (as FeatureTable.finish numbers rows)
+    row_ptr, feat_pattern = table.renumber(new_id)
     model = cls(spec, base_dir, layer, plans, z_list, table.vocabs, row_ptr, feat_pattern,
                 lexicons)
     new_id_f = constant(client, new_id)
@@ -212,30 +202,11 @@ def _compile_sequence(client, cls: type[SequenceModel], spec: ast.Spec, shards: 
                          [reading_f, plan_f, merged_f, new_id_f, recipe_f, *encoded])
 
 
-def _merge_attributes(table: _FeatureTable,
-                      summaries: list[sequence_pass.AttributeSummary]) -> None:
-    """Number attribute rows in the order first met over the shards in order
-    (the one-machine numbering before renumbering by frequency) and fill the
-    table's supported patterns."""
-    zsets: list[set[int]] = []
-    for s, summary in enumerate(summaries):
-        for (ti, key), (i, unit), zs in zip(summary.keys, summary.first, summary.patterns):
-            vocab = table.vocabs[ti]
-            r = vocab.get(key)
-            if r is None:
-                r = vocab[key] = len(zsets)
-                zsets.append(set())
-                table.row_template.append(ti)
-            zsets[r].update(zs)
-    n_z = table.n_z
-    table.row_first = array("q", (min(zs) if zs else -1 for zs in zsets))
-    table.row_more = {r * n_z + z for r, zs in enumerate(zsets) for z in zs if z != min(zs)}
-
-
 # ---------------------------------------------------------------- factor graphs
 
-def _compile_graph(client, spec: ast.Spec, shards: list[Shard], base_dir: Path, lexicons: dict,
-                   overrides: dict | None, reading: Reading, source: str) -> EncodedShards:
+def _compile_graph(client, cls: type[Model], spec: ast.Spec, shards: list[Shard], base_dir: Path,
+                   lexicons: dict, settings: TrainSettings, reading: Reading, source: str
+                   ) -> EncodedShards:
     reading_f = constant(client, reading)
     found = client.gather(client.map(_label_task, shards, reading=reading_f, pure=False))
     n_instances = sum(f.n_instances for f in found)
@@ -248,17 +219,16 @@ def _compile_graph(client, spec: ast.Spec, shards: list[Shard], base_dir: Path, 
                                          base_dir=base_dir, lexicons=lexicons, layers=layers,
                                          pure=False))
     unroller = Unroller.for_spec(spec, base_dir, layers, lexicons)
-    # every gold configuration seen, as factors of one stand-in instance for ``_plans``
+    # every gold configuration seen, as factors of one stand-in instance for ``template_plans``
     factors, gold = [], []
     for ti in range(len(spec.templates)):
         for config in sorted(set().union(*(s.configs[ti] for s in summaries))):
             factors.append((ti, list(range(len(gold), len(gold) + len(config))), None))
             gold.extend(config)
-    templates = _plans(spec, layers, unroller.layer_index, [factors],
-                       [np.array(gold, dtype=np.int64)], prior_sigma(spec, overrides))
+    templates = template_plans(spec, layers, unroller.layer_index, [factors],
+                               [np.array(gold, dtype=np.int64)], settings.sigma)
     rows = _merge_factor_rows(templates, layers, summaries)
-    model = FactorGraphModel(spec, base_dir, layers, templates, rows.vocabs, *rows.arrays(),
-                             lexicons)
+    model = cls(spec, base_dir, layers, templates, rows.vocabs, *rows.arrays(), lexicons)
     recipe_f = constant(client, ModelRecipe.of(model, base_dir))
     return EncodedShards(model, recipe_f,
                          [(_graph_encode_task, shard, reading_f, recipe_f) for shard in shards],
@@ -267,24 +237,17 @@ def _compile_graph(client, spec: ast.Spec, shards: list[Shard], base_dir: Path, 
 
 
 def _merge_factor_rows(templates: list, layers: list[Layer],
-                       summaries: list[graph_pass.FactorSummary]) -> _FeatureRows:
-    """``_feature_rows`` of the whole data from the shards' summaries."""
-    config_sets = []
-    for tpl in templates:
-        st = graph_pass.strides(layers, tpl.layers)
-        config_sets.append({sum(c * s for c, s in zip(conf, st)) for conf in tpl.patterns})
-    vocabs: list[dict[str, int]] = [{} for _ in templates]
-    configs: list[set[int]] = []
-    row_tpl: list[int] = []
+                       summaries: list[graph_pass.FactorSummary]) -> FeatureRows:
+    """The one-machine compile's ``FeatureRows`` of the whole data, from the
+    shards' summaries in shard order."""
+    config_sets = pattern_configs(templates, layers)
+    rows = FeatureRows.empty(templates, config_sets)
     for summary in summaries:
         for (ti, key), seen in zip(summary.keys, summary.seen_with):
-            r = vocabs[ti].get(key)
-            if r is None:
-                r = vocabs[ti][key] = len(configs)
-                configs.append(set())
-                row_tpl.append(ti)
+            r = rows.row(ti, key)
             if templates[ti].support == "observed":
-                configs[r].update(seen & config_sets[ti])
-    every = [None if tpl.support == "observed" else sorted(cs)
-             for tpl, cs in zip(templates, config_sets)]
-    return _FeatureRows(vocabs, configs, row_tpl, every)
+                rows.configs[r].update(seen & config_sets[ti])
+    return rows
+
+
+_COMPILERS = {"sequence": _compile_sequence, "graph": _compile_graph}

@@ -16,10 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from fgl.compile.factor_graphs import Unroller, gold_assignment, group_instances, variables
+from fgl.compile.factor_features import config_strides
 from fgl.compile.frontend import Layer
+from fgl.compile.unrolling import Unroller, gold_assignment, group_instances, variables
 from fgl.errors import DataError
 from fgl.lang import ast
 
@@ -53,22 +52,16 @@ def label_summary(spec: ast.Spec, sentences: list) -> LabelSummary:
     return LabelSummary(labels, len(instances), sum(inst.size for inst in instances))
 
 
-def strides(layers: list[Layer], var_layers: list[int]) -> list[int]:
-    """Row-major strides of a factor table over variables in ``var_layers``."""
-    cards = [len(layers[li].labels) for li in var_layers]
-    return [int(np.prod(cards[k + 1:])) for k in range(len(cards))]
-
-
 def factor_summary(spec: ast.Spec, base_dir: Path, lexicons: dict[str, frozenset[str]],
                    layers: list[Layer], sentences: list) -> FactorSummary:
     """Pass 2 over a shard: unroll every instance and read its gold factors
-    (``_plans`` and ``_feature_rows``'s reading, before the driver knows
+    (``template_plans`` and ``feature_rows``' reading, before the driver knows
     which configurations carry weights)."""
     unroller = Unroller.for_spec(spec, base_dir, layers, lexicons)
     index = unroller.layer_index
     var_layers = [[index[var] for var, _, _ in variables(tpl)] for tpl in spec.templates]
     hidden = [any(layers[li].hidden for li in vl) for vl in var_layers]
-    tpl_strides = [strides(layers, vl) for vl in var_layers]
+    tpl_strides = [config_strides(layers, vl) for vl in var_layers]
     out = FactorSummary([set() for _ in spec.templates])
     vocabs: list[dict[str, int]] = [{} for _ in spec.templates]
     for inst in group_instances(spec, sentences, with_gold=True):

@@ -30,7 +30,7 @@ from fgl.distributed.recipe import ModelRecipe
 from fgl.distributed.reduce import tree_reduce
 from fgl.engines.program import InferenceStats
 from fgl.errors import FglError
-from fgl.learn.learner import Objective, add_prior, inverse_variance
+from fgl.learn.objective import Objective, add_prior, inverse_variance
 
 ATTEMPTS = 6                     # tries of one evaluation when workers are lost
 RECONNECT_SECONDS = 120          # how long a retry waits for a worker to be there
@@ -113,9 +113,9 @@ class Round:
 
 
 class DistributedObjective:
-    """f(w) and ∇f(w) summed over the cluster's shards, plus the prior;
-    the ``train_lbfgs`` objective protocol (``stats``, ``tighten``,
-    ``bp_settings``, ``restore_bp_settings``)."""
+    """f(w) and ∇f(w) summed over the cluster's shards, plus the prior: a
+    ``fgl.learn.objective.TrainingObjective`` (BP always starts cold on the
+    workers, so there is nothing to ``accept``)."""
 
     def __init__(self, client, encoded: EncodedShards, sigma: np.ndarray, jobs: int):
         self.client = client
@@ -178,6 +178,12 @@ class DistributedObjective:
         if settings:
             self.bp = max(settings, key=lambda bp: max(side["damping"] for side in bp.values()))
         return max(notes, key=len) if notes else None
+
+    def approximate(self) -> bool:
+        return self.bp is not None
+
+    def accept(self) -> None:
+        pass
 
     def bp_settings(self) -> dict | None:
         return self.bp

@@ -9,8 +9,7 @@ runs on the workers over their own shards and returns only summaries:
 1. ``gold_summary``: the labels seen, the gold label windows (every
    length up to the widest template), sequence and token counts;
 2. ``attribute_summary``: each template's attribute keys in the order
-   first met on gold units, where (sentence, unit) that was, and the label
-   patterns each was seen with;
+   first met on gold units, and the label patterns each was seen with;
 3. ``encode_shard``: the shard's units as attribute rows in the driver's
    merged numbering, and ``row_counts`` of it; the driver then orders the
    rows by frequency and ``EncodedShard.final`` renumbers the shard.
@@ -28,10 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from fgl import registry
-from fgl.compile.frontend import Layer, TemplatePlan, label_id
-from fgl.compile.sequence import UnitRows
+from fgl.compile.frontend import Layer, TemplatePlan
+from fgl.compile.unit_rows import UnitRows
 from fgl.engines.sequence.encoded import EncodedData
-from fgl.errors import DataError
 from fgl.features.observations import TemplateAttributes, sentence_columns
 from fgl.lang import ast
 
@@ -63,11 +61,9 @@ class SequencePlan:
 @dataclass
 class AttributeSummary:
     """What pass 2 learns of one shard: attribute rows in the order first met
-    on gold units, with (sentence, unit) of that first meeting and the
-    pattern ids each row was seen with."""
+    on gold units, with the pattern ids each row was seen with."""
 
     keys: list[tuple[int, str]] = field(default_factory=list)
-    first: list[tuple[int, int]] = field(default_factory=list)
     patterns: list[set[int]] = field(default_factory=list)
 
 
@@ -76,29 +72,17 @@ def widest(spec: ast.Spec) -> int:
     return max((1 - min(ref.lo for ref in tpl.labels) for tpl in spec.templates), default=1)
 
 
-def _gold(cls, spec: ast.Spec, sent) -> list[tuple[int, int, str]]:
-    _, tags = sentence_columns(spec, sent.rows, sent.lines, sent.file)
-    if tags is None:
-        raise DataError(f"training data needs the label column '{spec.outputs[0]}'",
-                        sent.file, sent.lines[0])
-    return cls._gold_segments(spec, tags, sent)
-
-
 def gold_summary(spec: ast.Spec, sentences: list) -> GoldSummary:
-    """Pass 1 over a shard's sentences (``SequenceModel._read_gold``'s
+    """Pass 1 over a shard's sentences (``SequenceModel.read_gold``'s
     checks: a label column, declared labels, well-formed segments)."""
     cls = registry.choose(spec).model
-    declared = cls._declared(spec)
-    declared_layer = Layer(spec.outputs[0], declared) if declared else None
+    declared = cls.declared_layer(spec)
     width = widest(spec)
     labels: set[str] = set()
     windows: set[tuple[str, ...]] = set()
     tokens = longest = 0
     for sent in sentences:
-        segs = _gold(cls, spec, sent)
-        if declared_layer is not None:
-            for u, _, y in segs:
-                label_id(declared_layer, y, sent.file, sent.lines[u], True)
+        segs = cls.sentence_gold(spec, sent, declared)
         seq = [sys.intern(y) for _, _, y in segs]
         labels.update(seq)
         for m in range(1, width + 1):
@@ -125,13 +109,13 @@ class _Shard:
         per template the units' attribute items."""
         plan, index, L = self.plan, self.plan.layer.index, self.plan.L
         for sent in self.sentences:
-            segs = _gold(self.cls, plan.spec, sent)
+            segs = self.cls.sentence_gold(plan.spec, sent, None)
             seq = [index[y] for _, _, y in segs]
             spans = [(u, v) for u, v, _ in segs]
             cols, _ = sentence_columns(plan.spec, sent.rows, sent.lines, sent.file)
             T = len(sent.rows)
             gold_unit = None if L == 1 else {u * L + v - u: j for j, (u, v) in enumerate(spans)}
-            yield seq, spans, gold_unit, self.cls._unit_attributes(self.attributes, cols, T, L)
+            yield seq, spans, gold_unit, self.cls.unit_attributes(self.attributes, cols, T, L)
 
     def matched(self, ti: int, seq: list[int], j: int) -> list[int]:
         """The template's patterns ending at gold segment ``j`` (support observed)."""
@@ -147,11 +131,11 @@ class _Shard:
 
 
 def attribute_summary(plan: SequencePlan, sentences: list) -> AttributeSummary:
-    """Pass 2 over a shard (``_FeatureTable.add``'s reading of gold units)."""
+    """Pass 2 over a shard (``FeatureTable.add``'s reading of gold units)."""
     shard = _Shard(plan, sentences)
     out = AttributeSummary()
     rows: list[dict[str, int]] = [{} for _ in plan.plans]
-    for i, (seq, _, gold_unit, per_template) in enumerate(shard):
+    for seq, _, gold_unit, per_template in shard:
         for ti, units in enumerate(per_template):
             vocab = rows[ti]
             for unit, items in enumerate(units):
@@ -164,7 +148,6 @@ def attribute_summary(plan: SequencePlan, sentences: list) -> AttributeSummary:
                     if r is None:
                         r = vocab[key] = len(out.keys)
                         out.keys.append((ti, key))
-                        out.first.append((i, unit))
                         out.patterns.append(set())
                     out.patterns[r].update(matched)
     return out

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from fgl.data.sentence import Sentence
 from fgl.errors import DataError, FglError
-from fgl.io.conll import DOCSTART, Sentence, _decode, _parse, check_short_lines
+from fgl.io.conll import DOCSTART, check_short_lines, decode_text, parse_text
 from fgl.io.graphs import read_graphs
 from fgl.lang import ast
 
@@ -132,10 +133,10 @@ def read_shard(shard: Shard, spec: ast.Spec, encoding: str = "utf-8",
                         "every worker, e.g. on a shared file system)", shard.path, 0) from None
     except OSError as e:
         raise DataError(f"cannot read file: {e.strerror or e}", shard.path, 0) from None
-    text = _decode(raw, encoding, shard.path)
+    text = decode_text(raw, encoding, shard.path)
     del raw
-    sentences = list(_parse(text, shard.path, None, [c.name for c in spec.columns],
-                            short_lines))
+    sentences = list(parse_text(text, shard.path, None, [c.name for c in spec.columns],
+                                short_lines))
     if lines_before:
         sentences = [Sentence(s.rows, [n + lines_before for n in s.lines], s.doc, s.file)
                      for s in sentences]

@@ -3,16 +3,17 @@
 per evaluation (``fgl.distributed.objective``), checkpoints and resume as on
 one machine (``fgl.learn.checkpoint``).
 
-Distributed training is L-BFGS (or OWL-QN, with l1) of the likelihood;
-the perceptron, the ECRN, feature induction, local objectives and
-``bp_start = warm`` (whose BP messages are per-worker state) are refused.
+Distributed training is L-BFGS (or OWL-QN, with l1) of the likelihood, in
+the same ``fgl.learn.run.TrainingRun`` as on one machine; the perceptron,
+the ECRN, feature induction, local objectives and ``bp_start = warm``
+(whose BP messages are per-worker state) are refused.
 """
 from __future__ import annotations
 
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -20,57 +21,61 @@ from fgl.distributed.cluster import connect, worker_threads
 from fgl.distributed.compile import EncodedShards, Reading, compile_on_cluster
 from fgl.distributed.objective import DistributedObjective
 from fgl.distributed.shards import DEFAULT_SHARD_BYTES, by_document, expand, find_shards
-from fgl.errors import FglError, TrainingError
-from fgl.learn.checkpoint import load_checkpoint
-from fgl.learn.learner import train_lbfgs
-
-if TYPE_CHECKING:
-    from fgl.api import CRF
+from fgl.lang import ast
+from fgl.lang.settings import TrainSettings
+from fgl.learn.learner import TrainingLog
+from fgl.learn.run import TrainingRun
 
 
-def check_trainable(crf: "CRF", resume: Any = None) -> None:
-    """Refuse what distributed training does not do, saying what it does."""
-    s = crf.settings
-    if crf._induces:
-        raise FglError("feature induction (`induce`) runs on one machine; train without "
-                       "dask/--dask-workers, or drop `induce`")
-    if s["trainer"] != "lbfgs":
-        raise FglError(f"trainer {s['trainer']} runs on one machine; distributed training is "
-                       "L-BFGS (the default trainer)")
-    if s["objective"] != "likelihood":
-        raise FglError(f"objective '{s['objective']}' runs on one machine; distributed "
-                       "training optimises the likelihood")
-    if s["bp_start"] != "cold":
-        raise FglError("bp_start = warm keeps BP messages per worker between evaluations; "
-                       "distributed training starts BP cold (remove bp_start)")
-    crf._check_objective()
-    crf._check_trainer(resume)
+class Trainee(Protocol):
+    """What the driver reads and sets of the ``fgl.api.CRF`` it trains."""
+
+    spec: ast.Spec
+    settings: TrainSettings
+    jobs: int
+    verbose: bool
+    model: Any
+    weights: np.ndarray | None
+    training_log: TrainingLog | None
+
+    def training_run(self, resume: str | Path | None = None, dev: Any = None,
+                     progress: Callable[[dict], None] | None = None) -> TrainingRun: ...
 
 
-def fit_on_cluster(crf: "CRF", paths: str | Path | Sequence[str | Path], *, dask: Any = None,
+def check_trainable(crf: Trainee, resume: Any = None,
+                    progress: Callable[[dict], None] | None = None) -> TrainingRun:
+    """The CRF's training run, refusing what distributed training does not
+    do (``TrainingRun.check``), saying what it does."""
+    run = crf.training_run(resume, progress=progress)
+    run.check(distributed=True)
+    return run
+
+
+def fit_on_cluster(crf: Trainee, paths: str | Path | Sequence[str | Path], *, dask: Any = None,
                    workers: int | None = None, encoding: str = "utf-8",
                    short_lines: str = "error", resume: str | Path | None = None,
                    shard_bytes: int = DEFAULT_SHARD_BYTES,
-                   progress: Callable[[dict], None] | None = None) -> "CRF":
+                   progress: Callable[[dict], None] | None = None) -> Trainee:
     """Train ``crf`` on the files ``paths`` (paths or globs) on the cluster
     ``dask`` (a client or a scheduler address) or on a local cluster of
     ``workers`` processes; sets ``crf.model``, ``weights`` and
     ``training_log`` as ``CRF.fit_file`` does.  ``progress`` receives every
     iteration's row, with the slowest worker's seconds (``slowest_worker``)
     and the bytes the last evaluation moved (``bytes_moved``)."""
-    check_trainable(crf, resume)
+    cluster_rows: list = [None]   # the objective, once made: its last round's figures
+    run = check_trainable(crf, resume, lambda row: _report(row, cluster_rows[0], crf.verbose,
+                                                           progress))
     expand(paths)   # (a missing file before the cluster starts)
-    saved = None if resume is None else load_checkpoint(resume)
+    saved = run.load_resumed()
     with connect(dask, workers) as client:
         t0 = time.perf_counter()
         shards = cluster_shards(crf, client, paths, shard_bytes)
         encoded = compile_shards(crf, client, shards, encoding, short_lines)
-        if saved is not None:
-            from fgl.api import _check_same_model
-            _check_same_model(saved[0], encoded.model, str(resume))
+        run.check_resumed(saved, encoded.model)
         model = encoded.model
         objective = DistributedObjective(client, encoded, model.feat_sigma,
                                          worker_threads(client, crf.jobs))
+        cluster_rows[0] = objective
         del encoded
         if crf.verbose:
             print(f"compiled on {len(client.scheduler_info()['workers'])} workers in "
@@ -78,16 +83,23 @@ def fit_on_cluster(crf: "CRF", paths: str | Path | Sequence[str | Path], *, dask
                   f"{sum(len(layer.labels) for layer in model.layers)} labels, "
                   f"{model.program.n_features} features, {len(shards)} shards",
                   file=sys.stderr)
-        weights, log = _train(crf, model, objective, saved, progress)
-    if not (np.isfinite(log.objective) and np.isfinite(weights).all()):
-        raise TrainingError(f"training diverged: the objective became {log.objective} after "
-                            f"{len(log.iterations)} iterations ({log.message}); no model kept "
-                            "— check the data's numbers and the sigma")
-    crf.weights, crf.training_log, crf.model = weights, log, model
+        crf.model, crf.weights, crf.training_log = run.fit_objective(model, objective)
     return crf
 
 
-def cluster_shards(crf: "CRF", client: Any, paths: Any,
+def _report(row: dict, objective: DistributedObjective | None, verbose: bool,
+            progress: Callable[[dict], None] | None) -> None:
+    """An iteration's row, with the last round's slowest worker and bytes moved."""
+    if objective is not None and objective.last is not None:
+        row["slowest_worker"] = objective.last.slowest
+        row["bytes_moved"] = objective.last.bytes_moved
+    if verbose:
+        print_progress(row)
+    if progress is not None:
+        progress(row)
+
+
+def cluster_shards(crf: Trainee, client: Any, paths: Any,
                    shard_bytes: int = DEFAULT_SHARD_BYTES) -> list:
     """The training files' shards, at least two per worker where the files
     can be cut."""
@@ -97,35 +109,14 @@ def cluster_shards(crf: "CRF", client: Any, paths: Any,
                        min_shards=2 * max(workers, 1))
 
 
-def compile_shards(crf: "CRF", client: Any, shards: list, encoding: str = "utf-8",
+def compile_shards(crf: Trainee, client: Any, shards: list, encoding: str = "utf-8",
                    short_lines: str = "error") -> EncodedShards:
     """The CRF's spec compiled on the cluster against the shards."""
     spec = crf.spec
     base = Path(spec.file).parent if not spec.file.startswith("<") else Path(".")
     source = shards[0].path if len(shards) == 1 else f"{len(shards)} shards"
-    return compile_on_cluster(client, spec, shards, base, crf.overrides,
+    return compile_on_cluster(client, spec, shards, base, crf.settings,
                               Reading(spec, encoding, short_lines), source)
-
-
-def _train(crf: "CRF", model, objective: DistributedObjective, saved,
-           report: Callable[[dict], None] | None) -> tuple:
-    should_stop = crf._stop_rule()
-
-    def progress(row: dict) -> None:
-        if objective.last is not None:
-            row["slowest_worker"] = objective.last.slowest
-            row["bytes_moved"] = objective.last.bytes_moved
-        if crf.verbose:
-            print_progress(row)
-        if report is not None:
-            report(row)
-
-    s = crf.settings
-    return train_lbfgs(model.program, None, model.feat_sigma, max_iter=int(s["max_iter"]),
-                       tol=float(s["tol"]), w0=model.initial_weights(), progress=progress,
-                       objective=objective, should_stop=should_stop,
-                       checkpoint=crf._checkpointer(model),
-                       resume=None if saved is None else saved[1], l1=float(s["l1"]))
 
 
 def print_progress(row: dict) -> None:

@@ -105,6 +105,14 @@ class Program(Protocol):
     def gold_counts(self, data: Any) -> np.ndarray:
         """Feature counts of the gold assignment (fully observed data)."""
 
+    def mistakes(self, w: np.ndarray, data: Any, i0: int, i1: int) -> np.ndarray | None:
+        """Gold minus MAP-decoded feature counts of instances i0..i1-1 (the
+        perceptron's correction), None when every decoding is the gold one."""
+
+    def warm_start(self, data: Any, carry: bool = True) -> Any:
+        """The state approximate inference carries between evaluations
+        (``expectations(warm=)``), None when every instance runs exactly."""
+
     def clamped_expectations(self, w: np.ndarray, data: Any, jobs: int, warm: Any = None
                              ) -> Expectations:
         """log Z(y, x) of the program clamped to the observed labels and its

@@ -19,18 +19,22 @@ refused with a message — never read silently as something else.
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Sequence
 
 from fgl.errors import DataError
 from fgl.lang import ast
 
+_VECTOR_DIMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # model -> dims
+
 
 def vector_dims(model) -> dict[str, int]:
     """Each vector column's dimension in training (columns no attribute
-    reads are absent), from the model's vocabularies; cached on the model."""
-    cached = getattr(model, "_fgl_vector_dims", None)
-    if cached is not None:
-        return cached
+    reads are absent), from the model's vocabularies; kept while the model lives."""
+    try:
+        return _VECTOR_DIMS[model]
+    except (KeyError, TypeError):   # (TypeError: a model that cannot be weakly referenced)
+        pass
     columns = [c.name for c in model.spec.columns if c.kind == "vector"]
     dims: dict[str, int] = {}
     if columns:
@@ -44,8 +48,8 @@ def vector_dims(model) -> dict[str, int]:
                         for m in pattern.finditer(name):
                             dims[c] = max(dims.get(c, 0), int(m.group(1)) + 1)
     try:
-        model._fgl_vector_dims = dims
-    except AttributeError:   # (a model class with slots: not cached)
+        _VECTOR_DIMS[model] = dims
+    except TypeError:   # (not cached)
         pass
     return dims
 

@@ -23,17 +23,16 @@ from fgl.features.builtins import (
     END_MARKER,
     START_MARKER,
     TEXT_FUNCTIONS,
-    call_tag,
-    expr_text,
     pad_reach,
-    ref_text,
     regex_classes,
     text_function,
 )
 from fgl.features.span_arrays import KeyTable, Rows
 from fgl.features.span_streams import evaluate_span_streams, template_span_streams
+from fgl.features.spec_context import SpecContext
 from fgl.features.streams import evaluate_streams, template_streams
 from fgl.lang import ast
+from fgl.lang.builtins import call_tag, expr_text, ref_text
 from fgl.lang.items import MAX_ITEMS, bag_conjunctions, longest_segment, most_items
 from fgl.lang.regexes import compile_regex
 
@@ -46,17 +45,13 @@ Evaluator = Callable[[dict[str, list], int, Spans], list[list[Item]]]
 Slots = Callable[[dict[str, list], int, Spans], list[list[tuple[str, str, int]]]]
 
 
-class ObservationCompiler:
+class ObservationCompiler(SpecContext):
     """Turns a checked spec's observation expressions into evaluators."""
 
     def __init__(self, spec: ast.Spec, base_dir: Path | None = None,
                  lexicons: dict[str, frozenset[str]] | None = None):
-        self.spec = spec
-        self.base_dir = base_dir or Path(".")
-        self.kinds = {c.name: c.kind for c in spec.columns}
-        self.named = {o.name: o for o in spec.observations}
+        super().__init__(spec, base_dir, lexicons)
         self._cache: dict[str, Evaluator] = {}
-        self.lexicons: dict[str, frozenset[str]] = dict(lexicons or {})
 
     def compile(self, expr: ast.ObsExpr) -> Evaluator:
         """An evaluator ``f(columns, T, spans) -> items per position`` (per
@@ -167,7 +162,7 @@ class ObservationCompiler:
             return _map_items(inner, lambda nm, tx, v: ([(tag.format(nm), None, v)]
                                                         if rx(tx) else []))
         if func == "lexicon":
-            words = self._lexicon(call)
+            words = self.lexicon(call)
             return _map_items(inner, lambda nm, tx, v: ([(tag.format(nm), None, v)]
                                                         if tx in words else []))
         raise SpecError(f"unknown function '{func}'", call.loc.file, call.loc.line, call.loc.col)
@@ -187,22 +182,6 @@ class ObservationCompiler:
         return (lambda cols, T, spans: [[(tag.format(nm), tx if far else fn(tx), far)
                                          for nm, tx, far in row] for row in inner(cols, T, spans)],
                 kept)
-
-    def _lexicon(self, call: ast.Call) -> frozenset[str]:
-        """The lexicon named in the spec, read once (relative to the spec's
-        directory) or taken from a saved model."""
-        key = call.params[0]
-        if key not in self.lexicons:
-            path = Path(key) if Path(key).is_absolute() else self.base_dir / key
-            from fgl.io.safe_files import InputError, read_bytes
-
-            try:
-                lines = read_bytes(path).decode("utf-8").splitlines()
-            except (OSError, UnicodeDecodeError, InputError) as e:
-                raise SpecError(f"cannot read lexicon '{path}': {e}", call.loc.file,
-                                call.loc.line, call.loc.col) from None
-            self.lexicons[key] = frozenset(w.strip() for w in lines if w.strip())
-        return self.lexicons[key]
 
 
 # the largest number a :number or :vector column may hold: weights times values must stay

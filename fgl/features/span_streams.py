@@ -33,7 +33,7 @@ general path.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -41,10 +41,7 @@ from fgl.features.builtins import (
     END_MARKER,
     START_MARKER,
     TEXT_FUNCTIONS,
-    call_tag,
-    expr_text,
     pad_reach,
-    ref_text,
     regex_classes,
     text_function,
 )
@@ -60,11 +57,10 @@ from fgl.features.span_arrays import (
     split,
     tuple_codes,
 )
+from fgl.features.spec_context import SpecContext
 from fgl.lang import ast
+from fgl.lang.builtins import call_tag, expr_text, ref_text
 from fgl.lang.regexes import compile_regex
-
-if TYPE_CHECKING:
-    from fgl.features.observations import ObservationCompiler
 
 Stage = Callable[[str, str, float], list[tuple[str, "str | None", float]]]
 _U, _V, _SPAN = "u", "v", "span"           # a table per token read at u, at v, or per span
@@ -418,7 +414,7 @@ def _mapped(inner: Node, stage: Stage) -> Node:
 class SpanStreamCompiler:
     """Span nodes of observation expressions (None: not covered)."""
 
-    def __init__(self, oc: ObservationCompiler):
+    def __init__(self, oc: SpecContext):
         self.oc = oc
 
     def node(self, expr: ast.ObsExpr) -> Node | None:
@@ -528,12 +524,12 @@ class SpanStreamCompiler:
             rx = compile_regex(call.params[0])
             return lambda nm, tx, v: [(tag.format(nm), None, v)] if rx(tx) else []
         if call.func == "lexicon":
-            words = self.oc._lexicon(call)
+            words = self.oc.lexicon(call)
             return lambda nm, tx, v: [(tag.format(nm), None, v)] if tx in words else []
         return None
 
 
-def template_span_streams(oc: ObservationCompiler, observations: list[ast.ObsExpr]
+def template_span_streams(oc: SpecContext, observations: list[ast.ObsExpr]
                           ) -> SpanStreams | None:
     """A template's span nodes, one per observation, and whether their
     attribute names are disjoint; None when an observation needs the general

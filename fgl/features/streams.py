@@ -16,14 +16,13 @@ order at every token, are those of the general path.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
-from fgl.features.builtins import TEXT_FUNCTIONS, call_tag, ref_text, text_function
+from fgl.features.builtins import TEXT_FUNCTIONS, text_function
+from fgl.features.spec_context import SpecContext
 from fgl.lang import ast
+from fgl.lang.builtins import call_tag, ref_text
 from fgl.lang.regexes import compile_regex
-
-if TYPE_CHECKING:
-    from fgl.features.observations import ObservationCompiler
 
 Texts = Callable[[dict[str, list], int], list]  # (columns, T) -> text or None per token
 Stream = tuple[str, Texts, bool]                  # name, texts, is a test (key = name)
@@ -34,7 +33,7 @@ _PRESENT = ""  # a test stream's "text" where the test holds
 class StreamCompiler:
     """Streams of observation expressions (None: not expressible)."""
 
-    def __init__(self, oc: ObservationCompiler):
+    def __init__(self, oc: SpecContext):
         self.oc = oc
 
     def streams(self, expr: ast.ObsExpr) -> list[Stream] | None:
@@ -72,13 +71,13 @@ class StreamCompiler:
             return [(tag.format(name), _tested(texts, rx), True)
                     for name, texts, _ in inner]
         if call.func == "lexicon":
-            words = self.oc._lexicon(call)
+            words = self.oc.lexicon(call)
             return [(tag.format(name), _tested(texts, words.__contains__), True)
                     for name, texts, _ in inner]
         return None
 
 
-def template_streams(oc: ObservationCompiler, observations: list[ast.ObsExpr]
+def template_streams(oc: SpecContext, observations: list[ast.ObsExpr]
                      ) -> list[Stream] | None:
     """A template's streams in attribute order, or None.  Within one
     observation equal names would add up (a bag): None.  Across observations

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from fgl.data.schemes import split
 from fgl.errors import FglError
-from fgl.io.schemes import split
 
 OTHER = "(other)"
 CORNER = "gold \\ predicted"

@@ -51,11 +51,11 @@ import io
 import re
 import warnings
 from collections import Counter
-from dataclasses import dataclass
 from typing import Iterator, TextIO
 
+from fgl.data.inputs import display_name, read_bytes
+from fgl.data.sentence import Sentence
 from fgl.errors import DataError, shorten
-from fgl.io.sources import display_name, read_bytes
 
 DOCSTART = "-DOCSTART-"
 
@@ -66,31 +66,10 @@ SHORT_LINES = ("error", "pad", "skip")
 class ShortLineWarning(UserWarning):
     """Lines with too few fields were padded or skipped (``short_lines``)."""
 
-_BREAK = re.compile(r"\r\n|\r|\n")
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # Whitespace that str.split() would split on but that is part of a field here.
 _OTHER_SPACE = re.compile("[\x0b\x0c\x1c-\x1f\x85\xa0\u1680"
                           "\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-
-
-@dataclass
-class Sentence:
-    """One sentence of a column file.
-
-    ``rows[j]`` holds the fields of token ``j``; ``lines[j]`` is the 1-based
-    line of the file it came from; ``doc`` is the document index (see the
-    module docstring); ``file`` is the path it was read from.
-    """
-    rows: list[list[str]]
-    lines: list[int]
-    doc: int
-    file: str
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def column(self, j: int) -> list[str]:
-        """Field ``j`` of every token (negative ``j`` counts from the end)."""
-        return [row[j] for row in self.rows]
 
 
 def _columns_phrase(n: int, names: list[str] | None) -> str:
@@ -100,7 +79,9 @@ def _columns_phrase(n: int, names: list[str] | None) -> str:
     return f"{n} {word}"
 
 
-def _decode(raw: bytes, encoding: str, path: str) -> str:
+def decode_text(raw: bytes, encoding: str, path: str) -> str:
+    """``raw`` decoded, without a byte-order mark; a DataError at the line of
+    the first byte not valid in ``encoding``."""
     try:
         text = raw.decode(encoding)
     except LookupError:
@@ -108,7 +89,7 @@ def _decode(raw: bytes, encoding: str, path: str) -> str:
     except UnicodeDecodeError as e:
         # Line of the first bad byte: count line breaks in what precedes it.
         before = raw[:e.start].decode(encoding, errors="replace")
-        line = len(_BREAK.findall(before)) + 1
+        line = len(LINE_BREAK.findall(before)) + 1
         bad = raw[e.start:e.end][:8]
         what = ("byte " if len(bad) == 1 else "bytes ") + " ".join(f"0x{b:02x}" for b in bad)
         what += " is" if len(bad) == 1 else " are"
@@ -126,7 +107,7 @@ def read_conll(path, encoding: str = "utf-8", n_columns: int | None = None,
                column_names: list[str] | None = None, *, short_lines: str = "error",
                pad: str = "_") -> list[Sentence]:
     """Read a column file into sentences (see the module docstring);
-    ``path`` ``-`` is standard input (``fgl.io.sources``, named ``<stdin>``).
+    ``path`` ``-`` is standard input (``fgl.data.inputs``, named ``<stdin>``).
 
     Every token line must have the same number of fields: ``n_columns`` when
     given, else the number on the first token line.  ``column_names`` only
@@ -159,9 +140,9 @@ def iter_conll(path, encoding: str = "utf-8", n_columns: int | None = None,
     name = display_name(path)
     check_short_lines(short_lines, pad)
     raw = read_bytes(path)
-    text = _decode(raw, encoding, name)
+    text = decode_text(raw, encoding, name)
     del raw
-    return _parse(text, name, n_columns, column_names, short_lines, pad)
+    return parse_text(text, name, n_columns, column_names, short_lines, pad)
 
 
 def check_short_lines(short_lines: str, pad: str = "_") -> None:
@@ -180,9 +161,11 @@ def _usual_width(text: str) -> int | None:
     return counts.most_common(1)[0][0] if counts else None
 
 
-def _parse(text: str, name: str, n_columns: int | None,
-           column_names: list[str] | None, short_lines: str = "error",
-           pad: str = "_") -> Iterator[Sentence]:
+def parse_text(text: str, name: str, n_columns: int | None,
+               column_names: list[str] | None, short_lines: str = "error",
+               pad: str = "_") -> Iterator[Sentence]:
+    """The sentences of a column file's decoded ``text`` (module docstring),
+    named ``name`` in messages."""
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\t" in text:
@@ -275,7 +258,7 @@ def docstart_fields(path, encoding: str = "utf-8") -> list[str] | None:
     at = text.find(DOCSTART)
     while at >= 0:
         start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
-        line = _BREAK.split(text[start:], maxsplit=1)[0]
+        line = LINE_BREAK.split(text[start:], maxsplit=1)[0]
         fields = line.replace("\t", " ").split(" ")
         fields = [f for f in fields if f]
         if fields and fields[0] == DOCSTART:

@@ -280,10 +280,10 @@ def _check_spec(spec: str, file: str) -> None:
 def convert_file(path: str | Path, columns: list[str] | None = None, c: float = 1.0,
                  encoding: str = "utf-8", f: int = 1) -> str:
     """:func:`convert` on the template file at ``path``."""
-    from fgl.io.safe_files import read_bytes
+    from fgl.data.inputs import read_capped
 
     try:
-        text = read_bytes(path).decode(encoding)   # a file or pipe, at most FGL_MAX_INPUT
+        text = read_capped(path).decode(encoding)   # a file or pipe, at most FGL_MAX_INPUT
     except (OSError, UnicodeDecodeError) as e:
         raise FglError(f"{path}: cannot read template: {e}") from None
     return convert(text, columns, str(path), c, f)

@@ -29,11 +29,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from fgl.compile.factor_graphs import Instance, Unroller, group_instances, variables
+from fgl import registry
 from fgl.compile.frontend import Layer
 from fgl.compile.segmentation import segments_from_tags
+from fgl.compile.unrolling import Instance, Unroller, group_instances, variables
+from fgl.data.sentence import Sentence
 from fgl.errors import FglError
-from fgl.io.conll import Sentence
 from fgl.io.draw_layout import (
     SEGMENT_RISE,
     Bracket,
@@ -153,7 +154,7 @@ def draw_instance(spec: ast.Spec, sentences: Sequence[Sentence], instance: int =
     name = spec.name or Path(spec.file).name
     window = f", {what} {a}:{b} of {inst.size}" if (a, b) != (0, inst.size) else ""
     title = f"{name}: instance {instance}{window}"
-    if spec.segments is not None:
+    if registry.choose(spec).engine.segmented:
         scene = _segment_scene(spec, part, predicted, title)
         if predicted and part.gold is not None:
             _mark_segments(scene, spec, part)
@@ -173,7 +174,7 @@ def _cut(inst: Instance, a: int, b: int) -> list[Sentence]:
         if u >= v:
             continue
         part = replace(sent, rows=sent.rows[u - lo:v - lo], lines=sent.lines[u - lo:v - lo])
-        if hasattr(sent, "edges"):
+        if inst.edges is not None:   # (a graph: one sentence)
             part = replace(part, node_ids=sent.node_ids[u - lo:v - lo],
                            edges=[(s - u, t - u, kind) for s, t, kind in sent.edges
                                   if u <= s < v and u <= t < v])
@@ -185,7 +186,7 @@ def _predictions(crf: Any, inst: Instance, a: int, b: int
                  ) -> dict[str, tuple[list[str], np.ndarray, list[str]]]:
     """Per output layer, the predicted labels of positions [a, b) of
     ``inst``, each one's marginal probability, and the layer's labels."""
-    model = crf._fitted()
+    model = crf.model
     pred = crf.tag_sentences(inst.sentences)
     marg = model.marginals(crf.weights, model.encode(inst.sentences), crf.jobs)
     out = {}
@@ -348,7 +349,7 @@ def structure_drawing(spec: ast.Spec) -> Drawing:
     stands for it."""
     name = spec.name or Path(spec.file).name
     n = STRUCTURE_WIDTH
-    if spec.segments is not None:
+    if registry.choose(spec).engine.segmented:
         segs = [(0, 1), (2, 2), (3, 4)]
         vars_ = [Variable(j, 0, j, (u + v) / 2, SEGMENT_RISE, "", "") for j, (u, v) in
                  enumerate(segs)]

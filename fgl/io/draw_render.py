@@ -90,14 +90,41 @@ def render(scene: Scene, fmt: str) -> bytes:
 
 def _paint(ax, scene: Scene) -> tuple[float, float, float, float]:
     """Draw every mark on ``ax``; returns the data extent (x0, x1, y0, y1)."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Circle, Patch, PathPatch, Rectangle
-    from matplotlib.path import Path as MPath
-
-    by_id = {v.id: v for v in scene.variables}
     colours = tag_colours(scene.tags)
     xs = [v.x for v in scene.variables] + [f.x for f in scene.factors] + [0.0]
     ys = [v.y for v in scene.variables] + [f.y for f in scene.factors] + [0.0]
+    _paint_factors(ax, scene)
+    turn = any(len(t) > FLAT for t in [*(v.text for v in scene.variables if not scene.graph
+                                         and not scene.text_above),
+                                       *(w.text for w in scene.words)])
+    for v in scene.variables:
+        _paint_variable(ax, scene, v, colours, turn, xs, ys)
+    _paint_words(ax, scene, turn, xs, ys)
+    _paint_segments(ax, scene, colours, ys)
+    left = min(xs) - 0.5
+    for name, y, hidden in scene.rows:
+        if len(scene.rows) > 1 or not scene.graph:
+            ax.text(left - 0.1, y, name + (" (hidden)" if hidden else ""), ha="right",
+                    va="center", fontsize=8, style="italic", color="#333333")
+    x0, x1 = left - 1.6, max(xs) + 0.6
+    y0, y1 = min(ys) - 0.6, max(ys) + 0.6
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title("\n".join([scene.title, *scene.notes]), fontsize=9, loc="left")
+    _legend(ax, scene, colours)
+    return x0, x1, y0, y1
+
+
+def _paint_factors(ax, scene: Scene) -> None:
+    """Each factor: a square in its template's colour, joined to its
+    variables by straight edges, or by one arc for an arc factor."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import PathPatch, Rectangle
+    from matplotlib.path import Path as MPath
+
+    by_id = {v.id: v for v in scene.variables}
     count: dict[str, int] = {}
     for f in scene.factors:
         name = scene.templates[f.template]
@@ -120,72 +147,87 @@ def _paint(ax, scene: Scene) -> tuple[float, float, float, float]:
         ax.add_patch(Rectangle((f.x - SQUARE / 2, f.y - SQUARE / 2), SQUARE, SQUARE,
                                facecolor=colour, edgecolor=colour, gid=f"factor-{name}-{k}",
                                zorder=3))
-    turn = any(len(t) > FLAT for t in [*(v.text for v in scene.variables if not scene.graph
-                                         and not scene.text_above),
-                                       *(w.text for w in scene.words)])
-    for v in scene.variables:
-        fill, alpha = "white", 1.0
-        if v.tag is not None:
-            fill = colours.get(v.tag, "white")
-            alpha = 1.0 if v.prob is None else shade(v.prob)
-        ax.add_patch(Circle((v.x, v.y), RADIUS, facecolor=fill, alpha=alpha, zorder=4,
-                            edgecolor="none", gid=f"fill-{v.id}"))
-        ring, width = "#333333", 1.0
-        if v.gold is not None and v.tag is not None:
-            ring, width = (RIGHT, 1.8) if v.gold == v.tag else (WRONG, 2.4)
-        ax.add_patch(Circle((v.x, v.y), RADIUS, facecolor="none", edgecolor=ring,
-                            linewidth=width, linestyle="--" if v.hidden else "-", zorder=5,
-                            gid=f"var-{v.id}"))
-        if v.gold is not None and v.tag is not None and v.gold != v.tag:
-            above = v.y + RADIUS + (0.45 if scene.text_above else 0.06)
-            ax.text(v.x, above, v.gold, ha="center", va="bottom", fontsize=6, color=WRONG,
-                    zorder=6, gid=f"gold-{v.id}")
-            ys.append(above + 0.3)
-        if v.index:
-            ax.text(v.x, v.y, v.index, ha="center", va="center", color="#555555", zorder=6,
-                    fontsize=6 if len(v.index) < 3 else 5 if len(v.index) < 4 else 4)
-        if v.text:
-            if scene.text_above:
-                ax.text(v.x, v.y + RADIUS + 0.1, v.text, ha="center", va="bottom", fontsize=7,
-                        zorder=6, gid=f"label-{v.id}")
-            elif scene.graph:
-                ax.text(v.x + RADIUS + 0.05, v.y + 0.05, v.text, ha="left", va="bottom",
-                        fontsize=7, zorder=6, gid=f"word-{v.id}")
-                xs.append(v.x + 1.2)
-            else:
-                _word(ax, v.x, v.y - 0.8, v.text, turn, f"word-{v.id}", xs, ys)
+
+
+def _paint_variable(ax, scene: Scene, v: Variable, colours: dict[str, str], turn: bool,
+                    xs: list, ys: list) -> None:
+    """One variable: its fill (predicted label, shaded by its marginal),
+    its ring (against the gold label), the gold label where it differs, its
+    index and its text; the extent lists grow to hold them."""
+    from matplotlib.patches import Circle
+
+    fill, alpha = "white", 1.0
+    if v.tag is not None:
+        fill = colours.get(v.tag, "white")
+        alpha = 1.0 if v.prob is None else shade(v.prob)
+    ax.add_patch(Circle((v.x, v.y), RADIUS, facecolor=fill, alpha=alpha, zorder=4,
+                        edgecolor="none", gid=f"fill-{v.id}"))
+    ring, width = "#333333", 1.0
+    if v.gold is not None and v.tag is not None:
+        ring, width = (RIGHT, 1.8) if v.gold == v.tag else (WRONG, 2.4)
+    ax.add_patch(Circle((v.x, v.y), RADIUS, facecolor="none", edgecolor=ring,
+                        linewidth=width, linestyle="--" if v.hidden else "-", zorder=5,
+                        gid=f"var-{v.id}"))
+    if v.gold is not None and v.tag is not None and v.gold != v.tag:
+        above = v.y + RADIUS + (0.45 if scene.text_above else 0.06)
+        ax.text(v.x, above, v.gold, ha="center", va="bottom", fontsize=6, color=WRONG,
+                zorder=6, gid=f"gold-{v.id}")
+        ys.append(above + 0.3)
+    if v.index:
+        ax.text(v.x, v.y, v.index, ha="center", va="center", color="#555555", zorder=6,
+                fontsize=6 if len(v.index) < 3 else 5 if len(v.index) < 4 else 4)
+    if v.text:
+        if scene.text_above:
+            ax.text(v.x, v.y + RADIUS + 0.1, v.text, ha="center", va="bottom", fontsize=7,
+                    zorder=6, gid=f"label-{v.id}")
+        elif scene.graph:
+            ax.text(v.x + RADIUS + 0.05, v.y + 0.05, v.text, ha="left", va="bottom",
+                    fontsize=7, zorder=6, gid=f"word-{v.id}")
+            xs.append(v.x + 1.2)
+        else:
+            _word(ax, v.x, v.y - 0.8, v.text, turn, f"word-{v.id}", xs, ys)
+
+
+def _paint_words(ax, scene: Scene, turn: bool, xs: list, ys: list) -> None:
+    """The words of a segment model's picture, each under a dot."""
+    from matplotlib.patches import Circle
+
     for w in scene.words:
         ax.add_patch(Circle((w.x, w.y), 0.05, color="#555555", zorder=4))
         _word(ax, w.x, w.y - 0.15, w.text, turn, f"word-{w.pos}", xs, ys)
         xs.append(w.x)
+
+
+def _paint_segments(ax, scene: Scene, colours: dict[str, str], ys: list) -> None:
+    """The predicted segments' brackets, and the gold ones dashed below the
+    words (turned words reach further down); ``ys`` grows to hold them."""
+    from matplotlib.lines import Line2D
+
     for k, b in enumerate(scene.brackets):
         colour = colours.get(b.tag, "#333333")
         edge = "#333333" if colour in (OUTSIDE, "white") else colour
         ax.add_line(Line2D([b.x0, b.x0, b.x1, b.x1], [b.y - 0.12, b.y, b.y, b.y - 0.12],
                            color=edge, linewidth=1.6, gid=f"segment-{k}"))
-    if scene.gold_brackets:   # below the words (turned words reach further down)
-        low = min(ys) - 0.2
-        for k, b in enumerate(scene.gold_brackets):
-            colour = colours.get(b.tag, "#333333")
-            edge = "#333333" if colour in (OUTSIDE, "white") else colour
-            ax.add_line(Line2D([b.x0, b.x0, b.x1, b.x1], [low + 0.12, low, low, low + 0.12],
-                               color=edge, linewidth=1.4, linestyle="--",
-                               gid=f"gold-segment-{k}"))
-            ax.text((b.x0 + b.x1) / 2, low - 0.08, b.tag, ha="center", va="top", fontsize=6,
-                    color="#333333", gid=f"gold-label-{k}")
-        ys.append(low - 0.5)
-    left = min(xs) - 0.5
-    for name, y, hidden in scene.rows:
-        if len(scene.rows) > 1 or not scene.graph:
-            ax.text(left - 0.1, y, name + (" (hidden)" if hidden else ""), ha="right",
-                    va="center", fontsize=8, style="italic", color="#333333")
-    x0, x1 = left - 1.6, max(xs) + 0.6
-    y0, y1 = min(ys) - 0.6, max(ys) + 0.6
-    ax.set_xlim(x0, x1)
-    ax.set_ylim(y0, y1)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    ax.set_title("\n".join([scene.title, *scene.notes]), fontsize=9, loc="left")
+    if not scene.gold_brackets:
+        return
+    low = min(ys) - 0.2
+    for k, b in enumerate(scene.gold_brackets):
+        colour = colours.get(b.tag, "#333333")
+        edge = "#333333" if colour in (OUTSIDE, "white") else colour
+        ax.add_line(Line2D([b.x0, b.x0, b.x1, b.x1], [low + 0.12, low, low, low + 0.12],
+                           color=edge, linewidth=1.4, linestyle="--",
+                           gid=f"gold-segment-{k}"))
+        ax.text((b.x0 + b.x1) / 2, low - 0.08, b.tag, ha="center", va="top", fontsize=6,
+                color="#333333", gid=f"gold-label-{k}")
+    ys.append(low - 0.5)
+
+
+def _legend(ax, scene: Scene, colours: dict[str, str]) -> None:
+    """The key under the picture: templates, the labels in use, the gold
+    rings and the shades."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     handles = [Line2D([], [], marker="s", linestyle="", color=template_colour(ti),
                       label=f"{name}") for ti, name in enumerate(scene.templates)]
     used = {v.tag for v in scene.variables} | {b.tag for b in scene.brackets}
@@ -204,7 +246,6 @@ def _paint(ax, scene: Scene) -> tuple[float, float, float, float]:
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), frameon=False,
                   ncol=min(len(handles), 12), fontsize=8, handletextpad=0.3, columnspacing=1.2,
                   title=f"shade: {scene.shading}" if scene.shading else None, title_fontsize=7)
-    return x0, x1, y0, y1
 
 
 def shade(p: float) -> float:

@@ -1,6 +1,6 @@
 """Scoring predicted tag sequences against gold ones, as conlleval does and
 more: token (word) and sequence accuracy, chunk P/R/F1 under a tag scheme
-(``fgl.io.schemes``: bio, iob1, iobes, io, iob, runs), per-label P/R/F1
+(``fgl.data.schemes``: bio, iob1, iobes, io, iob, runs), per-label P/R/F1
 with micro and macro averages (scheme ``plain``: labels, no chunks), the
 confusion counts (``fgl.io.confusion`` prints and draws them), and a
 token-level micro-average over chosen labels.
@@ -39,7 +39,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from fgl.io.schemes import SCHEMES, TagError, check, chunks, resolve
+from fgl.data.schemes import SCHEMES, TagError, check, chunks, resolve
 
 __all__ = ["SCHEMES", "Report", "Scores", "TagError", "chunks", "evaluate", "resolve"]
 
@@ -168,7 +168,7 @@ def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
 
     ``gold`` and ``pred`` must have the same number of sequences and each
     pair the same length (else ``ValueError``); chunks never cross sequence
-    boundaries.  ``scheme``: one of ``fgl.io.schemes.SCHEMES`` (or an alias:
+    boundaries.  ``scheme``: one of ``fgl.data.schemes.SCHEMES`` (or an alias:
     iob2 = bio, bilou = iobes); a tag the scheme does not read raises
     ``TagError`` naming it and its place (``gold[i][j]`` or ``pred[i][j]``).
     ``ignore``, ``labels``: see the module docstring.  Every score of the
@@ -231,3 +231,19 @@ def evaluate(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
     return Report(_pct(right, tokens), tokens, chunk_scores, Scores.micro(averaged),
                   label_scores, used, selected, micro, _pct(right_seqs, len(gold)), len(gold),
                   Scores.macro(averaged), ignore, dict(confusion))
+
+
+def evaluate_layers(gold: Sequence[Sequence], pred: dict[str, Sequence[Sequence[str]]],
+                    schemes: dict[str, str], ignore: Iterable[str] = ("O",),
+                    labels: Iterable[str] | None = None) -> Report | dict[str, Report]:
+    """``evaluate`` per output layer: ``pred`` maps each layer to its tag
+    sequences and ``schemes`` to its scheme; ``gold`` holds one label per
+    token, or with several layers a tuple of labels per token (in the order
+    of ``pred``).  One layer: its ``Report``; several: ``{layer: Report}``."""
+    ignore, labels = tuple(ignore), None if labels is None else list(labels)
+    if len(pred) == 1:
+        name = next(iter(pred))
+        return evaluate([list(s) for s in gold], pred[name], schemes[name], ignore, labels)
+    return {name: evaluate([[tok[k] for tok in s] for s in gold], tags, schemes[name], ignore,
+                           labels)
+            for k, (name, tags) in enumerate(pred.items())}

@@ -31,13 +31,13 @@ import math
 import numbers
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 from urllib.parse import unquote
 
 import numpy as np
 
+from fgl.data.sentence import Sentence
 from fgl.errors import FglError, ModelFileError
-from fgl.io.conll import Sentence
 
 SEP = ":"                 # python-crfsuite's separator of a key and its value or sub-key
 BAG = "attrs"             # the text column holding the bag of string-given attributes
@@ -261,13 +261,42 @@ class FeatureDictSpec:
         ``index`` numbers a sequence in errors."""
         from fgl.engines.sequence.encoded import EncodedData, unit_ones
 
-        bag = vocabs[0]
+        numeric_row = self._numeric_rows(vocabs)
+        read = self._token_reader(vocabs[0])
+        seq_ptr, tok_ptr, rows, vals = [0], [0], [], []
+        for i, seq in seqs:
+            for t, token in enumerate(seq):
+                counts, weights = read(token, i, t)
+                rows.extend(counts)
+                vals.extend(counts.values())
+                for k in sorted(weights):
+                    r = numeric_row.get(k)
+                    if r is not None:
+                        rows.append(r)
+                        vals.append(weights[k])
+                tok_ptr.append(len(rows))
+            seq_ptr.append(seq_ptr[-1] + len(seq))
+        values = np.array(vals, dtype=np.float64)
+        return EncodedData(np.array(seq_ptr, dtype=np.int64), np.array(tok_ptr, dtype=np.int64),
+                           np.array(rows, dtype=np.int32),
+                           unit_ones(len(values)) if np.all(values == 1.0) else values, None)
+
+    def _numeric_rows(self, vocabs: list[dict[str, int]]) -> dict[int, int]:
+        """The row of each weighted attribute (by column) in the model's
+        second vocabulary."""
         numeric_row = {}
         if len(vocabs) > 1 and self.numeric:
             for key, r in vocabs[1].items():
                 k = self._numeric_index(key)
                 if k is not None:
                     numeric_row[k] = r
+        return numeric_row
+
+    def _token_reader(self, bag: dict[str, int]
+                      ) -> Callable[[object, int, int], tuple[dict[int, float], dict[int, float]]]:
+        """A function reading token t of sequence i into (bag row -> count,
+        column -> weight), the bag rows those of ``bag`` that the model
+        knows, in order of first appearance (``encode``)."""
         word_row: dict[str, int] = {}        # name -> row in the bag (-1: unknown)
 
         def bag_row(name: str) -> int:
@@ -306,47 +335,34 @@ class FeatureDictSpec:
                 if r >= 0:
                     counts[r] = counts.get(r, 0.0) + 1.0
 
-        seq_ptr, tok_ptr, rows, vals = [0], [0], [], []
-        for i, seq in seqs:
-            for t, token in enumerate(seq):
-                counts: dict[int, float] = {}
-                weights: dict[int, float] = {}
-                # the common token, a flat dict of strings and numbers, read in one pass
-                flat = type(token) is dict
-                if flat:
-                    for key, value in token.items():
-                        kind = type(value)
-                        if type(key) is not str:
-                            flat = False
-                        elif kind is str:
-                            word(key + SEP + value, counts, weights)
-                        elif kind is bool or kind is int or (kind is float
-                                                             and math.isfinite(value)):
-                            number(key, float(value), counts, weights, i, t)
-                        else:
-                            flat = False
-                        if not flat:
-                            break
-                if not flat:     # anything else: python-crfsuite's rules in full
-                    counts, weights = {}, {}
-                    attrs = token_attributes(token, _where(i, t))
-                    for name in attrs.words:
-                        word(name, counts, weights)
-                    for name, weight in attrs.numbers.items():
-                        number(name, weight, counts, weights, i, t)
-                rows.extend(counts)
-                vals.extend(counts.values())
-                for k in sorted(weights):
-                    r = numeric_row.get(k)
-                    if r is not None:
-                        rows.append(r)
-                        vals.append(weights[k])
-                tok_ptr.append(len(rows))
-            seq_ptr.append(seq_ptr[-1] + len(seq))
-        values = np.array(vals, dtype=np.float64)
-        return EncodedData(np.array(seq_ptr, dtype=np.int64), np.array(tok_ptr, dtype=np.int64),
-                           np.array(rows, dtype=np.int32),
-                           unit_ones(len(values)) if np.all(values == 1.0) else values, None)
+        def read(token: object, i: int, t: int) -> tuple[dict[int, float], dict[int, float]]:
+            counts: dict[int, float] = {}
+            weights: dict[int, float] = {}
+            # the common token, a flat dict of strings and numbers, read in one pass
+            flat = type(token) is dict
+            if flat:
+                for key, value in token.items():
+                    kind = type(value)
+                    if type(key) is not str:
+                        flat = False
+                    elif kind is str:
+                        word(key + SEP + value, counts, weights)
+                    elif kind is bool or kind is int or (kind is float and math.isfinite(value)):
+                        number(key, float(value), counts, weights, i, t)
+                    else:
+                        flat = False
+                    if not flat:
+                        break
+            if not flat:     # anything else: python-crfsuite's rules in full
+                counts, weights = {}, {}
+                attrs = token_attributes(token, _where(i, t))
+                for name in attrs.words:
+                    word(name, counts, weights)
+                for name, weight in attrs.numbers.items():
+                    number(name, weight, counts, weights, i, t)
+            return counts, weights
+
+        return read
 
     @staticmethod
     def _numeric_index(key: str) -> int | None:

@@ -28,8 +28,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fgl.data.sentence import Sentence
 from fgl.errors import DataError, shorten
-from fgl.io.conll import Sentence
 from fgl.lang import ast
 
 WITHHELD = "withheld"   # the node attribute marking a label as a gold answer only
@@ -95,7 +95,7 @@ def _lone_surrogate(obj: object) -> str | None:
 
 def read_graphs(path: str | Path, spec: ast.Spec, encoding: str = "utf-8") -> list[GraphInstance]:
     """Read a JSON-lines graph file; errors name ``file:line``."""
-    from fgl.io.sources import display_name, read_bytes
+    from fgl.data.inputs import display_name, read_bytes
 
     name = display_name(path)
     raw = read_bytes(path, "graph file")

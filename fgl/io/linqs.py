@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from fgl.errors import DataError, FglError, shorten
-from fgl.io.conll import _BREAK, _decode
+from fgl.io.conll import LINE_BREAK, decode_text
 
 LINK_TYPE = "cites"
 
@@ -94,15 +94,15 @@ class Linqs:
 
 def _lines(path: str | Path, encoding: str) -> list[str]:
     name = str(path)
-    from fgl.io.safe_files import read_bytes
+    from fgl.data.inputs import read_capped
 
     try:
-        raw = read_bytes(path)   # a file or pipe, at most FGL_MAX_INPUT bytes
+        raw = read_capped(path)   # a file or pipe, at most FGL_MAX_INPUT bytes
     except FileNotFoundError:
         raise DataError("no such file", name, 0) from None
     except OSError as e:
         raise DataError(f"cannot read: {e.strerror or e}", name, 0) from None
-    lines = _BREAK.split(_decode(raw, encoding, name))
+    lines = LINE_BREAK.split(decode_text(raw, encoding, name))
     if lines and lines[-1] == "":
         lines.pop()
     return lines

@@ -24,8 +24,9 @@ import numpy as np
 
 from fgl import registry
 from fgl.compile.footprint import OverBudgetError
+from fgl.data.inputs import kind
 from fgl.errors import FglError, ModelFileError
-from fgl.io.safe_files import atomic_output, check_output, kind
+from fgl.io.safe_files import atomic_output, check_output
 from fgl.io.sources import check_model_file
 from fgl.lang.ast import Call
 from fgl.lang.checks import validate
@@ -182,7 +183,8 @@ def _check_sizes(members: dict[str, zipfile.ZipInfo], allowed: dict[str, int],
     """Refuse members that declare more than the header's counts allow, and
     a model whose arrays together exceed the memory budget — before any is
     decompressed."""
-    from fgl.compile.budget import budget_source, format_size, memory_budget
+    from fgl.compile.budget import budget_source, memory_budget
+    from fgl.sizes import format_size
 
     for key, info in members.items():
         if info.file_size > allowed[key] + MAX_NPY_HEADER:
@@ -354,7 +356,7 @@ def _header_problem(header: object) -> str | None:
 def _width_mismatch(spec, templates: list[dict]) -> str | None:
     """A header template whose number of label variables is not its spec
     template's (its patterns' lengths were checked against the header's)."""
-    from fgl.compile.factor_graphs import variables
+    from fgl.compile.unrolling import variables
 
     for t, tpl in zip(templates, spec.templates):
         n = len(variables(tpl))

@@ -37,7 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fgl.io.conll import Sentence, write_conll
+from fgl.data.sentence import Sentence
+from fgl.io.conll import write_conll
 
 GENERATED = "<generated announcements>"
 PARTS = ("header", "order", "length", "repeat")

@@ -1,4 +1,4 @@
-"""Every file fgl writes, and the size of every file it reads.
+"""Every file fgl writes.
 
 Writing (``check_output``, ``atomic_output``, ``write_bytes``, ``write_text``):
 
@@ -29,11 +29,7 @@ Writing (``check_output``, ``atomic_output``, ``write_bytes``, ``write_text``):
   gets the usual ``0666`` less the umask.
 * ``-`` names standard output where a command allows it (``allow_stdout``).
 
-Reading (``read_bytes``): a regular file or a pipe, never more than a cap
-— ``FGL_MAX_INPUT`` (default 2 GiB) for data, templates, lexicons and
-standard input; ``FGL_MAX_SPEC`` (default 16 MiB) for specs — and never a
-device (``/dev/zero``, ``/dev/urandom``, a terminal) or a socket, which are
-refused by what they are before anything is read.
+Reading, with size caps, is ``fgl.data.inputs``.
 """
 from __future__ import annotations
 
@@ -49,6 +45,7 @@ import threading
 from pathlib import Path
 from typing import IO, Iterable, Iterator
 
+from fgl.data.inputs import kind
 from fgl.errors import FglError
 
 STDOUT = "-"
@@ -64,28 +61,7 @@ class OutputError(FglError):
         super().__init__(f"{file}: {message}")
 
 
-class InputError(FglError):
-    """A file fgl will not read (a device, a socket, over the size cap)."""
-
-    def __init__(self, message: str, file: str):
-        self.message, self.file = message, file
-        super().__init__(f"{file}: {message}")
-
-
 # ---------------------------------------------------------------- what a path holds
-
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-          (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
-
-
-def kind(mode: int) -> str:
-    """What a file of ``st_mode`` ``mode`` is, in words."""
-    for test, name in _KINDS:
-        if test(mode):
-            return name
-    return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
-
 
 def _target_problem(p: Path, what: str) -> str | None:
     """Why fgl will not replace what is at ``p`` (None: nothing there, or
@@ -302,75 +278,3 @@ def write_text(path: str | Path, text: str, what: str = "output", *, encoding: s
                        allow_stdout=allow_stdout) as fh:
         fh.write(text)
         fh.flush()
-
-
-# ---------------------------------------------------------------- reading
-
-INPUT_ENV, SPEC_ENV = "FGL_MAX_INPUT", "FGL_MAX_SPEC"
-DEFAULT_INPUT, DEFAULT_SPEC = 2 << 30, 16 << 20
-_CHUNK = 1 << 20
-
-
-def input_limit(spec: bool = False) -> int:
-    """The most bytes fgl reads from one data file (``spec``: one spec
-    file): ``FGL_MAX_INPUT`` / ``FGL_MAX_SPEC`` when set, else 2 GiB / 16 MiB."""
-    from fgl.compile.budget import parse_size
-
-    env = SPEC_ENV if spec else INPUT_ENV
-    given = os.environ.get(env)
-    if given:
-        return parse_size(given, env)
-    return DEFAULT_SPEC if spec else DEFAULT_INPUT
-
-
-def _too_large(limit: int, spec: bool) -> str:
-    from fgl.compile.budget import format_size
-
-    env = SPEC_ENV if spec else INPUT_ENV
-    return (f"larger than the {format_size(limit)} fgl reads from one "
-            f"{'spec' if spec else 'input'} file; set {env} (e.g. {env}=8G) to read more")
-
-
-def read_stream(stream: IO[bytes], name: str, limit: int | None = None,
-                spec: bool = False) -> bytes:
-    """Everything left in ``stream`` (standard input, a pipe), at most
-    ``limit`` bytes (``input_limit``); an InputError beyond."""
-    limit = input_limit(spec) if limit is None else limit
-    parts, total = [], 0
-    while True:
-        chunk = stream.read(min(_CHUNK, limit + 1 - total))
-        if not chunk:
-            break
-        parts.append(chunk)
-        total += len(chunk)
-        if total > limit:
-            raise InputError(_too_large(limit, spec), name)
-    return b"".join(parts)
-
-
-def read_bytes(path: str | Path, limit: int | None = None, spec: bool = False) -> bytes:
-    """The bytes of the file at ``path``, at most ``limit`` (default
-    ``input_limit(spec)``).  OSError as ``open`` raises it for a missing
-    or unreadable file (IsADirectoryError for a folder); an InputError for
-    a device, a socket or a file over the cap — before reading it."""
-    name = str(path)
-    limit = input_limit(spec) if limit is None else limit
-    st = os.stat(path)
-    if stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), name)
-    if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
-        raise InputError(f"is {kind(st.st_mode)}, not a file fgl reads (give a regular file, "
-                         "a pipe or - for standard input)", name)
-    if st.st_size > limit:
-        raise InputError(_too_large(limit, spec), name)
-    with open(path, "rb") as fh:
-        first = fh.read(st.st_size + 1) if st.st_size else b""
-        if 0 < len(first) <= st.st_size:    # the whole file, as stat said
-            return first
-        if len(first) > limit:
-            raise InputError(_too_large(limit, spec), name)
-        try:        # a file that grew, or one whose size stat does not know (/proc)
-            rest = read_stream(fh, name, limit - len(first), spec)
-        except InputError:
-            raise InputError(_too_large(limit, spec), name) from None
-        return first + rest

@@ -12,7 +12,7 @@
   t₀.₉₇₅,ₖ₋₁ · s / √k.
 
 The score is the micro-averaged chunk F1 of ``fgl.io.evaluate`` under the
-scheme given (``fgl.io.schemes``; for plain labels the micro-averaged F1
+scheme given (``fgl.data.schemes``; for plain labels the micro-averaged F1
 over the tokens not labelled ``O``);
 both computations work on per-sequence counts (correct, predicted, gold),
 so a trial costs one matrix product, not a re-evaluation.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from fgl.io.schemes import check, chunks, resolve
+from fgl.data.schemes import check, chunks, resolve
 
 CHUNK = 512  # trials per matrix product
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fgl.io.conll import Sentence, write_conll
+from fgl.data.sentence import Sentence
+from fgl.io.conll import write_conll
 from fgl.io.safe_files import atomic_output
 
 GENERATED = "<generated>"

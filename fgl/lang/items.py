@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from typing import Iterator, Mapping
 
-from fgl.features.builtins import REGEX_CLASSES
 from fgl.lang import ast
+from fgl.lang.builtins import REGEX_CLASSES
 
 # the built-ins that keep a range's positions in order (zip pairs them, pad marks the ends)
 POSITIONAL_FUNCTIONS = ("lower", "prefix", "suffix", "shape", "longshape", "pad")

@@ -532,8 +532,7 @@ def read_spec_text(path) -> tuple[str, str, Path]:
     input), its name for messages and the folder its relative file names
     are read from.  An FglError says what is wrong: a missing file, a
     folder, a model file given for a spec, text that is not UTF-8."""
-    from fgl.io.safe_files import read_bytes
-    from fgl.io.sources import STDIN_NAME, is_model_bytes, is_stdin, not_a_spec, stdin_bytes
+    from fgl.data.inputs import STDIN_NAME, is_model_bytes, is_stdin, read_capped, stdin_bytes
     from fgl.lang.stdlib import resolve_spec_path
 
     if is_stdin(path):
@@ -542,7 +541,7 @@ def read_spec_text(path) -> tuple[str, str, Path]:
         path = resolve_spec_path(path)
         name, base = str(path), path.parent
         try:
-            raw = read_bytes(path, spec=True)   # a regular file, at most FGL_MAX_SPEC bytes
+            raw = read_capped(path, spec=True)   # a regular file, at most FGL_MAX_SPEC bytes
         except FileNotFoundError:
             raise FglError(f"{path}: spec file not found") from None
         except IsADirectoryError:
@@ -550,9 +549,16 @@ def read_spec_text(path) -> tuple[str, str, Path]:
         except OSError as e:
             raise FglError(f"{path}: cannot read spec file ({e.strerror or e})") from None
     if is_model_bytes(raw):
-        raise not_a_spec(path)
+        raise _model_file_given(name)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise FglError(f"{name}: not valid UTF-8 text ({e.reason} at byte {e.start})") from None
     return text.replace("\r\n", "\n").replace("\r", "\n"), name, base
+
+
+def _model_file_given(name: str) -> FglError:
+    """The error for a model file given where a spec is expected."""
+    return FglError(f"{name} is an fgl model file, not a spec: a spec is the .fgl text a model "
+                    f"is trained from; a model is read by fgl tag, eval, inspect and draw "
+                    f"(`fgl inspect {name}` shows it)")

@@ -4,8 +4,9 @@ A spec sets training in ``train { ... }``, inference in ``infer METHOD(...)``
 and per template options in ``template ...: ... (sigma = s, support = all)``.
 Each ``SettingDef`` of ``SETTINGS`` names its block and key, the validator the
 checker (``fgl.lang.checks``) applies, the default, what reads it, and — for a
-setting nothing implements yet — why the checker refuses it.  ``train_settings``,
-``infer_settings`` and ``template_options`` give the values in effect;
+setting nothing implements yet — why the checker refuses it.  ``resolve_train``
+and ``resolve_infer`` give the values in effect once, as typed settings
+(``TrainSettings``, ``InferSettings``), and ``template_options`` a template's;
 ``settings_markdown`` renders the table as ``docs/settings.md``.
 """
 from __future__ import annotations
@@ -285,38 +286,130 @@ def check_override(key: str, value: object) -> None:
         raise FglError(f"the {key} override must be {problem}; found {value!r}")
 
 
-def train_settings(spec: ast.Spec,
-                   overrides: Mapping[str, object] | None = None) -> dict[str, object]:
+def _train_default(key: str):
+    return block_settings("train")[key].default
+
+
+@dataclass(frozen=True)
+class InductionSettings:
+    """The ``induce_*`` train settings (feature induction, McCallum 2003)."""
+
+    rounds: int = _train_default("induce_rounds")
+    per_round: int = _train_default("induce_per_round")
+    min_gain: float = _train_default("induce_min_gain")
+    iterations: int = _train_default("induce_iter")
+    pool: int = _train_default("induce_pool")
+    margin: float = _train_default("induce_margin")
+    transitions: bool = bool(_train_default("induce_transitions"))
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """The train settings in effect, resolved once (``resolve_train``):
+    every default, then the spec's ``train { ... }``, then the caller's
+    overrides (``overridden`` names those)."""
+
+    sigma: float
+    max_iter: int
+    tol: float
+    jobs: int
+    objective: str
+    bp_start: str
+    trainer: str
+    epochs: int
+    batch: int
+    l1: float
+    min_count: int
+    induction: InductionSettings
+    overridden: frozenset[str] = frozenset()
+
+    def value(self, key: str) -> object:
+        """The value of the train setting ``key`` (as the spec names it)."""
+        if key.startswith("induce_"):
+            field = {"induce_iter": "iterations"}.get(key, key[len("induce_"):])
+            return getattr(self.induction, field)
+        return getattr(self, key)
+
+
+def resolve_train(spec: ast.Spec, overrides: Mapping[str, object] | None = None
+                  ) -> TrainSettings:
     """The train settings in effect: every default, then the spec's
     ``train { ... }`` values, then the non-None ``overrides`` (each checked
-    with ``check_override``)."""
-    out = _defaults("train")
-    out.update((s.key, s.value) for s in spec.train)
-    for key, value in (overrides or {}).items():
-        if value is not None:
-            check_override(key, value)
-            out[key] = value
-    return out
+    with ``check_override``).  The perceptron's passes are bounded by
+    ``epochs``, or by a ``max_iter`` override (``--max-iter``) when given."""
+    values = _defaults("train")
+    values.update((s.key, s.value) for s in spec.train)
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    for key, value in given.items():
+        check_override(key, value)
+    values.update(given)
+    if values["trainer"] == "perceptron" and "max_iter" in given:
+        values["epochs"] = given["max_iter"]
+    induction = InductionSettings(
+        rounds=int(values["induce_rounds"]), per_round=int(values["induce_per_round"]),
+        min_gain=float(values["induce_min_gain"]), iterations=int(values["induce_iter"]),
+        pool=int(values["induce_pool"]), margin=float(values["induce_margin"]),
+        transitions=bool(values["induce_transitions"]))
+    return TrainSettings(
+        sigma=float(values["sigma"]), max_iter=int(values["max_iter"]), tol=float(values["tol"]),
+        jobs=int(values["jobs"]), objective=str(values["objective"]),
+        bp_start=str(values["bp_start"]), trainer=str(values["trainer"]),
+        epochs=int(values["epochs"]), batch=int(values["batch"]), l1=float(values["l1"]),
+        min_count=int(values["min_count"]), induction=induction,
+        overridden=frozenset(given))
 
 
-def infer_settings(spec: ast.Spec) -> tuple[str, dict[str, object]]:
+@dataclass(frozen=True)
+class InferSettings:
+    """The inference method and its settings in effect (``resolve_infer``);
+    a setting the method does not have is None."""
+
+    method: str
+    max_iter: int | None = None
+    tol: float | None = None
+    damping: float | None = None
+    trees: int | None = None       # TRP: the most spanning trees (None: as many as cover)
+    forests: int | None = None     # TRW: the fewest forests of the cover
+    rho: float | None = None       # TRW: one appearance probability (None: the cover's)
+    decode: str | None = None      # TRW: the MAP decoder
+    max_table: int | None = None   # auto, junction_tree: the largest clique table
+    max_states: int | None = None  # exact: the most joint assignments
+
+    def items(self) -> list[tuple[str, object]]:
+        """The method's settings in effect, in the order of the table."""
+        return [(k, getattr(self, k)) for k in block_settings(f"infer {self.method}")
+                if getattr(self, k, None) is not None]
+
+
+def resolve_infer(spec: ast.Spec) -> InferSettings:
     """The inference method (default ``auto``: the exact junction tree for
     each instance whose clique tables fit ``max_table``, tree-reweighted BP
     for the others) and its settings in effect: the defaults, then the spec's
     values.  TRP's ``trees`` has no default: absent means as many trees as
     it takes to cover every edge."""
     method = spec.infer_method[0] if spec.infer_method else DEFAULT_INFER_METHOD
-    out = _defaults(f"infer {method}")
-    out.update((s.key, s.value) for s in spec.infer)
-    return method, out
+    values = _defaults(f"infer {method}")
+    values.update((s.key, s.value) for s in spec.infer)
+    return InferSettings(method, **values)
 
 
-def template_options(tpl: ast.Template, sigma: float, min_count: int = 1
-                     ) -> dict[str, object]:
+@dataclass(frozen=True)
+class TemplateOptions:
+    """A template's options in effect (``template_options``)."""
+
+    sigma: float
+    min_count: int
+    support: str | None = None   # None: the engine decides (observed, or all)
+    induce: int | None = None    # feature induction's conjunction size, if marked
+
+
+def template_options(tpl: ast.Template, sigma: float, min_count: int = 1) -> TemplateOptions:
     """A template's options in effect: its ``sigma`` and ``min_count``
     (default: the train settings') and ``support`` only when given (its
     default depends on the engine, so the compilers choose it)."""
-    return {"sigma": sigma, "min_count": min_count, **{s.key: s.value for s in tpl.options}}
+    given = {s.key: s.value for s in tpl.options}
+    return TemplateOptions(float(given.get("sigma", sigma)), int(given.get("min_count", min_count)),
+                           given.get("support"), given.get("induce"))
 
 
 # ---------------------------------------------------------------- docs

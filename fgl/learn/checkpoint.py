@@ -20,8 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fgl.errors import ModelFileError
-from fgl.io.model_files import MAX_STATE_PAIRS, read_model_file, save_model
+from fgl.errors import FglError, ModelFileError
 from fgl.learn.lbfgs import History, LBFGSState
 
 KIND = "fgl-checkpoint"
@@ -65,6 +64,7 @@ class TrainingState:
 def save_checkpoint(path: str | Path, model, state: TrainingState, meta: dict) -> None:
     """Write ``state`` of a run training ``model`` to ``path`` (atomically,
     as a model file); ``meta`` adds what a model file's metadata says."""
+    from fgl.io.model_files import save_model  # (model files: read and written on demand)
     save_model(path, model, state.lbfgs.x, {**meta, "checkpoint": state.meta()}, state.arrays())
 
 
@@ -72,6 +72,7 @@ def load_checkpoint(path: str | Path) -> tuple[object, TrainingState]:
     """The model and training state saved at ``path``; ModelFileError when
     it is no intact checkpoint (a plain model file included)."""
     name = str(path)
+    from fgl.io.model_files import MAX_STATE_PAIRS, read_model_file
     model, weights, meta, arrays = read_model_file(path)
     saved = meta.get("checkpoint")
     if not isinstance(saved, dict) or saved.get("kind") != KIND:
@@ -100,3 +101,18 @@ def load_checkpoint(path: str | Path) -> tuple[object, TrainingState]:
     except (KeyError, TypeError, ValueError) as e:
         raise ModelFileError(f"corrupt checkpoint: {type(e).__name__}: {e}", name) from None
     return model, state
+
+
+def check_same_model(saved, model, name: str) -> None:
+    """Refuse to resume the checkpoint ``name`` (whose model is ``saved``)
+    when its spec or compiled features differ from ``model``, what the spec
+    compiles to on this data."""
+    if saved.spec.text != model.spec.text:
+        raise FglError(f"{name}: the checkpoint was trained from another spec; resume with the "
+                       "spec of the run that wrote it")
+    mine, theirs = model.arrays(), saved.arrays()
+    if saved.header() != model.header() or mine.keys() != theirs.keys() or not all(
+            np.array_equal(mine[k], theirs[k]) for k in mine):
+        raise FglError(f"{name}: the checkpoint's labels, features or prior differ from what "
+                       "the spec compiles to on this data with these settings; resume with the "
+                       "training data and overrides (--sigma) of the run that wrote it")

@@ -36,8 +36,9 @@ pair never seen in training — so an unseen pair scores as log ε.  The
 −log ε adds the same amount to every labelling's score for each active
 attribute, so Viterbi's argmax is that of eq. 5 with factors floored at ε.
 
-Only first-order chain models are ECRNs: ``check_spec`` refuses longer
-label windows, segment models and factor-graph models.
+Only first-order chain models are ECRNs: the trainer's ``check_spec``
+(``fgl.learn.trainers.ecrn``) refuses longer label windows, segment models
+and factor-graph models.
 """
 from __future__ import annotations
 
@@ -45,43 +46,11 @@ import time
 
 import numpy as np
 
-from fgl.compile.frontend import loc_error
-from fgl.compile.sequence import ChainModel
 from fgl.engines.sequence.encoded import EncodedData
 from fgl.errors import FglError
-from fgl.lang import ast
 from fgl.learn.learner import TrainingLog
 
 EPSILON = 1e-10   # the floor of every estimated probability and co-occurrence rate
-ADVICE = "trainer lbfgs or perceptron"
-
-
-def check_spec(spec: ast.Spec, engine: str, reason: str) -> None:
-    """Refuse, at its location, a spec whose model is no ECRN (it runs on
-    ``engine`` because of ``reason``; an ECRN needs the chain engine with
-    windows of at most two labels), and the template option ``sigma``,
-    which an ECRN does not read."""
-    if engine == "segments":
-        raise loc_error("trainer ecrn: an ECRN factorises a chain of token labels (Zhu et al., "
-                        f"eq. 5), not segments; use {ADVICE}", spec.segments.loc)
-    if engine != "chain":
-        pair = next((t for t in spec.templates
-                     if len(t.labels) > 1 or t.where or t.labels[0].index != "t"), None)
-        trainer = next(s for s in spec.train if s.key == "trainer")
-        raise loc_error(f"trainer ecrn: an ECRN is a chain model (Zhu et al., eq. 5), but "
-                        f"{reason}; use {ADVICE}", (pair or trainer).loc)
-    for tpl in spec.templates:
-        width = 1 - min(ref.lo for ref in tpl.labels)
-        if width > 2:
-            raise loc_error(f"trainer ecrn: template '{tpl.name}' spans {width} labels; an "
-                            "ECRN's factors are single labels and pairs of adjacent ones (Zhu "
-                            f"et al., eq. 5): use windows y[t] and y[t-1..t], or {ADVICE}",
-                            tpl.loc)
-        for option in tpl.options:
-            if option.key == "sigma":
-                raise loc_error(f"template '{tpl.name}': `sigma` is not read by trainer ecrn "
-                                "(its weights are counted, not trained); remove it",
-                                option.loc)
 
 
 def _sums(keys: np.ndarray, weights: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -98,20 +67,17 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.where(safe, num / np.where(safe, den, 1.0), 0.0)
 
 
-def train_ecrn(model: ChainModel, data: EncodedData) -> tuple[np.ndarray, TrainingLog]:
-    """ECRN weights of ``model``'s features from ``data`` (its encoded
-    training data, gold labels included), module docstring; the log has one
-    row and, as objective, −log of eq. 5's floored product at the training
-    labels."""
+def train_ecrn(model, data: EncodedData) -> tuple[np.ndarray, TrainingLog]:
+    """ECRN weights of the chain ``model``'s features from ``data`` (its
+    encoded training data, gold labels included), module docstring; the log
+    has one row and, as objective, −log of eq. 5's floored product at the
+    training labels."""
     start = time.perf_counter()
-    if model.engine != "chain":
-        raise FglError(f"trainer ecrn: an ECRN is a chain model (Zhu et al., eq. 5), not a "
-                       f"{type(model).__name__}; use {ADVICE}")
     program, st = model.program, model.structure
     lengths = np.array([len(z) for z in st.patterns])
     if lengths.max() > 2:
         raise FglError(f"trainer ecrn: label patterns of {lengths.max()} labels; an ECRN is "
-                       f"first-order (Zhu et al., eq. 5): use {ADVICE}")
+                       f"first-order (Zhu et al., eq. 5): use trainer lbfgs or perceptron")
     n, n_tokens, gold = st.n_labels, data.n_tokens, data.gold
     n_rows = len(program.row_ptr) - 1
     # every active (attribute row, token) with its value; constant rows at every token

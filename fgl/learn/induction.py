@@ -55,30 +55,10 @@ from numba import njit
 from fgl.compile.conjunctions import conjunction_key
 from fgl.engines.sequence.encoded import EncodedData
 from fgl.errors import SpecError
-from fgl.lang.settings import block_settings
+from fgl.lang.settings import InductionSettings
 from fgl.learn.learner import TrainingLog, train_lbfgs
 
 NEWTON_STEPS = 20
-# InductionSettings' fields in order, as the train settings induce_<key>
-INDUCTION_KEYS = ("rounds", "per_round", "min_gain", "iter", "pool", "margin", "transitions")
-
-
-def _default(key: str):
-    """The default of the train setting ``induce_<key>``, from the one settings table."""
-    return block_settings("train")[f"induce_{key}"].default
-
-
-@dataclass
-class InductionSettings:
-    """The ``induce_*`` train settings (docs/settings.md), in INDUCTION_KEYS order."""
-
-    rounds: int = _default("rounds")
-    per_round: int = _default("per_round")
-    min_gain: float = _default("min_gain")
-    iterations: int = _default("iter")
-    pool: int = _default("pool")
-    margin: float = _default("margin")
-    transitions: bool = bool(_default("transitions"))
 
 
 @dataclass
@@ -278,8 +258,6 @@ class FeatureInduction:
     def build(self) -> tuple[object, EncodedData]:
         """The chain model and encoded data with the base features and the
         induced ones."""
-        from fgl.compile.sequence import ChainModel
-
         m, data = self.model, self.data
         old_ptr, old_pat = m.program.row_ptr, m.program.feat_pattern
         base_len = np.diff(old_ptr)[self.base_rows]
@@ -306,7 +284,7 @@ class FeatureInduction:
                                for i, parts in enumerate(self.tests.parts)})
             else:
                 vocabs.append({key: int(self.new_base[r]) for key, r in vocab.items()})
-        model = ChainModel(m.spec, m.base_dir, m.layers[0], m.templates,
+        model = type(m)(m.spec, m.base_dir, m.layers[0], m.templates,
                            list(m.structure.patterns), vocabs, row_ptr, feat_pattern,
                            m.lexicons)
         # units: base rows, then the tests that hold (product of atomic values)

@@ -294,6 +294,65 @@ class _LineSearch:
         return f, g
 
 
+class Iterate:
+    """A minimiser's state: the iterate ``x``, its objective ``f`` and
+    gradient ``g``, the evaluations so far and the recoveries."""
+
+    def __init__(self, x: np.ndarray, f: float, g: np.ndarray, evaluations: int,
+                 recoveries: list[dict]):
+        self.x, self.f, self.g = x, f, g
+        self.evaluations, self.recoveries = evaluations, recoveries
+
+    def result(self, iterations: int, converged: bool, message: str) -> LBFGSResult:
+        return LBFGSResult(self.x, self.f, self.g, iterations, self.evaluations, converged,
+                           message + recovery_note(len(self.recoveries)), self.recoveries)
+
+    def stationary(self, epsilon: float, gradient: np.ndarray | None = None) -> bool:
+        """‖gradient‖ ≤ ``epsilon``·max(1, ‖x‖) (CRFsuite's test; the
+        gradient ``g`` unless another — OWL-QN's pseudo-gradient — is given)."""
+        g = self.g if gradient is None else gradient
+        return float(np.linalg.norm(g)) <= epsilon * max(1.0, float(np.linalg.norm(self.x)))
+
+    def recovered(self, record: dict, on_recovery: Callable[[dict], None] | None) -> None:
+        self.recoveries.append(record)
+        if on_recovery is not None:
+            on_recovery(record)
+
+
+def _recover(state: Iterate, fun: Function, it: int, tried: int,
+             tighten: Callable[[], str | None] | None, max_recoveries: int, fresh: bool,
+             on_recovery: Callable[[dict], None] | None) -> str | None:
+    """After the line search of iteration ``it`` failed in ``tried``
+    evaluations: recover (module docstring) — tighten the objective and
+    re-evaluate the iterate if it can be tightened — or say why training
+    stops there (None: recovered; restart along steepest descent)."""
+    failed = "the line search found no step that decreases the objective"
+    if len(state.recoveries) >= max_recoveries:
+        return failed if not state.recoveries else \
+            f"{failed} at iteration {it}, the limit of recoveries reached"
+    note = tighten() if tighten is not None else None
+    if note is None and tighten is not None:   # approximate, and at its most precise
+        return (f"{failed} at iteration {it}, and the objective cannot be made more precise: "
+                "stopped with the best weights")
+    if fresh and note is None:  # the same search again would fail the same way
+        return failed if not state.recoveries else (
+            f"{failed} at iteration {it}, even along steepest descent, and the objective "
+            "cannot be made more precise")
+    actions = []
+    if note is not None:
+        actions.append(f"{note}; re-evaluated the current point")
+        state.f, state.g = fun(state.x)
+        state.evaluations += 1
+    actions.append("cleared the L-BFGS memory and retried along steepest descent")
+    state.recovered({"iteration": it,
+                     "message": f"iteration {it}: the line search found no acceptable step in "
+                                f"{tried} evaluations; " + "; ".join(actions),
+                     "objective": float(state.f), "gradient_norm": float(np.linalg.norm(state.g)),
+                     "evaluations": state.evaluations, "reevaluated": note is not None},
+                    on_recovery)
+    return None
+
+
 def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int = 200,
                    epsilon: float = 1e-5, c1: float = 1e-4, c2: float = 0.9,
                    max_linesearch: int = 20,
@@ -318,92 +377,56 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
     from there — ``x0`` is then ignored and ``fun`` not called at it.
     """
     search = _LineSearch(fun, c1, c2, max_linesearch)
+    converged = f"gradient norm below {epsilon:g}·max(1, |x|)"
     if resume is None:
         x = np.array(x0, dtype=np.float64)  # (a copy: the caller's x0 is left as it was)
-        f, g = fun(x)
-        evaluations, history, recoveries = 1, History(m), []
-    else:
-        x, f, g = np.array(resume.x, dtype=np.float64), resume.f, resume.g
-        evaluations, history = resume.evaluations, resume.history
-        recoveries = list(resume.recoveries)
-    n = x.shape[0]
-    d = np.negative(g)
-    trial = np.empty(n)
-
-    def result(it: int, converged: bool, message: str) -> LBFGSResult:
-        return LBFGSResult(x, f, g, it, evaluations, converged,
-                           message + recovery_note(len(recoveries)), recoveries)
-
-    def stationary() -> bool:
-        return float(np.linalg.norm(g)) <= epsilon * max(1.0, float(np.linalg.norm(x)))
-
-    if resume is None:
-        if stationary():
-            return result(0, True, "the initial point is stationary")
-        step = 1.0 / float(np.linalg.norm(g))
-        fresh = True  # d = -g from an empty memory, first step 1/|g|
-        it = 1
+        s = Iterate(x, *fun(x), 1, [])
+        history, it = History(m), 1
+        if s.stationary(epsilon):
+            return s.result(0, True, "the initial point is stationary")
     else:  # where the interrupted run was after its callback at iteration resume.iteration
-        it = resume.iteration
-        if stationary():
-            return result(it, True, f"gradient norm below {epsilon:g}·max(1, |x|)")
-        history.direction(g, d)
-        step, fresh = 1.0, False
+        s = Iterate(np.array(resume.x, dtype=np.float64), resume.f, resume.g,
+                    resume.evaluations, list(resume.recoveries))
+        history, it = resume.history, resume.iteration
+        if s.stationary(epsilon):
+            return s.result(it, True, converged)
         it += 1
+    d, trial = np.negative(s.g), np.empty(s.x.shape[0])
+    if resume is None:
+        step, fresh = 1.0 / float(np.linalg.norm(s.g)), True  # d = -g, first step 1/|g|
+    else:
+        history.direction(s.g, d)
+        step, fresh = 1.0, False
     while it <= max_iter:
-        dphi0 = float(g @ d)
+        dphi0 = float(s.g @ d)
         if not dphi0 < 0.0:  # not a descent direction (rounding): restart along -g
             history = History(m)
-            np.negative(g, out=d)
-            dphi0 = -float(g @ g)
-        found = search.search(x, f, d, dphi0, step, trial)
-        evaluations += search.evaluations
+            np.negative(s.g, out=d)
+            dphi0 = -float(s.g @ s.g)
+        found = search.search(s.x, s.f, d, dphi0, step, trial)
+        s.evaluations += search.evaluations
         if found is None:
-            failed = "the line search found no step that decreases the objective"
-            if len(recoveries) >= max_recoveries:
-                return result(it - 1, False, failed if not recoveries else
-                              f"{failed} at iteration {it}, the limit of recoveries reached")
-            note = tighten() if tighten is not None else None
-            if note is None and tighten is not None:   # approximate, and at its most precise
-                return result(it - 1, False, f"{failed} at iteration {it}, and the objective "
-                              "cannot be made more precise: stopped with the best weights")
-            if fresh and note is None:  # the same search again would fail the same way
-                return result(it - 1, False, failed if not recoveries else
-                              f"{failed} at iteration {it}, even along steepest descent, and "
-                              "the objective cannot be made more precise")
-            actions = []
-            if note is not None:
-                actions.append(f"{note}; re-evaluated the current point")
-                f, g = fun(x)
-                evaluations += 1
-            actions.append("cleared the L-BFGS memory and retried along steepest descent")
-            gnorm = float(np.linalg.norm(g))
-            record = {"iteration": it,
-                      "message": f"iteration {it}: the line search found no acceptable step in "
-                                 f"{search.evaluations} evaluations; " + "; ".join(actions),
-                      "objective": float(f), "gradient_norm": gnorm, "evaluations": evaluations,
-                      "reevaluated": note is not None}
-            recoveries.append(record)
-            if on_recovery is not None:
-                on_recovery(record)
-            if stationary():
-                return result(it - 1, True, f"gradient norm below {epsilon:g}·max(1, |x|)")
+            stop = _recover(s, fun, it, search.evaluations, tighten, max_recoveries, fresh,
+                            on_recovery)
+            if stop is not None:
+                return s.result(it - 1, False, stop)
+            if s.stationary(epsilon):
+                return s.result(it - 1, True, converged)
             history = History(m)
-            np.negative(g, out=d)
-            step = 1.0 / gnorm
-            fresh = True
+            np.negative(s.g, out=d)
+            step, fresh = 1.0 / float(np.linalg.norm(s.g)), True
             continue
         fresh = False
         f, g_new = found
-        history.record(trial, x, g_new, g)
-        x, trial = trial, x  # the accepted point becomes the iterate
-        g = g_new
+        history.record(trial, s.x, g_new, s.g)
+        s.x, trial = trial, s.x  # the accepted point becomes the iterate
+        s.f, s.g = f, g_new
         if iteration_done(callback, checkpoint,
-                          LBFGSState(x, f, g, it, evaluations, history, recoveries)):
-            return result(it, True, "stopped by the callback")
-        if stationary():
-            return result(it, True, f"gradient norm below {epsilon:g}·max(1, |x|)")
-        history.direction(g, d)
+                          LBFGSState(s.x, s.f, s.g, it, s.evaluations, history, s.recoveries)):
+            return s.result(it, True, "stopped by the callback")
+        if s.stationary(epsilon):
+            return s.result(it, True, converged)
+        history.direction(s.g, d)
         step = 1.0
         it += 1
-    return result(max_iter, False, f"reached the iteration limit ({max_iter})")
+    return s.result(max_iter, False, f"reached the iteration limit ({max_iter})")

@@ -1,45 +1,20 @@
-"""The learner: one training engine for every compiled program.
+"""Training by L-BFGS (OWL-QN when l1 > 0): the default trainer.
 
-Objective (Sutton & McCallum eq. 1.21): the negative conditional log-likelihood plus a
-Gaussian (L2) prior with a per-feature sigma (per template, Cuong et al. 2014
-footnote 5),
-
-    f(w) = Σ_i [log Z(x_i) - log Z(y_i, x_i)] + Σ_k w_k² / (2 σ_k²),
-
-where Z(y, x) is the program clamped to the gold labels — exp(w·F(x, y))
-when every variable is observed, a sum over the hidden ones otherwise
-(Sutton & McCallum eq. 1.46-1.48).  Its gradient (Sutton & McCallum eq.
-1.22, 1.52): expected minus clamped-expected feature counts plus w / σ².
-The program supplies both (``fgl.engines.program.Program``); L-BFGS
-(``fgl.learn.lbfgs``) minimises.
-
-Under approximate inference (loopy BP / TRP, Sutton & McCallum §1.4.4) the
-objective is the Bethe approximation and its gradient the beliefs' expected
-counts — the two agree only at a BP fixed point, to the tolerance BP ran
-to.  Where BP has several fixed points (strong couplings around loops) the
-one reached depends on the starting messages, so by default every
-evaluation starts BP cold, from uniform messages, and the objective is a
-function of the weights.  ``bp_start = "warm"`` instead starts each
-instance from its messages at the optimiser's current iterate (the
-``WarmStart`` the ``Objective`` owns, one for the model and one for the
-clamped program; ``train_lbfgs`` calls ``Objective.accept()`` whenever the
-iterate moves to the last evaluated point): fewer passes per evaluation,
-every trial point of one line search from the same messages, but an
-objective that depends on the path.  (Measured on 100 CoNLL-2003 articles,
-skip chain, TRP to 1e-4, 60 iterations: cold 184 evaluations, 21 s, final
-objective 949 and no failed line search; warm 371 evaluations, 163 s,
-objective 1130 and four.)  When the line search finds no acceptable step,
-``train_lbfgs`` recovers: ``Objective.tighten`` runs BP to a tenth of the
-tolerance with twice the passes (damped, if instances did not converge),
-the current point is re-evaluated and the search restarts along steepest
-descent.  Every recovery is logged (``TrainingLog.recoveries``), reported
-to ``progress`` as a row with a ``"recovery"`` entry, and counted in the
-final message.
+``train_lbfgs`` minimises a ``TrainingObjective`` (``fgl.learn.objective``:
+the likelihood of any compiled program, or a local objective) with L-BFGS
+(``fgl.learn.lbfgs``), or OWL-QN (``fgl.learn.owlqn``) when an L1 penalty is
+given.  When the line search finds no acceptable step it recovers:
+``tighten`` runs BP to a tenth of the tolerance with twice the passes
+(damped, if instances did not converge), the current point is re-evaluated
+and the search restarts along steepest descent.  Every recovery is logged
+(``TrainingLog.recoveries``), reported to ``progress`` as a row with a
+``"recovery"`` entry, and counted in the final message.
 
 A run can be saved between iterations and resumed exactly
 (``fgl.learn.checkpoint``): ``train_lbfgs(checkpoint=...)`` hands the
 ``TrainingState`` over after every iteration, ``resume=`` continues from
-one.
+one.  The trainers ``lbfgs`` and ``owlqn`` (``fgl.learn.trainers.lbfgs``)
+run it.
 """
 from __future__ import annotations
 
@@ -48,18 +23,15 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-from numba import njit
 from threadpoolctl import threadpool_limits
 
 from fgl import stopping
-from fgl.engines.parallel import resolve_jobs
 from fgl.engines.program import InferenceStats, Program
 from fgl.errors import FglError, TrainingError
 from fgl.learn.checkpoint import TrainingState
 from fgl.learn.lbfgs import LBFGSResult, LBFGSState, minimize_lbfgs, recovery_note
+from fgl.learn.objective import Objective, TrainingObjective
 from fgl.learn.owlqn import l1_penalty, minimize_owlqn
-
-BP_SETTINGS = ("tol", "max_iter", "damping")
 
 
 @dataclass
@@ -82,131 +54,138 @@ class TrainingLog:
     rounds: list[dict] = field(default_factory=list)
     induced: list[str] = field(default_factory=list)
 
+    def summary(self, trainer: str) -> dict:
+        """What a model file keeps of the run (``trainer``: the spec's)."""
+        return {"iterations": len(self.iterations), "objective": self.objective,
+                "seconds": self.seconds, "evaluations": self.evaluations,
+                "converged": self.converged, "message": self.message, "trainer": trainer}
+
 
 OPTIMISER_MEMORY = 6  # L-BFGS correction pairs (CRFsuite's default)
 
 
-@njit(cache=True, nogil=True)
-def add_prior(grad, w, inv_var):
-    """grad += w / σ² in place; returns Σ w² / (2σ²).  ``inv_var`` holds
-    1/σ² per weight, or one value for all."""
-    total = 0.0
-    same = inv_var.shape[0] == 1
-    for k in range(w.shape[0]):
-        p = (inv_var[0] if same else inv_var[k]) * w[k]
-        grad[k] += p
-        total += p * w[k]
-    return 0.5 * total
+class _Run:
+    """One L-BFGS run's bookkeeping between the optimiser and the objective:
+    evaluation counts and times, the iteration rows and stopping rules, the
+    recoveries and checkpoints (``train_lbfgs``'s parameters)."""
 
+    def __init__(self, objective: TrainingObjective, *, max_iter: int, tol: float, period: int,
+                 progress: Callable[[dict], None] | None,
+                 should_stop: Callable[[], str | None] | None,
+                 checkpoint: Callable[[TrainingState, bool], None] | None,
+                 resume: TrainingState | None):
+        self.objective, self.max_iter, self.tol, self.period = objective, max_iter, tol, period
+        self.progress, self.should_stop, self.checkpoint = progress, should_stop, checkpoint
+        self.resume = resume
+        self.log = TrainingLog()
+        self.start = time.perf_counter()
+        self.history: list[float] = []
+        self.last_gradient: np.ndarray | None = None  # the array the last evaluation returned
+        self.start_point: tuple | None = None  # (x0, f, g) once evaluated (a stop in iteration 1)
+        self.last_state = None if resume is None else resume.lbfgs  # the last finished iteration
+        if resume is not None:
+            self.history = list(resume.objectives)
+            self.log.iterations, self.log.recoveries = list(resume.rows), list(resume.recoveries)
+            self.log.evaluations = resume.lbfgs.evaluations
+            self.log.eval_seconds = resume.eval_seconds
+            self.start -= resume.seconds
 
-def inverse_variance(sigma: np.ndarray) -> np.ndarray:
-    """1/σ² per weight for ``add_prior``, or one value when all are equal."""
-    sigma = np.asarray(sigma, dtype=np.float64)
-    if sigma.size and (sigma == sigma.flat[0]).all():  # one prior for every weight
-        sigma = sigma.flat[:1]
-    return 1.0 / np.square(sigma)
+    def evaluate(self, w: np.ndarray) -> tuple[float, np.ndarray]:
+        """The objective at ``w``, counted and timed; the first evaluation of
+        a fresh run is the starting point (the objective's first iterate)."""
+        t0 = time.perf_counter()
+        f, g = self.objective(w)
+        self.log.evaluations += 1
+        self.log.eval_seconds += time.perf_counter() - t0
+        self.last_gradient = g
+        if self.log.evaluations == 1 and self.resume is None:
+            self.start_point = (w, f, g)
+            self.objective.accept()
+        return f, g
 
+    def iteration(self, it: int, f: float, w: np.ndarray, g: np.ndarray,
+                  evaluations: int) -> bool:
+        """After iteration ``it``: log its row, then whether to stop (the
+        relative-improvement rule, else ``should_stop``)."""
+        if g is self.last_gradient:   # the iterate is the last evaluated point
+            self.objective.accept()
+        self.history.append(f)
+        row = {"iteration": it, "objective": f, "gradient_norm": float(np.linalg.norm(g)),
+               "evaluations": evaluations, "seconds": time.perf_counter() - self.start,
+               "inference": self.objective.stats}
+        self.log.iterations.append(row)
+        if self.progress is not None:
+            self.progress(row)
+        if len(self.history) > self.period:
+            old = self.history[-1 - self.period]
+            if (old - f) / max(abs(f), 1e-300) < self.tol:
+                self.log.message = (f"objective improved by less than {self.tol:g} over "
+                                    f"{self.period} iterations")
+                return True
+        # (after the stopping rule: a run resumed from here goes on as if not stopped)
+        reason = self.should_stop() if self.should_stop is not None else None
+        if reason:
+            self.log.message = reason
+            return True
+        return False
 
-class Objective:
-    """f(w) and ∇f(w) for a program on encoded training data.
+    def save(self, state: LBFGSState) -> None:
+        """A finished iteration's state: kept, and handed to ``checkpoint``."""
+        self.last_state = state
+        if self.checkpoint is not None:
+            log = self.log
+            self.checkpoint(TrainingState(state, OPTIMISER_MEMORY, list(self.history),
+                                          log.iterations, log.recoveries, log.eval_seconds,
+                                          time.perf_counter() - self.start,
+                                          self.objective.bp_settings()),
+                            bool(log.message) or state.iteration >= self.max_iter)
 
-    With every variable observed, the gold side is the score w·F(x, y) of
-    the gold counts F, computed once here; with hidden variables it is the
-    clamped program, run at every evaluation.  ``stats`` holds the last
-    evaluation's approximate-inference statistics (None for exact engines).
+    def recovered(self, record: dict) -> None:
+        """A recovery from a failed line search: logged and reported."""
+        stats = self.objective.stats
+        if stats is not None and stats.not_converged:
+            where = "at the restart point" if record["reevaluated"] else "in the last evaluation"
+            record["message"] += (f"; {where} BP left {stats.not_converged} of "
+                                  f"{stats.instances} instances unconverged (residual up to "
+                                  f"{stats.max_residual:.2g})")
+        if record["reevaluated"]:  # that evaluation is the iterate's
+            self.objective.accept()
+        self.log.recoveries.append(record)
+        self.history.clear()  # objectives before a tightening are not comparable with after
+        if self.progress is not None:
+            self.progress({"iteration": record["iteration"], "objective": record["objective"],
+                           "gradient_norm": record["gradient_norm"],
+                           "evaluations": record["evaluations"],
+                           "seconds": time.perf_counter() - self.start,
+                           "inference": stats, "recovery": record["message"]})
 
-    A program that runs BP (``warm_start(data)``, the loopy program) gets
-    a ``WarmStart`` per side, held here (``warm``, ``warm_clamped``): BP's
-    settings, which ``tighten`` changes, and under ``bp_start = "warm"`` the
-    messages — each evaluation then starts BP from those of the last
-    evaluation ``accept()`` was called after (cold until the first).  Under
-    ``"cold"`` (the default) every evaluation starts from uniform messages.
-    """
+    def stopped(self, reason: str) -> LBFGSResult:
+        """A stop request heard inside an evaluation (``fgl.stopping``): the
+        run ends at the last finished iteration, as if asked right after it."""
+        result = _stopped_at(self.last_state, self.start_point, reason, self.log, self.start)
+        self.log.message = result.message
+        if self.checkpoint is not None and self.last_state is not None:
+            self.save(self.last_state)   # (final: log.message is set)
+        return result
 
-    def __init__(self, program: Program, data: object, sigma: np.ndarray, jobs: int = 0,
-                 bp_start: str = "cold"):
-        if bp_start not in ("cold", "warm"):
-            raise ValueError(f"bp_start must be 'cold' or 'warm', not {bp_start!r}")
-        self.program, self.data, self.jobs = program, data, resolve_jobs(jobs)
-        self.inv_var = inverse_variance(sigma)
-        self.gold_counts = None if program.has_hidden else program.gold_counts(data)
-        self.stats: InferenceStats | None = None
-        make = getattr(program, "warm_start", None)
-        carry = bp_start == "warm"
-        self.warm = make(data, carry) if make is not None else None
-        self.warm_clamped = make(data, carry) if make is not None and program.has_hidden \
-            else None
-
-    def tighten(self) -> str | None:
-        """Make the following evaluations more precise — BP to a tenth of
-        its tolerance, with twice the passes and, if instances did not
-        converge, damped (``WarmStart.tighten``) — and say so; None when
-        there is nothing to tighten (exact engines and ``infer exact``, or
-        BP at its tightest)."""
-        if self.warm is None:
-            return None
-        note = self.warm.tighten()
-        clamped = self.warm_clamped.tighten() if self.warm_clamped is not None else None
-        if clamped is not None and clamped != note:
-            note = f"{note or 'model: unchanged'}; clamped program: {clamped}"
-        return note
-
-    def bp_settings(self) -> dict | None:
-        """BP's settings per side as recoveries left them (for a
-        checkpoint), None when no BP runs."""
-        sides = {"model": self.warm, "clamped": self.warm_clamped}
-        saved = {side: {k: getattr(warm, k) for k in BP_SETTINGS}
-                 for side, warm in sides.items() if warm is not None}
-        return saved or None
-
-    def restore_bp_settings(self, saved: dict | None) -> None:
-        """Put back what ``bp_settings`` returned."""
-        for side, warm in {"model": self.warm, "clamped": self.warm_clamped}.items():
-            if warm is not None and saved and side in saved:
-                warm.tol = float(saved[side]["tol"])
-                warm.max_iter = int(saved[side]["max_iter"])
-                warm.damping = float(saved[side]["damping"])
-
-    def accept(self) -> None:
-        """The weights of the last evaluation are the optimiser's new
-        iterate: later evaluations start BP from that evaluation's messages
-        (``WarmStart.accept``)."""
-        for warm in (self.warm, self.warm_clamped):
-            if warm is not None:
-                warm.accept()
-
-    def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
-        model = self.program.expectations(w, self.data, self.jobs, warm=self.warm)
-        grad = model.counts  # the program's fresh array: update it in place
-        if self.gold_counts is None:
-            gold = self.program.clamped_expectations(w, self.data, self.jobs,
-                                                     warm=self.warm_clamped)
-            gold_log_z, observed = gold.log_z, gold.counts
-        else:
-            gold_log_z, observed = float(w @ self.gold_counts), self.gold_counts
-        grad -= observed
-        self.stats = model.stats
-        prior = add_prior(grad, w, self.inv_var) if len(w) else 0.0
-        return float(model.log_z - gold_log_z + prior), grad
-
-
-def _tightener(objective) -> Callable[[], str | None] | None:
-    """The objective's ``tighten`` when it runs approximate inference
-    (``bp_settings()`` not None), else None: an exact objective's failed
-    line search is retried along steepest descent, an approximate one's
-    ends when ``tighten`` can change nothing (``fgl.learn.lbfgs``)."""
-    tighten = getattr(objective, "tighten", None)
-    settings = getattr(objective, "bp_settings", None)
-    if tighten is None or (settings is not None and settings() is None):
-        return None
-    return tighten
+    def finish(self, result: LBFGSResult) -> tuple[np.ndarray, TrainingLog]:
+        log = self.log
+        log.seconds = time.perf_counter() - self.start
+        log.objective = float(result.f)
+        log.inference = self.objective.stats
+        log.converged = result.converged
+        if not log.message:
+            log.message = result.message  # (says how many recoveries there were, if any)
+        elif log.recoveries:
+            log.message += recovery_note(len(log.recoveries))
+        return result.x, log
 
 
 def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
                 max_iter: int = 200, tol: float = 1e-5, period: int = 10, jobs: int = 0,
                 w0: np.ndarray | None = None,
                 progress: Callable[[dict], None] | None = None,
-                objective: Objective | None = None,
+                objective: TrainingObjective | None = None,
                 max_recoveries: int = 5,
                 bp_start: str = "cold",
                 should_stop: Callable[[], str | None] | None = None,
@@ -216,18 +195,17 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
                 ) -> tuple[np.ndarray, TrainingLog]:
     """Minimise the objective with L-BFGS (``fgl.learn.lbfgs``): the
     likelihood ``Objective`` of ``program`` on ``data``, or the given
-    ``objective`` (any callable w -> (f, gradient) with a ``stats``
-    attribute, e.g. ``fgl.learn.local_objectives``; its ``tighten() ->
-    str | None`` and ``accept()``, if it has them, are used as
-    ``Objective``'s are).
+    ``objective`` (a ``TrainingObjective``, e.g. ``fgl.learn.local_objectives``).
 
     Stops after ``max_iter`` iterations, or when the objective improved by
     less than ``tol`` (relative) over the last ``period`` iterations, or
     when the gradient norm falls below 1e-5·max(1, ‖w‖) — CRFsuite's
     stopping rules — or when the line search fails and up to
-    ``max_recoveries`` recoveries (module docstring) do not get it going.
+    ``max_recoveries`` recoveries (module docstring) do not get it going;
+    an exact objective's failed line search is retried along steepest
+    descent, an approximate one's ends when ``tighten`` can change nothing.
     ``bp_start`` ("cold" or "warm") is where the ``Objective`` made here
-    starts BP at each evaluation (module docstring).  ``should_stop()``,
+    starts BP at each evaluation (``fgl.learn.objective``).  ``should_stop()``,
     asked after every iteration, ends training at the current iterate when
     it returns a reason (a time limit, a signal), which becomes the log's
     message.
@@ -250,117 +228,26 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     """
     if objective is None:
         objective = Objective(program, data, sigma, jobs, bp_start)
-    log = TrainingLog()
-    start = time.perf_counter()
-    history: list[float] = []
     l1 = np.atleast_1d(np.asarray(l1, dtype=np.float64))
     if resume is not None:
         _check_resume(objective, resume, l1)
-        history = list(resume.objectives)
-        log.iterations, log.recoveries = list(resume.rows), list(resume.recoveries)
-        log.evaluations, log.eval_seconds = resume.lbfgs.evaluations, resume.eval_seconds
-        start -= resume.seconds
-
-    accept = getattr(objective, "accept", None)
-    last_gradient: list = [None]  # the array the last evaluation returned
-    start_point: list = [None]    # (x0, f, g) once evaluated: where a stop in iteration 1 ends
-
-    def fun(w: np.ndarray) -> tuple[float, np.ndarray]:
-        t0 = time.perf_counter()
-        f, g = objective(w)
-        log.evaluations += 1
-        log.eval_seconds += time.perf_counter() - t0
-        last_gradient[0] = g
-        if log.evaluations == 1 and resume is None:  # the starting point
-            start_point[0] = (w, f, g)
-            if accept is not None:
-                accept()
-        return f, g
-
-    def accepted(g: np.ndarray) -> None:
-        """The optimiser's iterate moved to where its gradient ``g`` was
-        computed: if that was the last evaluation, tell the objective."""
-        if accept is not None and g is last_gradient[0]:
-            accept()
-
-    def callback(it: int, f: float, w: np.ndarray, g: np.ndarray, evaluations: int) -> bool:
-        accepted(g)
-        history.append(f)
-        row = {"iteration": it, "objective": f, "gradient_norm": float(np.linalg.norm(g)),
-               "evaluations": evaluations, "seconds": time.perf_counter() - start,
-               "inference": objective.stats}
-        log.iterations.append(row)
-        if progress is not None:
-            progress(row)
-        if len(history) > period:
-            old = history[-1 - period]
-            if (old - f) / max(abs(f), 1e-300) < tol:
-                log.message = f"objective improved by less than {tol:g} over {period} iterations"
-                return True
-        # (after the stopping rule: a run resumed from here goes on as if not stopped)
-        reason = should_stop() if should_stop is not None else None
-        if reason:
-            log.message = reason
-            return True
-        return False
-
-    last_state: list = [None if resume is None else resume.lbfgs]  # the last finished iteration
-
-    def saved(state: LBFGSState) -> None:
-        last_state[0] = state
-        if checkpoint is not None:
-            bp = getattr(objective, "bp_settings", None)
-            checkpoint(TrainingState(state, OPTIMISER_MEMORY, list(history), log.iterations,
-                                     log.recoveries, log.eval_seconds,
-                                     time.perf_counter() - start, bp() if bp else None),
-                       bool(log.message) or state.iteration >= max_iter)
-
-    def on_recovery(record: dict) -> None:
-        stats = objective.stats
-        if stats is not None and stats.not_converged:
-            where = "at the restart point" if record["reevaluated"] else "in the last evaluation"
-            record["message"] += (f"; {where} BP left {stats.not_converged} of "
-                                  f"{stats.instances} instances unconverged (residual up to "
-                                  f"{stats.max_residual:.2g})")
-        if record["reevaluated"] and accept is not None:  # that evaluation is the iterate's
-            accept()
-        log.recoveries.append(record)
-        history.clear()  # objectives before a tightening are not comparable with those after
-        if progress is not None:
-            progress({"iteration": record["iteration"], "objective": record["objective"],
-                      "gradient_norm": record["gradient_norm"],
-                      "evaluations": record["evaluations"],
-                      "seconds": time.perf_counter() - start, "inference": objective.stats,
-                      "recovery": record["message"]})
-
+    run = _Run(objective, max_iter=max_iter, tol=tol, period=period, progress=progress,
+               should_stop=should_stop, checkpoint=checkpoint, resume=resume)
     # BLAS threads would only spin against the numba threads doing the real
     # work (the optimiser's dot products run on 10^5-10^6 weights)
     with threadpool_limits(limits=1, user_api="blas"):
         x0 = np.zeros(program.n_features) if w0 is None else w0
-        common = dict(m=OPTIMISER_MEMORY, max_iter=max_iter, callback=callback,
-                      tighten=_tightener(objective), on_recovery=on_recovery,
-                      max_recoveries=max_recoveries, checkpoint=saved,
-                      resume=None if resume is None else resume.lbfgs)
+        common = dict(m=OPTIMISER_MEMORY, max_iter=max_iter, callback=run.iteration,
+                      tighten=objective.tighten if objective.approximate() else None,
+                      on_recovery=run.recovered, max_recoveries=max_recoveries,
+                      checkpoint=run.save, resume=None if resume is None else resume.lbfgs)
         try:
             with stopping.watching(should_stop):
-                result = minimize_owlqn(fun, x0, l1, **common) if (l1 > 0).any() else \
-                    minimize_lbfgs(fun, x0, **common)
+                result = minimize_owlqn(run.evaluate, x0, l1, **common) if (l1 > 0).any() \
+                    else minimize_lbfgs(run.evaluate, x0, **common)
         except stopping.Stopped as e:
-            # a stop request heard inside an evaluation (fgl.stopping): the run ends at
-            # the last finished iteration, as if asked right after it
-            result = _stopped_at(last_state[0], start_point[0], e.reason, log, start)
-            log.message = result.message
-            if checkpoint is not None and last_state[0] is not None:
-                saved(last_state[0])   # (final: log.message is set)
-    log.seconds = time.perf_counter() - start
-    log.objective = float(result.f)
-    log.inference = objective.stats
-    log.converged = result.converged
-    if not log.message:
-        log.message = result.message  # (says how many recoveries there were, if any)
-    elif log.recoveries:
-        log.message += recovery_note(len(log.recoveries))
-    return result.x, log
+            result = run.stopped(e.reason)
+    return run.finish(result)
 
 
 def _stopped_at(state: LBFGSState | None, first: tuple | None, reason: str,
@@ -383,15 +270,13 @@ def _stopped_at(state: LBFGSState | None, first: tuple | None, reason: str,
         "smaller max_iter or a looser tol in the infer line, or damping)")
 
 
-def _check_resume(objective, resume: TrainingState, l1: np.ndarray) -> None:
+def _check_resume(objective: TrainingObjective, resume: TrainingState, l1: np.ndarray) -> None:
     """Restore BP's settings and check that the objective at the saved
     weights is the saved one: the same spec, data and priors."""
     if resume.m != OPTIMISER_MEMORY:
         raise FglError(f"the checkpoint's L-BFGS keeps {resume.m} correction pairs; this fgl "
                        f"keeps {OPTIMISER_MEMORY}")
-    restore = getattr(objective, "restore_bp_settings", None)
-    if restore is not None:
-        restore(resume.bp)
+    objective.restore_bp_settings(resume.bp)
     f, _ = objective(resume.lbfgs.x)
     f += l1_penalty(resume.lbfgs.x, l1) if (l1 > 0).any() else 0.0
     saved = resume.lbfgs.f
@@ -399,6 +284,4 @@ def _check_resume(objective, resume: TrainingState, l1: np.ndarray) -> None:
         raise FglError(f"cannot resume: the checkpoint's objective was {saved:.12g}, on this "
                        f"data with these settings it is {f:.12g}; resume with the training "
                        "data, spec and sigma of the run that wrote it")
-    accept = getattr(objective, "accept", None)
-    if accept is not None:
-        accept()
+    objective.accept()

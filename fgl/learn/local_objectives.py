@@ -27,7 +27,7 @@ from fgl.engines import parallel
 from fgl.engines.graph.factor_graph_program import FactorGraphData, FactorGraphProgram
 from fgl.engines.parallel import blocks, ordered_reduce, resolve_jobs
 from fgl.errors import FglError
-from fgl.learn.learner import add_prior, inverse_variance
+from fgl.learn.objective import ExactObjective, add_prior, inverse_variance
 
 
 @njit(cache=True, nogil=True)
@@ -84,7 +84,7 @@ def _pseudo_likelihood(table, gold, card, tab_ptr, e_fac, e_stride, v_ptr, v_edg
     return total
 
 
-class LocalObjective:
+class LocalObjective(ExactObjective):
     """-ℓ(w) + prior and its gradient for a factor-graph program, with ℓ
     the piecewise or the pseudo-likelihood (``kind``)."""
 

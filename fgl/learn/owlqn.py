@@ -32,10 +32,10 @@ from fgl.learn.lbfgs import (
     Callback,
     Function,
     History,
+    Iterate,
     LBFGSResult,
     LBFGSState,
     iteration_done,
-    recovery_note,
 )
 
 GAMMA = 1e-4          # sufficient decrease (Andrew & Gao §3.3)
@@ -92,6 +92,47 @@ def l1_penalty(x: np.ndarray, c: np.ndarray) -> float:
     return float(np.sum(np.abs(x) * c)) if c.shape[0] > 1 else float(c[0] * np.abs(x).sum())
 
 
+def _backtrack(fun: Function, state: Iterate, c: np.ndarray, d: np.ndarray, step: float,
+               pg: np.ndarray, trial: np.ndarray) -> tuple | None:
+    """Backtracking along ``d`` projected on the orthant (Andrew & Gao 2007
+    §3.2): (ℓ, its gradient, f) at the first step of sufficient decrease in
+    ``trial``, or None after ``MAX_BACKTRACKS`` halvings."""
+    for _ in range(MAX_BACKTRACKS):
+        slope = _project_step(state.x, d, step, pg, trial)
+        if slope < 0.0:
+            t_loss, t_g = fun(trial)
+            state.evaluations += 1
+            t_f = t_loss + l1_penalty(trial, c)
+            if math.isfinite(t_f) and t_f <= state.f + GAMMA * slope:
+                return t_loss, t_g, t_f
+        step *= 0.5
+    return None
+
+
+def _recover(state: Iterate, fun: Function, c: np.ndarray, pg: np.ndarray, it: int,
+             tighten: Callable[[], str | None] | None, max_recoveries: int, fresh: bool,
+             on_recovery: Callable[[dict], None] | None) -> str | None:
+    """After backtracking found no decrease at iteration ``it``: tighten the
+    objective (re-evaluating the iterate) and restart, or say why training
+    stops (None: recovered)."""
+    failed = "backtracking found no step that decreases the objective"
+    note = tighten() if tighten is not None else None
+    if len(state.recoveries) >= max_recoveries or (note is None and fresh):
+        return failed
+    if note is not None:
+        loss, state.g = fun(state.x)
+        state.evaluations += 1
+        state.f = loss + pseudo_gradient(state.x, state.g, c, pg)
+    state.recovered({"iteration": it, "objective": float(state.f),
+                     "message": f"iteration {it}: {failed}; "
+                                + (f"{note}; re-evaluated the current point; " if note else "")
+                                + "cleared the L-BFGS memory and retried along −◇f",
+                     "gradient_norm": float(np.linalg.norm(pg)),
+                     "evaluations": state.evaluations, "reevaluated": note is not None},
+                    on_recovery)
+    return None
+
+
 def minimize_owlqn(fun: Function, x0: np.ndarray | None, l1: np.ndarray, *, m: int = 6,
                    max_iter: int = 200, epsilon: float = 1e-5,
                    callback: Callback | None = None,
@@ -113,75 +154,46 @@ def minimize_owlqn(fun: Function, x0: np.ndarray | None, l1: np.ndarray, *, m: i
     if resume is None:
         x = np.array(x0, dtype=np.float64)
         loss, g = fun(x)
-        evaluations, history, recoveries, it = 1, History(m), [], 0
+        s, history, it = Iterate(x, 0.0, g, 1, []), History(m), 0
     else:
-        x, g, loss = np.array(resume.x, dtype=np.float64), resume.g, 0.0
-        evaluations, history = resume.evaluations, resume.history
-        recoveries, it = list(resume.recoveries), resume.iteration
-    n = x.shape[0]
+        s = Iterate(np.array(resume.x, dtype=np.float64), resume.f, resume.g,
+                    resume.evaluations, list(resume.recoveries))
+        history, it, loss = resume.history, resume.iteration, 0.0
+    n = s.x.shape[0]
     pg, d, trial = np.empty(n), np.empty(n), np.empty(n)
-    penalty = pseudo_gradient(x, g, c, pg)
-    f = loss + penalty if resume is None else resume.f
-
-    def result(iterations: int, converged: bool, message: str) -> LBFGSResult:
-        return LBFGSResult(x, f, g, iterations, evaluations, converged,
-                           message + recovery_note(len(recoveries)), recoveries)
-
-    def stationary() -> bool:
-        return float(np.linalg.norm(pg)) <= epsilon * max(1.0, float(np.linalg.norm(x)))
-
-    if stationary():
-        return result(it, True, "the initial point is stationary" if resume is None else
-                      f"pseudo-gradient norm below {epsilon:g}·max(1, |x|)")
+    penalty = pseudo_gradient(s.x, s.g, c, pg)
+    if resume is None:
+        s.f = loss + penalty
+    converged = f"pseudo-gradient norm below {epsilon:g}·max(1, |x|)"
+    if s.stationary(epsilon, pg):
+        return s.result(it, True, "the initial point is stationary" if resume is None else
+                        converged)
     first = resume is None    # the first step from an empty memory is 1/|◇f|
     it += 1
     while it <= max_iter:
         history.direction(pg, d)
         _agree(d, pg)
         step = 1.0 / float(np.linalg.norm(pg)) if first or not history.order else 1.0
-        found = None
-        for _ in range(MAX_BACKTRACKS):
-            slope = _project_step(x, d, step, pg, trial)
-            if slope < 0.0:
-                t_loss, t_g = fun(trial)
-                evaluations += 1
-                t_f = t_loss + l1_penalty(trial, c)
-                if math.isfinite(t_f) and t_f <= f + GAMMA * slope:
-                    found = (t_loss, t_g, t_f)
-                    break
-            step *= 0.5
+        found = _backtrack(fun, s, c, d, step, pg, trial)
         if found is None:
-            failed = "backtracking found no step that decreases the objective"
-            note = tighten() if tighten is not None else None
-            if len(recoveries) >= max_recoveries or (note is None and not history.order):
-                return result(it - 1, False, failed)
-            if note is not None:
-                loss, g = fun(x)
-                evaluations += 1
-                f = loss + pseudo_gradient(x, g, c, pg)
-            record = {"iteration": it, "objective": float(f),
-                      "message": f"iteration {it}: {failed}; "
-                                 + (f"{note}; re-evaluated the current point; " if note else "")
-                                 + "cleared the L-BFGS memory and retried along −◇f",
-                      "gradient_norm": float(np.linalg.norm(pg)), "evaluations": evaluations,
-                      "reevaluated": note is not None}
-            recoveries.append(record)
-            if on_recovery is not None:
-                on_recovery(record)
+            stop = _recover(s, fun, c, pg, it, tighten, max_recoveries, not history.order,
+                            on_recovery)
+            if stop is not None:
+                return s.result(it - 1, False, stop)
             history, first = History(m), True
-            if stationary():
-                return result(it - 1, True, f"pseudo-gradient norm below {epsilon:g}·max(1, |x|)")
+            if s.stationary(epsilon, pg):
+                return s.result(it - 1, True, converged)
             continue
         first = False
-        t_loss, t_g, f = found
-        history.record(trial, x, t_g, g)     # pairs of ℓ's gradients (§3.2)
-        x, trial = trial, x
-        g = t_g
-        pseudo_gradient(x, g, c, pg)
+        t_loss, t_g, s.f = found
+        history.record(trial, s.x, t_g, s.g)     # pairs of ℓ's gradients (§3.2)
+        s.x, trial = trial, s.x
+        s.g = t_g
+        pseudo_gradient(s.x, s.g, c, pg)
         if iteration_done(callback, checkpoint,
-                          LBFGSState(x, f, g, it, evaluations, history, recoveries)):
-            return result(it, True, "stopped by the callback")
-        if stationary():
-            return result(it, True, f"pseudo-gradient norm below {epsilon:g}·max(1, |x|)")
+                          LBFGSState(s.x, s.f, s.g, it, s.evaluations, history, s.recoveries)):
+            return s.result(it, True, "stopped by the callback")
+        if s.stationary(epsilon, pg):
+            return s.result(it, True, converged)
         it += 1
-    return result(max_iter, False, f"reached the iteration limit ({max_iter})")
+    return s.result(max_iter, False, f"reached the iteration limit ({max_iter})")

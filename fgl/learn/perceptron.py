@@ -21,68 +21,16 @@ features).  Models with hidden variables are refused: their perceptron
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Callable
 
 import numpy as np
 
 from fgl import stopping
-from fgl.engines.sequence.encoded import EncodedData
 from fgl.errors import FglError
 from fgl.learn.learner import TrainingLog
 
 SEED = 0
-
-
-class _Runs:
-    """Decode a run of instances and count features of assignments, for
-    the sequence programs (``EncodedData``: contiguous runs of sequences)."""
-
-    def __init__(self, program, data: EncodedData):
-        self.program, self.data = program, data
-
-    def correction(self, w: np.ndarray, i0: int, i1: int) -> np.ndarray | None:
-        """Gold minus decoded counts of instances i0..i1-1 (None: all right)."""
-        sub = self.data.subset(i0, i1)
-        got = self.program.decode(w, sub, 1)
-        labels = np.concatenate(got.assignments)
-        starts = None if got.segment_starts is None else np.concatenate(got.segment_starts)
-        if np.array_equal(labels, sub.gold) and (starts is None
-                                                 or np.array_equal(starts, sub.starts)):
-            return None
-        decoded = dataclasses.replace(sub, gold=labels, starts=starts)
-        return self.program.gold_counts(sub) - self.program.gold_counts(decoded)
-
-
-class _Graphs:
-    """The same for factor-graph programs (``FactorGraphData``): one instance at a
-    time, decoded by the program's max-product inference."""
-
-    def __init__(self, program, data):
-        self.program, self.data = program, data
-        self.decoded = dataclasses.replace(data, gold=list(data.gold))
-
-    def _counts(self, data, i: int, out: np.ndarray, sign: float) -> None:
-        g = data.graphs[i]
-        onehot = np.zeros(g.n_table)
-        onehot[g.tab_ptr[:-1] + self.program.gold_configurations(data, i)] = sign
-        self.program.add_counts(data, i, onehot, out)
-
-    def correction(self, w: np.ndarray, i0: int, i1: int) -> np.ndarray | None:
-        delta, wrong = np.zeros(len(w)), False
-        for i in range(i0, i1):
-            g = self.data.graphs[i]
-            state = self.program.infer(g, self.program.factor_tables(w, self.data, i),
-                                       use_max=True).map_state
-            if np.array_equal(state, self.data.gold[i]):
-                continue
-            wrong = True
-            self.decoded.gold[i] = state
-            self._counts(self.data, i, delta, 1.0)
-            self._counts(self.decoded, i, delta, -1.0)
-            self.decoded.gold[i] = self.data.gold[i]
-        return delta if wrong else None
 
 
 def train_perceptron(program, data, *, epochs: int = 10, batch: int = 1,
@@ -100,7 +48,6 @@ def train_perceptron(program, data, *, epochs: int = 10, batch: int = 1,
     if program.has_hidden:
         raise FglError("trainer perceptron: this model has hidden variables; the latent "
                        "perceptron is not implemented — use trainer = lbfgs")
-    ops = _Runs(program, data) if isinstance(data, EncodedData) else _Graphs(program, data)
     n = data.n_sequences
     runs = [(i, min(i + batch, n)) for i in range(0, n, batch)]
     w = np.zeros(program.n_features) if w0 is None else np.array(w0, dtype=np.float64)
@@ -113,7 +60,7 @@ def train_perceptron(program, data, *, epochs: int = 10, batch: int = 1,
             mistakes, reason, seen = 0, None, 0
             for k in rng.permutation(len(runs)):
                 try:
-                    delta = ops.correction(w, *runs[k])
+                    delta = program.mistakes(w, data, *runs[k])
                 except stopping.Stopped as e:   # (inside a decoding: fgl.stopping)
                     reason = e.reason
                     break

@@ -1,6 +1,13 @@
 """Belief propagation in the probability domain with scaled messages — the
 fast path of ``fgl.engines.graph.loopy`` (Sutton & McCallum §1.4.4, §1.4.6).
 
+Why one module of some 750 lines: the message passes and the read-out of
+beliefs and Bethe log Z share one representation — ψ_f with its shift,
+messages normalised to sum or max 1, partial products rescaled — and one
+failure rule, a normaliser that is zero or not finite; split, those
+invariants would be stated and kept in two places.  Most of the length is
+the numba kernels, each written out for speed, as the notes below say.
+
 The same updates as the log-space kernels of ``fgl.engines.graph.loopy``, on
 potentials ψ_f = exp(θ_f - max θ_f) and messages normalised to sum 1 (max 1
 for max-product) — the scaling remedy of Sutton & McCallum §1.4.6, as the
@@ -22,7 +29,7 @@ Where the time goes, and what is done about it:
   pairwise message accumulates three output entries side by side;
 * tied tables: templates tie weights, so many factors have equal tables
   (every transition factor of a chain); a table equal to the last one of
-  its size shares that one's ψ (``potentials``), read from cache rather
+  its size shares that one's ψ (``_potentials``), read from cache rather
   than from a copy of its own;
 * unary factors send a constant message, ψ_f normalised: it is written once
   per run and never recomputed, damped or counted in the residual; their
@@ -46,8 +53,12 @@ messages exactly.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
+
+from fgl.engines.graph.factor_graph import GraphArrays
 
 RESCALE = 1e-150  # a partial product with a smaller largest entry is rescaled
 
@@ -55,8 +66,26 @@ RESCALE = 1e-150  # a partial product with a smaller largest entry is rescaled
 SHARED_SIZES = 4096  # tables up to this size are checked against the last one of their size
 
 
+class ScaledPotentials(NamedTuple):
+    """The potentials of the scaled kernels (``scaled_potentials``)."""
+
+    psi: np.ndarray      # the tables ψ_f, tied tables stored once
+    psi_at: np.ndarray   # [F] offset of factor f's ψ_f in psi
+    shift: np.ndarray    # [F] shift_f = max θ_f: θ_f = log ψ_f + shift_f
+
+
+def scaled_potentials(log_pot: np.ndarray, tab_ptr: np.ndarray) -> ScaledPotentials:
+    """ψ_f = exp(θ_f - shift_f) of every factor table of ``log_pot``
+    (``_potentials``)."""
+    psi = np.empty(int(tab_ptr[-1]))
+    shift = np.empty(tab_ptr.shape[0] - 1)
+    psi_at = np.empty(tab_ptr.shape[0] - 1, dtype=np.int64)
+    used = _potentials(log_pot, tab_ptr, psi, shift, psi_at)
+    return ScaledPotentials(psi[:used], psi_at, shift)
+
+
 @njit(cache=True, nogil=True)
-def potentials(log_pot, tab_ptr, psi, shift, psi_at):
+def _potentials(log_pot, tab_ptr, psi, shift, psi_at):
     """ψ_f = exp(θ_f - shift_f) per factor table, shift_f = max θ_f (0 for
     an all -inf table, whose ψ_f is all 0), at psi[psi_at[f]:]; returns how
     much of ``psi`` is used.  Templates tie weights, so many tables are
@@ -146,7 +175,7 @@ def _advance(digits, card, f_var, a, k):
 
 
 @njit(cache=True, nogil=True)
-def _factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf, use_max,
+def factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf, use_max,
                     out, digits):
     """m_{f->v} for edge e = (f, v) of a factor of any arity into
     out[:card[v]], unnormalised: a walk of the table (row-major, the last
@@ -222,7 +251,7 @@ def _flood_factors(psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf,
             e = a + j
             cv = card[f_var[e]]
             if k > 2:
-                _factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf,
+                factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf,
                                 use_max, out, digits)
             # normalise, damp, commit out[b:b+cv]
             z = 0.0
@@ -323,7 +352,7 @@ def _compile_schedule(card, f_ptr, f_var, psi_at, e_fac, msg_ptr, sched_edge, sc
     * TO_FIRST / TO_SECOND (a pairwise factor's message to its first /
       second variable): input = the offset of the other variable's message
       to the factor;
-    * FROM_FACTOR (a larger factor's message): walked by ``_factor_message``.
+    * FROM_FACTOR (a larger factor's message): walked by ``factor_message``.
 
     Updates on unary factors' edges are left out: such a factor's message
     to its variable is constant (``propagate`` sets it once) and the
@@ -364,7 +393,7 @@ def _compile_schedule(card, f_ptr, f_var, psi_at, e_fac, msg_ptr, sched_edge, sc
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pairwise_message(psi, t0, n_out, n_in, to_first, vf, m, use_max, out):
+def pairwise_message(psi, t0, n_out, n_in, to_first, vf, m, use_max, out):
     """m_{f->v} of a pairwise factor whose ψ_f (row-major) starts at t0,
     from the other variable's message vf[m:m+n_in]: to the first variable
     (``to_first``) out[x0] = ⊕_x1 ψ[x0, x1] μ(x1), else out[x1] = ⊕_x0
@@ -441,10 +470,10 @@ def _scheduled_pass(psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_
             damp = 0.0
             _variable_message(prog[k, 4], e, card, v_ptr, v_edge, msg_ptr, fv, out)
         elif kind == FROM_FACTOR:
-            _factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf,
+            factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf,
                             use_max, out, digits)
         else:
-            _pairwise_message(psi, prog[k, 5], cv, prog[k, 6], kind == TO_FIRST, vf, prog[k, 4],
+            pairwise_message(psi, prog[k, 5], cv, prog[k, 6], kind == TO_FIRST, vf, prog[k, 4],
                               use_max, out)
         # normalise, damp, commit
         z = 0.0
@@ -478,7 +507,7 @@ def _scheduled_pass(psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_
 
 
 @njit(cache=True, nogil=True)
-def _widths(card, v_ptr, f_ptr):
+def widths(card, v_ptr, f_ptr):
     """(largest domain, largest variable degree, largest factor arity): the
     sizes of a kernel's scratch buffers."""
     max_card = 1
@@ -493,21 +522,24 @@ def _widths(card, v_ptr, f_ptr):
 
 
 @njit(cache=True, nogil=True)
-def propagate(psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge, sched_edge,
-              sched_dir, flooding, use_max, damping, tol, max_iter, msgs):
+def propagate(pot: ScaledPotentials, g: GraphArrays, sched_edge, sched_dir, flooding, use_max,
+              damping, tol, max_iter, msgs):
     """Run BP passes until one changes no message by ``tol`` or more.
-    ``psi``, ``psi_at``: the potentials and each factor's offset into them
-    (``potentials``).  ``flooding``: each pass updates every factor->variable
-    message, then every variable->factor one; otherwise it follows the
-    schedule, compiled once (``_compile_schedule``).  Unary factors'
-    messages are set once, first.  ``msgs``: the factor->variable messages,
-    then the variable->factor ones.  Returns (passes run, last residual,
-    ok): ok False when a normaliser failed."""
+    ``pot``: the potentials (``scaled_potentials``).  ``flooding``: each
+    pass updates every factor->variable message, then every
+    variable->factor one; otherwise it follows the schedule, compiled once
+    (``_compile_schedule``).  Unary factors' messages are set once, first.
+    ``msgs``: the factor->variable messages, then the variable->factor
+    ones.  Returns (passes run, last residual, ok): ok False when a
+    normaliser failed."""
+    psi, psi_at = pot.psi, pot.psi_at
+    card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
+    msg_ptr, v_ptr, v_edge = g.msg_ptr, g.v_ptr, g.v_edge
     M = msgs.shape[0] // 2
     fv = msgs[:M]
     vf = msgs[M:]
     F = f_ptr.shape[0] - 1
-    max_card, max_deg, max_arity = _widths(card, v_ptr, f_ptr)
+    max_card, max_deg, max_arity = widths(card, v_ptr, f_ptr)
     out0 = np.empty(2 * max_card)
     pre = np.empty(max_deg * max_card)
     digits = np.zeros(max_arity, dtype=np.int64)
@@ -652,8 +684,7 @@ def _factor_belief(psi, psi_at, card, f_ptr, f_var, tab_ptr, msg_ptr, vf, f, dig
 
 
 @njit(cache=True, nogil=True)
-def beliefs(log_pot, psi, psi_at, shift, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge,
-            var_ptr, fv, vf, use_max, bv, bf):
+def beliefs(log_pot, pot: ScaledPotentials, g: GraphArrays, fv, vf, use_max, bv, bf):
     """Normalised variable and factor beliefs, b_v ∝ Π_{f ∋ v} m_{f->v} and
     b_f ∝ ψ_f Π_{v in f} m_{v->f} (refreshing every variable->factor message
     first, unary factors' included), and for sum-product the Bethe log Z
@@ -666,9 +697,12 @@ def beliefs(log_pot, psi, psi_at, shift, card, f_ptr, f_var, tab_ptr, e_fac, msg
     its term, Σ_x b_v θ_f - Σ_x b_v log b_v, joins the variable's.  Any
     other factor's uses θ_f - log b_f = shift_f + log Z_f - Σ_{v in f} log
     m_{v->f} (Z_f the normaliser of b_f), so the logarithms are taken of
-    messages, not of table entries.  Returns (Bethe log Z, or 0 for
-    max-product; ok)."""
-    max_card, max_deg, max_arity = _widths(card, v_ptr, f_ptr)
+    messages, not of table entries.  ``fv``, ``vf``: the messages of
+    ``propagate``.  Returns (Bethe log Z, or 0 for max-product; ok)."""
+    psi, psi_at, shift = pot.psi, pot.psi_at, pot.shift
+    card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
+    msg_ptr, v_ptr, v_edge, var_ptr = g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
+    max_card, max_deg, max_arity = widths(card, v_ptr, f_ptr)
     digits = np.zeros(max_arity, dtype=np.int64)
     marg = np.empty(max_arity * max_card)   # a factor's per-variable belief marginals
     if _flood_variables(card, v_ptr, v_edge, msg_ptr, fv, vf, use_max,

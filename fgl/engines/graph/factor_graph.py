@@ -1,10 +1,11 @@
 """Discrete factor graphs in flat integer-array form (Sutton & McCallum §1.4.4, §1.5).
 
-A general CRF instance — a linear chain plus skip edges (Sutton & McCallum §1.5.1),
-or any other set of factors over discrete output variables — is compiled once
-into the integer tables below and reused across training iterations; the
-inference kernels of ``fgl.engines.graph.loopy`` only ever see these arrays and a
-flat array of log-potentials.
+A CRF instance of the factor-graph engine — a linear chain plus skip edges
+(Sutton & McCallum §1.5.1), or any other set of factors over discrete output
+variables — is compiled once into the integer tables below and reused across
+training iterations; the inference kernels (BP, TRW, the junction tree) only
+ever see these arrays, bundled as one ``GraphArrays``, and a flat array of
+log-potentials.
 
 Layout
 ------
@@ -34,7 +35,7 @@ schedule of a skip chain of 80,000 variables take about 0.1 s.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 import numpy as np
 from numba import njit
@@ -45,6 +46,22 @@ if TYPE_CHECKING:
 # message directions in a schedule
 VAR_TO_FACTOR = 0
 FACTOR_TO_VAR = 1
+
+
+class GraphArrays(NamedTuple):
+    """A factor graph's integer tables (module docstring) as one argument
+    of the inference kernels, built once per graph (``FactorGraph.arrays``)."""
+
+    card: np.ndarray
+    f_ptr: np.ndarray
+    f_var: np.ndarray
+    tab_ptr: np.ndarray
+    e_fac: np.ndarray
+    e_stride: np.ndarray
+    msg_ptr: np.ndarray
+    v_ptr: np.ndarray
+    v_edge: np.ndarray
+    var_ptr: np.ndarray
 
 
 @dataclass(eq=False)
@@ -62,7 +79,15 @@ class FactorGraph:
     v_ptr: np.ndarray     # [V+1] CSR over v_edge
     v_edge: np.ndarray    # edges of each variable, by increasing edge id
     var_ptr: np.ndarray   # [V+1] offsets of per-variable vectors (cumulative card)
-    _cache: dict = field(default_factory=dict, repr=False)
+    # structures derived from the graph once and reused (trees, schedules, the
+    # junction-tree plan, TRW's appearance probabilities), by key
+    cache: dict = field(default_factory=dict, repr=False)
+    arrays: GraphArrays = field(init=False, repr=False)   # the tables above, as one tuple
+
+    def __post_init__(self) -> None:
+        self.arrays = GraphArrays(self.card, self.f_ptr, self.f_var, self.tab_ptr, self.e_fac,
+                                  self.e_stride, self.msg_ptr, self.v_ptr, self.v_edge,
+                                  self.var_ptr)
 
     # ------------------------------------------------------------------
     # construction
@@ -160,13 +185,13 @@ class FactorGraph:
     def _components(self) -> int:
         """Connected components of the bipartite graph (isolated variables and
         empty factors count one each)."""
-        if "components" not in self._cache:
+        if "components" not in self.cache:
             N = self.n_vars + self.n_factors
             joined = np.zeros(self.n_edges, dtype=np.bool_)
             n_join = _kruskal(np.arange(self.n_edges, dtype=np.int64), self.f_var,
                               self.n_vars + self.e_fac, N, N, joined)
-            self._cache["components"] = N - int(n_join)
-        return self._cache["components"]
+            self.cache["components"] = N - int(n_join)
+        return self.cache["components"]
 
     def n_cycles(self) -> int:
         """The cyclomatic number E - N + (connected components) of the
@@ -192,8 +217,8 @@ class FactorGraph:
         single tree.  Raises ValueError when ``max_trees`` trees do not cover
         the graph."""
         key = ("trees", max_trees, seed)
-        if key in self._cache:
-            return self._cache[key]
+        if key in self.cache:
+            return self.cache[key]
         E, N = self.n_edges, self.n_vars + self.n_factors
         a, b = self.f_var, self.n_vars + self.e_fac
         need = N - self._components()     # edges in any spanning forest
@@ -211,7 +236,7 @@ class FactorGraph:
             edges = np.flatnonzero(in_tree).astype(np.int64)
             covered[edges] = True
             trees.append(edges)
-        self._cache[key] = trees
+        self.cache[key] = trees
         return trees
 
     def tree_schedule(self, tree_edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -242,7 +267,7 @@ class FactorGraph:
         # trees from spanning_trees() are cached lists, so their identity keys
         # the schedule: training reuses it every evaluation
         key = ("trp", id(trees))
-        hit = self._cache.get(key)
+        hit = self.cache.get(key)
         if hit is not None and hit[0] is trees:
             return hit[1]
         parts = [self.tree_schedule(t) for t in trees]
@@ -250,30 +275,30 @@ class FactorGraph:
             out = (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
         else:
             out = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-        if any(k[0] == "trees" and v is trees for k, v in self._cache.items()):
-            self._cache[key] = (trees, out)  # only trees this graph made: a bounded cache
+        if any(k[0] == "trees" and v is trees for k, v in self.cache.items()):
+            self.cache[key] = (trees, out)  # only trees this graph made: a bounded cache
         return out
 
     def flooding_schedule(self) -> tuple[np.ndarray, np.ndarray]:
         """One flooding iteration: every factor->variable message, then every
         variable->factor message (each phase reads only the other kind)."""
-        if "flood" not in self._cache:
+        if "flood" not in self.cache:
             E = self.n_edges
-            self._cache["flood"] = (
+            self.cache["flood"] = (
                 np.concatenate([np.arange(E), np.arange(E)]).astype(np.int64),
                 np.concatenate([np.full(E, FACTOR_TO_VAR),
                                 np.full(E, VAR_TO_FACTOR)]).astype(np.int64))
-        return self._cache["flood"]
+        return self.cache["flood"]
 
     def decode_order(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For back-tracking MAP decoding on a forest: (root variables, factors
         in BFS order, the edge joining each factor to its parent variable or
         -1 for a factor with no variables).  Every component is rooted at its
         lowest-numbered variable."""
-        if "decode" in self._cache:
-            return self._cache["decode"]
+        if "decode" in self.cache:
+            return self.cache["decode"]
         out = _decode_order(self.f_ptr, self.f_var, self.e_fac, self.v_ptr, self.v_edge)
-        self._cache["decode"] = out
+        self.cache["decode"] = out
         return out
 
 
@@ -282,7 +307,8 @@ class FactorGraph:
 
 
 @njit(cache=True, nogil=True)
-def _find(parent, x):
+def find_root(parent, x):
+    """The root of x in the union-find forest ``parent``."""
     while parent[x] != x:
         parent[x] = parent[parent[x]]  # path halving
         x = parent[x]
@@ -301,8 +327,8 @@ def _kruskal(order, a, b, n_nodes, need, out):
         if taken >= need:
             break
         e = order[k]
-        ra = _find(parent, a[e])
-        rb = _find(parent, b[e])
+        ra = find_root(parent, a[e])
+        rb = find_root(parent, b[e])
         if ra == rb:
             continue
         if size[ra] < size[rb]:

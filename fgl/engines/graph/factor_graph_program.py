@@ -1,11 +1,13 @@
-"""The loopy program: a general CRF's factor graphs plus its feature table.
+"""The factor-graph program: a CRF's factor graphs plus its feature table.
 
-It answers the learner's questions with approximate inference
-(Sutton & McCallum §1.4.4): Σ log Z is the Bethe approximation and the expected counts are
-factor beliefs (at a BP fixed point the Bethe log Z's gradient in θ_f(x) is
-b_f(x)); with hidden layers the gold side is the *clamped* program — the
-same graph with the observed variables fixed — so the objective is the
-marginal likelihood log Z(y, x) - log Z(x) of Sutton & McCallum eq. 1.46-1.52.
+It answers the learner's questions by the spec's inference method
+(Sutton & McCallum §1.4.4): the junction tree where the cliques fit (exact),
+else loopy BP — Σ log Z is then the Bethe approximation and the expected
+counts are factor beliefs (at a BP fixed point the Bethe log Z's gradient in
+θ_f(x) is b_f(x)) — or tree-reweighted BP (a convex bound, ``trw``); with
+hidden layers the gold side is the *clamped* program — the same graph with
+the observed variables fixed — so the objective is the marginal likelihood
+log Z(y, x) - log Z(x) of Sutton & McCallum eq. 1.46-1.52.
 ``infer exact`` swaps BP for enumeration (with its size check).
 
 Training evaluates the objective at a sequence of nearby weights, so the
@@ -21,14 +23,14 @@ of the weights alone.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
 
 from fgl import stopping
 from fgl.engines import parallel
-from fgl.engines.graph import junction_tree, loopy, trw
+from fgl.engines.graph import clique_tree, forest_cover, junction_tree, loopy, trw
 from fgl.engines.graph.factor_graph import FactorGraph
 from fgl.engines.parallel import blocks, map_instances, ordered_reduce
 from fgl.engines.program import Decoding, Expectations, InferenceStats, Marginals
@@ -206,7 +208,7 @@ class WarmStart:
 
 def _too_big(graph: FactorGraph, max_table: int) -> str:
     """What `infer junction_tree` says of an instance whose cliques do not fit."""
-    plan = junction_tree.junction_tree_plan(graph, max_table)
+    plan = clique_tree.junction_tree_plan(graph, max_table)
     tw = f"{'at least ' if not plan.complete else ''}{plan.treewidth}"
     return (f"infer junction_tree: an instance ({graph.n_vars} variables, {graph.n_factors} "
             f"factors) needs a clique table of {plan.largest_table} entries (treewidth {tw}), "
@@ -227,7 +229,7 @@ class FactorGraphProgram:
     row_template: np.ndarray
     template_size: np.ndarray
     method: str              # "auto" | "junction_tree" | "loopy" | "trp" | "trw" | "exact"
-    settings: dict           # the infer block, defaults filled (fgl.lang.settings)
+    settings: Any            # the infer block in effect (fgl.lang.settings.InferSettings)
     has_hidden: bool
 
     @property
@@ -279,17 +281,17 @@ class FactorGraphProgram:
         if data.graphs and all(self.junction_tree_plan(g) is not None for g in data.graphs):
             return None
         n, s = data.n_sequences, self.settings
-        return WarmStart([None] * n, [None] * n, [True] * n, float(s["tol"]),
-                         int(s["max_iter"]), float(s.get("damping", 0.0)), carry=carry)
+        return WarmStart([None] * n, [None] * n, [True] * n, float(s.tol), int(s.max_iter),
+                         float(s.damping or 0.0), carry=carry)
 
-    def junction_tree_plan(self, graph: FactorGraph) -> junction_tree.JunctionTreePlan | None:
+    def junction_tree_plan(self, graph: FactorGraph) -> clique_tree.JunctionTreePlan | None:
         """The junction-tree plan that runs ``graph`` exactly under ``infer
         auto`` or ``infer junction_tree`` (its largest clique table within
         ``max_table``; cached on the graph), else None."""
         if self.method not in ("auto", "junction_tree"):
             return None
-        limit = int(self.settings["max_table"])
-        plan = junction_tree.junction_tree_plan(graph, limit)
+        limit = int(self.settings.max_table)
+        plan = clique_tree.junction_tree_plan(graph, limit)
         return plan if plan.fits(limit) else None
 
     def infer(self, graph: FactorGraph, table: np.ndarray, use_max: bool = False,
@@ -304,39 +306,40 @@ class FactorGraphProgram:
         s = self.settings
         if self.method == "exact":
             try:
-                return loopy.exact(graph, table, int(s["max_states"]))
+                return loopy.exact(graph, table, int(s.max_states))
             except ValueError as e:
                 raise FglError(f"infer exact: {e}; use `infer loopy` or `infer trp`") from None
         if self.method in ("auto", "junction_tree"):
             if self.junction_tree_plan(graph) is not None:
                 return junction_tree.junction_tree(graph, table, use_max=use_max,
-                                                   max_table=int(s["max_table"]))
+                                                   max_table=int(s.max_table))
             if self.method == "junction_tree":
-                raise FglError(_too_big(graph, int(s["max_table"])))
+                raise FglError(_too_big(graph, int(s.max_table)))
         if self.method in ("trw", "auto"):   # (auto: the instances too big to run exactly)
             return trw.trw(graph, table, rho=self.appearance_probabilities(graph),
-                           use_max=use_max, decode=str(s.get("decode", "max_product")),
-                           damping=float(s["damping"] if damping is None else damping),
-                           tol=float(s["tol"] if tol is None else tol),
-                           max_iter=int(s["max_iter"] if max_iter is None else max_iter),
+                           use_max=use_max, decode=str(s.decode or "max_product"),
+                           damping=float(s.damping if damping is None else damping),
+                           tol=float(s.tol if tol is None else tol),
+                           max_iter=int(s.max_iter if max_iter is None else max_iter),
                            init=init)
         return loopy.belief_propagation(
             graph, table, schedule="flooding" if self.method == "loopy" else "trp",
             use_max=use_max,  # (TRP runs undamped but for a WarmStart's damping)
-            damping=float(s.get("damping", 0.0) if damping is None else damping),
-            tol=float(s["tol"] if tol is None else tol),
-            max_iter=int(s["max_iter"] if max_iter is None else max_iter),
-            trees=graph.spanning_trees(int(s["trees"])) if "trees" in s and self.method == "trp"
+            damping=float((s.damping or 0.0) if damping is None else damping),
+            tol=float(s.tol if tol is None else tol),
+            max_iter=int(s.max_iter if max_iter is None else max_iter),
+            trees=graph.spanning_trees(s.trees) if s.trees is not None and self.method == "trp"
             else None, init=init)
 
     def appearance_probabilities(self, graph: FactorGraph) -> np.ndarray:
         """``infer trw``'s ρ per factor of ``graph``: the spec's ``rho``
-        (``fgl.engines.graph.trw.uniform_appearance``), else the cover's
-        (``fgl.engines.graph.trw.appearance_probabilities``); cached on the graph."""
+        (``fgl.engines.graph.forest_cover.uniform_appearance``), else the cover's
+        (``fgl.engines.graph.forest_cover.appearance_probabilities``); cached on the graph."""
         s = self.settings
-        if "rho" in s:
-            return trw.uniform_appearance(graph, float(s["rho"]))
-        return trw.appearance_probabilities(graph, int(s.get("forests", trw.DEFAULT_FORESTS)))
+        if s.rho is not None:
+            return forest_cover.uniform_appearance(graph, float(s.rho))
+        return forest_cover.appearance_probabilities(
+            graph, int(s.forests or forest_cover.DEFAULT_FORESTS))
 
     def _expect(self, w: np.ndarray, data: FactorGraphData, jobs: int, clamped: bool,
                 warm: WarmStart | None) -> Expectations:
@@ -395,6 +398,27 @@ class FactorGraphProgram:
         out = np.empty(g.n_factors, dtype=np.int64)
         _gold_index(data.gold[i], g.f_ptr, g.f_var, g.e_stride, out)
         return out
+
+    def mistakes(self, w: np.ndarray, data: FactorGraphData, i0: int, i1: int
+                 ) -> np.ndarray | None:
+        """Gold minus MAP-decoded feature counts of instances i0..i1-1, each
+        decoded alone by the spec's max-product inference (the perceptron's
+        correction, ``fgl.learn.perceptron``); None when every decoding is
+        the gold one."""
+        delta, wrong = np.zeros(len(w)), False
+        for i in range(i0, i1):
+            g = data.graphs[i]
+            state = self.infer(g, self.factor_tables(w, data, i), use_max=True).map_state
+            if np.array_equal(state, data.gold[i]):
+                continue
+            wrong = True
+            for assignment, sign in ((data.gold[i], 1.0), (state, -1.0)):
+                config = np.empty(g.n_factors, dtype=np.int64)
+                _gold_index(assignment, g.f_ptr, g.f_var, g.e_stride, config)
+                onehot = np.zeros(g.n_table)
+                onehot[g.tab_ptr[:-1] + config] = sign
+                self.add_counts(data, i, onehot, delta)
+        return delta if wrong else None
 
     def gold_counts(self, data: FactorGraphData) -> np.ndarray:
         """Feature counts of the gold assignment (fully observed models)."""

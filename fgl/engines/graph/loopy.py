@@ -16,7 +16,7 @@ Sutton & McCallum §1.4.6.  For an edge e = (f, v):
     m_{v->f}(x_v) = Σ_{g ∋ v, g != f} m_{g->v}(x_v)
 
 with ⊕ = log-sum-exp (sum-product) or max (max-product): one kernel,
-``_factor_message``, parameterised by ``use_max``.  Damping mixes each new
+``log_factor_message``, parameterised by ``use_max``.  Damping mixes each new
 factor->variable message with the old one in log space,
 ``(1 - d)·new + d·old``, then renormalises.
 
@@ -44,7 +44,7 @@ from numba import njit
 
 from fgl import stopping
 from fgl.engines.graph import bp_scaled
-from fgl.engines.graph.factor_graph import FactorGraph
+from fgl.engines.graph.factor_graph import FactorGraph, GraphArrays
 
 NEG_INF = -np.inf
 
@@ -77,7 +77,7 @@ class BPResult:
 
 
 @njit(cache=True, nogil=True)
-def _normalise(buf, n, use_max):
+def normalise_log(buf, n, use_max):
     """Shift buf[:n] so its log-sum-exp (or max) is 0; an all -inf vector
     (no mass anywhere) becomes uniform."""
     m = -np.inf
@@ -99,7 +99,7 @@ def _normalise(buf, n, use_max):
 
 
 @njit(cache=True, nogil=True)
-def _factor_message(e, log_pot, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, vf,
+def log_factor_message(e, log_pot, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, vf,
                     use_max, out, tmp, acc):
     """m_{f->v} for edge e = (f, v) into out[:card[v]] (normalised)."""
     f = e_fac[e]
@@ -130,7 +130,7 @@ def _factor_message(e, log_pot, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, ms
         for x in range(cv):
             if acc[x] > 0.0:
                 out[x] += np.log(acc[x])
-    _normalise(out, cv, use_max)
+    normalise_log(out, cv, use_max)
 
 
 @njit(cache=True, nogil=True)
@@ -146,7 +146,7 @@ def _variable_message(e, card, f_var, msg_ptr, v_ptr, v_edge, fv, use_max, out):
             o = msg_ptr[e2]
             for x in range(cv):
                 out[x] += fv[o + x]
-    _normalise(out, cv, use_max)
+    normalise_log(out, cv, use_max)
 
 
 @njit(cache=True, nogil=True)
@@ -157,7 +157,7 @@ def _commit(msg, off, new, n, damping, use_max):
     if damping > 0.0:
         for x in range(n):
             new[x] = (1.0 - damping) * new[x] + damping * msg[off + x]
-        _normalise(new, n, use_max)
+        normalise_log(new, n, use_max)
     change = 0.0
     for x in range(n):
         old = msg[off + x]
@@ -171,11 +171,13 @@ def _commit(msg, off, new, n, damping, use_max):
 
 
 @njit(cache=True, nogil=True)
-def _propagate(log_pot, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge,
-               sched_edge, sched_dir, use_max, damping, tol, max_iter, fv, vf):
+def _propagate(log_pot, g: GraphArrays, sched_edge, sched_dir, use_max, damping, tol, max_iter,
+               fv, vf):
     """Repeat the schedule (edge, direction 1 = factor->variable,
     0 = variable->factor) until one pass changes no message by ``tol`` or
     more; returns (passes run, largest change in the last pass)."""
+    card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
+    e_stride, msg_ptr, v_ptr, v_edge = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge
     max_card = 1
     for v in range(card.shape[0]):
         max_card = max(max_card, card[v])
@@ -192,7 +194,7 @@ def _propagate(log_pot, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, v
             e = sched_edge[k]
             cv = card[f_var[e]]
             if sched_dir[k] == 1:
-                _factor_message(e, log_pot, card, f_ptr, f_var, tab_ptr, e_fac, e_stride,
+                log_factor_message(e, log_pot, card, f_ptr, f_var, tab_ptr, e_fac, e_stride,
                                 msg_ptr, vf, use_max, out, tmp, acc)
                 c = _commit(fv, msg_ptr[e], out, cv, damping, use_max)
             else:
@@ -206,10 +208,11 @@ def _propagate(log_pot, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, v
 
 
 @njit(cache=True, nogil=True)
-def _log_beliefs(log_pot, card, f_ptr, f_var, tab_ptr, e_stride, msg_ptr, v_ptr, v_edge,
-                 var_ptr, fv, vf, log_bv, log_bf):
+def _log_beliefs(log_pot, g: GraphArrays, fv, vf, log_bv, log_bf):
     """Log beliefs, each block normalised to log-sum-exp 0:
     b_v ∝ exp Σ_{f ∋ v} m_{f->v},  b_f ∝ exp(θ_f + Σ_{v in f} m_{v->f})."""
+    card, f_ptr, f_var, tab_ptr, e_stride = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride
+    msg_ptr, v_ptr, v_edge, var_ptr = g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
     for v in range(card.shape[0]):
         o = var_ptr[v]
         cv = card[v]
@@ -219,7 +222,7 @@ def _log_beliefs(log_pot, card, f_ptr, f_var, tab_ptr, e_stride, msg_ptr, v_ptr,
             m = msg_ptr[v_edge[j]]
             for x in range(cv):
                 log_bv[o + x] += fv[m + x]
-        _normalise(log_bv[o:o + cv], cv, False)
+        normalise_log(log_bv[o:o + cv], cv, False)
     for f in range(f_ptr.shape[0] - 1):
         t0 = tab_ptr[f]
         n = tab_ptr[f + 1] - t0
@@ -228,12 +231,13 @@ def _log_beliefs(log_pot, card, f_ptr, f_var, tab_ptr, e_stride, msg_ptr, v_ptr,
             for j in range(f_ptr[f], f_ptr[f + 1]):
                 s += vf[msg_ptr[j] + (i // e_stride[j]) % card[f_var[j]]]
             log_bf[t0 + i] = s
-        _normalise(log_bf[t0:t0 + n], n, False)
+        normalise_log(log_bf[t0:t0 + n], n, False)
 
 
 @njit(cache=True, nogil=True)
-def _bethe(log_pot, card, tab_ptr, v_ptr, var_ptr, log_bv, log_bf):
+def _bethe(log_pot, g: GraphArrays, log_bv, log_bf):
     """Σ_f Σ_x b_f (θ_f - log b_f) + Σ_v (d_v - 1) Σ_x b_v log b_v, 0 log 0 = 0."""
+    card, v_ptr, var_ptr = g.card, g.v_ptr, g.var_ptr
     total = 0.0
     for i in range(log_bf.shape[0]):
         lb = log_bf[i]
@@ -265,18 +269,23 @@ def _argmax_var(card, var_ptr, log_bv, v):
 
 
 @njit(cache=True, nogil=True)
-def _argmax_beliefs(card, var_ptr, log_bv, out):
-    for v in range(card.shape[0]):
-        out[v] = _argmax_var(card, var_ptr, log_bv, v)
+def _argmax_beliefs(g: GraphArrays, log_bv, out):
+    """Each variable's ``_argmax_var`` into out."""
+    for v in range(g.card.shape[0]):
+        out[v] = _argmax_var(g.card, g.var_ptr, log_bv, v)
 
 
 @njit(cache=True, nogil=True)
-def _backtrack(log_pot, card, f_ptr, f_var, tab_ptr, e_stride, msg_ptr, vf, var_ptr, log_bv,
-               roots, order_f, order_e, out):
-    """Max-product decoding on a forest: each root takes the argmax of its
-    max-marginal, then every factor, in BFS order, the best entry consistent
-    with its (already decoded) parent variable, scored by the max-product
-    messages from its children's subtrees — so ties stay consistent."""
+def backtrack(log_pot, g: GraphArrays, vf, log_bv, roots, order_f, order_e, out):
+    """Max-product decoding on a forest from the log variable->factor
+    messages ``vf`` and log max-marginals ``log_bv``: each root (``roots``,
+    ``order_f``, ``order_e``: ``FactorGraph.decode_order``) takes the argmax
+    of its max-marginal, then every factor, in BFS order, the best entry
+    consistent with its (already decoded) parent variable, scored by the
+    max-product messages from its children's subtrees — so ties stay
+    consistent."""
+    card, f_ptr, f_var, tab_ptr = g.card, g.f_ptr, g.f_var, g.tab_ptr
+    e_stride, msg_ptr, var_ptr = g.e_stride, g.msg_ptr, g.var_ptr
     for v in range(card.shape[0]):
         out[v] = -1
     for k in range(roots.shape[0]):
@@ -307,8 +316,9 @@ def _backtrack(log_pot, card, f_ptr, f_var, tab_ptr, e_stride, msg_ptr, vf, var_
 
 
 @njit(cache=True, nogil=True)
-def _score(log_pot, card, f_ptr, f_var, tab_ptr, e_stride, y):
+def _score(log_pot, g: GraphArrays, y):
     """Σ_f θ_f(y_f) of a full assignment y."""
+    f_ptr, f_var, tab_ptr, e_stride = g.f_ptr, g.f_var, g.tab_ptr, g.e_stride
     total = 0.0
     for f in range(f_ptr.shape[0] - 1):
         i = 0
@@ -398,22 +408,16 @@ def _run_scaled(g: FactorGraph, log_pot, sched_edge, sched_dir, flooding, use_ma
         msgs[:M] = fv
         msgs[M:] = vf
     fv, vf = msgs[:M], msgs[M:]
-    psi = np.empty(g.n_table)
-    shift = np.empty(g.n_factors)
-    psi_at = np.empty(g.n_factors, dtype=np.int64)
-    psi = psi[:bp_scaled.potentials(log_pot, g.tab_ptr, psi, shift, psi_at)]
+    pot = bp_scaled.scaled_potentials(log_pot, g.tab_ptr)
     it, res, ok = stopping.passes(   # (in chunks: a training run's stop request is heard)
-        lambda n: bp_scaled.propagate(psi, psi_at, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac,
-                                      g.msg_ptr, g.v_ptr, g.v_edge, sched_edge, sched_dir,
-                                      flooding, use_max, damping, tol, n, msgs),
+        lambda n: bp_scaled.propagate(pot, g.arrays, sched_edge, sched_dir, flooding, use_max,
+                                      damping, tol, n, msgs),
         max_iter, tol)
     if not ok:
         return None
     bv = np.empty(int(g.var_ptr[-1]))
     bf = np.empty(g.n_table)
-    log_z, ok = bp_scaled.beliefs(log_pot, psi, psi_at, shift, g.card, g.f_ptr, g.f_var, g.tab_ptr,
-                                  g.e_fac, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr, fv, vf,
-                                  use_max, bv, bf)
+    log_z, ok = bp_scaled.beliefs(log_pot, pot, g.arrays, fv, vf, use_max, bv, bf)
     if not ok:
         return None
     map_state = None
@@ -431,20 +435,18 @@ def _run_log(g: FactorGraph, log_pot, sched_edge, sched_dir, flooding, use_max, 
     fv = np.zeros(M) if fv is None else fv
     vf = np.zeros(M) if vf is None else vf
     it, res = stopping.passes(
-        lambda n: _propagate(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac, g.e_stride,
-                             g.msg_ptr, g.v_ptr, g.v_edge, sched_edge, sched_dir, use_max,
-                             damping, tol, n, fv, vf),
+        lambda n: _propagate(log_pot, g.arrays, sched_edge, sched_dir, use_max, damping, tol, n,
+                             fv, vf),
         max_iter, tol)
     log_bv = np.empty(int(g.var_ptr[-1]))
     log_bf = np.empty(g.n_table)
-    _log_beliefs(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, g.msg_ptr, g.v_ptr,
-                 g.v_edge, g.var_ptr, fv, vf, log_bv, log_bf)
+    _log_beliefs(log_pot, g.arrays, fv, vf, log_bv, log_bf)
     map_state = None
     if use_max:
         map_state = _decode(g, log_pot, vf, log_bv)
         log_z = 0.0
     else:
-        log_z = float(_bethe(log_pot, g.card, g.tab_ptr, g.v_ptr, g.var_ptr, log_bv, log_bf))
+        log_z = float(_bethe(log_pot, g.arrays, log_bv, log_bf))
     return _result(g, log_pot, log_z, np.exp(log_bv), np.exp(log_bf), it, res, tol, map_state,
                    (np.exp(fv), np.exp(vf)))
 
@@ -455,10 +457,9 @@ def _decode(g: FactorGraph, log_pot, log_vf, log_bv) -> np.ndarray:
     map_state = np.empty(g.n_vars, dtype=np.int64)
     if g.is_tree():
         roots, order_f, order_e = g.decode_order()
-        _backtrack(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, g.msg_ptr, log_vf,
-                   g.var_ptr, log_bv, roots, order_f, order_e, map_state)
+        backtrack(log_pot, g.arrays, log_vf, log_bv, roots, order_f, order_e, map_state)
     else:
-        _argmax_beliefs(g.card, g.var_ptr, log_bv, map_state)
+        _argmax_beliefs(g.arrays, log_bv, map_state)
     return map_state
 
 
@@ -475,8 +476,7 @@ def _result(g: FactorGraph, log_pot, log_z, bv, bf, it, res, tol, map_state, mes
 
 def assignment_score(graph: FactorGraph, log_pot: np.ndarray, y: np.ndarray) -> float:
     """Σ_f θ_f(y_f), the score of a full assignment y."""
-    g = graph
-    return float(_score(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, y))
+    return float(_score(log_pot, graph.arrays, y))
 
 
 def map_assignment(graph: FactorGraph, log_pot: np.ndarray, **kwargs) -> tuple[np.ndarray, float]:
@@ -505,8 +505,7 @@ def bethe_log_z(graph: FactorGraph, log_pot: np.ndarray, var_beliefs, factor_bel
     with np.errstate(divide="ignore"):
         log_bv = np.log(bv)
         log_bf = np.log(bf)
-    return float(_bethe(log_pot, graph.card, graph.tab_ptr, graph.v_ptr, graph.var_ptr,
-                        log_bv, log_bf))
+    return float(_bethe(log_pot, graph.arrays, log_bv, log_bf))
 
 
 def exact(graph: FactorGraph, log_pot: np.ndarray, max_states: int = 1_000_000) -> BPResult:

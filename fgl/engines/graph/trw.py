@@ -1,6 +1,7 @@
 """Tree-reweighted belief propagation: a convex free energy and an upper
-bound on log Z (Wainwright, Jaakkola & Willsky 2005), for training general
-CRFs where the Bethe approximation of loopy BP has several fixed points.
+bound on log Z (Wainwright, Jaakkola & Willsky 2005), for training CRFs on
+factor graphs where the Bethe approximation of loopy BP has several fixed
+points.
 
 Counting numbers.  Every factor f of two or more variables has an
 appearance probability ρ_f ∈ (0, 1]: the share of a cover of the factor
@@ -46,34 +47,30 @@ Damping, optional, is in log space.  The undamped sweep is one loop body
 arrays into a helper per message costs numba a reference count per array
 and call, which had doubled the time of a sweep.
 
-The cover: ``appearance_probabilities`` builds forests greedily, each a
-maximal hyperforest found by Kruskal's union-find over factors ordered by
-how often earlier forests held them (ties at random, seeded), until every
-factor is held at least once and at least ``forests`` forests are made;
-ρ_f is then the share of forests holding f.  Taking the least covered
-factors first spreads ρ evenly, which is what the bound rewards.
+The cover, and so ρ, comes from ``fgl.engines.graph.forest_cover``.
 """
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from fgl import stopping
 from fgl.engines.graph import bp_scaled
-from fgl.engines.graph.factor_graph import FactorGraph, _find
+from fgl.engines.graph.factor_graph import FactorGraph, GraphArrays
+from fgl.engines.graph.forest_cover import DEFAULT_FORESTS, appearance_probabilities
 from fgl.engines.graph.loopy import (
     BPResult,
-    _backtrack,
-    _factor_message,
-    _normalise,
     assignment_score,
+    backtrack,
     check_potentials,
+    log_factor_message,
+    normalise_log,
 )
 
 TINY = 1e-280   # a probability-domain message entry below this is redone in log space
-DEFAULT_FORESTS = 10   # the fewest forests of a cover (more when it takes more to cover)
 # adaptive damping: every STALL_WINDOW sweeps, a residual above STALL_RATIO times the
 # last check's raises the damping (0.5, then halfway to 1, at most MOST_DAMPING)
 STALL_WINDOW = 10
@@ -81,76 +78,24 @@ STALL_RATIO = 0.9
 MOST_DAMPING = 0.95
 
 
-# --------------------------------------------------------------------------
-# the cover
+class ReweightedPotentials(NamedTuple):
+    """The potentials of one TRW run, as one argument of its kernels."""
+
+    log_pot: np.ndarray   # θ, flat (tab_ptr layout)
+    scaled: np.ndarray    # θ_f / ρ_f
+    rho: np.ndarray       # [F] appearance probabilities
+    psi: np.ndarray       # exp(θ_f / ρ_f - shift_f), tied tables once (bp_scaled)
+    psi_at: np.ndarray    # [F] offset of factor f's table in psi
 
 
-@njit(cache=True, nogil=True)
-def _hyperforest(order, f_ptr, f_var, n_vars, taken):
-    """Kruskal over factors: take each factor of ``order`` whose variables
-    lie in distinct trees of the forest so far (so the bipartite factor
-    graph stays acyclic) and join them; ``taken[f] = True`` for each."""
-    parent = np.arange(n_vars)
-    roots = np.empty(max(1, f_var.shape[0]), dtype=np.int64)
-    for k in range(order.shape[0]):
-        f = order[k]
-        a = f_ptr[f]
-        b = f_ptr[f + 1]
-        ok = True
-        for j in range(a, b):
-            r = _find(parent, f_var[j])
-            for i in range(j - a):
-                if roots[i] == r:
-                    ok = False
-                    break
-            if not ok:
-                break
-            roots[j - a] = r
-        if not ok:
-            continue
-        for j in range(a + 1, b):
-            parent[roots[j - a]] = roots[0]
-        taken[f] = True
-
-
-def appearance_probabilities(graph: FactorGraph, forests: int = DEFAULT_FORESTS,
-                             seed: int = 0) -> np.ndarray:
-    """ρ_f per factor: the share of a greedy cover by maximal factor
-    forests holding f (module docstring); 1 for factors of fewer than two
-    variables, and for every factor of a forest.  Cached on the graph."""
-    key = ("rho", int(forests), int(seed))
-    if key in graph._cache:
-        return graph._cache[key]
-    F = graph.n_factors
-    arity = np.diff(graph.f_ptr)
-    rho = np.ones(F)
-    if graph.is_tree() or not (arity >= 2).any():
-        graph._cache[key] = rho
-        return rho
-    rng = np.random.default_rng(seed)
-    counts = np.zeros(F, dtype=np.int64)
-    pair = arity >= 2
-    n = 0
-    while n < forests or not counts[pair].all():
-        order = np.lexsort((rng.random(F), counts)).astype(np.int64)
-        taken = np.zeros(F, dtype=np.bool_)
-        _hyperforest(order, graph.f_ptr, graph.f_var, graph.n_vars, taken)
-        counts += taken
-        n += 1
-    rho[pair] = counts[pair] / n
-    graph._cache[key] = rho
-    return rho
-
-
-def uniform_appearance(graph: FactorGraph, value: float) -> np.ndarray:
-    """ρ_f = ``value`` for every factor of two or more variables, 1 for the
-    others (``infer trw(rho = ...)``).  Cached on the graph."""
-    key = ("rho_uniform", float(value))
-    if key not in graph._cache:
-        rho = np.ones(graph.n_factors)
-        rho[np.diff(graph.f_ptr) >= 2] = float(value)
-        graph._cache[key] = rho
-    return graph._cache[key]
+def reweighted_potentials(graph: FactorGraph, log_pot: np.ndarray,
+                          rho: np.ndarray) -> ReweightedPotentials:
+    """θ, θ_f / ρ_f and its scaled form ψ for ``graph``'s factors."""
+    sizes = np.diff(graph.tab_ptr)
+    with np.errstate(invalid="ignore"):
+        scaled = log_pot / np.repeat(rho, sizes) if graph.n_table else log_pot.copy()
+    pot = bp_scaled.scaled_potentials(scaled, graph.tab_ptr)
+    return ReweightedPotentials(log_pot, scaled, rho, pot.psi, pot.psi_at)
 
 
 # --------------------------------------------------------------------------
@@ -234,11 +179,11 @@ def _commit(e, new, exact, cv, rho, damping, use_max, f_var, msg_ptr, var_ptr, L
     second value, whether lb_v needs recomputing; ``delta``: scratch."""
     m = msg_ptr[e]
     if damping > 0.0 or not exact:
-        _normalise(new, cv, use_max)
+        normalise_log(new, cv, use_max)
         if damping > 0.0:
             for x in range(cv):
                 new[x] = (1.0 - damping) * new[x] + damping * L[m + x]
-            _normalise(new, cv, use_max)
+            normalise_log(new, cv, use_max)
     o = var_ptr[f_var[e]]
     redo = False
     for x in range(cv):
@@ -273,10 +218,10 @@ def _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, ta
     cv = card[v]
     if k == 2:
         other = a + 1 if e == a else a
-        bp_scaled._pairwise_message(psi, psi_at[f], cv, card[f_var[other]], e == a, cav,
+        bp_scaled.pairwise_message(psi, psi_at[f], cv, card[f_var[other]], e == a, cav,
                                     msg_ptr[other], use_max, out)
     else:
-        bp_scaled._factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr,
+        bp_scaled.factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr,
                                   cav, use_max, out, digits)
     z = 0.0
     low = np.inf
@@ -293,7 +238,7 @@ def _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, ta
             out[x] *= inv
             new[x] = np.log(out[x])
     else:   # underflow: the same message in log space, over θ_f/ρ_f and log cavities
-        _factor_message(e, scaled, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, lcav,
+        log_factor_message(e, scaled, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, lcav,
                         use_max, new, tmp, acc)
     r, redo = _commit(e, new, exact, cv, rho[f], damping, use_max, f_var, msg_ptr, var_ptr, L,
                       lb, tmp)
@@ -344,10 +289,10 @@ def _sweep(forward, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_pt
                     cav[mu + x] = np.exp(cav[mu + x] - mx) if mx > -np.inf else 1.0
             if n == 2:
                 other = a + 1 if e == a else a
-                bp_scaled._pairwise_message(psi, psi_at[f], cv, card[f_var[other]], e == a,
+                bp_scaled.pairwise_message(psi, psi_at[f], cv, card[f_var[other]], e == a,
                                             cav, msg_ptr[other], use_max, out)
             else:
-                bp_scaled._factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac,
+                bp_scaled.factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac,
                                           msg_ptr, cav, use_max, out, digits)
             z = 0.0
             low = np.inf
@@ -376,8 +321,8 @@ def _sweep(forward, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_pt
 
 
 @njit(cache=True, nogil=True)
-def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, e_stride,
-              msg_ptr, v_ptr, v_edge, var_ptr, L, lb, fresh, state, done, use_max, tol, max_iter):
+def propagate(pot: ReweightedPotentials, g: GraphArrays, L, lb, fresh, state, done, use_max, tol,
+              max_iter):
     """Sweeps over the variables (in index order, then reversed,
     alternately), each renewing every message into the variable, until a
     sweep moves no variable's belief by ``tol`` or more (``_belief_change``:
@@ -389,13 +334,16 @@ def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_
     calls (``fgl.stopping.passes``) with the same result as one:
     ``done`` counts the sweeps of the earlier calls and ``state`` carries
     [last residual, residual at the last stall check, damping]."""
+    log_pot, scaled, rho, psi, psi_at = pot.log_pot, pot.scaled, pot.rho, pot.psi, pot.psi_at
+    card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
+    e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
     V = card.shape[0]
     F = f_ptr.shape[0] - 1
     if fresh:
         for v in range(V):
             _variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
                                  msg_ptr, var_ptr, L, lb)
-    max_card, max_deg, max_arity = bp_scaled._widths(card, v_ptr, f_ptr)
+    max_card, max_deg, max_arity = bp_scaled.widths(card, v_ptr, f_ptr)
     max_tab = 1
     for f in range(F):
         max_tab = max(max_tab, tab_ptr[f + 1] - tab_ptr[f])
@@ -444,8 +392,7 @@ def propagate(log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_
 
 
 @njit(cache=True, nogil=True)
-def beliefs(log_pot, scaled, rho, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, v_ptr,
-            v_edge, var_ptr, L, lb, use_max, bv, bf, lcav):
+def beliefs(pot: ReweightedPotentials, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
     """Normalised variable and factor beliefs from the messages ``L`` (log
     space throughout: run once per inference, so robustness over speed),
     and for sum-product the bound
@@ -453,7 +400,10 @@ def beliefs(log_pot, scaled, rho, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, 
         Σ_f <b_f, θ_f> + Σ_f ρ_f H(b_f) + Σ_v (1 - Σ_{f ∋ v} ρ_f) H(b_v)
 
     (unary factors: <b_v, θ_f> and no entropy; 0 log 0 = 0).  Returns the
-    bound (0 for max-product)."""
+    bound (0 for max-product); ``lcav``: scratch of one entry per message."""
+    log_pot, scaled, rho = pot.log_pot, pot.scaled, pot.rho
+    card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
+    e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
     V = card.shape[0]
     F = f_ptr.shape[0] - 1
     total = 0.0
@@ -537,9 +487,11 @@ def beliefs(log_pot, scaled, rho, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, 
 
 
 @njit(cache=True, nogil=True)
-def _log_cavity_messages(card, f_ptr, f_var, msg_ptr, var_ptr, e_fac, L, lb, out):
+def _log_cavity_messages(g: GraphArrays, L, lb, out):
     """log n_{v->f} for every edge (for max-product back-tracking on a
     forest, where they are BP's variable->factor messages)."""
+    card, f_ptr, f_var, msg_ptr, var_ptr, e_fac = (g.card, g.f_ptr, g.f_var, g.msg_ptr,
+                                                   g.var_ptr, g.e_fac)
     for e in range(f_var.shape[0]):
         v = f_var[e]
         o = var_ptr[v]
@@ -586,71 +538,78 @@ def trw(graph: FactorGraph, log_pot: np.ndarray, *, rho: np.ndarray | None = Non
     halve the residual, the sweeps that follow are damped more
     (``STALL_WINDOW``, ``STALL_RATIO``, ``MOST_DAMPING``), starting from
     ``damping``."""
-    g = graph
-    log_pot = check_potentials(g, log_pot)
+    log_pot = check_potentials(graph, log_pot)
     if not 0.0 <= damping < 1.0:
         raise ValueError("damping must lie in [0, 1)")
-    if rho is None:
-        rho = appearance_probabilities(g, forests)
-    rho = np.ascontiguousarray(rho, dtype=np.float64)
-    if rho.shape != (g.n_factors,) or not ((rho > 0) & (rho <= 1)).all():
-        raise ValueError("rho needs one value in (0, 1] per factor")
+    rho = _checked_rho(graph, rho, forests)
     if decode not in DECODERS:
         raise ValueError(f"decode must be one of {', '.join(DECODERS)}")
     by_marginals = use_max and decode == "marginals"
     use_max = use_max and not by_marginals
-    M = int(g.msg_ptr[-1])
-    if init is None:
-        L = np.zeros(M)
-    else:
-        L = np.array(init[0], dtype=np.float64)
-        if L.shape != (M,):
-            raise ValueError("init messages do not match the graph")
-    sizes = np.diff(g.tab_ptr)
-    with np.errstate(invalid="ignore"):
-        scaled = log_pot / np.repeat(rho, sizes) if g.n_table else log_pot.copy()
-    psi = np.empty(g.n_table)
-    shift = np.empty(g.n_factors)
-    psi_at = np.empty(g.n_factors, dtype=np.int64)
-    psi = psi[:bp_scaled.potentials(scaled, g.tab_ptr, psi, shift, psi_at)]
-    lb = np.empty(int(g.var_ptr[-1]))
+    M = int(graph.msg_ptr[-1])
+    L = np.zeros(M) if init is None else np.array(init[0], dtype=np.float64)
+    if L.shape != (M,):
+        raise ValueError("init messages do not match the graph")
+    pot = reweighted_potentials(graph, log_pot, rho)
+    lb = np.empty(int(graph.var_ptr[-1]))
+    it, res = _sweeps(pot, graph, L, lb, damping, use_max, tol, max_iter)
+    if use_max and not res < tol and not graph.is_tree():   # max-product did not settle
+        r = trw(graph, log_pot, rho=rho, use_max=True, decode="marginals", damping=damping,
+                tol=tol, max_iter=max_iter)
+        return dataclasses.replace(r, iterations=int(it) + r.iterations)
+    bv = np.empty(int(graph.var_ptr[-1]))
+    bf = np.empty(graph.n_table)
+    lcav = np.empty(M)
+    log_z = float(beliefs(pot, graph.arrays, L, lb, bool(use_max), bv, bf, lcav))
+    map_state = map_score = None
+    if use_max or by_marginals:
+        map_state = _decode(graph, log_pot, L, lb, bv, lcav, use_max)
+        map_score = assignment_score(graph, log_pot, map_state)
+        log_z = map_score
+    return BPResult(log_z=log_z, var_flat=bv, var_ptr=graph.var_ptr, factor_beliefs=bf,
+                    iterations=int(it), residual=float(res), converged=bool(res < tol),
+                    map_state=map_state, map_score=map_score, messages=(L,))
+
+
+def _checked_rho(graph: FactorGraph, rho: np.ndarray | None, forests: int) -> np.ndarray:
+    """``rho`` as a float array (default: the cover's), checked."""
+    if rho is None:
+        rho = appearance_probabilities(graph, forests)
+    rho = np.ascontiguousarray(rho, dtype=np.float64)
+    if rho.shape != (graph.n_factors,) or not ((rho > 0) & (rho <= 1)).all():
+        raise ValueError("rho needs one value in (0, 1] per factor")
+    return rho
+
+
+def _sweeps(pot: ReweightedPotentials, graph: FactorGraph, L: np.ndarray, lb: np.ndarray,
+            damping: float, use_max: bool, tol: float, max_iter: int) -> tuple[int, float]:
+    """``propagate`` from the messages ``L`` (updated in place), in chunks
+    when a training run could ask to stop (``fgl.stopping``); returns
+    (sweeps run, last residual)."""
     state = np.array([np.inf, np.inf, float(damping)])
     done = [0]
 
     def run(n: int) -> tuple[int, float]:
-        k, r = propagate(log_pot, scaled, psi, psi_at, rho, g.card, g.f_ptr, g.f_var, g.tab_ptr,
-                         g.e_fac, g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr, L, lb,
-                         done[0] == 0, state, done[0], bool(use_max), float(tol), int(n))
+        k, r = propagate(pot, graph.arrays, L, lb, done[0] == 0, state, done[0], bool(use_max),
+                         float(tol), int(n))
         done[0] += int(k)
         return k, r
 
-    # (in chunks when a training run could ask to stop: fgl.stopping)
-    it, res = stopping.passes(run, int(max_iter), float(tol))
-    if use_max and not res < tol and not g.is_tree():   # max-product did not settle
-        r = trw(g, log_pot, rho=rho, use_max=True, decode="marginals", damping=damping, tol=tol,
-                max_iter=max_iter)
-        return dataclasses.replace(r, iterations=int(it) + r.iterations)
-    bv = np.empty(int(g.var_ptr[-1]))
-    bf = np.empty(g.n_table)
-    lcav = np.empty(M)
-    log_z = float(beliefs(log_pot, scaled, rho, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac,
-                          g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr, L, lb,
-                          bool(use_max), bv, bf, lcav))
-    map_state = map_score = None
-    if use_max or by_marginals:
-        map_state = np.empty(g.n_vars, dtype=np.int64)
-        if use_max and g.is_tree():
-            _log_cavity_messages(g.card, g.f_ptr, g.f_var, g.msg_ptr, g.var_ptr, g.e_fac, L, lb,
-                                 lcav)
-            roots, order_f, order_e = g.decode_order()
-            with np.errstate(divide="ignore"):
-                _backtrack(log_pot, g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, g.msg_ptr,
-                           lcav, g.var_ptr, np.log(bv), roots, order_f, order_e, map_state)
-        else:
-            map_state[:] = [int(np.argmax(bv[g.var_ptr[v]:g.var_ptr[v + 1]]))
-                            for v in range(g.n_vars)]
-        map_score = assignment_score(g, log_pot, map_state)
-        log_z = map_score
-    return BPResult(log_z=log_z, var_flat=bv, var_ptr=g.var_ptr, factor_beliefs=bf,
-                    iterations=int(it), residual=float(res), converged=bool(res < tol),
-                    map_state=map_state, map_score=map_score, messages=(L,))
+    return stopping.passes(run, int(max_iter), float(tol))
+
+
+def _decode(graph: FactorGraph, log_pot: np.ndarray, L: np.ndarray, lb: np.ndarray,
+            bv: np.ndarray, lcav: np.ndarray, use_max: bool) -> np.ndarray:
+    """The MAP assignment: back-tracked over the cavity messages on a
+    forest (max-product), else each variable's belief argmax."""
+    map_state = np.empty(graph.n_vars, dtype=np.int64)
+    if use_max and graph.is_tree():
+        _log_cavity_messages(graph.arrays, L, lb, lcav)
+        roots, order_f, order_e = graph.decode_order()
+        with np.errstate(divide="ignore"):
+            backtrack(log_pot, graph.arrays, lcav, np.log(bv), roots, order_f, order_e,
+                      map_state)
+    else:
+        map_state[:] = [int(np.argmax(bv[graph.var_ptr[v]:graph.var_ptr[v + 1]]))
+                        for v in range(graph.n_vars)]
+    return map_state

@@ -21,11 +21,11 @@ unobserved high-order patterns), every transition factor is a label factor
 times a constant, and ``_factored_sequence`` needs one ``exp`` per label and
 token and no per-token transition table.
 
-Why one module of some 700 lines: the scaled and the factored path share
-their block loops (``_forward_push``, ``_backward_step``) and the range
-checks that decide when to fall back (the constants below), and the batch
-kernels choose between them per sequence; apart, the rule for when the fast
-paths are exact would be spread over modules.
+Why one module of some 670 lines: the scaled and the factored path share
+their block loops (``_forward_push``, ``_backward_step``) and the checks
+that decide when to fall back (their bounds in ``fgl.engines.sequence.
+scaling``), and the batch kernels choose between them per sequence; apart,
+the rule for when the fast paths are exact would be spread over modules.
 
 ``ChainStructure`` (``fgl.engines.sequence.structure``) types the potential-table
 API's arguments.
@@ -38,22 +38,18 @@ import numpy as np
 from numba import njit
 
 from fgl.engines.sequence import spans
+from fgl.engines.sequence.scaling import (
+    HUGE,
+    MAX_EXPONENT,
+    MIN_EXPONENT,
+    SAFE_FAST,
+    TINY,
+    extend_blocks,
+    label_exps,
+    static_cumulative,
+    static_tables,
+)
 from fgl.engines.sequence.structure import ChainStructure
-
-# The scaled path is trusted only while every non-zero product stays inside
-# [_TINY, _HUGE] and every transition's exp(Ψ - shift) inside
-# [exp(_MIN_EXPONENT), exp(_MAX_EXPONENT)]; otherwise the span kernel
-# recomputes the sequence in log space.
-_TINY = 1e-250
-_HUGE = 1e250
-_MIN_EXPONENT = -600.0
-_MAX_EXPONENT = 60.0
-# floating-point reassociation lets LLVM vectorise the scaled path's sums and
-# products; no flag that assumes away NaN or infinity (the checks need them).
-# The hot kernels also use numpy's error model: a division by zero gives inf
-# (which the range checks catch) instead of a Python exception check per
-# division.
-_SAFE_FAST = {"reassoc", "contract", "nsz", "arcp"}
 
 
 class ChainFeatures(NamedTuple):
@@ -71,116 +67,12 @@ class ChainFeatures(NamedTuple):
     row_dense: np.ndarray
 
 
-class ScaledTables(NamedTuple):
-    """What the scaled path needs of the position-independent potentials
-    (``_static_tables``)."""
-
-    dynamic: np.ndarray        # [Z] the pattern's potential varies with t
-    block_dynamic: np.ndarray  # [P] block p·Y holds a dynamic pattern
-    static_exp: np.ndarray     # [S] exp of the own static potential (1: no pattern)
-    cum_lo: np.ndarray         # [P] lower bound of a static block relative to block ε
-    cum_hi: np.ndarray         # [P] upper bound
-
-
 # --------------------------------------------------------------------------
-# the scaled path (Sutton & McCallum §1.4.6)
+# the scaled path (Sutton & McCallum §1.4.6; its shared pieces in
+# ``fgl.engines.sequence.scaling``)
 
 
-@njit(cache=True, nogil=True)
-def _static_tables(static, dynamic, tables):
-    """The ``ScaledTables`` of static potentials ``static[z]``, once per call
-    over many sequences: each transition's exp of its own static potential,
-    which blocks hold a dynamic pattern, and bounds on a static block's
-    values relative to block ε (the products of its static factors along
-    the suffix chain)."""
-    n = tables.n_labels
-    P = tables.n_forward
-    s_pattern = tables.s_pattern
-    p_order = tables.p_order
-    p_suffix = tables.p_suffix
-    static_exp = np.ones(P * n)
-    block_dynamic = np.zeros(P, dtype=np.bool_)
-    for s in range(P * n):
-        if s_pattern[s] >= 0:
-            static_exp[s] = np.exp(static[s_pattern[s]])
-            if dynamic[s_pattern[s]]:
-                block_dynamic[s // n] = True
-    cum_lo = np.ones(P)
-    cum_hi = np.ones(P)
-    for i in range(1, P):
-        p = p_order[i]
-        q = p_suffix[p]
-        f_lo = np.inf
-        f_hi = 0.0
-        for y in range(n):
-            f_lo = min(f_lo, static_exp[p * n + y])
-            f_hi = max(f_hi, static_exp[p * n + y])
-        lo = cum_lo[q] * f_lo
-        hi = cum_hi[q] * f_hi
-        # 0·inf (static potentials beyond ±709 on one suffix chain) bounds
-        # nothing: 0 and inf send the sequence to the span kernel
-        cum_lo[p] = lo if lo == lo else 0.0
-        cum_hi[p] = hi if hi == hi else np.inf
-    return ScaledTables(dynamic, block_dynamic, static_exp, cum_lo, cum_hi)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def label_max(z_row, label_z, c):
-    """The largest potential of labels 0..c-1 (-inf when c = 0)."""
-    m = -np.inf
-    for y in range(c):
-        m = max(m, z_row[label_z[y]])
-    return m
-
-
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy", inline="always")
-def label_exps(z_row, label_z, c, row):
-    """``row[y] = exp(z_row[label_z[y]] - m)`` for the labels y < c, m the
-    largest of their potentials; returns m and the smallest ``row[y]``."""
-    m = label_max(z_row, label_z, c)
-    e_lo = 1.0
-    for y in range(c):
-        e = np.exp(z_row[label_z[y]] - m)
-        row[y] = e
-        e_lo = min(e_lo, e)
-    return m, e_lo
-
-
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy", inline="always")
-def extend_blocks(row, z_row, c, e_lo, n, P, p_order, p_suffix, s_pattern, block_dynamic,
-                  dynamic, static_exp, cum_lo, cum_hi):
-    """Fill the forward-state blocks of one position's ``row`` (block ε,
-    ``row[:c]``, already holding the label exponentials whose smallest is
-    ``e_lo``) for the labels y < c: each block is its parent block times the
-    exp of its own pattern potentials (``z_row``) where they vary, else
-    ``static_exp``.  Returns the smallest and largest value written (for a
-    static block, the bounds ``cum_lo``/``cum_hi``: exact enough to be safe)."""
-    mn = e_lo
-    mx = 1.0
-    for i in range(1, P):
-        p = p_order[i]
-        base = p * n
-        par = p_suffix[p] * n
-        if block_dynamic[p]:
-            for y in range(c):
-                z = s_pattern[base + y]
-                f = np.exp(z_row[z]) if z >= 0 and dynamic[z] else static_exp[base + y]
-                e = row[par + y] * f
-                row[base + y] = e
-                mn = min(mn, e)
-                mx = max(mx, e)
-        else:
-            dst = row[base:base + c]
-            src = row[par:par + c]
-            f = static_exp[base:base + c]
-            for y in range(c):
-                dst[y] = src[y] * f[y]
-            mn = min(mn, e_lo * cum_lo[p])
-            mx = max(mx, cum_hi[p])
-    return mn, mx
-
-
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _exp_transition_scores(pot, tables, sc, epsi, low):
     """``epsi[t, p·n + y] = exp(Ψ(t, p·y) - shift_t)``, block by block: the
     parent of p·y is p_suffix[p]·y, so each block is its parent block times
@@ -190,7 +82,7 @@ def _exp_transition_scores(pot, tables, sc, epsi, low):
     ``shift_t`` is the largest label potential.  ``sc.cum_lo``/``cum_hi``
     bound each static block's values relative to block ε.  Returns Σ_t
     shift_t and stores the smallest epsi of each t in ``low``, or returns
-    NaN when a value left [exp(_MIN_EXPONENT), exp(_MAX_EXPONENT)]."""
+    NaN when a value left [exp(MIN_EXPONENT), exp(MAX_EXPONENT)]."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     T = pot.shape[0]
     n = tables.n_labels
@@ -204,8 +96,8 @@ def _exp_transition_scores(pot, tables, sc, epsi, low):
     static_exp = sc.static_exp
     cum_lo = sc.cum_lo
     cum_hi = sc.cum_hi
-    lo = np.exp(_MIN_EXPONENT)
-    hi = np.exp(_MAX_EXPONENT)
+    lo = np.exp(MIN_EXPONENT)
+    hi = np.exp(MAX_EXPONENT)
     shift = 0.0
     for t in range(T):
         row = epsi[t]
@@ -220,7 +112,7 @@ def _exp_transition_scores(pot, tables, sc, epsi, low):
     return shift
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _scaled_forward_backward(epsi, low, tables, alpha, beta, scale):
     """Forward and backward on scaled vectors (Sutton & McCallum §1.4.6),
     block by block (``_forward_push``, ``_backward_step``).  Returns the log
@@ -249,7 +141,7 @@ def _scaled_forward_backward(epsi, low, tables, alpha, beta, scale):
             for p in range(P):
                 a = prev[p]
                 for y in range(n):
-                    if a != 0.0 and a * e_row[p * n + y] < _TINY:
+                    if a != 0.0 and a * e_row[p * n + y] < TINY:
                         return np.nan
         _forward_push(prev, e_row, s_next, p_next_run, run_blocks, gather_blocks, n, row)
         scale[t] = _normalise(row)
@@ -262,7 +154,7 @@ def _scaled_forward_backward(epsi, low, tables, alpha, beta, scale):
     return log_scale
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _normalise(row):
     """Scale ``row`` to sum 1; returns the sum it had."""
     c = 0.0
@@ -277,14 +169,14 @@ def _normalise(row):
 @njit(cache=True, nogil=True)
 def _may_underflow(prev, low):
     """Whether some non-zero forward value times the smallest factor of the
-    step (``low``) falls below _TINY."""
+    step (``low``) falls below TINY."""
     risky = False
     for a in prev:
-        risky |= a != 0.0 and a * low < _TINY
+        risky |= a != 0.0 and a * low < TINY
     return risky
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _forward_push(prev, factor, s_next, p_next_run, run_blocks, gather_blocks, n, out):
     """out[next(p·y)] += prev[p] · factor[p·n + y] for every forward state p
     and label y.  A block whose successors are a run of states
@@ -306,11 +198,11 @@ def _forward_push(prev, factor, s_next, p_next_run, run_blocks, gather_blocks, n
             out[s_next[base + y]] += a * factor[base + y]
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _backward_step(factor, nxt, inv, s_next, p_next_run, run_blocks, gather_blocks, n, out):
     """out[p] = inv · Σ_y factor[p·n + y] · nxt[next(p·y)] for every forward
     state p, run blocks and gather blocks in separate loops; False when a
-    value reached _HUGE (the scaled path would lose precision)."""
+    value reached HUGE (the scaled path would lose precision)."""
     for p in run_blocks:
         q0 = p_next_run[p]
         src = factor[p * n:(p + 1) * n]
@@ -328,10 +220,10 @@ def _backward_step(factor, nxt, inv, s_next, p_next_run, run_blocks, gather_bloc
     mx = 0.0
     for p in range(out.shape[0]):
         mx = max(mx, out[p])
-    return mx < _HUGE
+    return mx < HUGE
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _scaled_marginals(epsi, alpha, beta, scale, tables, marg):
     """Transition marginals from the scaled vectors, accumulated block by
     block into the parent blocks (longest first), so that ``marg[t, s]`` =
@@ -382,24 +274,9 @@ def _scaled_sequence(pot, tables, sc, epsi, alpha, beta, scale, marg):
     return log_scale + shift
 
 
-@njit(cache=True, nogil=True)
-def _static_cumulative(static_exp, tables):
-    """``cum[p·n + y]``: the product of the static factors of p·y and of
-    its suffixes down to (not including) block ε.  When no block but ε holds
-    a dynamic pattern, ``epsi[t, p·n + y] = epsi[t, y] · cum[p·n + y]``."""
-    n = tables.n_labels
-    p_order = tables.p_order
-    p_suffix = tables.p_suffix
-    cum = np.ones(p_order.shape[0] * n)
-    for i in range(1, p_order.shape[0]):
-        p = p_order[i]
-        q = p_suffix[p]
-        for y in range(n):
-            cum[p * n + y] = static_exp[p * n + y] * (cum[q * n + y] if q > 0 else 1.0)
-    return cum
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, lab_marg, taken):
     """The scaled path (Sutton & McCallum §1.4.6) when only block ε varies
     with t — every pattern longer than one label is observation-free, as in
@@ -425,7 +302,7 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
     s_next = tables.s_next
     run_blocks = tables.run_blocks
     gather_blocks = tables.gather_blocks
-    lo = np.exp(_MIN_EXPONENT)
+    lo = np.exp(MIN_EXPONENT)
     shift = 0.0
     for t in range(T):
         m = -np.inf
@@ -454,7 +331,7 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
             for q in range(P):
                 a = prev[q]
                 for y in range(n):
-                    if a != 0.0 and a * e[t, y] * cum[q * n + y] < _TINY:
+                    if a != 0.0 and a * e[t, y] * cum[q * n + y] < TINY:
                         return np.nan
         _forward_push(prev, cum, s_next, p_next_run, run_blocks, gather_blocks, n, row)
         for q in range(1, P):  # every state but ε ends in its label's factor
@@ -536,7 +413,7 @@ def sequence_marginals(st: ChainStructure, pot: np.ndarray, ws: Workspace) -> fl
     span kernel when it is not exact).  ``ws`` may be reused across
     sequences of up to its length."""
     T, n_z = pot.shape
-    sc = _static_tables(np.zeros(n_z), np.ones(n_z, np.bool_), st.tables)  # all dynamic
+    sc = static_tables(np.zeros(n_z), np.ones(n_z, np.bool_), st.tables)  # all dynamic
     log_z = _scaled_sequence(pot, st.tables, sc, ws.epsi[:T], ws.alpha[:T + 1],
                              ws.beta[:T + 1], ws.scale[:T], ws.marg[:T])
     if not np.isfinite(log_z):
@@ -580,7 +457,7 @@ def static_potentials(features, tables, w):
     return out
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def potentials(a, T, units, features, tables, w, static, fill, w_dense, lab, pot):
     """pot[t, z] = static[z] + Σ over per-token attributes r at t of value ·
     Σ_{k in row r, pattern k = z} w[k]: the feature scoring of the sequence
@@ -646,31 +523,31 @@ def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_d
 def _factored_path(features, tables, w):
     """Whether ``batch_expectations`` takes the factored path: no block of
     the static potentials varies with t and their range is safe."""
-    sc = _static_tables(static_potentials(features, tables, w), features.dynamic, tables)
+    sc = static_tables(static_potentials(features, tables, w), features.dynamic, tables)
     c_hi = max(1.0, sc.cum_hi[1:].max()) if tables.n_forward > 1 else 1.0
-    return not sc.block_dynamic[1:].any() and c_hi <= np.exp(_MAX_EXPONENT)
+    return not sc.block_dynamic[1:].any() and c_hi <= np.exp(MAX_EXPONENT)
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _expectations_factored(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo):
     return _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo,
                          _FACTORED)
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _expectations_scaled(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo):
     return _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo,
                          _SCALED)
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _expectations_log_space(i0, i1, units, features, tables, w, w_dense, grad, grad_dense,
                             redo):
     return _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo,
                          _LOG_SPACE)
 
 
-@njit(nogil=True, fastmath=_SAFE_FAST, error_model="numpy", inline="always")
+@njit(nogil=True, fastmath=SAFE_FAST, error_model="numpy", inline="always")
 def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo, path):
     """``batch_expectations`` on one path (a constant, so each compiled
     variant holds only its own: inlined, the other branches are pruned).
@@ -693,8 +570,8 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense,
     static = static_potentials(features, tables, w)
     dynamic_patterns = np.flatnonzero(dynamic)
     static_patterns = np.flatnonzero(~dynamic)
-    sc = _static_tables(static, dynamic, tables)
-    cum = _static_cumulative(sc.static_exp, tables)
+    sc = static_tables(static, dynamic, tables)
+    cum = static_cumulative(sc.static_exp, tables)
     c_lo = min(1.0, sc.cum_lo[1:].min()) if P > 1 else 1.0
     e_lab = np.empty((max_t, n))
     lab = np.empty(n)

@@ -14,7 +14,13 @@ import numpy as np
 
 from fgl.engines.program import Decoding, Expectations, Marginals
 from fgl.engines.sequence import chain, spans
-from fgl.engines.sequence.encoded import EncodedData, dense_block_sums, run_parallel, sequence_log_z
+from fgl.engines.sequence.encoded import (
+    EncodedData,
+    dense_block_sums,
+    run_parallel,
+    sequence_log_z,
+    sequence_mistakes,
+)
 from fgl.engines.sequence.structure import ChainStructure
 
 # the dense rows' weights of a chain program stay within this many bytes (L2)
@@ -108,6 +114,15 @@ class ChainProgram:
 
         return Expectations(*dense_block_sums(data.seq_ptr, jobs, self.n_features, w_dense,
                                               self.dense_feats, self.dense_slot, kernel))
+
+    def warm_start(self, data: EncodedData, carry: bool = True) -> None:
+        """Exact inference carries nothing between evaluations: None."""
+        return None
+
+    def mistakes(self, w: np.ndarray, data: EncodedData, i0: int, i1: int
+                 ) -> np.ndarray | None:
+        """Gold minus decoded counts of sequences i0..i1-1 (``sequence_mistakes``)."""
+        return sequence_mistakes(self, w, data, i0, i1)
 
     def gold_counts(self, data: EncodedData) -> np.ndarray:
         """Feature counts of the gold labelling: the span kernel's walk with

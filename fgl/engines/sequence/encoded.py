@@ -7,6 +7,7 @@ built once per data set, with the parallel runs and block sums over it.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -120,3 +121,18 @@ def sequence_log_z(program, w: np.ndarray, data: EncodedData) -> np.ndarray:
     ``expectations`` on each sequence alone."""
     return np.array([program.expectations(w, data.subset(i, i + 1)).log_z
                      for i in range(data.n_sequences)])
+
+
+def sequence_mistakes(program, w: np.ndarray, data: EncodedData, i0: int, i1: int
+                      ) -> np.ndarray | None:
+    """Gold minus MAP-decoded feature counts of sequences i0..i1-1 decoded
+    together (an exact sequence program's ``mistakes``, the perceptron's
+    correction); None when every decoding is the gold one."""
+    sub = data.subset(i0, i1)
+    got = program.decode(w, sub, 1)
+    labels = np.concatenate(got.assignments)
+    starts = None if got.segment_starts is None else np.concatenate(got.segment_starts)
+    if np.array_equal(labels, sub.gold) and (starts is None or np.array_equal(starts, sub.starts)):
+        return None
+    decoded = dataclasses.replace(sub, gold=labels, starts=starts)
+    return program.gold_counts(sub) - program.gold_counts(decoded)

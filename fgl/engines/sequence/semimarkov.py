@@ -26,20 +26,18 @@ The sum-product recursion has two implementations:
   weight exp(m(u, d) - σ_u - ... - σ_{u+d-1}), σ_t the largest label
   potential of the one-token span at t: one-token spans have weight 1 and
   the shifts of every segmentation add up to Σ_t σ_t.  A span whose every
-  product with the forward vector would be below _TINY is skipped, and the
-  other spans' products below _TINY are counted; after the backward pass
-  the share of Z these can carry (each at most _TINY, times the largest β̂
+  product with the forward vector would be below TINY is skipped, and the
+  other spans' products below TINY are counted; after the backward pass
+  the share of Z these can carry (each at most TINY, times the largest β̂
   where it ends, over the scale there) must stay below _NEGLIGIBLE, or the
   sequence goes to the span kernel.  When only single labels vary between
   spans (longer patterns fed by constant rows only, as a first-order model
   with plain transitions) the factored form needs one ``exp`` per label and
   span and no per-span transition table (as ``chain._factored_sequence``).
 
-This module holds the potential-table API (``segment_marginals``,
-``segment_viterbi``) and the batch kernels over encoded span features: span
-(u, d) of the sequence that starts at token a is unit (a + u)·m + d - 1 of
-the encoded data, m its units per token (``spans.Units``).  The gold counts
-are the span kernel's (``spans.gold_counts``).
+This module holds the scaled path and the potential-table API
+(``segment_marginals``, ``segment_viterbi``); the batch kernels over
+encoded span features are ``fgl.engines.sequence.semimarkov_batch``.
 """
 from __future__ import annotations
 
@@ -48,17 +46,16 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from fgl.engines.sequence import chain, spans
-from fgl.engines.sequence.chain import (
-    _HUGE,
-    _MAX_EXPONENT,
-    _MIN_EXPONENT,
-    _SAFE_FAST,
-    _TINY,
-    _static_cumulative,
-    _static_tables,
+from fgl.engines.sequence import spans
+from fgl.engines.sequence.scaling import (
+    HUGE,
+    MAX_EXPONENT,
+    MIN_EXPONENT,
+    SAFE_FAST,
+    TINY,
     extend_blocks,
     label_exps,
+    static_tables,
 )
 from fgl.engines.sequence.structure import ChainStructure
 
@@ -144,7 +141,7 @@ def _token_shifts(pot, T, tables, sig):
     return total
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _span_factors(pot, T, tables, sc, cnt, distinct, epsi, ws):
     """``epsi[u, d-1, p·n + y] = exp(Ψ(u, d, p·y) - m(u, d))`` for the labels
     y < cnt[d-1] that admit d tokens, block by block as
@@ -152,7 +149,7 @@ def _span_factors(pot, T, tables, sc, cnt, distinct, epsi, ws):
     pattern; static ones from ``sc.static_exp``); 0 where ``distinct``
     forbids p·y.  Writes each span's log weight m(u, d) - σ_u - ... -
     σ_{u+d-1} and factor bounds into ``ws``; returns Σ_t σ_t, or NaN when a
-    factor left [exp(_MIN_EXPONENT), exp(_MAX_EXPONENT)]."""
+    factor left [exp(MIN_EXPONENT), exp(MAX_EXPONENT)]."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     L = epsi.shape[1]
     n = tables.n_labels
@@ -171,8 +168,8 @@ def _span_factors(pot, T, tables, sc, cnt, distinct, epsi, ws):
     off = ws.off
     low = ws.low
     high = ws.high
-    lo = np.exp(_MIN_EXPONENT)
-    hi = np.exp(_MAX_EXPONENT)
+    lo = np.exp(MIN_EXPONENT)
+    hi = np.exp(MAX_EXPONENT)
     total = _token_shifts(pot, T, tables, sig)
     for u in range(T):
         shift = 0.0
@@ -196,13 +193,13 @@ def _span_factors(pot, T, tables, sc, cnt, distinct, epsi, ws):
     return total
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _label_factors(pot, T, tables, cnt, c_lo, c_hi, ws):
     """The factored path's ``e_lab[u, d-1, y] = exp(pot[u, d-1, y] - m(u,
     d))`` for y < cnt[d-1] (0 for the others), with the span weights and
     bounds of ``_span_factors`` (``c_lo``/``c_hi``: bounds on the static
     factors ``cum``); returns Σ_t σ_t, or NaN when a factor fell below
-    exp(_MIN_EXPONENT)."""
+    exp(MIN_EXPONENT)."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     L = ws.e_lab.shape[1]
     label_z = tables.label_z
@@ -211,7 +208,7 @@ def _label_factors(pot, T, tables, cnt, c_lo, c_hi, ws):
     off = ws.off
     low = ws.low
     high = ws.high
-    lo = np.exp(_MIN_EXPONENT)
+    lo = np.exp(MIN_EXPONENT)
     total = _token_shifts(pot, T, tables, sig)
     for u in range(T):
         shift = 0.0
@@ -271,19 +268,19 @@ def _pull(out, u, x, F, fi, c, s_next, p_next_run, run_blocks, gather_blocks, n,
 @njit(cache=True, nogil=True)
 def _tiny_products(prev, x, F, fi, E, ei, c, n):
     """How many products x · prev[p] · F[fi, p·n + y] · E[ei, y] (y < c)
-    with non-zero factors fall below _TINY."""
+    with non-zero factors fall below TINY."""
     k = 0
     for p in range(prev.shape[0]):
         a = prev[p] * x
         if a != 0.0:
             for y in range(c):
                 f = F[fi, p * n + y] * E[ei, y]
-                if f != 0.0 and a * f < _TINY:
+                if f != 0.0 and a * f < TINY:
                     k += 1
     return k
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _forward(F, E, factored, T, tables, cnt, alpha, ws):
     """Forward over span end positions on scaled vectors: span (u, d) adds
     its weight times α̂(u) times its factors.  Writes each span's weight over
@@ -321,17 +318,17 @@ def _forward(F, E, factored, T, tables, cnt, alpha, ws):
             c = cnt[dm]
             x = np.exp(lr + off[u, dm]) if dm else 1.0  # (a one-token span's offset is 0)
             bound = x * high[u, dm] * c
-            if not bound >= _TINY:  # every product is below _TINY (Σ_p α̂(u, p) = 1)
+            if not bound >= TINY:  # every product is below TINY (Σ_p α̂(u, p) = 1)
                 weight[u, dm] = 0.0
                 lost_v += bound
                 continue
-            if not x <= _HUGE:
+            if not x <= HUGE:
                 return np.nan
             weight[u, dm] = x
             k = u * L + dm
             fi = 0 if factored else k
-            if amin[u] * low[u, dm] * x < _TINY:  # some product may fall below _TINY
-                lost_v += _TINY * _tiny_products(alpha[u], x, F, fi, E, k if factored else 0, c,
+            if amin[u] * low[u, dm] * x < TINY:  # some product may fall below TINY
+                lost_v += TINY * _tiny_products(alpha[u], x, F, fi, E, k if factored else 0, c,
                                                  n)
             if factored:
                 tmp[0, :] = 0.0
@@ -361,12 +358,12 @@ def _forward(F, E, factored, T, tables, cnt, alpha, ws):
     return total
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _backward(F, E, factored, T, tables, cnt, beta, ws):
     """β̂ on the spans the forward pass kept, with its weights (so its
     scales).  Returns the share of Z the skipped and underflowed products
     can carry (an error δ in the forward sum at v, over its scale, moves Z
-    by δ·β̂(v, q)), or inf when a β̂ reached _HUGE."""
+    by δ·β̂(v, q)), or inf when a β̂ reached HUGE."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     L = ws.weight.shape[1]
     n = tables.n_labels
@@ -400,14 +397,14 @@ def _backward(F, E, factored, T, tables, cnt, beta, ws):
         mx = 0.0
         for p in range(out.shape[0]):
             mx = max(mx, out[p])
-        if not mx < _HUGE:
+        if not mx < HUGE:
             return np.inf
         if u > 0:
             share += lost[u] * mx
     return share
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _span_marginals(F, T, tables, cnt, alpha, beta, ws, marg):
     """``marg[u, d-1, s]`` from the scaled vectors: each transition's own
     marginal α̂·weight·factor·β̂, accumulated up the parent tree (Cuong et
@@ -448,7 +445,7 @@ def _span_marginals(F, T, tables, cnt, alpha, beta, ws, marg):
             spans.accumulate_up(m_row, p_suffix, p_order, n)
 
 
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _factored_counts(cum, E, T, tables, cnt, alpha, beta, ws, taken):
     """The factored path's marginals: ``ws.lab[u, d-1, y]``, the
     probability that (u, u+d-1) is a segment labelled y, and, added to
@@ -543,7 +540,7 @@ def sequence_marginals(pot, T, tables, max_len, distinct, work, ws):
     accumulated span-transition marginals in ``work.marg``: the scaled path,
     or the span kernel where it would not be exact."""
     n_z = tables.n_patterns
-    sc = _static_tables(np.zeros(n_z), np.ones(n_z, dtype=np.bool_), tables)  # all dynamic
+    sc = static_tables(np.zeros(n_z), np.ones(n_z, dtype=np.bool_), tables)  # all dynamic
     log_z = scaled_sequence(pot, T, tables, sc, spans.label_counts(max_len, pot.shape[1]),
                             distinct, work, ws)
     if not np.isfinite(log_z):
@@ -594,214 +591,3 @@ def segment_viterbi(st: ChainStructure, pot: np.ndarray, max_len: np.ndarray | N
     first = np.flatnonzero(starts).tolist()
     return [(u, v - 1, int(order[labels[u]])) for u, v in zip(first, first[1:] + [T])], \
         float(best)
-
-
-# --------------------------------------------------------------------------
-# batch kernels over encoded span features (training and tagging)
-#
-# Features are a chain program's table (``chain.ChainFeatures``): constant
-# rows (``bias``, active on every span) are scored once per call, and a
-# pattern fed only by them is static; frequent single-label rows are dense.
-
-
-@njit(cache=True, nogil=True)
-def potentials(a, T, m, L, units, features, tables, w, static, fill, w_dense, lab, pot):
-    """pot[u, d-1, z] for the spans of the sequence of T tokens from token
-    ``a`` (unit (a + u)·m + d - 1, d <= L) and the patterns in ``fill``:
-    ``chain.potentials`` over the sequence's units at once when they are
-    rows of ``pot`` (``m`` = L) and few lie past the end, else over each
-    start's run of units."""
-    if m == L and T >= L:
-        chain.potentials(a * m, T * m, units, features, tables, w, static, fill, w_dense, lab,
-                         pot[:T].reshape((T * m, pot.shape[2])))
-        return
-    for u in range(T):
-        chain.potentials((a + u) * m, min(L, T - u), units, features, tables, w, static, fill,
-                         w_dense, lab, pot[u])
-
-
-@njit(cache=True, nogil=True)
-def _distinct_cumulative(cum, tables):
-    """``cum`` with 0 for every transition p·y whose y is p's last label."""
-    out = cum.copy()
-    n = tables.n_labels
-    p_label = tables.p_label
-    for p in range(1, tables.n_forward):
-        out[p * n + p_label[p]] = 0.0
-    return out
-
-
-# the paths of ``batch_expectations``, each compiled on its own when first taken (as in
-# ``chain.batch_expectations``): a first run compiles only the path its model takes
-_FACTORED, _SCALED, _LOG_SPACE = 0, 1, 2
-
-
-def batch_expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
-                       grad, grad_dense):
-    """Σ log Z over sequences i0..i1 and, into ``grad``, the expected feature
-    counts (a dense row's into ``grad_dense[d, y]``).  Spans have at most L
-    tokens, ``max_len[y]`` for label y (labels numbered by non-increasing
-    limit); m is the data's units per token; ``distinct``: no two adjacent
-    segments share a label.  Every sequence takes the factored path when
-    every longer pattern is static (``_factored_path``), else the general
-    scaled path, and the span kernel where these would not be exact."""
-    redo = np.zeros(max(i1 - i0, 0), dtype=np.bool_)
-    args = (i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense, grad,
-            grad_dense, redo)
-    fast = _expectations_factored if _factored_path(features, tables, w, distinct) \
-        else _expectations_scaled
-    total = fast(*args)
-    if redo.any():
-        total += _expectations_log_space(*args)
-    return total
-
-
-@njit(cache=True, nogil=True)
-def _factored_path(features, tables, w, distinct):
-    """Whether ``batch_expectations`` takes the factored path: no block of
-    the static potentials varies and their range is safe."""
-    sc = _static_tables(chain.static_potentials(features, tables, w), features.dynamic, tables)
-    P = tables.n_forward
-    c_lo = min(1.0, sc.cum_lo[1:].min()) if P > 1 else 1.0
-    c_hi = max(1.0, sc.cum_hi[1:].max()) if P > 1 else 1.0
-    return (not sc.block_dynamic[1:].any() and c_hi <= np.exp(_MAX_EXPONENT)
-            and c_lo >= np.exp(_MIN_EXPONENT))
-
-
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
-def _expectations_factored(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
-                           grad, grad_dense, redo):
-    return _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
-                         grad, grad_dense, redo, _FACTORED)
-
-
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
-def _expectations_scaled(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
-                         grad, grad_dense, redo):
-    return _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
-                         grad, grad_dense, redo, _SCALED)
-
-
-@njit(cache=True, nogil=True, fastmath=_SAFE_FAST, error_model="numpy")
-def _expectations_log_space(i0, i1, m, L, units, features, tables, max_len, distinct, w,
-                            w_dense, grad, grad_dense, redo):
-    return _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
-                         grad, grad_dense, redo, _LOG_SPACE)
-
-
-@njit(nogil=True, fastmath=_SAFE_FAST, error_model="numpy", inline="always")
-def _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense, grad,
-                  grad_dense, redo, path):
-    """``batch_expectations`` on one path (a constant: inlined, each compiled
-    variant keeps only its own branch).  The fast paths mark in ``redo``
-    (indexed from i0) the sequences they cannot scale and leave them out;
-    the log-space path takes only those."""
-    # fields unpacked once, here: a bundle field read in a loop costs reference counting
-    seq_ptr = units.seq_ptr
-    unit_ptr = units.unit_ptr
-    unit_row = units.unit_row
-    unit_val = units.unit_val
-    row_ptr = features.row_ptr
-    feat_s = features.feat_s
-    row_dense = features.row_dense
-    dynamic = features.dynamic
-    n = tables.n_labels
-    P = tables.n_forward
-    S = P * n
-    max_t = spans.longest(seq_ptr, i0, i1)
-    Lm = min(L, max_t)
-    cnt = spans.label_counts(max_len, Lm)
-    static = chain.static_potentials(features, tables, w)
-    dynamic_patterns = np.flatnonzero(dynamic)
-    static_patterns = np.flatnonzero(~dynamic)
-    sc = _static_tables(static, dynamic, tables)
-    cum = _static_cumulative(sc.static_exp, tables)
-    if distinct:
-        cum = _distinct_cumulative(cum, tables)
-    c_lo = min(1.0, sc.cum_lo[1:].min()) if P > 1 else 1.0
-    c_hi = max(1.0, sc.cum_hi[1:].max()) if P > 1 else 1.0
-    pot = np.empty((max_t, Lm, tables.n_patterns))
-    work = spans.workspace(max_t, Lm, tables)
-    ws = scaled_workspace(max_t, Lm, n, P)
-    span_lab = ws.lab.reshape((max_t * Lm, n))
-    span_marg = work.marg.reshape((max_t * Lm, S))
-    lab = np.empty(n)
-    marg_sum = np.zeros(S)
-    own_sum = np.zeros(S)  # the factored path's transition counts (then up the tree)
-    total = 0.0
-    # the sequence walk all batch kernels open with: the per-sequence work differs,
-    # and sharing the walk would take that work as a callback
-    for i in range(i0, i1):
-        a = seq_ptr[i]
-        T = seq_ptr[i + 1] - a
-        if T == 0 or (path == _LOG_SPACE and not redo[i - i0]):
-            continue
-        potentials(a, T, m, Lm, units, features, tables, w, static, dynamic_patterns, w_dense,
-                   lab, pot)
-        if path == _FACTORED:
-            log_z = factored_sequence(pot, T, tables, cum, c_lo, c_hi, cnt, work, ws, own_sum)
-        elif path == _SCALED:
-            log_z = scaled_sequence(pot, T, tables, sc, cnt, distinct, work, ws)
-        else:  # the span kernel reads every pattern's potential
-            for u in range(T):
-                for dm in range(min(Lm, T - u)):
-                    for z in static_patterns:
-                        pot[u, dm, z] = static[z]
-            log_z = spans.sequence_marginals(pot, T, tables, max_len, work, distinct)
-        if path != _LOG_SPACE and not np.isfinite(log_z):
-            redo[i - i0] = True   # (the factored path added nothing to own_sum for it)
-            continue
-        total += log_z
-        # row u·Lm + d - 1: span (u, d)'s label marginals (every per-span feature has a
-        # single-label pattern), or its transition marginals; P(span labelled y) at [., y]
-        M = span_lab if path == _FACTORED else span_marg
-        for u in range(T):
-            for dm in range(min(Lm, T - u)):
-                k = u * Lm + dm
-                if path != _FACTORED:
-                    for s in range(S):
-                        marg_sum[s] += M[k, s]
-                unit = (a + u) * m + dm
-                # the walk of chain.potentials(), gathering where it scatters
-                for j in range(unit_ptr[unit], unit_ptr[unit + 1]):
-                    r = unit_row[j]
-                    v = unit_val[j]
-                    d = row_dense[r]
-                    if d >= 0:
-                        for y in range(n):
-                            grad_dense[d, y] += v * M[k, y]
-                    else:
-                        for f in range(row_ptr[r], row_ptr[r + 1]):
-                            grad[f] += v * M[k, feat_s[f]]
-    if path == _FACTORED:
-        own_sum *= cum
-    spans.accumulate_up(own_sum, tables.p_suffix, tables.p_order, n)
-    for k in features.const_feats:
-        grad[k] += marg_sum[feat_s[k]] + own_sum[feat_s[k]]
-    return total
-
-
-@njit(cache=True, nogil=True)
-def batch_viterbi(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense, labels,
-                  starts):
-    """Best segmentation of sequences i0..i1 (the span kernel, max
-    semiring): per token its segment's label into ``labels``, and 1 where a
-    segment starts (else 0) into ``starts`` (both flat over tokens)."""
-    seq_ptr = units.seq_ptr
-    max_t = spans.longest(seq_ptr, i0, i1)
-    Lm = min(L, max_t)
-    static = chain.static_potentials(features, tables, w)
-    all_patterns = np.arange(tables.n_patterns)
-    lab = np.empty(tables.n_labels)
-    pot = np.empty((max_t, Lm, tables.n_patterns))
-    work = spans.workspace(max_t, Lm, tables)
-    # the sequence walk all batch kernels open with: the per-sequence work differs,
-    # and sharing the walk would take that work as a callback
-    for i in range(i0, i1):
-        a = seq_ptr[i]
-        T = seq_ptr[i + 1] - a
-        if T == 0:
-            continue
-        potentials(a, T, m, Lm, units, features, tables, w, static, all_patterns, w_dense, lab,
-                   pot)
-        spans.viterbi(pot, T, tables, max_len, work, labels[a:a + T], starts[a:a + T], distinct)

@@ -4,8 +4,8 @@
 its length limits and feature table over span attributes, and answers the
 learner's and the models' questions over ``EncodedData`` (m units per token,
 m >= the longest span any of its sequences can hold) with the batch
-kernels of ``fgl.engines.sequence.semimarkov`` and the span kernel's gold-count
-walk (``fgl.engines.sequence.spans``).  The kernels number labels by non-increasing
+kernels of ``fgl.engines.sequence.semimarkov_batch`` and the span kernel's
+gold-count walk (``fgl.engines.sequence.spans``).  The kernels number labels by non-increasing
 length limit; the program translates gold labels in and decoded labels
 out.
 """
@@ -17,9 +17,15 @@ from typing import ClassVar
 import numpy as np
 
 from fgl.engines.program import Decoding, Expectations, Marginals
-from fgl.engines.sequence import semimarkov, spans
+from fgl.engines.sequence import semimarkov, semimarkov_batch, spans
 from fgl.engines.sequence.chain_program import ChainProgram
-from fgl.engines.sequence.encoded import EncodedData, dense_block_sums, run_parallel, sequence_log_z
+from fgl.engines.sequence.encoded import (
+    EncodedData,
+    dense_block_sums,
+    run_parallel,
+    sequence_log_z,
+    sequence_mistakes,
+)
 from fgl.engines.sequence.structure import ChainStructure
 
 
@@ -70,13 +76,22 @@ class SemiMarkovProgram:
         units = spans.units(data)
 
         def kernel(i0: int, i1: int, grad: np.ndarray, grad_dense: np.ndarray) -> float:
-            return semimarkov.batch_expectations(
+            return semimarkov_batch.batch_expectations(
                 i0, i1, data.units_per_token, self.max_length, units, self.features,
                 self.machine.tables, self.limits, self.distinct, w, w_dense, grad, grad_dense)
 
         return Expectations(*dense_block_sums(data.seq_ptr, jobs, self.n_features, w_dense,
                                               self.table.dense_feats, self.table.dense_slot,
                                               kernel))
+
+    def warm_start(self, data: EncodedData, carry: bool = True) -> None:
+        """Exact inference carries nothing between evaluations: None."""
+        return None
+
+    def mistakes(self, w: np.ndarray, data: EncodedData, i0: int, i1: int
+                 ) -> np.ndarray | None:
+        """Gold minus decoded counts of sequences i0..i1-1 (``sequence_mistakes``)."""
+        return sequence_mistakes(self, w, data, i0, i1)
 
     def gold_counts(self, data: EncodedData) -> np.ndarray:
         counts = np.zeros(self.n_features)
@@ -91,9 +106,10 @@ class SemiMarkovProgram:
         starts = np.zeros(data.n_tokens, dtype=np.int64)
 
         def work(i0: int, i1: int) -> None:
-            semimarkov.batch_viterbi(i0, i1, data.units_per_token, self.max_length, units,
-                                     self.features, self.machine.tables, self.limits,
-                                     self.distinct, w, w_dense, labels, starts)
+            semimarkov_batch.batch_viterbi(i0, i1, data.units_per_token, self.max_length,
+                                           units, self.features, self.machine.tables,
+                                           self.limits, self.distinct, w, w_dense, labels,
+                                           starts)
 
         run_parallel(jobs, data, work)
         return Decoding(data.split(self.order[labels]), data.split(starts))
@@ -105,9 +121,10 @@ class SemiMarkovProgram:
         st = self.machine
         static, w_dense = self.table.scoring(w)
         pot = np.empty((T, L, len(st.patterns)))
-        semimarkov.potentials(a, T, data.units_per_token, L, spans.units(data), self.features,
-                              st.tables, w, static, np.arange(len(st.patterns)), w_dense,
-                              np.empty(st.n_labels), pot)
+        semimarkov_batch.potentials(a, T, data.units_per_token, L, spans.units(data),
+                                    self.features, st.tables, w, static,
+                                    np.arange(len(st.patterns)), w_dense, np.empty(st.n_labels),
+                                    pot)
         return pot
 
     def marginals(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> Marginals:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fgl.features.builtins import BUILTINS, expr_text
 from fgl.lang.ast import SKIP_COLUMN, Call, ColumnRef, Conj, Disj, NameRef
+from fgl.lang.builtins import BUILTINS, expr_text
 from fgl.lang.checks.context import Context
 from fgl.lang.checks.indexes import IndexChecks
 from fgl.lang.checks.messages import FUNCTIONS, NEED_SEGMENTS, ZERO_ARG
@@ -274,10 +274,10 @@ class ExpressionChecks(IndexChecks):
                 if not path.is_file():
                     self.error(loc, f"lexicon file {show(p)} not found (looked for {path})")
                 else:   # read as training will read it
-                    from fgl.io.safe_files import InputError, read_bytes
+                    from fgl.data.inputs import InputError, read_capped
 
                     try:
-                        read_bytes(path).decode("utf-8")
+                        read_capped(path).decode("utf-8")
                     except InputError as x:
                         self.error(loc, f"lexicon file {show(p)}: {x.message}")
                     except UnicodeDecodeError as x:

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from fgl.features.builtins import expr_text
 from fgl.lang.ast import Call, Conj, Disj, Loc, NameRef, ObsExpr
+from fgl.lang.builtins import expr_text
 from fgl.lang.checks.base import CheckerBase
 from fgl.lang.checks.observations import name_refs
 from fgl.lang.checks.text import loc_of

@@ -2,7 +2,7 @@
 reuse (formatted with ``labels``, a template's labels as written)."""
 from __future__ import annotations
 
-from fgl.features.builtins import BUILTINS
+from fgl.lang.builtins import BUILTINS
 
 COLUMN_KINDS = ("text", "number", "vector")
 INPUT_FORMATS = ("conll", "graph")

@@ -2,8 +2,8 @@
 with built-ins, their kinds, and cycles among them."""
 from __future__ import annotations
 
-from fgl.features.builtins import BUILTINS
 from fgl.lang.ast import Call, Conj, Disj, Loc, NameRef
+from fgl.lang.builtins import BUILTINS
 from fgl.lang.checks.base import CheckerBase
 from fgl.lang.checks.text import loc_of
 

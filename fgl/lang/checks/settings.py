@@ -1,5 +1,6 @@
 """Checks of `train { ... }`, `infer METHOD(...)` and template options
-against the table of settings (``fgl.lang.settings``)."""
+against the table of settings (``fgl.lang.settings``).  Which train settings
+the chosen trainer reads is the trainers' to say (``fgl.learn.trainers``)."""
 from __future__ import annotations
 
 from fgl.lang.ast import Loc, Setting
@@ -9,34 +10,9 @@ from fgl.lang.settings import INFER_METHODS, block_settings
 
 MAX_WHOLE = 2**31 - 1   # the largest whole-number setting (engines count in machine integers)
 
-# the train settings each trainer does not read: in the spec, an error at the setting, the
-# same for `fgl check` as for training (``unread_settings``)
-UNREAD = {"lbfgs": ("epochs", "batch"),
-          "perceptron": ("sigma", "max_iter", "tol", "objective", "bp_start", "l1"),
-          "ecrn": ("sigma", "max_iter", "tol", "objective", "bp_start", "l1", "epochs", "batch")}
-
-
-def unread_settings(train: list[Setting]) -> list[tuple[Setting, str]]:
-    """The settings of a train block its trainer does not read, each with
-    what to say (``objective = likelihood`` under the perceptron is what it
-    decodes by, so it is accepted)."""
-    trainer = next((str(s.value) for s in train if s.key == "trainer"), "lbfgs")
-    if trainer not in UNREAD:
-        return []   # (an unknown trainer: reported as such)
-    name = "lbfgs (the default)" if trainer == "lbfgs" else trainer
-    hint = {"perceptron": " (it runs `epochs` passes and has no prior)",
-            "ecrn": " (it counts relative frequencies in one pass)"}.get(trainer, "")
-    return [(s, f"train: `{s.key}` is not read by trainer {name}{hint}; remove it or change "
-                "the trainer")
-            for s in train if s.key in UNREAD[trainer]
-            and not (trainer == "perceptron" and s.key == "objective" and s.value == "likelihood")]
-
-
 class SettingChecks(CheckerBase):
     def check_train(self) -> None:
         self.check_settings(self.spec.train, "train", "train")
-        for s, message in unread_settings(self.spec.train):
-            self.error(s.loc, message)
 
     def check_infer(self) -> None:
         if self.spec.infer_method is None:

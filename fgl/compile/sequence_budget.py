@@ -1,0 +1,79 @@
+"""The memory a chain or segment model takes (``fgl.compile.footprint``):
+the estimate of a compiled model, and the refusal, from the first pass's
+counts alone, of one whose label states, units or inference scratch would
+exceed the budget before any of them is made.
+"""
+from __future__ import annotations
+
+from fgl.compile.budget import memory_budget
+from fgl.compile.footprint import (
+    BYTES_PER_UNIT_MADE,
+    BYTES_PER_UNIT_MADE_TEMPLATE,
+    PY_PER_TRANSITION,
+    STATES_ADVICE,
+    Footprint,
+    chain_states,
+    sequence_footprint,
+)
+from fgl.compile.frontend import TemplatePlan
+from fgl.engines.sequence.structure import ChainStructure
+from fgl.lang import ast
+
+ADVICE = ("use support = observed, fewer patterns or fewer observations (in a segment model, "
+          "a shorter `segments max`), or give a larger budget")
+
+
+def model_footprint(span: int, structure: ChainStructure, features: list[int], notes: list[str],
+               attributes: int, tokens: int, units: int, unit_rows: int, longest: int,
+               n_sequences: int, jobs: int) -> Footprint:
+    """``sequence_footprint`` of a model whose units cover up to ``span`` tokens."""
+    return sequence_footprint(features, notes, ADVICE, attributes=attributes, tokens=tokens,
+                              units=units, unit_rows=unit_rows, longest=longest, span=span,
+                              n_labels=structure.n_labels, n_forward=structure.n_forward,
+                              n_patterns=len(structure.patterns), n_sequences=n_sequences,
+                              jobs=jobs)
+
+
+def check_counts(span: int, spec: ast.Spec, plans: list[TemplatePlan],
+                  z_list: list[tuple[int, ...]], n_labels: int,
+                  spans: list[list[tuple[int, int]]], jobs: int) -> None:
+    """Refuse, from the counts the first pass over the data gives (labels,
+    label patterns, tokens, the longest sequence), a model whose state
+    machine, units and inference scratch alone would exceed the memory
+    budget — before any of them is made — at the `segments max` when the
+    candidate segments take most, else at the template of the most label
+    patterns when the label states and inference take more than the data.
+    Features count as a lower bound here (one attribute per pattern of a
+    ``support = all`` template; the vocabularies are not read yet):
+    ``FeatureTable`` counts them exactly before they are made,
+    and refuses what is left (a chain's training data, say)."""
+    n_forward, n_states = chain_states(n_labels, z_list)
+    lengths = [segs[-1][1] + 1 if segs else 0 for segs in spans]
+    longest, tokens = max(lengths, default=1), sum(lengths)
+    features = [len(p.patterns) if p.support == "all" else 0 for p in plans]
+    fp = sequence_footprint(features, [""] * len(plans), ADVICE, attributes=0, tokens=tokens,
+                            units=tokens * span, unit_rows=0, longest=longest, span=span,
+                            n_labels=n_labels, n_forward=n_forward, n_patterns=len(z_list),
+                            n_sequences=len(spans), jobs=jobs)
+    fp.parts["label states"] = float(n_states * PY_PER_TRANSITION)
+    fp.parts["training data"] += float(longest * span * (
+        BYTES_PER_UNIT_MADE + BYTES_PER_UNIT_MADE_TEMPLATE * len(plans)))
+    if fp.total <= memory_budget():
+        return
+    per_span = fp.parts["inference"] + fp.parts["training data"]
+    if span > 1 and per_span >= fp.parts["label states"]:   # (span > 1: a segment model)
+        fp.advice = ("use a shorter `segments max` (or shorter per-label limits), split the "
+                     "longest sequences, or give a larger budget")
+        fp.refuse(f"`segments max {span}` makes {longest * span:,} candidate segments in the "
+                  f"longest sequence ({longest:,} tokens x {span} lengths; {tokens * span:,} in "
+                  f"all)", spec.segments.loc)
+    if fp.parts["label states"] + fp.parts["inference"] < fp.parts["training data"]:
+        return   # (a chain's data, read already: the exact count after the rows refuses it)
+    ti = max(range(len(plans)), key=lambda t: (len(plans[t].patterns), -t))
+    tpl = spec.templates[ti]
+    fp.advice = STATES_ADVICE
+    fp.refuse(f"template '{tpl.name}' has {len(plans[ti].patterns):,} label patterns over "
+              f"{n_labels:,} labels: with the others, {n_forward:,} forward states x {n_labels:,} "
+              f"labels = {n_states:,} label-state transitions, each scored at every "
+              f"{'unit' if span > 1 else 'token'} of sequences of up to {longest:,} tokens",
+              tpl.loc)

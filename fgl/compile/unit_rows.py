@@ -1,0 +1,128 @@
+"""Every unit's attribute rows as flat CSR arrays, and the batches of
+sentences whose features are computed together: what the sequence
+compile (``fgl.compile.feature_table``) and the models' ``encode``
+(``fgl.compile.sequence``) build units with.
+"""
+from __future__ import annotations
+
+from array import array
+from typing import Iterable
+
+import numpy as np
+
+from fgl.compile.conjunctions import ConjunctionIndex
+from fgl.data.sentence import Sentence
+from fgl.engines.sequence.encoded import unit_ones
+from fgl.features.span_arrays import KeyTable, Rows
+
+
+class UnitRows:
+    """Every unit's attribute rows and values, appended unit by unit into
+    flat arrays (CSR); values are stored only once one differs from 1."""
+
+    def __init__(self) -> None:
+        self.ptr, self.rows = array("q", [0]), array("i")
+        self.vals: array | None = None
+
+    def add(self, rows: list[int], vals: list[float]) -> None:
+        if self.vals is None and vals.count(1.0) != len(vals):
+            self.vals = array("d", [1.0]) * len(self.rows)
+        self.rows.extend(rows)
+        if self.vals is not None:
+            self.vals.extend(vals)
+        self.ptr.append(len(self.rows))
+
+    def extend(self, lengths: np.ndarray, rows: np.ndarray, vals: np.ndarray) -> None:
+        """Units of ``lengths`` rows each, their rows and values in turn."""
+        if self.vals is None and not np.all(vals == 1.0):
+            self.vals = array("d", [1.0]) * len(self.rows)
+        self.rows.frombytes(rows.astype(np.int32).tobytes())
+        if self.vals is not None:
+            self.vals.frombytes(vals.astype(np.float64).tobytes())
+        ends = len(self.rows) - int(lengths.sum()) + np.cumsum(lengths, dtype=np.int64)
+        self.ptr.frombytes(ends.tobytes())
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(unit pointers, rows, values) sharing the buffers."""
+        rows = np.frombuffer(self.rows, dtype=np.int32)
+        vals = unit_ones(len(rows)) if self.vals is None else np.frombuffer(self.vals)
+        return np.frombuffer(self.ptr, dtype=np.int64), rows, vals
+
+
+class KeyRows:
+    """Per template, the vocabulary as an array over attribute ids of a
+    ``KeyTable``: the row of each id, -1 for none (grown with the table)."""
+
+    def __init__(self, keys: KeyTable, vocabs: list[dict[str, int]]):
+        self.keys = keys
+        self.by_id = []
+        for vocab in vocabs:
+            ids = np.array([keys.key_id(k) for k in vocab], dtype=np.int64)
+            by_id = np.full(len(keys), -1, dtype=np.int64)
+            by_id[ids] = np.fromiter(vocab.values(), dtype=np.int64, count=len(vocab))
+            self.by_id.append(by_id)
+
+    def table(self, ti: int) -> np.ndarray:
+        """Template ``ti``'s array, grown to every id of the key table."""
+        by_id = self.by_id[ti]
+        if len(by_id) < len(self.keys):
+            grown = np.full(max(len(self.keys), 2 * len(by_id)), -1, dtype=np.int64)
+            grown[:len(by_id)] = by_id
+            by_id = self.by_id[ti] = grown
+        return by_id
+
+    def rows(self, ti: int, ids: np.ndarray) -> np.ndarray:
+        return self.table(ti)[ids]
+
+    def scored(self, ids: np.ndarray, const_key: str | None) -> np.ndarray | bool:
+        """Which of ``ids`` are scored per unit (all but the constant key's)."""
+        const = self.keys.index.get(const_key) if const_key is not None else None
+        return True if const is None else ids != const
+
+
+def conjunction_rows(conj: ConjunctionIndex, rows: Rows, keys: KeyTable
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(unit, row, value) of the induced conjunctions present in each unit."""
+    names, vals = keys.keys, rows.val.tolist()
+    ids = rows.key.tolist()
+    unit, row, val = [], [], []
+    for n, (a, b) in enumerate(zip(rows.ptr[:-1].tolist(), rows.ptr[1:].tolist())):
+        if a < b:
+            for r, v in conj.rows(dict(zip([names[k] for k in ids[a:b]], vals[a:b]))):
+                unit.append(n)
+                row.append(r)
+                val.append(v)
+    return (np.array(unit, dtype=np.int64), np.array(row, dtype=np.int64),
+            np.array(val, dtype=np.float64))
+
+
+def append_units(units: UnitRows, n_units: int, unit: list[np.ndarray], row: list[np.ndarray],
+               val: list[np.ndarray]) -> None:
+    """Add ``n_units`` units from (unit, row, value) items given template by
+    template: each unit's rows in template order, then item order."""
+    of_unit = np.concatenate(unit) if unit else np.zeros(0, dtype=np.int64)
+    order = np.argsort(of_unit, kind="stable")
+    units.extend(np.bincount(of_unit, minlength=n_units),
+                 np.concatenate(row)[order] if unit else of_unit,
+                 np.concatenate(val)[order] if unit else np.zeros(0))
+
+
+# sentences whose features are computed together: large enough that array work
+# outweighs its per-call overhead, small enough to keep a batch's span items in memory
+BATCH_TOKENS = 1024
+
+
+def batches(sentences: Iterable[Sentence], limit: int) -> Iterable[list[Sentence]]:
+    """The first ``limit`` sentences in batches of about ``BATCH_TOKENS`` tokens."""
+    batch: list[Sentence] = []
+    size = 0
+    for i, sent in enumerate(sentences):
+        if i >= limit:
+            break
+        batch.append(sent)
+        size += len(sent.rows)
+        if size >= BATCH_TOKENS:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch

@@ -1,0 +1,213 @@
+"""Instances of a factor-graph model and their unrolled factors (Sutton &
+McCallum §1.4.4, eq. 1.41).
+
+An *instance* is what one factor graph covers: a sentence, a document when
+a pair template says ``within document``, or a graph read from JSON lines.
+``Unroller`` lays out its label variables (one per layer and position or
+node) and unrolls every clique template into factors with their
+attributes; the compile (``fgl.compile.factor_graphs``), its distributed
+passes and drawings read instances through it.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from fgl.compile.footprint import GraphCounts
+from fgl.compile.frontend import Layer, label_id
+from fgl.compile.pairs import estimate_pairs, linked_pairs
+from fgl.data.sentence import Sentence
+from fgl.errors import DataError
+from fgl.features.observations import ObservationCompiler, TemplateAttributes, sentence_columns
+from fgl.lang import ast
+
+SAMPLE_FACTORS = 1000  # factors per template whose attributes Unroller.census reads
+
+
+@dataclass
+class Instance:
+    """The sentences (or graph) one factor graph covers, with its columns
+    concatenated; ``bounds`` are each sentence's token offsets."""
+
+    sentences: list[Sentence]
+    bounds: list[int]
+    cols: dict[str, list]
+    gold: dict[str, list[str]] | None
+
+    @property
+    def size(self) -> int:
+        return self.bounds[-1]
+
+    @property
+    def partial(self) -> bool:
+        """Whether some gold labels are given and some are not (a partially
+        labelled graph: the unlabelled ones are None)."""
+        return self.gold is not None and any(y is None for ys in self.gold.values() for y in ys)
+
+    @property
+    def edges(self) -> list | None:
+        """The typed edges (a, b, type) of a graph instance; None for sentences."""
+        return getattr(self.sentences[0], "edges", None)
+
+    def sentence_at(self, p: int) -> tuple[Sentence, int]:
+        """The sentence holding position ``p`` and p's index in it."""
+        for s, (a, b) in enumerate(zip(self.bounds, self.bounds[1:])):
+            if a <= p < b:
+                return self.sentences[s], p - a
+        raise IndexError(p)
+
+
+def group_instances(spec: ast.Spec, sentences: Sequence[Sentence], with_gold: bool
+                    ) -> list[Instance]:
+    """Group sentences into instances — one per sentence, or one per
+    document when a template links pairs ``within document`` — and
+    concatenate their columns."""
+    by_doc = any(t.within == "document" for t in spec.templates)
+    groups: list[list[Sentence]] = []
+    for sent in sentences:
+        if by_doc and groups and groups[-1][-1].doc == sent.doc:
+            groups[-1].append(sent)
+        else:
+            groups.append([sent])
+    out = []
+    for group in groups:
+        cols: dict[str, list] = defaultdict(list)
+        bounds, gold_ok = [0], True
+        for sent in group:
+            c, g = sentence_columns(spec, sent.rows, sent.lines, sent.file)
+            gold_ok &= g is not None
+            for k, v in c.items():
+                cols[k].extend(v)
+            bounds.append(bounds[-1] + len(sent.rows))
+        if with_gold and not gold_ok:
+            sent = group[0]
+            if hasattr(sent, "node_ids"):   # a graph
+                raise DataError(f"this graph has no label: {', '.join(map(repr, spec.outputs))} "
+                                f"{'is' if len(spec.outputs) == 1 else 'are'} null or missing "
+                                "on every node; training needs labelled nodes",
+                                sent.file, sent.lines[0])
+            raise DataError(f"this data has no label column(s) {', '.join(spec.outputs)}",
+                            sent.file, sent.lines[0])
+        gold = {o: cols[o] for o in spec.outputs} if gold_ok else None
+        out.append(Instance(group, bounds, dict(cols), gold))
+    return out
+
+
+@dataclass
+class Unroller:
+    """Lays out each instance's label variables (layer-major: one per layer
+    and position or node) and unrolls every clique template into factors
+    (Sutton & McCallum eq. 1.41), evaluating their observations."""
+
+    spec: ast.Spec
+    layers: list[Layer]
+    attributes: TemplateAttributes = field(repr=False)
+    obs: ObservationCompiler = field(repr=False)
+
+    @classmethod
+    def for_spec(cls, spec: ast.Spec, base_dir: Path, layers: list[Layer],
+                 lexicons: dict[str, frozenset[str]] | None = None) -> "Unroller":
+        """An unroller whose observations read lexicons relative to
+        ``base_dir`` (or the given loaded ``lexicons``)."""
+        attributes = TemplateAttributes(spec, base_dir, lexicons)
+        return cls(spec, layers, attributes, ObservationCompiler(spec, base_dir,
+                                                                 attributes.lexicons))
+
+    def var_index(self, inst: Instance) -> tuple[np.ndarray, int]:
+        """Variable id of (layer, position): layer-major."""
+        n = inst.size
+        return np.arange(len(self.layers) * n).reshape(len(self.layers), n), n
+
+    def factors(self, inst: Instance) -> list[tuple[int, list[int], list[tuple[str, float]]]]:
+        """Every factor of an instance: (template, variables, attributes)."""
+        var, n = self.var_index(inst)
+        out = []
+        for ti, tpl in enumerate(self.spec.templates):
+            refs = variables(tpl)
+            layer_of = [self.layer_index[var] for var, _, _ in refs]
+            if all(index == "t" for _, _, index in refs):
+                for a, b in zip(inst.bounds, inst.bounds[1:]):
+                    sent_cols = {k: v[a:b] for k, v in inst.cols.items()}
+                    attrs = self.attributes.evaluate(ti, sent_cols, b - a, None)
+                    for t in range(b - a):
+                        pos = [t + off for _, off, _ in refs]
+                        if min(pos) < 0 or max(pos) >= b - a:
+                            continue
+                        out.append((ti, [int(var[li, a + p]) for li, p in zip(layer_of, pos)],
+                                    attrs[t]))
+                continue
+            spans = linked_pairs(tpl, inst.cols, n, inst.edges, self.obs)
+            attrs = self.attributes.evaluate(ti, inst.cols, n, spans)
+            for (i, j), items in zip(spans, attrs):
+                ends = [i if index in ("i", "a") else j for _, _, index in refs]
+                out.append((ti, [int(var[li, p]) for li, p in zip(layer_of, ends)], items))
+        return out
+
+    def census(self, instances: list[Instance]) -> GraphCounts:
+        """What ``factors`` would make, without making it: each template's
+        factors on each instance (pair templates' estimated by
+        ``fgl.compile.pairs.estimate_pairs``) and its attribute items per
+        factor, read off a sample of up to ``SAMPLE_FACTORS`` factors."""
+        T = len(self.spec.templates)
+        factors = np.zeros((len(instances), T), dtype=np.int64)
+        items, sampled = np.zeros(T), np.zeros(T)
+        for k, inst in enumerate(instances):
+            for ti, tpl in enumerate(self.spec.templates):
+                refs = variables(tpl)
+                offsets = [off for _, off, index in refs if index == "t"]
+                if len(offsets) == len(refs):
+                    lengths = np.diff(inst.bounds)
+                    factors[k, ti] = np.maximum(
+                        0, lengths - max(0, max(offsets)) - max(0, -min(offsets))).sum()
+                    if sampled[ti] < SAMPLE_FACTORS:
+                        a, b = inst.bounds[0], inst.bounds[1]
+                        rows = self.attributes.evaluate(
+                            ti, {c: v[a:b] for c, v in inst.cols.items()}, b - a, None)
+                        items[ti] += sum(len(r) for r in rows)
+                        sampled[ti] += len(rows)
+                    continue
+                factors[k, ti], sample = estimate_pairs(tpl, inst.cols, inst.size, inst.edges,
+                                                        self.obs)
+                if sampled[ti] < SAMPLE_FACTORS and sample:
+                    rows = self.attributes.evaluate(ti, inst.cols, inst.size, sample)
+                    items[ti] += sum(len(r) for r in rows)
+                    sampled[ti] += len(rows)
+        return GraphCounts(factors, np.array([inst.size for inst in instances], dtype=np.int64),
+                           items / np.maximum(sampled, 1))
+
+    @property
+    def layer_index(self) -> dict[str, int]:
+        index = {layer.name: k for k, layer in enumerate(self.layers)}
+        if len(self.spec.outputs) == 1:
+            index["y"] = 0
+        return index
+
+
+def variables(tpl: ast.Template) -> list[tuple[str, int, str]]:
+    """The template's variables as (layer, offset, index), oldest first:
+    ``y[t-1..t]`` is two variables, ``(y[i], y[j])`` two."""
+    return [(r.var, off, r.index) for r in tpl.labels for off in range(r.lo, r.hi + 1)]
+
+
+def gold_assignment(inst: Instance, layers: list[Layer], declared: bool) -> np.ndarray:
+    """The gold label id of every variable of an instance (layer-major;
+    -1 for hidden variables and unlabelled nodes)."""
+    n = inst.size
+    g = np.full(len(layers) * n, -1, dtype=np.int64)
+    for k, layer in enumerate(layers):
+        if layer.hidden:
+            continue
+        index = layer.index
+        for p, y in enumerate(inst.gold[layer.name]):
+            if y is None:   # an unlabelled node of a partially labelled graph
+                continue
+            i = index.get(y)
+            if i is None:
+                sent, t = inst.sentence_at(p)
+                i = label_id(layer, y, sent.file, sent.lines[t], declared)
+            g[k * n + p] = i
+    return g

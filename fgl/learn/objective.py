@@ -1,0 +1,197 @@
+"""What L-BFGS minimises: the ``TrainingObjective`` protocol, and the
+likelihood objective every program offers.
+
+Objective (Sutton & McCallum eq. 1.21): the negative conditional
+log-likelihood plus a Gaussian (L2) prior with a per-feature sigma (per
+template, Cuong et al. 2014 footnote 5),
+
+    f(w) = Σ_i [log Z(x_i) - log Z(y_i, x_i)] + Σ_k w_k² / (2 σ_k²),
+
+where Z(y, x) is the program clamped to the gold labels — exp(w·F(x, y))
+when every variable is observed, a sum over the hidden ones otherwise
+(Sutton & McCallum eq. 1.46-1.48).  Its gradient (Sutton & McCallum eq.
+1.22, 1.52): expected minus clamped-expected feature counts plus w / σ².
+The program supplies both (``fgl.engines.program.Program``).
+
+Under approximate inference (loopy BP / TRP / TRW, Sutton & McCallum
+§1.4.4) the objective is the Bethe (or the convex TRW) approximation and
+its gradient the beliefs' expected counts — the two agree only at a BP fixed
+point, to the tolerance BP ran to.  Where BP has several fixed points
+(strong couplings around loops) the one reached depends on the starting
+messages, so by default every evaluation starts BP cold, from uniform
+messages, and the objective is a function of the weights.  ``bp_start =
+"warm"`` instead starts each instance from its messages at the optimiser's
+current iterate (the ``WarmStart`` the ``Objective`` owns, one for the model
+and one for the clamped program; ``train_lbfgs`` calls ``accept()`` whenever
+the iterate moves to the last evaluated point): fewer passes per evaluation,
+every trial point of one line search from the same messages, but an
+objective that depends on the path.  (Measured on 100 CoNLL-2003 articles,
+skip chain, TRP to 1e-4, 60 iterations: cold 184 evaluations, 21 s, final
+objective 949 and no failed line search; warm 371 evaluations, 163 s,
+objective 1130 and four.)
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+from numba import njit
+
+from fgl.engines.parallel import resolve_jobs
+from fgl.engines.program import InferenceStats, Program
+
+BP_SETTINGS = ("tol", "max_iter", "damping")
+
+
+class TrainingObjective(Protocol):
+    """f(w) and ∇f(w) for ``fgl.learn.learner.train_lbfgs``, with what the
+    learner asks of it around the line search.  ``ExactObjective`` gives the
+    answers of an objective without approximate inference."""
+
+    stats: InferenceStats | None   # the last evaluation's approximate inference, if any
+
+    def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]: ...
+
+    def approximate(self) -> bool:
+        """Whether evaluations run approximate inference that ``tighten`` can refine."""
+
+    def tighten(self) -> str | None:
+        """Make later evaluations more precise and say how; None: nothing changed."""
+
+    def accept(self) -> None:
+        """The last evaluation's weights are the optimiser's new iterate."""
+
+    def bp_settings(self) -> dict | None:
+        """Inference settings to save in a checkpoint (None: none)."""
+
+    def restore_bp_settings(self, saved: dict | None) -> None:
+        """Put back what ``bp_settings`` returned."""
+
+
+class ExactObjective:
+    """The ``TrainingObjective`` answers of an objective with no approximate
+    inference: nothing to tighten, accept, save or restore."""
+
+    stats: InferenceStats | None = None
+
+    def approximate(self) -> bool:
+        return False
+
+    def tighten(self) -> str | None:
+        return None
+
+    def accept(self) -> None:
+        pass
+
+    def bp_settings(self) -> dict | None:
+        return None
+
+    def restore_bp_settings(self, saved: dict | None) -> None:
+        pass
+
+
+@njit(cache=True, nogil=True)
+def add_prior(grad, w, inv_var):
+    """grad += w / σ² in place; returns Σ w² / (2σ²).  ``inv_var`` holds
+    1/σ² per weight, or one value for all."""
+    total = 0.0
+    same = inv_var.shape[0] == 1
+    for k in range(w.shape[0]):
+        p = (inv_var[0] if same else inv_var[k]) * w[k]
+        grad[k] += p
+        total += p * w[k]
+    return 0.5 * total
+
+
+def inverse_variance(sigma: np.ndarray) -> np.ndarray:
+    """1/σ² per weight for ``add_prior``, or one value when all are equal."""
+    sigma = np.asarray(sigma, dtype=np.float64)
+    if sigma.size and (sigma == sigma.flat[0]).all():  # one prior for every weight
+        sigma = sigma.flat[:1]
+    return 1.0 / np.square(sigma)
+
+
+class Objective:
+    """The likelihood objective (module docstring): f(w) and ∇f(w) for a
+    program on encoded training data, a ``TrainingObjective``.
+
+    With every variable observed, the gold side is the score w·F(x, y) of
+    the gold counts F, computed once here; with hidden variables it is the
+    clamped program, run at every evaluation.  ``stats`` holds the last
+    evaluation's approximate-inference statistics (None for exact engines).
+
+    A program that runs BP (``warm_start(data)``, the loopy program) gets
+    a ``WarmStart`` per side, held here (``warm``, ``warm_clamped``): BP's
+    settings, which ``tighten`` changes, and under ``bp_start = "warm"`` the
+    messages — each evaluation then starts BP from those of the last
+    evaluation ``accept()`` was called after (cold until the first).  Under
+    ``"cold"`` (the default) every evaluation starts from uniform messages.
+    """
+
+    def __init__(self, program: Program, data: object, sigma: np.ndarray, jobs: int = 0,
+                 bp_start: str = "cold"):
+        if bp_start not in ("cold", "warm"):
+            raise ValueError(f"bp_start must be 'cold' or 'warm', not {bp_start!r}")
+        self.program, self.data, self.jobs = program, data, resolve_jobs(jobs)
+        self.inv_var = inverse_variance(sigma)
+        self.gold_counts = None if program.has_hidden else program.gold_counts(data)
+        self.stats: InferenceStats | None = None
+        carry = bp_start == "warm"
+        self.warm = program.warm_start(data, carry)
+        self.warm_clamped = program.warm_start(data, carry) if program.has_hidden else None
+
+    def approximate(self) -> bool:
+        """Whether some instance runs BP (which ``tighten`` can refine)."""
+        return self.bp_settings() is not None
+
+    def tighten(self) -> str | None:
+        """Make the following evaluations more precise — BP to a tenth of
+        its tolerance, with twice the passes and, if instances did not
+        converge, damped (``WarmStart.tighten``) — and say so; None when
+        there is nothing to tighten (exact engines and ``infer exact``, or
+        BP at its tightest)."""
+        if self.warm is None:
+            return None
+        note = self.warm.tighten()
+        clamped = self.warm_clamped.tighten() if self.warm_clamped is not None else None
+        if clamped is not None and clamped != note:
+            note = f"{note or 'model: unchanged'}; clamped program: {clamped}"
+        return note
+
+    def bp_settings(self) -> dict | None:
+        """BP's settings per side as recoveries left them (for a
+        checkpoint), None when no BP runs."""
+        sides = {"model": self.warm, "clamped": self.warm_clamped}
+        saved = {side: {k: getattr(warm, k) for k in BP_SETTINGS}
+                 for side, warm in sides.items() if warm is not None}
+        return saved or None
+
+    def restore_bp_settings(self, saved: dict | None) -> None:
+        """Put back what ``bp_settings`` returned."""
+        for side, warm in {"model": self.warm, "clamped": self.warm_clamped}.items():
+            if warm is not None and saved and side in saved:
+                warm.tol = float(saved[side]["tol"])
+                warm.max_iter = int(saved[side]["max_iter"])
+                warm.damping = float(saved[side]["damping"])
+
+    def accept(self) -> None:
+        """The weights of the last evaluation are the optimiser's new
+        iterate: later evaluations start BP from that evaluation's messages
+        (``WarmStart.accept``)."""
+        for warm in (self.warm, self.warm_clamped):
+            if warm is not None:
+                warm.accept()
+
+    def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
+        model = self.program.expectations(w, self.data, self.jobs, warm=self.warm)
+        grad = model.counts  # the program's fresh array: update it in place
+        if self.gold_counts is None:
+            gold = self.program.clamped_expectations(w, self.data, self.jobs,
+                                                     warm=self.warm_clamped)
+            gold_log_z, observed = gold.log_z, gold.counts
+        else:
+            gold_log_z, observed = float(w @ self.gold_counts), self.gold_counts
+        grad -= observed
+        self.stats = model.stats
+        prior = add_prior(grad, w, self.inv_var) if len(w) else 0.0
+        return float(model.log_z - gold_log_z + prior), grad

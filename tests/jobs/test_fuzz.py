@@ -1,0 +1,235 @@
+"""The fuzzer (issue 11, item 7): hypothesis-driven mutations of every stdlib
+spec, of data files (CoNLL columns and JSON-lines graphs) and of model-file
+bytes, each run through checking, training, tagging and the CLI.
+
+Checked over a bounded, derandomized run: every input ends in success or in
+one of fgl's own errors (``FglError``: a located, teaching message), never
+in another exception; none runs past the per-input time bound; all of it
+stays within a memory bound (``fuzz_support``).  Each target prints how many
+inputs it tried.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import warnings
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+from support.fuzz_mutations import SPECS, mutate_columns, mutate_graphs, mutate_model, mutate_spec
+from support.fuzz_support import MEMORY_HEADROOM, Hang, Tally, data_text, time_bound
+
+from fgl.api import CRF
+from fgl.cli import main
+from fgl.io.conll import ShortLineWarning
+from fgl.io.model_files import load_model
+from fgl.lang.parser import read_spec
+
+FUZZ = settings(deadline=None, derandomize=True, database=None, print_blob=True,
+                suppress_health_check=list(HealthCheck))
+
+NUMERIC = """columns word, x:number, v:vector, label
+output label
+obs w = word[t-1..t+1]
+template state: y[t] ~ bias, w, value(x[t]), value(v[t]), value(x[t-1])
+template transition: y[t-1..t]
+"""
+# a graph model conjoining bags of words: how many items a node gives depends on its text
+BAGS = SPECS["relational.fgl"].replace("tokens(lower(words[a]))",
+                                       "tokens(lower(words[a])) & tokens(words[a])")
+GAPPED = """columns word, label
+output label
+template state: y[t] ~ word[t], bias
+template gap: (y[t-2], y[t]) ~ bias
+"""
+# trained before any input is timed, so that every engine and learner is compiled
+WARM = {**SPECS, "numeric.fgl": NUMERIC, "bags.fgl": BAGS, "gapped.fgl": GAPPED,
+        "exact.fgl": GAPPED + "infer exact\n", "loopy.fgl": GAPPED + "infer loopy\n",
+        "pseudo.fgl": GAPPED + "train { objective = pseudo_likelihood }\n",
+        "piecewise.fgl": GAPPED + "train { objective = piecewise }\n"}
+# the specs whose data and models are fuzzed: one per engine and input kind
+BASES = ["hmm_like.fgl", "crfsuite_chunking.fgl", "semi_crf.fgl", "skip_chain.fgl",
+         "relational.fgl", "bags.fgl", "numeric.fgl"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> dict[str, tuple[Path, str, Path]]:
+    """Each warm-up spec's file, its training data and a model trained on it."""
+    out = {}
+    folder = tmp_path_factory.mktemp("fuzz-bases")
+    for name, text in WARM.items():
+        spec_path = folder / name
+        spec_path.write_text(text, encoding="utf-8")
+        spec = read_spec(spec_path)
+        data = data_text(spec)
+        data_path = folder / f"{name}.data"
+        data_path.write_text(data, encoding="utf-8")
+        crf = CRF(spec, max_iter=3, jobs=1).fit_file(data_path)
+        crf.tag_file(data_path)
+        model = folder / f"{name}.fglm"
+        crf.save(model)
+        out[name] = (spec_path, data, model)
+    return out
+
+
+def cli(*argv: object) -> int:
+    """``fgl argv...`` in-process, writing to streams that encode as the real
+    ones do: its exit status, after checking that it wrote no traceback (an
+    fgl error is one ``fgl: ...`` line)."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace")
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+        out.flush()
+    err.flush()
+    text = err.buffer.getvalue().decode("utf-8")
+    assert "Traceback" not in text, text
+    assert code in (0, 1, 2), (code, text)
+    return code
+
+
+@pytest.fixture
+def tally(request, capsys) -> Iterator[Tally]:
+    """The test's tally, printed past pytest's capture when it ends; a hang
+    in compiled code dumps its tracebacks there too (a campaign runs in a
+    forked process, see ``Tally.campaign``)."""
+    with capsys.disabled():
+        terminal = os.dup(2)
+    counts = Tally(request.node.name.removeprefix("test_mutated_").replace("_", " "), terminal)
+    try:
+        yield counts
+    finally:
+        os.close(terminal)
+    with capsys.disabled():
+        print(f"\n{counts.summary()}")
+
+
+# ---------------------------------------------------------------- 1. specs
+
+def test_mutated_specs(tally, trained, tmp_path):
+    """Mutants of every stdlib spec: `fgl check` and the parser agree; a mutant
+    that checks is explained (`fgl explain --train` too), trains on data
+    made for it, tags, and round-trips through a model file."""
+    @settings(FUZZ, max_examples=200)
+    @given(name=st.sampled_from(sorted(SPECS)), data=st.data())
+    def run(name: str, data: st.DataObject) -> None:
+        text = mutate_spec(SPECS[name], data)
+        note(f"mutant of {name}:\n{text}")
+        tally.new_input()
+        path = tmp_path / name
+        path.write_bytes(text.encode("utf-8", errors="surrogatepass"))
+        with tally.bound("fgl check"):
+            code = cli("check", path)
+        spec = tally.attempt("read_spec", lambda: read_spec(path))
+        assert (code == 0) == bool(spec), "`fgl check` and read_spec disagree"
+        if not spec:
+            return
+        data_path = tmp_path / "train.data"
+        data_path.write_text(data_text(spec[0]), encoding="utf-8")
+        made = tally.attempt("CRF", lambda: CRF(spec[0], max_iter=2, jobs=1))
+        if not made:
+            return
+        crf = made[0]
+        tally.attempt("explain", crf.explain)
+        with tally.bound("fgl explain --train"):
+            code = cli("explain", path, "--train", data_path)
+        tally.counts[f"fgl explain --train: exit {code}"] += 1
+        if not tally.attempt("fit", lambda: crf.fit_file(data_path)):
+            return
+        tally.attempt("tag", lambda: crf.tag_file(data_path))
+        model = tmp_path / "m.fglm"
+        if tally.attempt("save", lambda: crf.save(model)):
+            tally.attempt("load+tag", lambda: CRF.load(model, jobs=1).tag_file(data_path))
+
+    tally.campaign(run, f"{tmp_path} (the .fgl file written last)")
+
+
+# ---------------------------------------------------------------- 2. data
+
+def test_mutated_data(tally, trained, tmp_path):
+    """Mutated column files and JSON-lines graphs: read, trained on (and the
+    model saved), tagged by a trained model, and run through `fgl tag`,
+    `fgl eval` and `fgl draw`, under every short-lines policy and two
+    encodings."""
+    @settings(FUZZ, max_examples=120)
+    @given(name=st.sampled_from(BASES), short_lines=st.sampled_from(["error", "pad", "skip"]),
+           encoding=st.sampled_from(["utf-8", "utf-8", "latin-1"]), data=st.data())
+    def run(name: str, short_lines: str, encoding: str, data: st.DataObject) -> None:
+        spec_path, text, model = trained[name]
+        mutate = mutate_graphs if text.startswith("{") else mutate_columns
+        raw = mutate(text, data)
+        note(f"mutant of {name}'s data ({encoding}, short_lines={short_lines}): {raw!r}")
+        tally.new_input()
+        path = tmp_path / "d.data"
+        path.write_bytes(raw)
+        options = {"encoding": encoding, "short_lines": short_lines}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ShortLineWarning)
+            tally.attempt("read", lambda: CRF(spec_path).read(path, **options))
+            crf = CRF(spec_path, max_iter=1, jobs=1)
+            if tally.attempt("fit", lambda: crf.fit_file(path, **options)):
+                tally.attempt("save", lambda: crf.save(tmp_path / "m.fglm"))
+            tally.attempt("tag", lambda: CRF.load(model, jobs=1).tag_file(path, **options))
+        for command, source, *extra in (("tag", model, "--jobs", 1), ("eval", model, "--jobs", 1),
+                                        ("draw", spec_path)):
+            with tally.bound(f"fgl {command}"):
+                code = cli(command, source, path, "--encoding", encoding, "--short-lines",
+                           short_lines, *extra)
+            tally.counts[f"fgl {command}: exit {code}"] += 1
+
+    tally.campaign(run, str(tmp_path / "d.data"))
+
+
+# ---------------------------------------------------------------- 3. model files
+
+def test_mutated_model_files(tally, trained, tmp_path):
+    """Damaged and edited model files: loaded, then (if they load) tagging
+    with them, in Python and with `fgl tag`."""
+    models = {name: trained[name] for name in ("hmm_like.fgl", "semi_crf.fgl",
+                                               "skip_chain.fgl", "relational.fgl")}
+    raws = {name: model.read_bytes() for name, (_, _, model) in models.items()}
+
+    @settings(FUZZ, max_examples=200)
+    @given(name=st.sampled_from(sorted(models)), data=st.data())
+    def run(name: str, data: st.DataObject) -> None:
+        model = models[name][2]
+        raw = mutate_model(raws[name], data)
+        tally.new_input()
+        path = tmp_path / "m.fglm"
+        path.write_bytes(raw)
+        data_path = model.with_suffix(".data")
+        if tally.attempt("load_model", lambda: load_model(path)):
+            note(f"a mutant of {name}'s model file loads")
+            tally.attempt("load+tag", lambda: CRF.load(path, jobs=1).tag_file(data_path))
+        with tally.bound("fgl tag"):
+            code = cli("tag", path, data_path, "-o", tmp_path / "tagged", "--jobs", 1)
+        tally.counts[f"fgl tag: exit {code}"] += 1
+
+    tally.campaign(run, str(tmp_path / "m.fglm"))
+
+
+# ---------------------------------------------------------------- the bounds themselves
+
+def test_the_time_bound_fails_a_hang_even_one_swallowed():
+    with pytest.raises(Hang, match="still running after 0.2 s"):
+        with time_bound("spin", 2, seconds=0.2):
+            while True:
+                pass
+    with pytest.raises(Hang, match="ran past the 0.2 s bound"):
+        with time_bound("swallow", 2, seconds=0.2):
+            with contextlib.suppress(Exception):
+                while True:
+                    pass
+
+
+def test_a_campaign_that_crashes_or_runs_out_of_memory_fails_its_test():
+    tally = Tally("crash", 2)
+    with pytest.raises(pytest.fail.Exception, match="killed by SIGKILL; the input it was"):
+        tally.campaign(lambda: os.kill(os.getpid(), signal.SIGKILL), "here")
+    with pytest.raises(pytest.fail.Exception, match="MemoryError"):
+        tally.campaign(lambda: bytearray(2 * MEMORY_HEADROOM), "here")

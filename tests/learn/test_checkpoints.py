@@ -1,0 +1,188 @@
+"""Checkpoints and resume (``fgl.learn.checkpoint``): a run stopped and
+resumed from its checkpoint reaches the weights of the uninterrupted run —
+for L-BFGS alone, for the chain engine and for BP-trained general CRFs,
+through the API and through a SIGTERM'd `fgl train` — and a checkpoint of
+another spec, other data or other settings, or an edited one, is refused."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import rosen, rosen_der
+from support.cli import data_files, run, train_until_sigterm
+from support.paths import HMM, REPO
+from support.sentences import inputs_and_labels, segment_data, training_sentences
+from support.specs import CHAIN_FORMAT, SKIP_EQUAL_WORDS
+
+from fgl import CRF
+from fgl.errors import FglError, ModelFileError
+from fgl.learn.checkpoint import load_checkpoint
+from fgl.learn.lbfgs import History, LBFGSState, minimize_lbfgs
+from fgl.learn.learner import train_lbfgs
+
+
+def _rosen(x):
+    return float(rosen(x)), rosen_der(x)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(1, 30), st.integers(2, 8))
+def test_lbfgs_resumed_from_any_iteration_takes_the_same_steps(k, n):
+    x0 = np.linspace(-1.5, 1.2, n)
+    full = minimize_lbfgs(_rosen, x0, max_iter=40)
+    saved = []
+
+    def keep(state: LBFGSState) -> None:   # what a checkpoint file would hold
+        if state.iteration == k:
+            saved.append(LBFGSState(state.x.copy(), state.f, state.g.copy(), state.iteration,
+                                    state.evaluations,
+                                    History.restore(6, n, state.history.arrays()),
+                                    list(state.recoveries)))
+
+    minimize_lbfgs(_rosen, x0, max_iter=40, checkpoint=keep)
+    if not saved:       # converged before iteration k
+        assert full.iterations < k
+        return
+    resumed = minimize_lbfgs(_rosen, None, max_iter=40, resume=saved[0])
+    assert (resumed.iterations, resumed.evaluations) == (full.iterations, full.evaluations)
+    np.testing.assert_array_equal(resumed.x, full.x)
+
+
+@pytest.mark.parametrize("spec", [str(HMM), CHAIN_FORMAT.format(
+    extra=SKIP_EQUAL_WORDS, infer="infer trp(tol = 1e-8, max_iter = 200)")],
+    ids=["chain", "skip-chain"])
+def test_api_resume_reaches_the_uninterrupted_weights(tmp_path, spec):
+    X, y = inputs_and_labels(training_sentences())
+    full = CRF(spec, max_iter=25, tol=1e-12, jobs=1).fit(X, y)
+    ck = tmp_path / "ck.fglm"
+    part = CRF(spec, max_iter=9, tol=1e-12, jobs=1, checkpoint=ck, checkpoint_every=4).fit(X, y)
+    _, state = load_checkpoint(ck)
+    assert state.lbfgs.iteration == 9 and len(state.rows) == 9       # saved where it stopped
+    np.testing.assert_array_equal(state.lbfgs.x, part.weights)
+    resumed = CRF(spec, max_iter=25, tol=1e-12, jobs=1).fit(X, y, resume=ck)
+    assert len(resumed.training_log.iterations) == len(full.training_log.iterations)
+    assert resumed.training_log.evaluations == full.training_log.evaluations
+    assert resumed.training_log.objective == pytest.approx(full.training_log.objective,
+                                                           rel=1e-12)
+    np.testing.assert_allclose(resumed.weights, full.weights, rtol=0, atol=1e-12)
+
+
+def test_checkpoints_are_written_every_n_iterations(tmp_path, monkeypatch):
+    from fgl.learn.run import TrainingRun
+
+    X, y = inputs_and_labels(training_sentences())
+    ck = tmp_path / "ck.fglm"
+    seen = []
+    crf = CRF(str(HMM), max_iter=11, tol=1e-12, jobs=1, checkpoint=ck, checkpoint_every=5)
+    original = TrainingRun.checkpointer
+
+    def spy(run, model):
+        save = original(run, model)
+
+        def wrapped(state, final):
+            before = ck.stat().st_mtime_ns if ck.exists() else None
+            save(state, final)
+            if ck.exists() and ck.stat().st_mtime_ns != before:
+                seen.append(state.lbfgs.iteration)
+        return wrapped
+    monkeypatch.setattr(TrainingRun, "checkpointer", spy)
+    crf.fit(X, y)
+    assert seen == [5, 10, 11]
+    crf2 = CRF.load(ck)             # a checkpoint is a model file too
+    assert crf2.predict(X[:2])
+
+
+def test_sigterm_then_resume_matches_the_uninterrupted_run(tmp_path):
+    train, _ = data_files(tmp_path)
+    ck = tmp_path / "ck.fglm"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    args = ["train", str(HMM), "--train", str(train), "--tol", "1e-12", "--jobs", "1"]
+    cmd = [sys.executable, "-m", "fgl.cli", *args]
+    code, err = train_until_sigterm(args + ["-o", str(tmp_path / "stopped.fglm"), "--max-iter",
+                                            "100000", "--checkpoint", str(ck),
+                                            "--checkpoint-every", "1000"])
+    assert code == 0 and "stopped by SIGTERM" in err, err
+    stopped_at = load_checkpoint(ck)[1].lbfgs.iteration
+    assert stopped_at >= 3
+    total = str(stopped_at + 15)
+    resumed = subprocess.run(cmd + ["-o", str(tmp_path / "resumed.fglm"), "--max-iter", total,
+                                    "--resume", str(ck), "-q"],
+                             capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    whole = subprocess.run(cmd + ["-o", str(tmp_path / "whole.fglm"), "--max-iter", total, "-q"],
+                           capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    assert whole.returncode == 0, whole.stderr
+    a = CRF.load(tmp_path / "resumed.fglm")
+    b = CRF.load(tmp_path / "whole.fglm")
+    assert float(a.weights @ a.weights) == pytest.approx(float(b.weights @ b.weights), rel=1e-9)
+    np.testing.assert_allclose(a.weights, b.weights, rtol=0, atol=1e-9)
+    objective = {}
+    for name, out in (("resumed", resumed), ("whole", whole)):
+        objective[name] = float(out.stderr.split("objective ")[1].split()[0])
+    assert objective["resumed"] == pytest.approx(objective["whole"], rel=1e-6)
+
+
+def test_resume_refuses_other_data_spec_settings_and_plain_models(capsys, tmp_path):
+    train, test = data_files(tmp_path)
+    ck = tmp_path / "ck.fglm"
+    code, _, err = run(capsys, "train", HMM, "--train", train, "-o", tmp_path / "m.fglm", "-q",
+                       "--max-iter", "4", "--checkpoint", ck)
+    assert code == 0, err
+    for extra, expected in [(["--train", test], "differ from what the spec compiles"),
+                            (["--train", train, "--sigma", "0.5"], "differ from what the spec"),
+                            (["--train", train, "--resume", tmp_path / "m.fglm"],
+                             "a model file, not a training checkpoint")]:
+        argv = ["train", HMM, "-o", tmp_path / "r.fglm", "-q", *extra]
+        if "--resume" not in extra:
+            argv += ["--resume", ck]
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and expected in err and "Traceback" not in err, err
+    other = tmp_path / "other.fgl"
+    other.write_text(HMM.read_text() + "\n# edited\n", encoding="utf-8")
+    code, _, err = run(capsys, "train", other, "--train", train, "-o", tmp_path / "r.fglm",
+                       "--resume", ck, "-q")
+    assert code == 2 and "trained from another spec" in err
+
+
+def test_resume_checks_the_objective_on_the_data(tmp_path):
+    """The same compiled model on other sentences: only the objective tells."""
+    X, y = inputs_and_labels(training_sentences())
+    ck = tmp_path / "ck.fglm"
+    crf = CRF(str(HMM), max_iter=3, jobs=1, checkpoint=ck).fit(X, y)
+    model, state = load_checkpoint(ck)
+    other = model.encode(segment_data(seed=7, n_train=40)[0], with_gold=True)
+    with pytest.raises(FglError, match="the checkpoint's objective was"):
+        train_lbfgs(model.program, other, model.feat_sigma, max_iter=6, jobs=1, resume=state)
+    same = model.encode(training_sentences(), with_gold=True)
+    w, log = train_lbfgs(model.program, same, model.feat_sigma, max_iter=3, jobs=1,
+                         resume=state)
+    np.testing.assert_array_equal(w, crf.weights)   # nothing left to do at the limit
+
+
+def test_an_edited_checkpoint_is_refused(tmp_path):
+    X, y = inputs_and_labels(training_sentences())
+    ck = tmp_path / "ck.fglm"
+    CRF(str(HMM), max_iter=4, jobs=1, checkpoint=ck).fit(X, y)
+    with zipfile.ZipFile(ck) as zf:
+        members = {i.filename: zf.read(i.filename) for i in zf.infolist()}
+    assert "state_gradient.npy" in members
+    members["state_gradient.npy"] = members["state_gradient.npy"][:-8] + bytes(8)
+    bad = tmp_path / "bad.fglm"
+    with zipfile.ZipFile(bad, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    with pytest.raises(ModelFileError, match="checksum mismatch"):
+        load_checkpoint(bad)
+
+
+def test_checkpoint_options_are_checked(tmp_path):
+    with pytest.raises(FglError, match="checkpoint_every"):
+        CRF(str(HMM), checkpoint=tmp_path / "c.fglm", checkpoint_every=0)
+    with pytest.raises(FglError, match="does not exist"):
+        CRF(str(HMM), checkpoint=tmp_path / "no" / "c.fglm")
