@@ -14,9 +14,10 @@ Writing (``check_output``, ``atomic_output``, ``write_bytes``, ``write_text``):
 * A path that is also one of the command's inputs (``fgl tag M.fglm
   data.txt -o M.fglm``) is refused.
 * The new content goes to a temporary file in the target's folder
-  (``.NAME.XXXXXXXX.tmp``), is flushed to disk (fsync) and renamed over the
-  target (``os.replace``, atomic on POSIX): a reader sees the previous file
-  or the new one, never a part of either.  A failed write — no such folder,
+  (``.NAME.PID.XXXXXXXX.tmp``, PID the writing process), is flushed to
+  disk (fsync) and renamed over the target (``os.replace``, atomic on
+  POSIX): a reader sees the previous file or the new one, never a part of
+  either.  A failed write — no such folder,
   a read-only file system, a full disk, a file size limit — is a one-line
   message naming the file, and the previous file is left as it was.
 * SIGINT and SIGTERM arriving while the file is written and renamed are
@@ -24,7 +25,8 @@ Writing (``check_output``, ``atomic_output``, ``write_bytes``, ``write_text``):
   temporary file is removed), then delivered as they would have been: a
   signal ends the run after the write, never half-way through it.  The
   temporary file is removed on every way out but SIGKILL and a crash of
-  the machine.
+  the machine; what those leave is removed by the next write of the same
+  file (a temporary file whose process is gone).
 * The file keeps the permission bits of the file it replaces; a new file
   gets the usual ``0666`` less the umask.
 * ``-`` names standard output where a command allows it (``allow_stdout``).
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import io
 import os
 import signal
@@ -210,6 +213,31 @@ def _write_failed(e: OSError, what: str, existed: bool) -> str:
     return f"cannot write the {what}: {reason}{kept}"
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _remove_stale_temporaries(p: Path) -> None:
+    """Remove the temporary files a killed write of ``p`` left beside it
+    (``.NAME.PID.XXXXXXXX.tmp`` whose process PID is gone: SIGKILL, a crash).
+    A live writer's file, and anything not shaped so, is left alone."""
+    folder = p.parent if str(p.parent) else Path(".")
+    with contextlib.suppress(OSError):
+        for tmp in folder.glob(f".{glob.escape(p.name)}.*.tmp"):
+            parts = tmp.name[len(p.name) + 2:].split(".")
+            if len(parts) == 3 and parts[0].isdigit() and tmp.is_file() \
+                    and not tmp.is_symlink() and not _alive(int(parts[0])):
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | Path, what: str = "output", *, text: bool = False,
                   encoding: str = "utf-8", inputs: Iterable = (),
@@ -225,10 +253,11 @@ def atomic_output(path: str | Path, what: str = "output", *, text: bool = False,
     inputs = list(inputs)
     check_output(path, what, inputs)
     p = Path(path)
+    _remove_stale_temporaries(p)
     with signals_held():
         existed = p.exists()
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp",
+            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.{os.getpid()}.", suffix=".tmp",
                                        dir=p.parent if str(p.parent) else ".")
         except OSError as e:
             raise OutputError(_write_failed(e, what, existed), name) from None

@@ -279,6 +279,29 @@ def test_sigterm_during_a_model_write_keeps_a_whole_model_and_no_temporary_file(
     assert temp_files(tmp_path) == []
 
 
+def test_what_a_killed_write_left_is_removed_by_the_next_write_of_the_file(made, tmp_path):
+    """SIGKILL cannot be caught: the temporary file of a write killed
+    half-way stays, and the next write of the same file removes it (its
+    process is gone); a live writer's temporary file is left alone."""
+    model, train, _, _ = made
+    out = tmp_path / "m.fglm"
+    script = tmp_path / "sigkill.py"
+    script.write_text(SIGTERM_SCRIPT.replace("SIGTERM", "SIGKILL"), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    args = ["train", str(HMM), "--train", str(train), "-o", str(out), "-q", "--max-iter", "2"]
+    killed = subprocess.Popen([sys.executable, str(script), *args], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, env=env, cwd=REPO)
+    assert killed.wait(timeout=120) == -signal.SIGKILL
+    left = temp_files(tmp_path)
+    assert len(left) == 1 and left[0].startswith(f".m.fglm.{killed.pid}.")
+    live = tmp_path / f".m.fglm.{os.getpid()}.abcdefgh.tmp"   # (this process: alive)
+    live.write_bytes(b"being written")
+    proc = subprocess.run([sys.executable, "-m", "fgl.cli", *args], capture_output=True,
+                          text=True, env=env, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert temp_files(tmp_path) == [live.name] and load_model(out)[2]["iterations"] == 2
+
+
 # ---------------------------------------------------------------- inputs
 
 @pytest.fixture
