@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from measure import current_rss_mb, peak_rss_mb
+from measure import array_mb, current_rss_mb, peak_rss_mb, print_memory
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "conll2000"
@@ -264,6 +264,8 @@ def worker_jit(a) -> dict:
 def worker_fgl(a) -> dict:
     res: dict = {"name": f"fgl jobs={a.jobs}", "jobs": a.jobs, "in_memory": a.train_in_memory}
     res.update(jit_warmup(a.jobs))
+    import tracemalloc
+
     import numpy as np
 
     from fgl.api import CRF
@@ -271,9 +273,10 @@ def worker_fgl(a) -> dict:
     from fgl.io.evaluate import evaluate
     from fgl.lang.parser import read_spec
     from fgl.lang.settings import resolve_train
-    from fgl.learn.learner import train_lbfgs
+    from fgl.learn.learner import OPTIMISER_MEMORY, train_lbfgs
     from fgl.registry import compile_model
 
+    res["mem_imports_mb"] = current_rss_mb()
     t0 = time.perf_counter()
     test = read_conll(a.data / "test.txt")
     path = a.data / "train.txt"
@@ -284,6 +287,7 @@ def worker_fgl(a) -> dict:
             return itertools.islice(iter_conll(path), QUICK_SENTENCES if a.quick else None)
     res["read_s"] = time.perf_counter() - t0
     res["rss_after_read_mb"] = current_rss_mb()
+    res["mem_read_mb"] = res["rss_after_read_mb"] - res["mem_imports_mb"]
 
     spec = read_spec(SPEC)
     sigma = 1.0 / math.sqrt(2.0 * a.c2)
@@ -294,6 +298,10 @@ def worker_fgl(a) -> dict:
     res["train_sentences"], res["train_tokens"] = data.n_sequences, data.n_tokens
     prog = model.program
     res["n_features"] = prog.n_features
+    res["mem_features_mb"] = array_mb(prog, model.structure) + model.feat_sigma.nbytes / 2**20
+    res["mem_data_mb"] = array_mb(data)
+    res["mem_compile_rest_mb"] = (current_rss_mb() - res["rss_after_read_mb"]
+                                  - res["mem_features_mb"] - res["mem_data_mb"])
     res["sigma"] = sorted({round(float(s), 12) for s in np.unique(model.feat_sigma)})
     res["labels"] = len(model.labels)
 
@@ -301,8 +309,13 @@ def worker_fgl(a) -> dict:
     max_iter = a.max_iter if a.max_iter is not None else settings.max_iter
     tol = settings.tol
     t0 = time.perf_counter()
+    tracemalloc.start()   # (numpy reports its buffers to it; the per-evaluation Python is light)
     w, tlog = train_lbfgs(prog, data, model.feat_sigma, max_iter=max_iter, tol=tol, jobs=a.jobs)
+    traced_peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
     res["train_wall_s"] = time.perf_counter() - t0
+    res["mem_history_mb"] = 2 * OPTIMISER_MEMORY * prog.n_features * 4 / 2**20
+    res["mem_scratch_mb"] = traced_peak - res["mem_history_mb"]
     res["train_s"] = tlog.seconds
     res["iterations"] = len(tlog.iterations)
     res["evaluations"] = tlog.evaluations
@@ -528,6 +541,7 @@ def parent(a) -> None:
         cols.append((f"fgl {cores} cores", fgln))
     cols.append((f"fgl {cores} cores, lists", fgl_lists))
     print_table(cols, crf)
+    print_memory(cols)
     print("fgl 1 core and fgl {0} cores read the training file as `fgl train` does (twice, "
           "streamed, never held);\n'fgl {0} cores, lists' reads it into lists first, as the "
           "CRFsuite worker does. For the streamed runs 'read data' is the test file "

@@ -60,3 +60,56 @@ class RssPeak:
         self._done.set()
         self._thread.join()
         self.peak_mb = max(self.peak_mb, current_rss_mb())
+
+
+def array_mb(*objects) -> float:
+    """MB held by the numpy arrays among the fields of ``objects`` (dataclasses,
+    NamedTuples or plain objects, one level down into NamedTuple fields),
+    each underlying buffer counted once."""
+    import numpy as np
+
+    seen: dict[int, int] = {}
+
+    def add(value) -> None:
+        if isinstance(value, np.ndarray):
+            base = value
+            while isinstance(base.base, np.ndarray):
+                base = base.base
+            if base.strides and 0 in base.strides:   # a broadcast view holds no data
+                return
+            seen[id(base)] = base.nbytes
+        elif isinstance(value, tuple) and hasattr(value, "_fields"):
+            for v in value:
+                add(v)
+
+    for obj in objects:
+        fields = obj._asdict().values() if hasattr(obj, "_asdict") else vars(obj).values()
+        for value in fields:
+            add(value)
+    return sum(seen.values()) / 2**20
+
+
+MEMORY_ROWS = [   # (label, key): the parts of a training process's peak memory, MB
+    ("process after imports (Python, numpy, numba kernels)", "mem_imports_mb"),
+    ("training data as read (held or streamed)", "mem_read_mb"),
+    ("compile: feature table (program arrays)", "mem_features_mb"),
+    ("compile: encoded training data (arrays)", "mem_data_mb"),
+    ("compile: vocabularies, labels, Python objects", "mem_compile_rest_mb"),
+    ("training: L-BFGS history (2·m·n float32)", "mem_history_mb"),
+    ("training: vectors and per-thread scratch (traced peak less history)", "mem_scratch_mb"),
+    ("peak RSS", "peak_rss_mb"),
+]
+
+
+def print_memory(cols: list[tuple[str, dict | None]]) -> None:
+    """The memory breakdown of the runs that measured one, a column each."""
+    cols = [(name, r) for name, r in cols if r is not None and "mem_imports_mb" in r]
+    if not cols:
+        return
+    print("\nwhere the memory goes (MB): RSS deltas between phases, numpy arrays by their "
+          "nbytes, training's allocations traced (tracemalloc) while L-BFGS ran")
+    width = max(len(label) for label, _ in MEMORY_ROWS)
+    print(f"{'part':<{width}} " + " ".join(f"{name:>16}" for name, _ in cols))
+    for label, key in MEMORY_ROWS:
+        print(f"{label:<{width}} " + " ".join(
+            f"{r[key]:16.1f}" if r.get(key) is not None else f"{'-':>16}" for _, r in cols))
