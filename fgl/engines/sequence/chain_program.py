@@ -16,10 +16,10 @@ from fgl.engines.program import Decoding, Expectations, Marginals
 from fgl.engines.sequence import chain, spans
 from fgl.engines.sequence.encoded import (
     EncodedData,
+    SequenceProgram,
     dense_block_sums,
     run_parallel,
     sequence_log_z,
-    sequence_mistakes,
 )
 from fgl.engines.sequence.structure import ChainStructure
 
@@ -28,7 +28,7 @@ DENSE_BYTES = 512 * 1024
 
 
 @dataclass
-class ChainProgram:
+class ChainProgram(SequenceProgram):
     """An exact pattern-sparse chain program (Ye et al. 2009 §3): the state
     machine of the model's patterns plus its feature table.
 
@@ -92,15 +92,6 @@ class ChainProgram:
         out.reshape(-1)[self.dense_slot] = w[self.dense_feats]
         return out
 
-    @property
-    def n_features(self) -> int:
-        return len(self.feat_pattern)
-
-    def pattern_bounds(self) -> np.ndarray:
-        """Per feature, one past the largest pattern id it may have (a model
-        file's arrays are checked against it)."""
-        return np.full(self.n_features, len(self.structure.patterns), dtype=np.int64)
-
     def expectations(self, w: np.ndarray, data: EncodedData, jobs: int = 1,
                      warm: None = None) -> Expectations:
         """Σ log Z and expected counts (``warm``: exact inference carries
@@ -114,15 +105,6 @@ class ChainProgram:
 
         return Expectations(*dense_block_sums(data.seq_ptr, jobs, self.n_features, w_dense,
                                               self.dense_feats, self.dense_slot, kernel))
-
-    def warm_start(self, data: EncodedData, carry: bool = True) -> None:
-        """Exact inference carries nothing between evaluations: None."""
-        return None
-
-    def mistakes(self, w: np.ndarray, data: EncodedData, i0: int, i1: int
-                 ) -> np.ndarray | None:
-        """Gold minus decoded counts of sequences i0..i1-1 (``sequence_mistakes``)."""
-        return sequence_mistakes(self, w, data, i0, i1)
 
     def gold_counts(self, data: EncodedData) -> np.ndarray:
         """Feature counts of the gold labelling: the span kernel's walk with

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -123,16 +123,38 @@ def sequence_log_z(program, w: np.ndarray, data: EncodedData) -> np.ndarray:
                      for i in range(data.n_sequences)])
 
 
-def sequence_mistakes(program, w: np.ndarray, data: EncodedData, i0: int, i1: int
-                      ) -> np.ndarray | None:
-    """Gold minus MAP-decoded feature counts of sequences i0..i1-1 decoded
-    together (an exact sequence program's ``mistakes``, the perceptron's
-    correction); None when every decoding is the gold one."""
-    sub = data.subset(i0, i1)
-    got = program.decode(w, sub, 1)
-    labels = np.concatenate(got.assignments)
-    starts = None if got.segment_starts is None else np.concatenate(got.segment_starts)
-    if np.array_equal(labels, sub.gold) and (starts is None or np.array_equal(starts, sub.starts)):
+class SequenceProgram:
+    """What the exact sequence programs (``ChainProgram``,
+    ``SemiMarkovProgram``) answer alike, over their ``feat_pattern`` and
+    ``structure``: their sizes, no warm start, the perceptron's correction."""
+
+    feat_pattern: np.ndarray
+    structure: Any
+
+    @property
+    def n_features(self) -> int:
+        return len(self.feat_pattern)
+
+    def pattern_bounds(self) -> np.ndarray:
+        """Per feature, one past the largest pattern id it may have (a model
+        file's arrays are checked against it)."""
+        return np.full(self.n_features, len(self.structure.patterns), dtype=np.int64)
+
+    def warm_start(self, data: EncodedData, carry: bool = True) -> None:
+        """Exact inference carries nothing between evaluations: None."""
         return None
-    decoded = dataclasses.replace(sub, gold=labels, starts=starts)
-    return program.gold_counts(sub) - program.gold_counts(decoded)
+
+    def mistakes(self, w: np.ndarray, data: EncodedData, i0: int, i1: int
+                 ) -> np.ndarray | None:
+        """Gold minus MAP-decoded feature counts of sequences i0..i1-1 decoded
+        together (the perceptron's correction); None when every decoding is
+        the gold one."""
+        sub = data.subset(i0, i1)
+        got = self.decode(w, sub, 1)
+        labels = np.concatenate(got.assignments)
+        starts = None if got.segment_starts is None else np.concatenate(got.segment_starts)
+        if np.array_equal(labels, sub.gold) and (starts is None
+                                                 or np.array_equal(starts, sub.starts)):
+            return None
+        decoded = dataclasses.replace(sub, gold=labels, starts=starts)
+        return self.gold_counts(sub) - self.gold_counts(decoded)

@@ -21,16 +21,16 @@ from fgl.engines.sequence import semimarkov, semimarkov_batch, spans
 from fgl.engines.sequence.chain_program import ChainProgram
 from fgl.engines.sequence.encoded import (
     EncodedData,
+    SequenceProgram,
     dense_block_sums,
     run_parallel,
     sequence_log_z,
-    sequence_mistakes,
 )
 from fgl.engines.sequence.structure import ChainStructure
 
 
 @dataclass
-class SemiMarkovProgram:
+class SemiMarkovProgram(SequenceProgram):
     """An exact high-order semi-Markov program (Cuong et al. 2014 §2): the
     state machine over segment labels, segments of at most ``label_max[y]``
     tokens for label y (``max_length``: the longest of them), no two
@@ -59,15 +59,6 @@ class SemiMarkovProgram:
         self.table = ChainProgram(self.machine, self.row_ptr, self.feat_pattern, self.const_rows)
         self.features = self.table.features
 
-    @property
-    def n_features(self) -> int:
-        return len(self.feat_pattern)
-
-    def pattern_bounds(self) -> np.ndarray:
-        """Per feature, one past the largest pattern id it may have (a model
-        file's arrays are checked against it)."""
-        return np.full(self.n_features, len(self.structure.patterns), dtype=np.int64)
-
     def expectations(self, w: np.ndarray, data: EncodedData, jobs: int = 1,
                      warm: None = None) -> Expectations:
         """Σ log Z and expected counts (``warm``: exact inference carries
@@ -83,15 +74,6 @@ class SemiMarkovProgram:
         return Expectations(*dense_block_sums(data.seq_ptr, jobs, self.n_features, w_dense,
                                               self.table.dense_feats, self.table.dense_slot,
                                               kernel))
-
-    def warm_start(self, data: EncodedData, carry: bool = True) -> None:
-        """Exact inference carries nothing between evaluations: None."""
-        return None
-
-    def mistakes(self, w: np.ndarray, data: EncodedData, i0: int, i1: int
-                 ) -> np.ndarray | None:
-        """Gold minus decoded counts of sequences i0..i1-1 (``sequence_mistakes``)."""
-        return sequence_mistakes(self, w, data, i0, i1)
 
     def gold_counts(self, data: EncodedData) -> np.ndarray:
         counts = np.zeros(self.n_features)
