@@ -270,7 +270,7 @@ class CRF:
         spec's observations read back)."""
         if self.feature_dicts is not None and sentences and sentences[0].file == DICTS_SOURCE:
             return self.feature_dicts.encode([(s.doc, s.rows) for s in sentences], model.vocabs)
-        return model.encode(sentences)
+        return model.encode(sentences, jobs=self.jobs)
 
     @property
     def _column_names(self) -> list[str]:

@@ -40,7 +40,8 @@ def token_marginals(model: Model, w: np.ndarray, sentences: Sequence[Sentence],
     sentence gets [0, labels] arrays)."""
     keep = [i for i, s in enumerate(sentences) if s.rows]
     outputs = output_layers(model.layers)
-    got = model.marginals(w, model.encode([sentences[i] for i in keep]), jobs) if keep else None
+    got = model.marginals(w, model.encode([sentences[i] for i in keep], jobs=jobs),
+                          jobs) if keep else None
     if len(keep) == len(sentences) and got is not None:
         return got
     probs = [[np.zeros((0, len(layer.labels))) for layer in outputs] for _ in sentences]
@@ -68,7 +69,7 @@ def segment_confidences(model: Model, w: np.ndarray, sentences: Sequence[Sentenc
     out: Confidences = [[[] for _ in range(n_out)] for _ in sentences]
     if not keep:
         return out
-    data = model.encode([sentences[i] for i in keep])
+    data = model.encode([sentences[i] for i in keep], jobs=jobs)
     tags = [predictions.labels[i] for i in keep]
     try:   # one scheme per output layer, as `fgl eval` resolves it over the whole data
         schemes = [resolve(scheme, [per_layer[k] for per_layer in tags]) for k in range(n_out)]

@@ -116,8 +116,11 @@ class Model(Protocol):
         """How many output variables of the encoded training ``data`` have
         no label (summed out by the marginal likelihood)."""
 
-    def encode(self, sentences: Sequence[Sentence], with_gold: bool = False) -> Any:
-        """The engine's encoded form of ``sentences``."""
+    def encode(self, sentences: Sequence[Sentence], with_gold: bool = False,
+               jobs: int | None = None) -> Any:
+        """The engine's encoded form of ``sentences``; ``jobs``: the threads
+        that will run on it, for an engine whose memory check counts their
+        scratch (None: the spec's ``jobs``)."""
 
     def decode(self, w: np.ndarray, data: Any, jobs: int) -> Predictions:
         """MAP labels of every sentence of ``data``, every output layer."""

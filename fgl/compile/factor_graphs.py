@@ -105,9 +105,11 @@ class FactorGraphModel:
 
     # ------------------------------------------------------------ encoding
 
-    def encode(self, sentences: Sequence[Sentence], with_gold: bool = False) -> FactorGraphData:
+    def encode(self, sentences: Sequence[Sentence], with_gold: bool = False,
+               jobs: int | None = None) -> FactorGraphData:
         """Unroll and encode sentences; refused, before unrolling, when
-        inference over them would exceed the memory budget.  The given
+        inference over them on ``jobs`` threads (None: the spec's) would
+        exceed the memory budget.  The given
         labels of a partially labelled graph are its ``evidence``, which
         decoding and marginals clamp (a label the model does not know is a
         DataError at its line)."""
@@ -115,8 +117,8 @@ class FactorGraphModel:
         instances = group_instances(self.spec, sentences, with_gold)
         _footprint(self.spec, self.layers, [t.layers for t in self.templates],
                    self.unroller.census(instances), self._features_per_template(),
-                   len(self.program.row_template), resolve_train(self.spec).jobs,
-                   training=False
+                   len(self.program.row_template),
+                   resolve_train(self.spec).jobs if jobs is None else jobs, training=False
                    ).check(self.spec.templates)
         data = self.encode_instances(instances, [self.unroller.factors(inst) for inst in instances],
                             [gold_assignment(inst, self.layers, False)

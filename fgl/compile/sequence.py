@@ -155,9 +155,11 @@ class SequenceModel:
     def initial_weights(self) -> np.ndarray:
         return np.zeros(self.program.n_features)
 
-    def encode(self, sentences: Sequence[Sentence], with_gold: bool = False) -> EncodedData:
+    def encode(self, sentences: Sequence[Sentence], with_gold: bool = False,
+               jobs: int | None = None) -> EncodedData:
         """Encode sentences for the engine; attributes never seen in
-        training have no weights and are skipped."""
+        training have no weights and are skipped (``jobs`` changes nothing:
+        tagging holds no per-thread tables worth a memory check)."""
         check_model_input(self, sentences, with_gold)   # (shaped as in training)
         L = self.span_limit(self.spec, max((len(s.rows) for s in sentences), default=1))
         if self._key_rows is None:

@@ -19,6 +19,7 @@ from fgl.compile.footprint import OverBudgetError
 from fgl.compile.frontend import Layer
 from fgl.compile.unrolling import Unroller, group_instances
 from fgl.data.sentence import Sentence
+from fgl.engines.parallel import cores
 from fgl.errors import FglError, SpecError
 from fgl.learn.learner import train_lbfgs
 from fgl.sizes import format_size, parse_size
@@ -253,3 +254,29 @@ def test_max_memory_on_the_command_line_refuses_and_is_then_lifted(capsys, tmp_p
     assert code == 0, err
     code, _, err = run(capsys, "explain", HMM, "--max-memory", "lots")
     assert code == 2 and "--max-memory: cannot read 'lots' as a size" in err
+
+
+@pytest.mark.skipif(cores() < 2, reason="needs two cores: jobs are capped at the core count")
+def test_tagging_checks_the_memory_of_the_threads_the_crf_was_given():
+    """The check before a factor-graph model encodes data counts the scratch
+    of the threads that will run on it: ``CRF(jobs=)``'s, not the spec's."""
+    train = documents(2, 200, 30)
+    X, y = [[r[:1] for r in s.rows] for s in train], [[r[1] for r in s.rows] for s in train]
+    docs = [s.doc for s in train]
+    crf = CRF(SKIP.format(extra="and nearest"), jobs=1, max_iter=3).fit(X, y, docs)
+    test = documents(2, 2000, 30, seed=1)
+    Xt, dt = [[r[:1] for r in s.rows] for s in test], [s.doc for s in test]
+    totals = {}
+    set_memory_budget(1)
+    for jobs in (1, 2):
+        crf.jobs = jobs
+        with pytest.raises(OverBudgetError) as e:
+            crf.predict(Xt, dt)
+        totals[jobs] = e.value.footprint.total
+    assert totals[2] > totals[1]     # two instances' scratch at once, not one
+    set_memory_budget(int((totals[1] + totals[2]) / 2))
+    crf.jobs = 1
+    assert len(crf.predict(Xt, dt)) == len(Xt)
+    crf.jobs = 2
+    with pytest.raises(OverBudgetError):
+        crf.predict(Xt, dt)
