@@ -186,7 +186,7 @@ SETTINGS: tuple[SettingDef, ...] = (
                "TRW instances: the most sweeps over the variables"),
     SettingDef("infer auto", "tol", POSITIVE, 1e-5,
                _ENGINE.format("auto", "convergence tolerance of TRW"),
-               "TRW instances: stop when no message moves a belief by more than this in one "
+               "TRW instances: stop when no variable's belief moves by more than this in one "
                "sweep"),
     SettingDef("infer junction_tree", "max_table", whole_number(1), DEFAULT_MAX_TABLE,
                _ENGINE.format("junction-tree", "size limit"),
@@ -227,8 +227,8 @@ SETTINGS: tuple[SettingDef, ...] = (
                _ENGINE.format("TRW", "iteration limit"), "the most sweeps over the variables"),
     SettingDef("infer trw", "tol", POSITIVE, 1e-5,
                _ENGINE.format("TRW", "convergence tolerance"),
-               "stop when no message moves a belief by more than this in one sweep (its "
-               "change of the log belief, ρ times the log message's, weighted by the belief)"),
+               "stop when no variable's belief moves by more than this in one sweep (the "
+               "change of its log belief over the sweep, weighted by the belief)"),
     SettingDef("infer trw", "forests", whole_number(1), 10,
                _ENGINE.format("TRW", "forests of the cover"),
                "the fewest factor forests whose shares give the appearance probabilities ρ_f "
