@@ -154,12 +154,12 @@ def _cavity(j, card, f_var, msg_ptr, var_ptr, L, lb, lcav, cav):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _belief_shift(lb, var_ptr, lq):
+def _belief_shift(lb, var_ptr, lq, p):
     """The largest change of a variable's belief since ``lq`` (normalised
     log beliefs) was taken: max over v and x of b_v(x)·|Δ log b_v(x)|, the
     change of the log belief weighted by the belief (a value the belief rules
     out does not count; one it decides does, however small its message
-    entries); ``lq`` then holds the beliefs now.  Measured over a whole
+    entries); ``lq`` then holds the beliefs now (``p``: scratch).  Measured over a whole
     sweep: the messages into a variable can change in ways that cancel, and
     on a loopy graph they can keep moving along directions that change no
     belief (the dual of the convex free energy need not have one optimum)."""
@@ -173,7 +173,8 @@ def _belief_shift(lb, var_ptr, lq):
             continue
         z = 0.0
         for x in range(o, e):
-            z += np.exp(lb[x] - mx)
+            p[x - o] = np.exp(lb[x] - mx)
+            z += p[x - o]
         shift = mx + np.log(z)
         for x in range(o, e):
             new = lb[x] - shift
@@ -182,7 +183,7 @@ def _belief_shift(lb, var_ptr, lq):
                 if new == -np.inf or old == -np.inf:
                     res = np.inf
                 else:
-                    res = max(res, np.exp(new) * abs(new - old))
+                    res = max(res, p[x - o] / z * abs(new - old))
             lq[x] = new
     return res
 
@@ -361,7 +362,6 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, L, lb, last, fresh, sta
         for v in range(V):
             _variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
                                  msg_ptr, var_ptr, L, lb)
-        _belief_shift(lb, var_ptr, last)
     max_card, max_deg, max_arity = bp_scaled.widths(card, v_ptr, f_ptr)
     max_tab = 1
     for f in range(F):
@@ -371,6 +371,8 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, L, lb, last, fresh, sta
     cav = np.zeros(M)
     out = np.empty(2 * max_card)
     new = np.empty(max_card)
+    if fresh:
+        _belief_shift(lb, var_ptr, last, new)
     acc = np.empty(max_card)
     tmp = np.empty(max_tab)
     digits = np.zeros(max_arity, dtype=np.int64)
@@ -390,7 +392,7 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, L, lb, last, fresh, sta
             _update_message(pending[i], log_pot, scaled, psi, psi_at, rho, card, f_ptr,
                             f_var, tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr,
                             L, lb, lcav, cav, use_max, damping, out, new, tmp, acc, digits)
-        res = _belief_shift(lb, var_ptr, last)
+        res = _belief_shift(lb, var_ptr, last, new)
         if res < tol:
             state[0], state[1], state[2] = res, mark, damping
             return it - done, res
