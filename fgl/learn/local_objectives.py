@@ -101,7 +101,6 @@ class LocalObjective(ExactObjective):
         self.kind, self.program, self.data = kind, program, data
         self.jobs = resolve_jobs(jobs)
         self.inv_var = inverse_variance(sigma)
-        self.stats = None  # no approximate inference runs here
         self.gold_index = [program.gold_configurations(data, i) for i in range(data.n_sequences)]
         self.gold_counts = np.zeros(program.n_features)
         for i, g in enumerate(data.graphs):  # gold counts, once per term that holds them

@@ -412,21 +412,25 @@ class FactorGraphProgram:
             if np.array_equal(state, data.gold[i]):
                 continue
             wrong = True
-            for assignment, sign in ((data.gold[i], 1.0), (state, -1.0)):
-                config = np.empty(g.n_factors, dtype=np.int64)
-                _gold_index(assignment, g.f_ptr, g.f_var, g.e_stride, config)
-                onehot = np.zeros(g.n_table)
-                onehot[g.tab_ptr[:-1] + config] = sign
-                self.add_counts(data, i, onehot, delta)
+            self._count_assignment(data, i, data.gold[i], 1.0, delta)
+            self._count_assignment(data, i, state, -1.0, delta)
         return delta if wrong else None
+
+    def _count_assignment(self, data: FactorGraphData, i: int, assignment: np.ndarray,
+                          weight: float, out: np.ndarray) -> None:
+        """out += ``weight`` times the feature counts of ``assignment`` of instance i."""
+        g = data.graphs[i]
+        config = np.empty(g.n_factors, dtype=np.int64)
+        _gold_index(assignment, g.f_ptr, g.f_var, g.e_stride, config)
+        onehot = np.zeros(g.n_table)
+        onehot[g.tab_ptr[:-1] + config] = weight
+        self.add_counts(data, i, onehot, out)
 
     def gold_counts(self, data: FactorGraphData) -> np.ndarray:
         """Feature counts of the gold assignment (fully observed models)."""
         counts = np.zeros(self.n_features)
-        for i, g in enumerate(data.graphs):
-            onehot = np.zeros(g.n_table)
-            onehot[g.tab_ptr[:-1] + self.gold_configurations(data, i)] = 1.0
-            self.add_counts(data, i, onehot, counts)
+        for i in range(data.n_sequences):
+            self._count_assignment(data, i, data.gold[i], 1.0, counts)
         return counts
 
     def clamped_expectations(self, w: np.ndarray, data: FactorGraphData, jobs: int = 1,

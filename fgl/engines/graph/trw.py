@@ -159,8 +159,8 @@ def _belief_shift(lb, var_ptr, lq, p):
     log beliefs) was taken: max over v and x of b_v(x)·|Δ log b_v(x)|, the
     change of the log belief weighted by the belief (a value the belief rules
     out does not count; one it decides does, however small its message
-    entries); ``lq`` then holds the beliefs now (``p``: scratch).  Measured over a whole
-    sweep: the messages into a variable can change in ways that cancel, and
+    entries); ``lq`` then holds the beliefs now (``p``: scratch).  Measured
+    over a whole sweep: the messages into a variable can change in ways that cancel, and
     on a loopy graph they can keep moving along directions that change no
     belief (the dual of the convex free energy need not have one optimum)."""
     res = 0.0
@@ -320,19 +320,10 @@ def _sweep(forward, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_pt
             inv = 1.0 / z
             for x in range(cv):
                 out[x] = np.log(out[x] * inv)
-            if damping > 0.0:   # in log space, then normalised again (log-sum-exp 0 or max 0)
-                mx = -np.inf
+            if damping > 0.0:   # in log space, then normalised again
                 for x in range(cv):
                     out[x] = (1.0 - damping) * out[x] + damping * L[m + x]
-                    mx = max(mx, out[x])
-                shift = mx
-                if not use_max:
-                    s = 0.0
-                    for x in range(cv):
-                        s += np.exp(out[x] - mx)
-                    shift += np.log(s)
-                for x in range(cv):
-                    out[x] -= shift
+                normalise_log(out, cv, use_max)
             for x in range(cv):
                 lb[o + x] += r * (out[x] - L[m + x])   # (ρ_f times the message's change)
                 L[m + x] = out[x]

@@ -48,7 +48,7 @@ def setting_errors(spec: ast.Spec) -> list[SpecError]:
     """The settings of the spec's train block its trainer does not read,
     each an error at the setting (``fgl check`` reports them all; training
     refuses the first)."""
-    if spec.train and any(s.key == "trainer" and s.value not in NAMED for s in spec.train):
+    if any(s.key == "trainer" and s.value not in NAMED for s in spec.train):
         return []   # (an unknown trainer: the checker says so)
     trainer = choose(spec, resolve_train(spec))
     return [SpecError(unread_message(trainer, s.key), s.loc.file, s.loc.line, s.loc.col)
