@@ -55,13 +55,33 @@ def run(a: argparse.Namespace) -> None:
     if a.dask is not None or a.dask_workers is not None:
         _explain_on_cluster(crf, a)
         return
-    from fgl.compile.footprint import SizedOnly, sizing_only
+    _explain_on_data(crf, a)
 
-    try:
-        with sizing_only():   # (a huge feature table is counted and sized, not built)
-            text = crf.explain(a.train, encoding=a.encoding, short_lines=a.short_lines)
+
+def _explain_on_data(crf, a: argparse.Namespace) -> None:
+    """The engine and the program's sizes on ``--train``: estimated from
+    counts when its features may be many (``fgl.compile.estimate``), else
+    compiled and counted exactly."""
+    from pathlib import Path
+
+    from fgl import registry
+    from fgl.compile.estimate import sized_lines
+    from fgl.compile.footprint import SizedOnly, sizing_only
+    from fgl.io.sources import expand, files_label
+
+    source = files_label(expand(a.train))
+    sentences = crf.read(a.train, a.encoding, a.short_lines)
+    lines = sized_lines(crf.spec, crf.engine.model, sentences, crf.settings, source)
+    if lines is not None:
+        print("\n".join([registry.explain(crf.spec), *lines]))
+        return
+    base = Path(crf.spec.file).parent if not crf.spec.file.startswith("<") else Path(".")
+    try:   # (should the bound miss, a huge table is still counted and sized, not built)
+        with sizing_only():
+            model, data = registry.compile_model(crf.spec, sentences, base, crf.settings, source)
+        text = registry.explain(crf.spec, model, data)
     except SizedOnly as e:
-        text = "\n".join([crf.explain(), *e.lines])
+        text = "\n".join([registry.explain(crf.spec), *e.lines])
     print(text)
 
 

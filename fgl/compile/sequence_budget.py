@@ -34,6 +34,28 @@ def model_footprint(span: int, structure: ChainStructure, features: list[int], n
                               jobs=jobs)
 
 
+def counted_footprint(span: int, plans: list[TemplatePlan], z_list: list[tuple[int, ...]],
+                      n_labels: int, spans: list[list[tuple[int, int]]], jobs: int, *,
+                      features: list[int], attributes: int, unit_rows: int) -> Footprint:
+    """The memory of a model known by counts alone — its labels, label
+    patterns, the gold units ``spans`` of the first pass over the data, and
+    ``features`` per template, ``attributes`` and ``unit_rows`` as far as
+    they are counted — before anything is made: the estimate that both
+    ``check_counts`` (when training) and ``fgl.compile.estimate`` (``fgl
+    explain``) price."""
+    n_forward, n_states = chain_states(n_labels, z_list)
+    lengths = [segs[-1][1] + 1 if segs else 0 for segs in spans]
+    longest, tokens = max(lengths, default=1), sum(lengths)
+    fp = sequence_footprint(features, [""] * len(plans), ADVICE, attributes=attributes,
+                            tokens=tokens, units=tokens * span, unit_rows=unit_rows,
+                            longest=longest, span=span, n_labels=n_labels, n_forward=n_forward,
+                            n_patterns=len(z_list), n_sequences=len(spans), jobs=jobs)
+    fp.parts["label states"] = float(n_states * PY_PER_TRANSITION)
+    fp.parts["training data"] += float(longest * span * (
+        BYTES_PER_UNIT_MADE + BYTES_PER_UNIT_MADE_TEMPLATE * len(plans)))
+    return fp
+
+
 def check_counts(span: int, spec: ast.Spec, plans: list[TemplatePlan],
                   z_list: list[tuple[int, ...]], n_labels: int,
                   spans: list[list[tuple[int, int]]], jobs: int) -> None:
@@ -47,19 +69,14 @@ def check_counts(span: int, spec: ast.Spec, plans: list[TemplatePlan],
     ``support = all`` template; the vocabularies are not read yet):
     ``FeatureTable`` counts them exactly before they are made,
     and refuses what is left (a chain's training data, say)."""
+    fp = counted_footprint(span, plans, z_list, n_labels, spans, jobs,
+                           features=[len(p.patterns) if p.support == "all" else 0
+                                     for p in plans], attributes=0, unit_rows=0)
+    if fp.total <= memory_budget():
+        return
     n_forward, n_states = chain_states(n_labels, z_list)
     lengths = [segs[-1][1] + 1 if segs else 0 for segs in spans]
     longest, tokens = max(lengths, default=1), sum(lengths)
-    features = [len(p.patterns) if p.support == "all" else 0 for p in plans]
-    fp = sequence_footprint(features, [""] * len(plans), ADVICE, attributes=0, tokens=tokens,
-                            units=tokens * span, unit_rows=0, longest=longest, span=span,
-                            n_labels=n_labels, n_forward=n_forward, n_patterns=len(z_list),
-                            n_sequences=len(spans), jobs=jobs)
-    fp.parts["label states"] = float(n_states * PY_PER_TRANSITION)
-    fp.parts["training data"] += float(longest * span * (
-        BYTES_PER_UNIT_MADE + BYTES_PER_UNIT_MADE_TEMPLATE * len(plans)))
-    if fp.total <= memory_budget():
-        return
     per_span = fp.parts["inference"] + fp.parts["training data"]
     if span > 1 and per_span >= fp.parts["label states"]:   # (span > 1: a segment model)
         fp.advice = ("use a shorter `segments max` (or shorter per-label limits), split the "

@@ -145,8 +145,12 @@ def test_a_model_file_with_too_many_label_states_is_refused_when_loaded(files, t
 
 def test_explain_sizes_a_large_feature_table_without_building_it(files, tmp_path, capsys,
                                                                   monkeypatch):
+    """Above ``SIZED_ONLY_FEATURES`` explain prints the estimate from counts
+    (``fgl.compile.estimate``); below it, the exact count of the built table;
+    and should the estimate ever fall below, the table is still counted and
+    sized, not built."""
     from fgl.cli import main
-    from fgl.compile import footprint
+    from fgl.compile import estimate, footprint
 
     spec = tmp_path / "all.fgl"
     spec.write_text("columns word, label\noutput label\n"
@@ -157,8 +161,14 @@ def test_explain_sizes_a_large_feature_table_without_building_it(files, tmp_path
     monkeypatch.setattr(footprint, "SIZED_ONLY_FEATURES", 20)   # (21 features: sized only)
     assert main(["explain", str(spec), "--train", str(files["small"])]) == 0
     sized = capsys.readouterr().out
-    assert "features: 21 (counted, not built" in sized, sized
-    assert "e: 7 attributes, would make 21 features" in sized
+    assert "features: at most 21 (an upper bound estimated from the counts" in sized, sized
+    assert "e: at most 7 attributes x 3 patterns (support all): at most 21 features" in sized
+    assert "memory: at most about" in sized
+    monkeypatch.setattr(estimate, "sized_lines", lambda *args: None)   # (the guard behind it)
+    assert main(["explain", str(spec), "--train", str(files["small"])]) == 0
+    guarded = capsys.readouterr().out
+    assert "features: 21 (counted, not built" in guarded, guarded
+    assert "e: 7 attributes, would make 21 features" in guarded
     memory = [line for line in built.splitlines() if line.startswith("memory:")]
-    assert memory and memory == [line for line in sized.splitlines()
+    assert memory and memory == [line for line in guarded.splitlines()
                                  if line.startswith("memory:")]

@@ -27,8 +27,10 @@ from support.fuzz_support import MEMORY_HEADROOM, Hang, Tally, data_text, time_b
 from fgl.api import CRF
 from fgl.cli import main
 from fgl.io.conll import ShortLineWarning
+from fgl.errors import FglError
 from fgl.io.model_files import load_model
 from fgl.lang.parser import read_spec
+from fgl.learn.trainers import setting_errors
 
 FUZZ = settings(deadline=None, derandomize=True, database=None, print_blob=True,
                 suppress_health_check=list(HealthCheck))
@@ -126,8 +128,13 @@ def test_mutated_specs(tally, trained, tmp_path):
         with tally.bound("fgl check"):
             code = cli("check", path)
         spec = tally.attempt("read_spec", lambda: read_spec(path))
-        assert (code == 0) == bool(spec), "`fgl check` and read_spec disagree"
-        if not spec:
+        refused = bool(spec) and bool(setting_errors(spec[0]))  # (a setting no trainer reads)
+        assert (code == 0) == (bool(spec) and not refused), \
+            "`fgl check` and read_spec plus the trainer's setting check disagree"
+        if refused:
+            with pytest.raises(FglError, match="setting|reads|trainer"):
+                CRF(spec[0], max_iter=2, jobs=1)
+        if not spec or refused:
             return
         data_path = tmp_path / "train.data"
         data_path.write_text(data_text(spec[0]), encoding="utf-8")

@@ -1,0 +1,275 @@
+"""The size of a chain or segment model estimated from counts, without its
+feature table: what ``fgl explain`` prints for a spec whose table would be
+large.
+
+One pass over the data counts the distinct values of each column (and,
+under ``tokens``, of each column's words); the first pass of compiling
+gives the labels, the label patterns and the gold units.  An observation
+expression's attributes are then bounded bottom-up: a column read at k
+offsets makes at most k x (its distinct values) attributes, a conjunction
+at most the product of its parts', a union the sum — and no expression
+more than (units) x (items it gives at one unit), its occurrences in the
+data.  A template's features are at most its attributes x its patterns,
+and under ``support = observed`` at most its items at the gold units x the
+pattern lengths it ranges over (Ye et al. 2009 §3: features are
+(attribute, pattern) pairs).  Every figure is an upper bound: values that
+never meet, function images smaller than their arguments and ``min_count``
+only make the real table smaller.  The memory is then priced by the same
+byte model as the exact count (``fgl.compile.sequence_budget``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from fgl.compile import footprint
+from fgl.compile.footprint import Footprint, chain_states
+from fgl.compile.frontend import TemplatePlan
+from fgl.compile.sequence import SequenceModel, pattern_list
+from fgl.compile.sequence_budget import check_counts, counted_footprint
+from fgl.data.sentence import Sentence
+from fgl.lang import ast
+from fgl.lang.builtins import REGEX_CLASSES
+from fgl.lang.settings import TrainSettings
+
+# what a built-in makes of its argument's (keys, items, namespaces): "same" keeps
+# them (a function of one value), "test" one yes/no key per namespace
+_SAME = {"lower", "prefix", "suffix", "shape", "longshape", "either"}
+_TEST = {"regex", "lexicon"}
+
+
+@dataclass
+class Bound:
+    """Upper bounds on an expression over the data: distinct attribute
+    ``keys``, ``items`` it gives at one unit, and key ``spaces`` (the
+    offsets or parts its keys are prefixed by)."""
+
+    keys: int
+    items: int
+    spaces: int
+
+
+BIAS = Bound(1, 1, 1)   # the one key of a template without observations
+
+
+@dataclass
+class ColumnCounts:
+    """Distinct values per text column, distinct words per column (for
+    ``tokens``; counted only when asked), and the most words in one field."""
+
+    values: dict[str, int]
+    words: dict[str, int]
+    most_words: dict[str, int]
+    dims: dict[str, int]
+
+
+def count_columns(spec: ast.Spec, sentences: Iterable[Sentence],
+                  word_columns: set[str]) -> ColumnCounts:
+    """One pass over labelled sentences: distinct values of each column the
+    spec reads (the words of ``word_columns``), and each vector column's
+    dimension."""
+    names = [c.name for c in spec.columns]
+    kinds = {c.name: c.kind for c in spec.columns}
+    read = [(j, n) for j, n in enumerate(names) if n != ast.SKIP_COLUMN]
+    seen: dict[str, set] = {n: set() for _, n in read}
+    words: dict[str, set] = {n: set() for n in word_columns}
+    most = dict.fromkeys(word_columns, 0)
+    dims: dict[str, int] = {}
+    for sent in sentences:
+        if not sent.rows or len(sent.rows[0]) != len(names):
+            continue   # (a file without the label column: compiling refuses it, located)
+        for j, name in read:
+            field = [row[j] for row in sent.rows]
+            seen[name].update(field)
+            if kinds[name] == "vector" and name not in dims:
+                dims[name] = field[0].count(",") + 1
+            if name in words:
+                for text in field:
+                    split = text.split()
+                    words[name].update(split)
+                    most[name] = max(most[name], len(split))
+    return ColumnCounts({n: len(s) for n, s in seen.items()},
+                        {n: len(s) for n, s in words.items()}, most, dims)
+
+
+class Bounds:
+    """``Bound``s of observation expressions over counted data, whose units
+    number ``units`` and cover up to ``span`` tokens."""
+
+    def __init__(self, spec: ast.Spec, counts: ColumnCounts, units: int, span: int):
+        self.counts, self.units, self.span = counts, units, span
+        self.kinds = {c.name: c.kind for c in spec.columns}
+        self.named = {d.name: d.expr for d in spec.observations}
+        self.memo: dict[str, Bound] = {}
+
+    def of(self, e: ast.ObsExpr) -> Bound:
+        """The bound of ``e``, capped by its occurrences in the data."""
+        b = self._raw(e)
+        return Bound(min(b.keys, self.units * b.items), b.items, b.spaces)
+
+    def _raw(self, e: ast.ObsExpr) -> Bound:
+        if isinstance(e, ast.ColumnRef):
+            return self._column(e)
+        if isinstance(e, ast.NameRef):
+            if e.name in self.named:
+                if e.name not in self.memo:   # (check bounds the depth of names)
+                    self.memo[e.name] = self.of(self.named[e.name])
+                return self.memo[e.name]
+            return Bound(self.span if e.name == "length" else 1, 1, 1)
+        if isinstance(e, (ast.Conj, ast.Disj)):
+            parts = [self.of(p) for p in e.parts]
+            if isinstance(e, ast.Disj):
+                return Bound(sum(p.keys for p in parts), sum(p.items for p in parts),
+                             sum(p.spaces for p in parts))
+            keys = items = spaces = 1
+            for p in parts:
+                keys, items, spaces = keys * p.keys, items * p.items, spaces * p.spaces
+            return Bound(keys, items, spaces)
+        return self._call(e)
+
+    def _column(self, e: ast.ColumnRef) -> Bound:
+        # a range between the ends of a segment (word[u..v]) reads up to the span's tokens
+        width = e.hi - e.lo + 1 + (self.span - 1 if e.lo_base != e.hi_base else 0)
+        kind = self.kinds.get(e.column, "text")
+        if kind == "text":
+            return Bound(width * self.counts.values.get(e.column, 0), width, width)
+        per = self.counts.dims.get(e.column, 1) if kind == "vector" else 1
+        return Bound(width * per, width * per, width)
+
+    def _call(self, e: ast.Call) -> Bound:
+        if e.arg is None:
+            return Bound(1, 1, 1)
+        arg = self.of(e.arg)
+        if e.func in _SAME:
+            return arg
+        if e.func == "pad":   # (a marker per offset besides the values)
+            return Bound(arg.keys + arg.spaces, arg.items, arg.spaces)
+        if e.func in _TEST:
+            return Bound(arg.spaces, arg.items, arg.spaces)
+        if e.func == "class":
+            n = len(REGEX_CLASSES)
+            return Bound(n * arg.spaces, n * arg.items, arg.spaces)
+        if e.func == "tokens":
+            cols = _columns(e.arg)
+            words = sum(self.counts.words.get(c, 0) for c in cols)
+            most = max((self.counts.most_words.get(c, 0) for c in cols), default=0)
+            return Bound(arg.spaces * words, arg.items * most, arg.spaces)
+        if e.func == "count":
+            return Bound(1, 1, 1)
+        if e.func == "zip":   # (paired position by position: no more items than a part)
+            return Bound(arg.keys, arg.items, arg.spaces)
+        return Bound(arg.keys, arg.items, arg.spaces)   # value: one real-valued key per item
+
+
+def _columns(e: ast.ObsExpr) -> set[str]:
+    """The columns an expression reads directly (not through names)."""
+    if isinstance(e, ast.ColumnRef):
+        return {e.column}
+    if isinstance(e, ast.Call):
+        return _columns(e.arg) if e.arg is not None else set()
+    if isinstance(e, (ast.Conj, ast.Disj)):
+        return set().union(*(_columns(p) for p in e.parts))
+    return set()
+
+
+def _token_columns(spec: ast.Spec) -> set[str]:
+    """Columns whose words ``tokens(...)`` reads anywhere in the spec."""
+    out: set[str] = set()
+
+    def walk(e: ast.ObsExpr) -> None:
+        if isinstance(e, ast.Call):
+            if e.func == "tokens" and e.arg is not None:
+                out.update(_columns(e.arg) or {c.name for c in spec.columns})
+            if e.arg is not None:
+                walk(e.arg)
+        elif isinstance(e, (ast.Conj, ast.Disj)):
+            for p in e.parts:
+                walk(p)
+
+    for d in spec.observations:
+        walk(d.expr)
+    for tpl in spec.templates:
+        for e in tpl.observations:
+            walk(e)
+    return out
+
+
+@dataclass
+class Estimate:
+    """Upper bounds on a model's attributes and features per template, and
+    its memory (``footprint``), from counts; the counts it was made from."""
+
+    attributes: list[int]
+    features: list[int]
+    footprint: Footprint
+    plans: list[TemplatePlan]
+    n_labels: int
+    z_list: list[tuple[int, ...]]
+    n_sequences: int
+    tokens: int
+
+    def lines(self) -> list[str]:
+        """What ``fgl explain`` prints in place of the compiled table's sizes."""
+        n_forward, n_states = chain_states(self.n_labels, self.z_list)
+        return [f"labels (n = {self.n_labels}), patterns |Z| = {len(self.z_list)}, maximum "
+                f"order {max(len(z) for z in self.z_list) - 1}",
+                f"forward states |P| = {n_forward}, backward states |S| = |P|·n = {n_states}",
+                f"features: at most {sum(self.features):,} (an upper bound estimated from the "
+                "counts of distinct column values, labels and patterns; not built: `fgl train` "
+                "counts them exactly)", "templates:",
+                *[f"  {p.name}: at most {a:,} attributes x {len(p.patterns):,} patterns "
+                  f"(support {p.support}): at most {f:,} features"
+                  for p, a, f in zip(self.plans, self.attributes, self.features)],
+                f"training data: {self.n_sequences} sequences, {self.tokens} tokens",
+                self.footprint.line().replace("memory: about", "memory: at most about", 1)]
+
+
+def estimate(spec: ast.Spec, model_cls: type, sentences: Sequence[Sentence],
+             settings: TrainSettings, source: str) -> Estimate | None:
+    """Bound a chain or segment model's attributes, features and memory
+    from the counts of ``sentences`` (module docstring), after the first
+    pass of compiling them (labels, patterns, gold units) — which refuses,
+    as ``fgl train`` does, a model whose label states alone exceed the
+    budget (``check_counts``); None when ``model_cls`` is not a sequence
+    model."""
+    if not issubclass(model_cls, SequenceModel):
+        return None
+    read = lambda: sentences   # noqa: E731
+    layer, gold, spans = model_cls.read_gold(spec, read, source)
+    plans = model_cls.template_plans(spec, layer, gold, settings.sigma, settings.min_count)
+    n_labels, z_list = len(layer.labels), pattern_list(len(layer.labels), plans)
+    tokens = sum(segs[-1][1] + 1 for segs in spans if segs)
+    span = model_cls.span_limit(spec, max((segs[-1][1] + 1 for segs in spans if segs),
+                                          default=1))
+    check_counts(span, spec, plans, z_list, n_labels, spans, settings.jobs)
+    counts = count_columns(spec, sentences, _token_columns(spec))
+    gold_units = sum(len(segs) for segs in spans)
+    bounds = Bounds(spec, counts, tokens * span, span)
+    attributes, features, items = [], [], []
+    for tpl, plan in zip(spec.templates, plans):
+        parts = [bounds.of(e) for e in tpl.observations] or [BIAS]
+        a, k = sum(p.keys for p in parts), sum(p.items for p in parts)
+        f = a * len(plan.patterns)
+        if plan.support != "all":
+            lengths = len({len(z) for z in plan.patterns}) or 1
+            f = min(f, gold_units * k * lengths)
+        attributes.append(a)
+        features.append(f)
+        items.append(k)
+    fp = counted_footprint(span, plans, z_list, n_labels, spans, settings.jobs,
+                           features=features, attributes=sum(attributes),
+                           unit_rows=tokens * span * sum(items))
+    fp.notes = [f"makes at most {f:,} features" for f in features]
+    return Estimate(attributes, features, fp, plans, n_labels, z_list, len(spans), tokens)
+
+
+def sized_lines(spec: ast.Spec, model_cls: type, sentences: Sequence[Sentence],
+                settings: TrainSettings, source: str) -> list[str] | None:
+    """``fgl explain``'s sizes of a chain or segment model whose features
+    may number more than ``footprint.SIZED_ONLY_FEATURES``, estimated
+    without its feature table; None when the bound is below that (the
+    model is compiled and counted exactly) or it is not a sequence model."""
+    est = estimate(spec, model_cls, sentences, settings, source)
+    if est is None or sum(est.features) <= footprint.SIZED_ONLY_FEATURES:
+        return None
+    return est.lines()
