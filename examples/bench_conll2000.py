@@ -298,7 +298,7 @@ def worker_fgl(a) -> dict:
     res["train_sentences"], res["train_tokens"] = data.n_sequences, data.n_tokens
     prog = model.program
     res["n_features"] = prog.n_features
-    res["mem_features_mb"] = array_mb(prog, model.structure) + model.feat_sigma.nbytes / 2**20
+    res["mem_features_mb"] = array_mb(prog, model.structure, model)   # (feat_sigma: model's)
     res["mem_data_mb"] = array_mb(data)
     res["mem_compile_rest_mb"] = (current_rss_mb() - res["rss_after_read_mb"]
                                   - res["mem_features_mb"] - res["mem_data_mb"])

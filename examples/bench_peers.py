@@ -72,6 +72,12 @@ for the attribute-label pairs seen in training):
     Wapiti        113.3     2.5      923   93.53          0.44x        1.50x
     CRFsuite       21.1     0.6      219   93.44          2.38x        6.29x
     fgl            50.3     5.2     1380   93.52          1.00x        1.00x
+
+Since then (issue 27: gold counts kept sparse, the per-block expected counts in
+a compact layout of the rows a block touches, one prior held once, 16-bit
+pattern ids, no rejected trial's gradient held, compile's freed heap handed
+back) fgl's training peaks at 1,057 MB (``/usr/bin/time`` of the same ``fgl
+train``; 1,414 MB before, measured alike), F1 93.52 as before.
 """
 from __future__ import annotations
 

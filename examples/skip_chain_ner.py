@@ -34,9 +34,13 @@ Also printed: how often each type's names repeat within an article, and
 each skip chain's F1 gain on the type whose names repeat most, its time per
 evaluation and peak memory against the linear chain's.
 
-The cliques train badly under the Bethe approximation: its objective jumps
-between BP fixed points, the line search fails and training stops early.
-Under TRW they train to the end.
+Every model trains with sigma 10 until L-BFGS's stopping rule ends it (at
+most ``--max-iter``, 500); the skip template has a prior of its own,
+``(sigma = 1)`` (``--skip-sigma``; 0 drops it), which keeps its label-pair
+weights from overfitting at convergence.  The cliques train badly under the
+Bethe approximation: its objective jumps between BP fixed points, the line
+search fails and training stops early.  Under TRW they train to the
+stopping rule.
 
     python examples/skip_chain_ner.py                       # both corpora, every variant
     python examples/skip_chain_ner.py --pairs all --infer trw   # the paper's cliques under TRW
@@ -232,7 +236,9 @@ def main() -> int:
                     help="first N training articles (0: all)")
     ap.add_argument("--test-docs", type=int, default=0, help="first N test articles (0: all)")
     ap.add_argument("--test", choices=["testa", "testb"], default="testa")
-    ap.add_argument("--max-iter", type=int, default=150, help="L-BFGS iterations for both models")
+    ap.add_argument("--max-iter", type=int, default=500,
+                    help="the most L-BFGS iterations of every model (most stop earlier by the "
+                         "stopping rule)")
     ap.add_argument("--jobs", type=int, default=0, help="threads (0: every core)")
     ap.add_argument("--pairs", choices=["all", "nearest", "both"], default="both",
                     help="skip edges between every pair of identical capitalised words (a "
@@ -241,10 +247,11 @@ def main() -> int:
     ap.add_argument("--infer", choices=["trp", "trw", "both"], default="both",
                     help="the skip chains' inference: loopy BP on the TRP schedule (Bethe), "
                          "tree-reweighted BP (convex), or one run of each (default)")
-    ap.add_argument("--skip-sigma", type=float, default=None,
-                    help="a prior of its own for the skip template, `(sigma = S)` (default: "
-                         "the train block's sigma 10); 1 keeps its label-pair weights from "
-                         "overfitting when trained to convergence (docs/language.md)")
+    ap.add_argument("--skip-sigma", type=float, default=1.0,
+                    help="a prior of its own for the skip template, `(sigma = S)` (default 1: "
+                         "it keeps the skip factors' label-pair weights from overfitting when "
+                         "trained to convergence, docs/language.md; 0: the train block's "
+                         "sigma 10)")
     ap.add_argument("--quick", action="store_true",
                     help="10 training and 10 test articles, 10 iterations")
     args = ap.parse_args()
@@ -270,8 +277,8 @@ def main() -> int:
         results = [run("linear", spec_texts(columns, args.max_iter)[0], train, test, args.jobs)]
         for p in pairs:
             where = SKIP_WHERE if p == "nearest" else SKIP_WHERE.replace(" and nearest", "")
-            features = SKIP_FEATURES + ("" if args.skip_sigma is None else
-                                        f" (sigma = {args.skip_sigma:g})")
+            features = SKIP_FEATURES + (f" (sigma = {args.skip_sigma:g})" if args.skip_sigma
+                                        else "")
             skip_text = spec_texts(columns, args.max_iter, where, features)[1]
             results += [run(f"{p}/{m}", skip_infer(skip_text, m), train, test, args.jobs)
                         for m in methods]

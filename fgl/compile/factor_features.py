@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fgl.compile.frontend import Layer, TemplatePlan, keep_counted, resolve_patterns, template_plan
-from fgl.compile.unrolling import variables
+from fgl.compile.unrolling import AttributeKeys, UnrolledFactors, variables
 from fgl.lang import ast
 
 
@@ -123,31 +123,54 @@ class FeatureRows:
         return row_ptr, feat_config
 
 
-def feature_rows(templates: list[TemplatePlan], layers: list[Layer], unrolled: list,
-                 golds: list[np.ndarray]) -> FeatureRows:
+def feature_rows(templates: list[TemplatePlan], layers: list[Layer],
+                 unrolled: list[UnrolledFactors], golds: list[np.ndarray],
+                 keys: AttributeKeys) -> FeatureRows:
     """Features are (attribute row, configuration) pairs: per row, the
     configurations it was seen with in gold factors (``support observed``)
     or all its template's configurations (a factor with an unlabelled
-    variable adds its attribute rows, but no configuration)."""
+    variable adds its attribute rows, but no configuration).  The rows are
+    the attribute keys, numbered as ``keys`` numbered them while unrolling
+    (in the order first met)."""
     config_sets = pattern_configs(templates, layers)
-    strides = [config_strides(layers, tpl.layers) for tpl in templates]
     rows = FeatureRows.empty(templates, config_sets)
-    vocabs, row_configs, row_tpl, row_count = rows.vocabs, rows.configs, rows.template, rows.count
-    for inst_f, g in zip(unrolled, golds):
-        for ti, vs, items in inst_f:
-            gold_cfg = None
-            if templates[ti].support == "observed" and min(g[v] for v in vs) >= 0:
-                gold_cfg = sum(int(g[v]) * s for v, s in zip(vs, strides[ti]))
-                if gold_cfg not in config_sets[ti]:
-                    gold_cfg = None
-            for key, _ in items:
-                r = vocabs[ti].get(key)
-                if r is None:   # (``rows.row``, inline: once per attribute item)
-                    r = vocabs[ti][key] = len(row_configs)
-                    row_configs.append(set())
-                    row_tpl.append(ti)
-                    row_count.append(0)
-                row_count[r] += 1
-                if gold_cfg is not None:
-                    row_configs[r].add(gold_cfg)
+    n_rows = len(keys.template)
+    rows.vocabs, rows.template = keys.vocabs, keys.template
+    rows.configs = [set() for _ in range(n_rows)]
+    count = np.zeros(n_rows, dtype=np.int64)
+    width = max((len(t.layers) for t in templates), default=0)
+    strides = np.zeros((len(templates), width), dtype=np.int64)
+    for ti, tpl in enumerate(templates):
+        strides[ti, :len(tpl.layers)] = config_strides(layers, tpl.layers)
+    observed = np.array([t.support == "observed" for t in templates], dtype=np.bool_)
+    seen = []
+    for u, g in zip(unrolled, golds):
+        count += np.bincount(u.key, minlength=n_rows)
+        config, labelled = gold_configs(u, g, strides)
+        keep = labelled & observed[u.template]
+        for ti, c in set(zip(u.template[keep].tolist(), config[keep].tolist())):
+            if c not in config_sets[ti]:   # (a configuration no pattern names)
+                keep &= (u.template != ti) | (config != c)
+        item_fac = np.repeat(np.arange(len(u)), np.diff(u.item_ptr))
+        on = keep[item_fac]
+        seen.append(np.unique(np.stack([u.key[on], config[item_fac[on]]]), axis=1))
+    if seen:
+        for r, c in np.unique(np.concatenate(seen, axis=1), axis=1).T.tolist():
+            rows.configs[r].add(c)
+    rows.count = count.tolist()
     return rows
+
+
+def gold_configs(u: UnrolledFactors, gold: np.ndarray, strides: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Each factor's gold configuration (flat, by its template's row of
+    ``strides``) and whether all its variables are labelled."""
+    F = len(u)
+    fac = np.repeat(np.arange(F), np.diff(u.var_ptr))
+    pos = np.arange(u.var.size) - u.var_ptr[fac]
+    g = gold[u.var]
+    config = np.zeros(F, dtype=np.int64)
+    np.add.at(config, fac, g * strides[u.template[fac], pos])
+    labelled = np.ones(F, dtype=np.bool_)
+    labelled[fac[g < 0]] = False
+    return config, labelled

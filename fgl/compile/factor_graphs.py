@@ -39,13 +39,22 @@ from fgl.compile.frontend import (
     vocab_from_json,
     vocab_json,
 )
-from fgl.compile.unrolling import Instance, Unroller, gold_assignment, group_instances, variables
+from fgl.compile.unrolling import (
+    AttributeKeys,
+    Instance,
+    UnrolledFactors,
+    Unroller,
+    gold_assignment,
+    group_instances,
+    variables,
+)
 from fgl.data.schemes import chunks
 from fgl.data.sentence import Sentence
 from fgl.engines.graph.clique_tree import junction_tree_plan
 from fgl.engines.graph.factor_graph import FactorGraph
 from fgl.engines.graph.factor_graph_program import FactorGraphData, FactorGraphProgram, clamp
 from fgl.engines.parallel import map_instances
+from fgl.engines.sequence.encoded import unit_ones
 from fgl.errors import DataError
 from fgl.features.model_input import check_model_input
 from fgl.lang import ast
@@ -120,39 +129,50 @@ class FactorGraphModel:
                    len(self.program.row_template),
                    resolve_train(self.spec).jobs if jobs is None else jobs, training=False
                    ).check(self.spec.templates)
-        data = self.encode_instances(instances, [self.unroller.factors(inst) for inst in instances],
-                            [gold_assignment(inst, self.layers, False)
-                             if with_gold and inst.gold is not None
-                             else np.full(len(self.layers) * inst.size, -1, dtype=np.int64)
-                             for inst in instances])
+        keys = AttributeKeys.empty(len(self.templates))
+        data = self.encode_instances(instances, [self.unroller.unroll(inst, keys)
+                                                 for inst in instances],
+                                     [gold_assignment(inst, self.layers, False)
+                                      if with_gold and inst.gold is not None
+                                      else np.full(len(self.layers) * inst.size, -1,
+                                                   dtype=np.int64)
+                                      for inst in instances], keys)
         if any(inst.partial for inst in instances):   # given labels: evidence to clamp
             data.evidence = [gold_assignment(inst, self.layers, False) if inst.partial else None
                              for inst in instances]
         return data
 
-    def encode_instances(self, instances: list[Instance], unrolled: list,
-                         golds: list[np.ndarray]) -> FactorGraphData:
+    def encode_instances(self, instances: list[Instance], unrolled: list[UnrolledFactors],
+                         golds: list[np.ndarray], keys: AttributeKeys) -> FactorGraphData:
         """Factor graphs and factor attribute rows of the ``instances``, given
-        their factors (``Unroller.factors``) and gold assignments."""
-        graphs, fac_ptr, rows, vals, fac_tpl, inst_fptr = [], [0], [], [], [], [0]
-        for inst, factors in zip(instances, unrolled):
-            n = inst.size
-            card = [len(layer.labels) for layer in self.layers for _ in range(n)]
-            graphs.append(FactorGraph.from_factors(card, [f[1] for f in factors]))
-            for ti, _, items in factors:
-                vocab = self.vocabs[ti]
-                for key, v in items:
-                    r = vocab.get(key)
-                    if r is not None:
-                        rows.append(r)
-                        vals.append(v)
-                fac_ptr.append(len(rows))
-                fac_tpl.append(ti)
-            inst_fptr.append(inst_fptr[-1] + len(factors))
-        return FactorGraphData(graphs, np.array(inst_fptr, dtype=np.int64),
-                         np.array(fac_ptr, dtype=np.int64), np.array(rows, dtype=np.int64),
-                         np.array(vals, dtype=np.float64), np.array(fac_tpl, dtype=np.int64),
-                         golds, [i.size for i in instances], instances)
+        their factors (``Unroller.unroll``, numbering attribute keys by
+        ``keys``) and gold assignments; keys the model has no row for are
+        dropped."""
+        key_row = np.full(len(keys.template), -1, dtype=np.int32)
+        for vocab, known in zip(keys.vocabs, self.vocabs):
+            for key, k in vocab.items():
+                key_row[k] = known.get(key, -1)
+        graphs, fac_ptr, rows, vals = [], [np.zeros(1, dtype=np.int64)], [], []
+        for inst, u in zip(instances, unrolled):
+            card = [len(layer.labels) for layer in self.layers for _ in range(inst.size)]
+            graphs.append(FactorGraph.from_csr(card, u.var_ptr, u.var))
+            row = key_row[u.key]
+            known = row >= 0
+            kept = np.zeros(known.size + 1, dtype=np.int64)   # kept among the first i items
+            np.cumsum(known, out=kept[1:])
+            fac_ptr.append(fac_ptr[-1][-1] + kept[u.item_ptr[1:]])
+            rows.append(row[known])
+            value = u.value[known]
+            vals.append(None if (value == 1.0).all() else value)   # (None: all 1)
+        n_factors = [len(u) for u in unrolled]
+        inst_fptr = np.zeros(len(n_factors) + 1, dtype=np.int64)
+        np.cumsum(n_factors, out=inst_fptr[1:])
+        fac_val = unit_ones(sum(r.size for r in rows)) if all(v is None for v in vals) else \
+            _concat([np.ones(r.size) if v is None else v for r, v in zip(rows, vals)], np.float64)
+        return FactorGraphData(graphs, inst_fptr, np.concatenate(fac_ptr),
+                               _concat(rows, np.int32), fac_val,
+                               _concat([u.template for u in unrolled], np.int64),
+                               golds, [i.size for i in instances], instances)
 
     # ------------------------------------------------------------ inference
 
@@ -383,16 +403,18 @@ class FactorGraphModel:
         counts = unroller.census(instances)
         _footprint(spec, layers, var_layers, counts, [0] * len(var_layers), 0, jobs
                    ).check(spec.templates)
-        unrolled = [unroller.factors(inst) for inst in instances]
+        keys = AttributeKeys.empty(len(spec.templates))
+        unrolled = [unroller.unroll(inst, keys) for inst in instances]
         golds = [gold_assignment(inst, layers, True) for inst in instances]
         templates = template_plans(spec, layers, unroller.layer_index, unrolled, golds,
                            settings.sigma, settings.min_count)
-        rows = feature_rows(templates, layers, unrolled, golds).cut(templates)
+        rows = feature_rows(templates, layers, unrolled, golds, keys).cut(templates)
         _footprint(spec, layers, var_layers, counts, rows.counts(), len(rows.template), jobs
                    ).check(spec.templates)
         model = cls(spec, base_dir, layers, templates, rows.vocabs, *rows.arrays(),
                     unroller.attributes.lexicons)
-        data = model.encode_instances(instances, unrolled, golds)
+        del rows   # (its per-row configuration sets, freed before encoding)
+        data = model.encode_instances(instances, unrolled, golds, keys)
         if model.unlabelled(data):   # partially labelled graphs: unlabelled nodes are latent
             model.program.has_hidden = True
         del unrolled   # (freed before the junction trees are planned)
@@ -465,6 +487,11 @@ def junction_tree_summary(settings: InferSettings, graphs: list[FactorGraph]) ->
 def _evidence(data: FactorGraphData) -> list:
     """Per instance, the labels given as evidence (-1: free), or None."""
     return data.evidence if data.evidence is not None else [None] * data.n_sequences
+
+
+def _concat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    """``parts`` as one array of ``dtype`` (empty when there are none)."""
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
 
 
 def _stack(beliefs: list[np.ndarray]) -> np.ndarray:

@@ -32,10 +32,10 @@ BYTES_PER_FEATURE = 8 * 24
 BYTES_PER_UNIT, BYTES_PER_UNIT_ROW, PY_PER_TOKEN = 8, 12, 150
 # one attribute's vocabulary entry (its key and the bookkeeping of its features)
 PY_PER_ATTRIBUTE = 150
-# a general CRF's unrolled factor as Python objects (tracemalloc): the tuple and
-# its attribute list, per variable and per (attribute, value) item; the encoder's
-# row and value lists add BYTES_PER_ITEM_LISTED per item
-PY_PER_FACTOR, PY_PER_VARIABLE, PY_PER_ITEM, BYTES_PER_ITEM_LISTED = 150, 40, 130, 44
+# a general CRF's unrolled factor as arrays (``fgl.compile.unrolling.UnrolledFactors``):
+# its template and offsets, per variable and per (attribute key, value) item; the
+# encoder's per-instance rows and their concatenation add BYTES_PER_ITEM_LISTED per item
+UNROLLED_PER_FACTOR, UNROLLED_PER_VARIABLE, UNROLLED_PER_ITEM, BYTES_PER_ITEM_LISTED = 24, 8, 12, 12
 # the cached spanning trees and schedules of BP, per graph edge
 BP_CACHE_PER_EDGE = 40
 # one transition s = p·y of a chain or segment model's state machine while
@@ -217,7 +217,7 @@ def factor_graph_footprint(counts: GraphCounts, widths: list[int], tables: list[
     (``widths``), table entries (``tables``) and message entries
     (``messages``, the sum of its variables' domain sizes); the label
     layers' sizes; ``features`` per template and their ``attributes``
-    (known once the data is read: zeros before).  Parts: the unrolled factors as Python objects
+    (known once the data is read: zeros before).  Parts: the unrolled factors' arrays
     (while compiling), the factor graphs with their attribute rows and BP's
     cached schedules, the features, and per thread the inference scratch of
     the largest instances (factor tables, ψ, beliefs, messages; clique
@@ -240,8 +240,8 @@ def factor_graph_footprint(counts: GraphCounts, widths: list[int], tables: list[
         bp = cliques == 0 if method == "auto" else np.full(len(F), method in ("loopy", "trp",
                                                                                  "trw"))
     per_tpl_f = F.sum(axis=0)
-    unroll = per_tpl_f * (PY_PER_FACTOR + PY_PER_VARIABLE * w
-                          + (PY_PER_ITEM + BYTES_PER_ITEM_LISTED) * items)
+    unroll = per_tpl_f * (UNROLLED_PER_FACTOR + UNROLLED_PER_VARIABLE * w
+                          + (UNROLLED_PER_ITEM + BYTES_PER_ITEM_LISTED) * items)
     graph = per_tpl_f * 8 * (4 + 5 * w + 2 * items) + F[bp].sum(axis=0) * w * BP_CACHE_PER_EDGE
     scratch_i = 8 * (3 * table_i + 3 * msg_i + 2 * var_entries + F.sum(axis=1) + 2 * edge_i
                      + 2 * cliques)

@@ -16,8 +16,11 @@ from fgl.compile.footprint import (
     sequence_footprint,
 )
 from fgl.compile.frontend import TemplatePlan
+from fgl.data.sentence import Sentence
 from fgl.engines.sequence.structure import ChainStructure
+from fgl.errors import DataError
 from fgl.lang import ast
+from fgl.sizes import format_size
 
 ADVICE = ("use support = observed, fewer patterns or fewer observations (in a segment model, "
           "a shorter `segments max`), or give a larger budget")
@@ -94,3 +97,31 @@ def check_counts(span: int, spec: ast.Spec, plans: list[TemplatePlan],
               f"labels = {n_states:,} label-state transitions, each scored at every "
               f"{'unit' if span > 1 else 'token'} of sequences of up to {longest:,} tokens",
               tpl.loc)
+
+
+def check_input(span: int, structure: ChainStructure, n_templates: int,
+                sentences: list[Sentence], jobs: int, purpose: str = "tagging") -> None:
+    """Refuse data a trained model cannot encode and run within the budget
+    (its units, their attribute rows at one per template and unit, and the
+    longest sequence's inference scratch), located at the longest sequence,
+    before any of it is made: tagging one sentence of 100,000 tokens under
+    `segments max 1000` would take over 20 GB."""
+    lengths = [len(s.rows) for s in sentences]
+    if not lengths:
+        return
+    tokens, units = sum(lengths), sum(n * span for n in lengths)
+    fp = model_footprint(span, structure, [0] * n_templates, [""] * n_templates, 0, tokens,
+                         units, units * max(n_templates, 1), max(lengths), len(lengths), jobs)
+    fp.parts["training data"] += float(max(lengths) * span * (
+        BYTES_PER_UNIT_MADE + BYTES_PER_UNIT_MADE_TEMPLATE * n_templates))   # (transient)
+    budget = memory_budget()
+    if fp.total <= budget:
+        return
+    longest = max(sentences, key=len)
+    what = (f"{len(longest):,} tokens x {span} segment lengths" if span > 1
+            else f"{len(longest):,} tokens")
+    raise DataError(f"the data ({len(sentences):,} sequence{'s' if len(sentences) > 1 else ''}, {tokens:,} tokens; the longest "
+                    f"here: {what}) would take about {format_size(fp.total)} for {purpose}, "
+                    f"more than the {format_size(budget)} memory budget: split the longest "
+                    "sequences or the file (or give a larger budget, `--max-memory`)",
+                    longest.file, longest.lines[0] if longest.lines else 0)

@@ -21,6 +21,7 @@ from fgl.compile.footprint import GraphCounts
 from fgl.compile.frontend import Layer, label_id
 from fgl.compile.pairs import estimate_pairs, linked_pairs
 from fgl.data.sentence import Sentence
+from fgl.engines.sequence.encoded import unit_ones
 from fgl.errors import DataError
 from fgl.features.observations import ObservationCompiler, TemplateAttributes, sentence_columns
 from fgl.lang import ast
@@ -147,6 +148,28 @@ class Unroller:
                 out.append((ti, [int(var[li, p]) for li, p in zip(layer_of, ends)], items))
         return out
 
+    def unroll(self, inst: Instance, keys: "AttributeKeys") -> "UnrolledFactors":
+        """``factors(inst)`` in array form, its attribute keys numbered by
+        ``keys``: the Python lists of one instance live only while it is
+        unrolled (150 CoNLL-2002 articles with skip cliques, 1.3 million
+        attribute items: 198 MB as lists, 11 MB as arrays; tracemalloc)."""
+        factors = self.factors(inst)
+        widths = np.fromiter((len(vs) for _, vs, _ in factors), np.int64, len(factors))
+        lengths = np.fromiter((len(items) for _, _, items in factors), np.int64, len(factors))
+        var_ptr = np.zeros(len(factors) + 1, dtype=np.int64)
+        np.cumsum(widths, out=var_ptr[1:])
+        item_ptr = np.zeros(len(factors) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=item_ptr[1:])
+        n = int(item_ptr[-1])
+        value = np.fromiter((v for _, _, items in factors for _, v in items), np.float64, n)
+        return UnrolledFactors(
+            np.fromiter((ti for ti, _, _ in factors), np.int64, len(factors)), var_ptr,
+            np.fromiter((v for _, vs, _ in factors for v in vs), np.int64, int(var_ptr[-1])),
+            item_ptr,
+            np.fromiter((keys.number(ti, key) for ti, _, items in factors for key, _ in items),
+                        np.int32, n),
+            unit_ones(n) if (value == 1.0).all() else value)
+
     def census(self, instances: list[Instance]) -> GraphCounts:
         """What ``factors`` would make, without making it: each template's
         factors on each instance (pair templates' estimated by
@@ -185,6 +208,53 @@ class Unroller:
         if len(self.spec.outputs) == 1:
             index["y"] = 0
         return index
+
+
+@dataclass
+class AttributeKeys:
+    """The attribute keys met while unrolling, numbered in the order first
+    met across templates (``vocabs[t]`` maps template t's keys to numbers;
+    ``template[k]`` is key k's template) — the numbering
+    ``fgl.compile.factor_features.FeatureRows`` gives its rows."""
+
+    vocabs: list[dict[str, int]]
+    template: list[int] = field(default_factory=list)
+
+    @classmethod
+    def empty(cls, n_templates: int) -> "AttributeKeys":
+        return cls([{} for _ in range(n_templates)])
+
+    def number(self, ti: int, key: str) -> int:
+        """Key ``key`` of template ``ti``: its number, a new one if unmet."""
+        k = self.vocabs[ti].get(key)
+        if k is None:
+            k = self.vocabs[ti][key] = len(self.template)
+            self.template.append(ti)
+        return k
+
+
+@dataclass
+class UnrolledFactors:
+    """One instance's factors (``Unroller.factors``) as flat arrays: factor
+    f of template ``template[f]`` over variables ``var[var_ptr[f]:var_ptr[f+1]]``
+    with attribute keys ``key[item_ptr[f]:item_ptr[f+1]]`` (numbered by
+    ``AttributeKeys``, int32) of values ``value[...]`` (a read-only view of
+    one 1.0 when all are 1)."""
+
+    template: np.ndarray
+    var_ptr: np.ndarray
+    var: np.ndarray
+    item_ptr: np.ndarray
+    key: np.ndarray
+    value: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.template.size)
+
+    def __iter__(self):
+        """(template, variables, None) per factor, as ``template_plans`` reads them."""
+        for f in range(len(self)):
+            yield int(self.template[f]), self.var[self.var_ptr[f]:self.var_ptr[f + 1]], None
 
 
 def variables(tpl: ast.Template) -> list[tuple[str, int, str]]:

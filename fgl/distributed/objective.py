@@ -85,6 +85,14 @@ def _merge_stats(a: InferenceStats | None, b: InferenceStats | None) -> Inferenc
                           max(a.max_residual, b.max_residual))
 
 
+def refine_shard(objective: Objective, bp: dict | None,
+                 decrease: float) -> tuple[str | None, dict | None]:
+    """Refine a shard's BP (``Objective.refine``) from the driver's settings
+    ``bp``: what changed, and the settings it leaves."""
+    objective.restore_bp_settings(bp)
+    return objective.refine(decrease), objective.bp_settings()
+
+
 def tighten_shard(objective: Objective) -> tuple[str | None, dict | None]:
     """Tighten a shard's BP (``Objective.tighten``): what changed, and the
     settings now in force."""
@@ -178,6 +186,17 @@ class DistributedObjective:
         if settings:
             self.bp = max(settings, key=lambda bp: max(side["damping"] for side in bp.values()))
         return max(notes, key=len) if notes else None
+
+    def refine(self, decrease: float) -> str | None:
+        """Refine BP on every shard (``Objective.refine``); the shards start
+        alike and refine alike, so the first one's settings serve all."""
+        found = self._round(lambda: self.client.gather(
+            [self.client.submit(refine_shard, s, self.bp, decrease, pure=False)
+             for s in self.shards]))
+        note, bp = found[0] if found else (None, None)
+        if note:
+            self.bp = bp
+        return note
 
     def approximate(self) -> bool:
         return self.bp is not None

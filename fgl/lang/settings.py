@@ -228,7 +228,8 @@ SETTINGS: tuple[SettingDef, ...] = (
     SettingDef("infer trw", "tol", POSITIVE, 1e-5,
                _ENGINE.format("TRW", "convergence tolerance"),
                "stop when no variable's belief moves by more than this in one sweep (the "
-               "change of its log belief over the sweep, weighted by the belief)"),
+               "change of its log belief over the sweep, weighted by the belief); training "
+               "starts at 100x this (at most 1e-3) and refines down to it as its steps shrink"),
     SettingDef("infer trw", "forests", whole_number(1), 10,
                _ENGINE.format("TRW", "forests of the cover"),
                "the fewest factor forests whose shares give the appearance probabilities ρ_f "

@@ -220,7 +220,11 @@ def _cubic_minimiser(a: float, fa: float, da: float, b: float, fb: float, db: fl
 class _LineSearch:
     """Find a step along ``d`` meeting the strong Wolfe conditions
     (Algorithms 3.5 and 3.6).  Evaluates ``fun`` at ``x + step·d`` in the
-    caller's ``trial`` buffer, which holds the accepted point on return."""
+    caller's ``trial`` buffer, which holds the accepted point on return.
+    Only the gradient of the point being tried is held — a bracket end is
+    (step, f, dphi) — so a search holds two full-length gradients at most
+    (the iterate's and the trial's); the rare search that runs out of
+    evaluations evaluates its best point once more (``_best``)."""
 
     def __init__(self, fun: Function, c1: float, c2: float, max_evals: int):
         self.fun, self.c1, self.c2, self.max_evals = fun, c1, c2, max_evals
@@ -241,18 +245,21 @@ class _LineSearch:
         without any step of sufficient decrease."""
         self.evaluations = 0
         self.f0, self.dphi0 = f0, dphi0
-        lo = (0.0, f0, dphi0, None)  # (step, f, dphi, g): best sufficient decrease so far
+        lo = (0.0, f0, dphi0)  # (step, f, dphi): best sufficient decrease so far
         while self.evaluations < self.max_evals:
+            g = None   # (the last trial's gradient is freed before the next evaluation)
             f, g, dphi = self._eval(x, d, step, trial)
             if not math.isfinite(f):
                 step = 0.5 * (lo[0] + step)  # stepped out of the domain: come back
                 continue
-            point = (step, f, dphi, g)
-            if f > f0 + self.c1 * step * dphi0 or (lo[3] is not None and f >= lo[1]):
+            point = (step, f, dphi)
+            if f > f0 + self.c1 * step * dphi0 or (lo[0] > 0.0 and f >= lo[1]):
+                g = None   # (not held while zooming)
                 return self._zoom(x, d, trial, lo, point)
             if abs(dphi) <= -self.c2 * dphi0:
                 return f, g
             if dphi >= 0.0:
+                g = None
                 return self._zoom(x, d, trial, point, lo)
             lo = point
             step *= 2.0
@@ -269,11 +276,12 @@ class _LineSearch:
             inner_lo, inner_hi = sorted((a + 0.1 * (b - a), b - 0.1 * (b - a)))
             if not inner_lo <= step <= inner_hi:
                 step = 0.5 * (a + b)
+            g = None
             f, g, dphi = self._eval(x, d, step, trial)
             if not math.isfinite(f):
-                hi = (step, math.inf, math.nan, None)  # forces bisection next
+                hi = (step, math.inf, math.nan)  # forces bisection next
                 continue
-            point = (step, f, dphi, g)
+            point = (step, f, dphi)
             if f > f0 + self.c1 * step * dphi0 or f >= lo[1]:
                 hi = point
                 continue
@@ -286,12 +294,12 @@ class _LineSearch:
 
     def _best(self, x, d, trial, lo):
         """Out of evaluations: settle for the best step of sufficient
-        decrease, if any."""
-        step, f, _, g = lo
-        if g is None:
+        decrease, if any, evaluated again for its gradient."""
+        if lo[0] == 0.0:
             return None
-        self._point(x, d, step, trial)
-        return f, g
+        self._point(x, d, lo[0], trial)
+        self.evaluations += 1
+        return self.fun(trial)
 
 
 class Iterate:

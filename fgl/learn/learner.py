@@ -8,7 +8,11 @@ given.  When the line search finds no acceptable step it recovers:
 (damped, if instances did not converge), the current point is re-evaluated
 and the search restarts along steepest descent.  Every recovery is logged
 (``TrainingLog.recoveries``), reported to ``progress`` as a row with a
-``"recovery"`` entry, and counted in the final message.
+``"recovery"`` entry, and counted in the final message.  Between
+iterations ``refine`` may make an inexact objective more precise as the
+steps shrink (TRW training starts BP loose: ``WarmStart.refine``); the
+stopping rule counts only iterations since the last refinement, and never
+stops while one is still possible.
 
 A run can be saved between iterations and resumed exactly
 (``fgl.learn.checkpoint``): ``train_lbfgs(checkpoint=...)`` hands the
@@ -19,6 +23,7 @@ run it.
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -80,7 +85,8 @@ class _Run:
         self.log = TrainingLog()
         self.start = time.perf_counter()
         self.history: list[float] = []
-        self.last_gradient: np.ndarray | None = None  # the array the last evaluation returned
+        # the array the last evaluation returned, not kept alive (a rejected trial's is freed)
+        self.last_gradient: Callable[[], np.ndarray | None] = lambda: None
         self.start_point: tuple | None = None  # (x0, f, g) once evaluated (a stop in iteration 1)
         self.last_state = None if resume is None else resume.lbfgs  # the last finished iteration
         if resume is not None:
@@ -97,7 +103,7 @@ class _Run:
         f, g = self.objective(w)
         self.log.evaluations += 1
         self.log.eval_seconds += time.perf_counter() - t0
-        self.last_gradient = g
+        self.last_gradient = weakref.ref(g)
         if self.log.evaluations == 1 and self.resume is None:
             self.start_point = (w, f, g)
             self.objective.accept()
@@ -107,21 +113,29 @@ class _Run:
                   evaluations: int) -> bool:
         """After iteration ``it``: log its row, then whether to stop (the
         relative-improvement rule, else ``should_stop``)."""
-        if g is self.last_gradient:   # the iterate is the last evaluated point
+        if g is self.last_gradient():   # the iterate is the last evaluated point
             self.objective.accept()
+        scale = max(abs(f), 1e-300)
+        refined = self.objective.refine((self.history[-1] - f) / scale) if self.history else None
         self.history.append(f)
         row = {"iteration": it, "objective": f, "gradient_norm": float(np.linalg.norm(g)),
                "evaluations": evaluations, "seconds": time.perf_counter() - self.start,
                "inference": self.objective.stats}
+        if refined:
+            row["refined"] = refined
         self.log.iterations.append(row)
         if self.progress is not None:
             self.progress(row)
         if len(self.history) > self.period:
             old = self.history[-1 - self.period]
-            if (old - f) / max(abs(f), 1e-300) < self.tol:
-                self.log.message = (f"objective improved by less than {self.tol:g} over "
-                                    f"{self.period} iterations")
-                return True
+            if (old - f) / scale < self.tol:
+                refined = refined or self.objective.refine(0.0)   # (not converged while coarse)
+                if not refined:
+                    self.log.message = (f"objective improved by less than {self.tol:g} over "
+                                        f"{self.period} iterations")
+                    return True
+        if refined:
+            self.history = [f]   # (objectives of a coarser inference are not compared with finer)
         # (after the stopping rule: a run resumed from here goes on as if not stopped)
         reason = self.should_stop() if self.should_stop is not None else None
         if reason:
@@ -132,6 +146,7 @@ class _Run:
     def save(self, state: LBFGSState) -> None:
         """A finished iteration's state: kept, and handed to ``checkpoint``."""
         self.last_state = state
+        self.start_point = None   # (a stop now falls back to this state: free the first gradient)
         if self.checkpoint is not None:
             log = self.log
             self.checkpoint(TrainingState(state, OPTIMISER_MEMORY, list(self.history),

@@ -58,6 +58,11 @@ class TrainingObjective(Protocol):
     def tighten(self) -> str | None:
         """Make later evaluations more precise and say how; None: nothing changed."""
 
+    def refine(self, decrease: float) -> str | None:
+        """After an iteration that lowered f by the relative ``decrease``:
+        make later evaluations more precise if they are too coarse for steps
+        that small, and say how; None: nothing changed."""
+
     def accept(self) -> None:
         """The last evaluation's weights are the optimiser's new iterate."""
 
@@ -78,6 +83,9 @@ class ExactObjective:
         return False
 
     def tighten(self) -> str | None:
+        return None
+
+    def refine(self, decrease: float) -> str | None:
         return None
 
     def accept(self) -> None:
@@ -134,7 +142,13 @@ class Objective:
             raise ValueError(f"bp_start must be 'cold' or 'warm', not {bp_start!r}")
         self.program, self.data, self.jobs = program, data, resolve_jobs(jobs)
         self.inv_var = inverse_variance(sigma)
-        self.gold_counts = None if program.has_hidden else program.gold_counts(data)
+        # the gold counts as (index, value) of their nonzeros: most features never fire
+        # at a gold label (support = all), and a full-length copy would be one more vector
+        self.gold: tuple[np.ndarray, np.ndarray] | None = None
+        if not program.has_hidden:
+            counts = program.gold_counts(data)
+            index = np.flatnonzero(counts)
+            self.gold = (index, counts[index])
         self.stats: InferenceStats | None = None
         carry = bp_start == "warm"
         self.warm = program.warm_start(data, carry)
@@ -158,9 +172,17 @@ class Objective:
             note = f"{note or 'model: unchanged'}; clamped program: {clamped}"
         return note
 
+    def refine(self, decrease: float) -> str | None:
+        """BP's tolerance refined on both sides after a step of relative
+        ``decrease`` (``WarmStart.refine``: TRW training starts loose);
+        says what changed, None when nothing did."""
+        notes = [warm.refine(decrease) for warm in (self.warm, self.warm_clamped)
+                 if warm is not None]
+        return next((note for note in notes if note), None)
+
     def bp_settings(self) -> dict | None:
-        """BP's settings per side as recoveries left them (for a
-        checkpoint), None when no BP runs."""
+        """BP's settings per side as recoveries and refinements left them
+        (for a checkpoint), None when no BP runs."""
         sides = {"model": self.warm, "clamped": self.warm_clamped}
         saved = {side: {k: getattr(warm, k) for k in BP_SETTINGS}
                  for side, warm in sides.items() if warm is not None}
@@ -185,13 +207,15 @@ class Objective:
     def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
         model = self.program.expectations(w, self.data, self.jobs, warm=self.warm)
         grad = model.counts  # the program's fresh array: update it in place
-        if self.gold_counts is None:
+        if self.gold is None:
             gold = self.program.clamped_expectations(w, self.data, self.jobs,
                                                      warm=self.warm_clamped)
-            gold_log_z, observed = gold.log_z, gold.counts
+            gold_log_z = gold.log_z
+            grad -= gold.counts
         else:
-            gold_log_z, observed = float(w @ self.gold_counts), self.gold_counts
-        grad -= observed
+            index, values = self.gold
+            gold_log_z = float(w[index] @ values)
+            grad[index] -= values
         self.stats = model.stats
         prior = add_prior(grad, w, self.inv_var) if len(w) else 0.0
         return float(model.log_z - gold_log_z + prior), grad

@@ -60,6 +60,10 @@ def files(tmp_path_factory) -> dict[str, Path]:
                                      for i in range(n)), encoding="utf-8")
     out["long"].write_text("".join(f"w{i % 50} {'B-NP' if i % 3 == 0 else 'I-NP'}\n"
                                    for i in range(100_000)), encoding="utf-8")
+    out["short"] = d / "short.txt"   # segments of up to 3 tokens, BIO
+    out["short"].write_text("".join(f"w{i % 50} {'B-NP' if i % 3 == 0 else 'I-NP'}\n"
+                                    + ("\n" if i % 12 == 11 else "") for i in range(600)),
+                            encoding="utf-8")
     out["small"].write_text("".join(f"w{i % 7} {'ABC'[i % 3]}\n" + ("\n" if i % 8 == 7 else "")
                                     for i in range(400)), encoding="utf-8")
     return out
@@ -99,6 +103,33 @@ def test_long_segments_over_one_long_sentence_are_refused_before_the_span_arrays
                           "100,000,000 candidate segments in the longest sequence"), err
     assert "2 GB memory budget (as set by --max-memory)" in err
     assert seconds < 20, seconds
+
+
+def test_tagging_one_long_sentence_under_long_segments_is_refused_before_its_units(files,
+                                                                                 tmp_path):
+    """A segment model trained on short sentences, asked to tag one of
+    100,000 tokens under `segments max 1000` (some 20 GB of units): refused
+    at the sentence's file:line before its units are made; the same file cut
+    to a budget's size tags."""
+    spans = tmp_path / "spans.fgl"
+    spans.write_text(SEGMENTS, encoding="utf-8")
+    model = tmp_path / "s.fglm"
+    code, err, _ = fgl("train", spans, "--train", files["short"], "-o",
+                       model, "-q", "--max-iter", "2")
+    assert code == 0, err
+    code, err, seconds = fgl("tag", model, files["long"], "-o", tmp_path / "t.txt",
+                             "--max-memory", "2G")
+    assert code == 2, err
+    one_line(err)
+    assert err.startswith(f"fgl: {files['long']}:1: the data (1 sequence, 100,000 tokens; the "
+                          "longest here: 100,000 tokens x 1000 segment lengths) would take "
+                          "about "), err
+    assert "more than the 2 GB memory budget" in err and "split the longest" in err
+    assert seconds < 20, seconds
+    assert not (tmp_path / "t.txt").exists()
+    code, err, _ = fgl("tag", model, files["short"], "-o",
+                       tmp_path / "t.txt", "--max-memory", "2G")
+    assert code == 0, err
 
 
 def test_a_memory_error_beyond_the_budget_is_one_located_line(files, tmp_path):

@@ -330,3 +330,66 @@ def test_parallel_expectations_are_reproducible():
     one = model.program.expectations(w, enc, 1)
     assert one.log_z == pytest.approx(runs[0].log_z, rel=1e-12)
     np.testing.assert_allclose(one.counts, runs[0].counts, rtol=1e-12, atol=1e-12)
+
+
+def test_trw_training_starts_loose_and_refines_to_the_specs_tolerance():
+    """Under TRW the objective starts BP at 100x the spec's tol (at most
+    1e-3) and ``refine`` cuts it tenfold whenever a step lowered the
+    objective by less than it, down to the spec's tol and no further; the
+    Bethe methods start at the spec's."""
+    model, enc = _compiled(SKIP_EQUAL_WORDS, "infer trw(tol = 1e-6)")
+    objective = Objective(model.program, enc, model.feat_sigma, jobs=1)
+    assert (objective.warm.tol, objective.warm.floor) == (1e-4, 1e-6)
+    assert objective.refine(1e-3) is None and objective.warm.tol == 1e-4   # a big step
+    note = objective.refine(5e-5)
+    assert "BP tolerance 0.0001 -> 1e-05" in note and objective.warm.tol == 1e-5
+    assert objective.refine(0.0) and objective.warm.tol == 1e-6
+    assert objective.refine(0.0) is None and objective.warm.tol == 1e-6    # the floor
+    loose, _ = _compiled(SKIP_EQUAL_WORDS, "infer trw(tol = 1e-2)")
+    assert Objective(loose.program, enc, loose.feat_sigma, jobs=1).warm.tol == 1e-2
+    trp, _ = _compiled(SKIP_EQUAL_WORDS, "infer trp(tol = 1e-6)")
+    bethe = Objective(trp.program, enc, trp.feat_sigma, jobs=1)
+    assert bethe.warm.tol == 1e-6 and bethe.refine(0.0) is None
+
+
+def test_trw_training_converges_at_the_specs_tolerance():
+    """A TRW run refines BP as its steps shrink and stops by the stopping
+    rule only once BP runs at the spec's tolerance: its last objective is
+    the precise one at its weights, and each refinement is in the rows."""
+    model, enc = _compiled(SKIP_EQUAL_WORDS, "infer trw(tol = 1e-7, max_iter = 1000)",
+                           train="train { sigma = 1 }", n=20)
+    objective = Objective(model.program, enc, model.feat_sigma, jobs=1)
+    w, log = train_lbfgs(model.program, enc, model.feat_sigma, max_iter=200, jobs=1,
+                         objective=objective)
+    assert "objective improved by less than" in log.message and not log.recoveries
+    notes = [r["refined"] for r in log.iterations if "refined" in r]
+    assert len(notes) == 2 and "1e-05 -> 1e-06" in notes[0] and "-> 1e-07" in notes[1]
+    assert objective.warm.tol == 1e-7
+    f_precise, _ = Objective(_precise(model), enc, model.feat_sigma, jobs=1)(w)
+    assert abs(log.objective - f_precise) <= 1e-6 * abs(f_precise)
+
+
+def test_the_stopping_rule_waits_for_inference_to_be_refined():
+    """A flat run of objectives stops training only when ``refine`` has
+    nothing left to make more precise; a refinement restarts the count."""
+    from fgl.learn.learner import _Run
+
+    class Coarse:
+        stats = None
+        left = 2
+
+        def refine(self, decrease):
+            if decrease > 0 or not self.left:
+                return None
+            self.left -= 1
+            return "finer"
+
+        def accept(self):
+            pass
+
+    run = _Run(Coarse(), max_iter=100, tol=1e-5, period=3, progress=None, should_stop=None,
+               checkpoint=None, resume=None)
+    g = np.zeros(2)
+    stops = [run.iteration(it, 1.0, g, g, it) for it in range(1, 12)]
+    assert stops.index(True) == 5 and run.objective.left == 0   # 3 iterations after the last
+    assert [r["iteration"] for r in run.log.iterations if "refined" in r] == [2, 3]

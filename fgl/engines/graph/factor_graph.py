@@ -97,39 +97,40 @@ class FactorGraph:
         """Build the tables for variables of domain sizes ``card`` and factors
         given as variable-id sequences (table order; a variable at most once
         per factor; an empty factor is a constant)."""
+        f_ptr = [0]
+        f_var: list[int] = []
+        for fac in factors:
+            f_var.extend(int(v) for v in fac)
+            f_ptr.append(len(f_var))
+        return cls.from_csr(card, np.asarray(f_ptr, dtype=np.int64),
+                            np.asarray(f_var, dtype=np.int64))
+
+    @classmethod
+    def from_csr(cls, card: Sequence[int], f_ptr: np.ndarray, f_var: np.ndarray
+                 ) -> "FactorGraph":
+        """``from_factors`` with the factors given as a CSR: factor f over
+        variables ``f_var[f_ptr[f]:f_ptr[f+1]]``."""
         card = np.asarray(card, dtype=np.int64).reshape(-1)
         if card.size and card.min() < 1:
             raise ValueError("every variable needs a domain of size >= 1")
         V = card.size
-        f_ptr = [0]
-        f_var: list[int] = []
-        sizes = []
-        for j, fac in enumerate(factors):
-            fac = [int(v) for v in fac]
-            for v in fac:
-                if not 0 <= v < V:
-                    raise ValueError(f"factor {j} uses variable {v} outside 0..{V - 1}")
-            if len(set(fac)) != len(fac):
-                raise ValueError(f"factor {j} repeats a variable: {fac}")
-            f_var.extend(fac)
-            f_ptr.append(len(f_var))
-            size = 1
-            for v in fac:
-                size *= int(card[v])
-            sizes.append(size)
-        f_ptr = np.asarray(f_ptr, dtype=np.int64)
-        f_var = np.asarray(f_var, dtype=np.int64)
-        F = len(sizes)
-        E = f_var.size
-        tab_ptr = np.zeros(F + 1, dtype=np.int64)
-        tab_ptr[1:] = np.cumsum(np.asarray(sizes, dtype=np.int64))
+        f_ptr = np.ascontiguousarray(f_ptr, dtype=np.int64)
+        f_var = np.ascontiguousarray(f_var, dtype=np.int64)
+        F, E = f_ptr.size - 1, f_var.size
         e_fac = np.repeat(np.arange(F, dtype=np.int64), np.diff(f_ptr))
+        outside = np.flatnonzero((f_var < 0) | (f_var >= V))
+        if outside.size:
+            e = outside[0]
+            raise ValueError(f"factor {e_fac[e]} uses variable {f_var[e]} outside 0..{V - 1}")
+        pairs = np.sort(e_fac * max(V, 1) + f_var)
+        repeated = np.flatnonzero(pairs[1:] == pairs[:-1])
+        if repeated.size:
+            f = int(pairs[repeated[0]] // max(V, 1))
+            raise ValueError(f"factor {f} repeats a variable: "
+                             f"{[int(v) for v in f_var[f_ptr[f]:f_ptr[f + 1]]]}")
+        tab_ptr = np.zeros(F + 1, dtype=np.int64)
         e_stride = np.ones(E, dtype=np.int64)
-        for f in range(F):
-            s = 1
-            for e in range(f_ptr[f + 1] - 1, f_ptr[f] - 1, -1):
-                e_stride[e] = s
-                s *= int(card[f_var[e]])
+        _strides(card, f_ptr, f_var, e_stride, tab_ptr)
         msg_ptr = np.zeros(E + 1, dtype=np.int64)
         msg_ptr[1:] = np.cumsum(card[f_var]) if E else []
         v_edge = np.argsort(f_var, kind="stable").astype(np.int64)
@@ -304,6 +305,18 @@ class FactorGraph:
 
 # --------------------------------------------------------------------------
 # kernels (build time; linear in the graph)
+
+
+@njit(cache=True, nogil=True)
+def _strides(card, f_ptr, f_var, e_stride, tab_ptr):
+    """Each edge's row-major stride in its factor's table (the last
+    variable varies fastest) and the tables' offsets."""
+    for f in range(f_ptr.shape[0] - 1):
+        s = 1
+        for e in range(f_ptr[f + 1] - 1, f_ptr[f] - 1, -1):
+            e_stride[e] = s
+            s *= card[f_var[e]]
+        tab_ptr[f + 1] = tab_ptr[f] + s
 
 
 @njit(cache=True, nogil=True)

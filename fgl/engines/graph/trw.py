@@ -459,6 +459,10 @@ def beliefs(pot: ReweightedPotentials, g: GraphArrays, L, lb, use_max, bv, bf, l
             for x in range(card[v]):
                 t = lb[o + x]
                 lcav[m + x] = -np.inf if t == -np.inf else t - L[m + x]
+        if k == 2:
+            total += _pairwise_belief(log_pot, scaled, t0, card[f_var[a]], card[f_var[a + 1]],
+                                      lcav, msg_ptr[a], msg_ptr[a + 1], rho[f], bf)
+            continue
         mx = -np.inf
         for i in range(n):
             s = scaled[t0 + i]
@@ -484,6 +488,37 @@ def beliefs(pot: ReweightedPotentials, g: GraphArrays, L, lb, use_max, bv, bf, l
             else:
                 bf[t0 + i] = 0.0
     return 0.0 if use_max else total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pairwise_belief(log_pot, scaled, t0, n0, n1, lcav, m0, m1, r, bf):
+    """``beliefs`` of one pairwise factor (table at t0, n0 x n1, cavities at
+    m0 and m1): b_f into bf, and its share <b_f, θ_f> + ρ_f H(b_f) of the
+    bound — one exponential per entry, no index arithmetic."""
+    mx = -np.inf
+    for x0 in range(n0):
+        for x1 in range(n1):
+            mx = max(mx, scaled[t0 + x0 * n1 + x1] + lcav[m0 + x0] + lcav[m1 + x1])
+    z = 0.0
+    for x0 in range(n0):
+        for x1 in range(n1):
+            s = scaled[t0 + x0 * n1 + x1] + lcav[m0 + x0] + lcav[m1 + x1]
+            p = np.exp(s - mx) if s > -np.inf else 0.0
+            bf[t0 + x0 * n1 + x1] = p
+            z += p
+    if z == 0.0:   # (no assignment possible: the bound is -inf elsewhere)
+        return 0.0
+    lz = mx + np.log(z)
+    inv = 1.0 / z
+    total = 0.0
+    for x0 in range(n0):
+        for x1 in range(n1):
+            i = t0 + x0 * n1 + x1
+            p = bf[i] * inv
+            bf[i] = p
+            if p > 0.0:
+                total += p * (log_pot[i] - r * (scaled[i] + lcav[m0 + x0] + lcav[m1 + x1] - lz))
+    return total
 
 
 @njit(cache=True, nogil=True)

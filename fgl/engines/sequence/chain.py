@@ -502,20 +502,23 @@ def potentials(a, T, units, features, tables, w, static, fill, w_dense, lab, pot
 _FACTORED, _SCALED, _LOG_SPACE = 0, 1, 2
 
 
-def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense):
+def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, grad_dense):
     """Σ log Z over sequences i0..i1 and, into ``grad``, the expected feature
     counts E[f_k] = Σ_t value · P(pattern of k ends at t | x); a dense row's
-    counts go to ``grad_dense[d, y]`` instead.  ``features.dynamic`` must
+    counts go to ``grad_dense[d, y]`` instead.  ``grad`` is a compact layout
+    (``fgl.engines.sequence.encoded.row_block_sums``): the constant rows'
+    features first, in order, and row r's features from ``grad_ptr[r]``.  ``features.dynamic`` must
     hold every single-label pattern.  The factored or the scaled path takes
     every sequence (the static potentials decide, ``_factored_path``); a
     sequence that path cannot scale goes to the span kernel in log space."""
     redo = np.zeros(max(i1 - i0, 0), dtype=np.bool_)
     fast = _expectations_factored if _factored_path(features, tables, w) \
         else _expectations_scaled
-    total = fast(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo)
+    total = fast(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, grad_dense,
+                 redo)
     if redo.any():
         total += _expectations_log_space(i0, i1, units, features, tables, w, w_dense, grad,
-                                         grad_dense, redo)
+                                         grad_ptr, grad_dense, redo)
     return total
 
 
@@ -529,26 +532,29 @@ def _factored_path(features, tables, w):
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
-def _expectations_factored(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo):
-    return _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo,
-                         _FACTORED)
+def _expectations_factored(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr,
+                           grad_dense, redo):
+    return _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr,
+                         grad_dense, redo, _FACTORED)
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
-def _expectations_scaled(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo):
-    return _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo,
-                         _SCALED)
+def _expectations_scaled(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr,
+                         grad_dense, redo):
+    return _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr,
+                         grad_dense, redo, _SCALED)
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
-def _expectations_log_space(i0, i1, units, features, tables, w, w_dense, grad, grad_dense,
-                            redo):
-    return _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo,
-                         _LOG_SPACE)
+def _expectations_log_space(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr,
+                            grad_dense, redo):
+    return _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr,
+                         grad_dense, redo, _LOG_SPACE)
 
 
 @njit(nogil=True, fastmath=SAFE_FAST, error_model="numpy", inline="always")
-def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense, redo, path):
+def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, grad_dense, redo,
+                  path):
     """``batch_expectations`` on one path (a constant, so each compiled
     variant holds only its own: inlined, the other branches are pruned).
     The fast paths mark in ``redo`` (indexed from i0) the sequences they
@@ -634,13 +640,16 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_dense,
                     for y in range(n):
                         dst[y] += v * labels[y]
                 else:
+                    shift = grad_ptr[r] - row_ptr[r]
                     for k in range(row_ptr[r], row_ptr[r + 1]):
-                        grad[k] += v * m_row[feat_s[k]]
+                        grad[k + shift] += v * m_row[feat_s[k]]
     if path == _FACTORED:  # (cum is finite only then)
         own_sum *= cum
     spans.accumulate_up(own_sum, tables.p_suffix, tables.p_order, n)
-    for k in features.const_feats:
-        grad[k] += marg_sum[feat_s[k]] + own_sum[feat_s[k]]
+    const_feats = features.const_feats
+    for i in range(const_feats.shape[0]):  # (the constant rows open grad's layout)
+        s = feat_s[const_feats[i]]
+        grad[i] += marg_sum[s] + own_sum[s]
     return total
 
 

@@ -7,17 +7,20 @@ with the batch kernels of ``fgl.engines.sequence.chain`` (and the gold-count wal
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
+from fgl.engines.parallel import blocks
 from fgl.engines.program import Decoding, Expectations, Marginals
 from fgl.engines.sequence import chain, spans
 from fgl.engines.sequence.encoded import (
+    BlockLayout,
     EncodedData,
     SequenceProgram,
-    dense_block_sums,
+    row_block_sums,
     run_parallel,
     sequence_log_z,
 )
@@ -25,6 +28,11 @@ from fgl.engines.sequence.structure import ChainStructure
 
 # the dense rows' weights of a chain program stay within this many bytes (L2)
 DENSE_BYTES = 512 * 1024
+
+
+def index_type(count: int) -> type:
+    """The narrowest of int16 and int32 holding ids below ``count``."""
+    return np.int16 if count <= np.iinfo(np.int16).max else np.int32
 
 
 @dataclass
@@ -43,11 +51,15 @@ class ChainProgram(SequenceProgram):
     has_hidden: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        # 32-bit feature tables: half the cache footprint for the scattered
-        # reads of feature scoring and expected counts
+        # narrow feature tables: a smaller cache footprint for the scattered reads of
+        # feature scoring and expected counts, and 2 bytes per feature for each of
+        # feat_pattern and feat_s when the patterns and states allow (15 MB apiece at
+        # 7.4M features)
         self.row_ptr = np.ascontiguousarray(self.row_ptr, dtype=np.int32)
-        self.feat_pattern = np.ascontiguousarray(self.feat_pattern, dtype=np.int32)
-        self.feat_s = self.structure.pattern_s[self.feat_pattern].astype(np.int32)
+        self.feat_pattern = np.ascontiguousarray(self.feat_pattern,
+                                                 dtype=index_type(len(self.structure.patterns)))
+        self.feat_s = self.structure.pattern_s[self.feat_pattern].astype(
+            index_type(self.structure.n_backward))
         self.row_is_const = np.zeros(len(self.row_ptr) - 1, dtype=np.bool_)
         self.row_is_const[self.const_rows] = True
         feat_const = np.repeat(self.row_is_const, np.diff(self.row_ptr))
@@ -57,6 +69,12 @@ class ChainProgram(SequenceProgram):
         # the kernels read every label's potential per token
         self.dynamic[self.structure.s_pattern[:self.structure.n_labels]] = True
         self._dense_rows()
+        # expected counts per block in a compact layout (``row_block_sums``): the constant
+        # rows first, ascending (the kernel counts their features there in order), then
+        # the block's rows counted feature by feature (neither constant nor dense)
+        self.first_rows = np.flatnonzero(self.row_is_const).astype(np.int64)
+        self.scattered = ~self.row_is_const & (self.row_dense < 0)
+        self._held_layout: tuple[weakref.ref, BlockLayout] | None = None
         self.features = chain.ChainFeatures(self.row_ptr, self.feat_pattern, self.feat_s,
                                             self.const_feats, self.dynamic, self.row_dense)
 
@@ -99,12 +117,28 @@ class ChainProgram(SequenceProgram):
         w_dense = self.dense_weights(w)
         units = spans.units(data)
 
-        def kernel(i0: int, i1: int, grad: np.ndarray, grad_dense: np.ndarray) -> float:
+        def kernel(i0: int, i1: int, grad: np.ndarray, grad_ptr: np.ndarray,
+                   grad_dense: np.ndarray) -> float:
             return chain.batch_expectations(i0, i1, units, self.features, self.structure.tables,
-                                            w, w_dense, grad, grad_dense)
+                                            w, w_dense, grad, grad_ptr, grad_dense)
 
-        return Expectations(*dense_block_sums(data.seq_ptr, jobs, self.n_features, w_dense,
-                                              self.dense_feats, self.dense_slot, kernel))
+        return Expectations(*row_block_sums(self._layout(data), jobs, self.n_features,
+                                            self.row_ptr, w_dense, self.dense_feats,
+                                            self.dense_slot, kernel))
+
+    def __getstate__(self) -> dict:
+        """Pickled (to a cluster's workers) without the layout held for local data."""
+        return {**self.__dict__, "_held_layout": None}
+
+    def _layout(self, data: EncodedData) -> BlockLayout:
+        """``data``'s blocks and their rows, made at its first evaluation and
+        kept while it lives (a training run evaluates the same data)."""
+        cuts = blocks(data.seq_ptr)
+        held = self._held_layout
+        if held is None or held[0]() is not data or held[1].cuts != cuts:
+            held = self._held_layout = (weakref.ref(data), BlockLayout.build(
+                data, cuts, self.row_ptr, self.first_rows, self.scattered))
+        return held[1]
 
     def gold_counts(self, data: EncodedData) -> np.ndarray:
         """Feature counts of the gold labelling: the span kernel's walk with

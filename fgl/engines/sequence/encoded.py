@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+from numba import njit
 
 from fgl import stopping
 from fgl.engines.parallel import blocks, contiguous_runs, ordered_reduce, pooled, resolve_jobs
@@ -106,6 +107,118 @@ def dense_block_sums(seq_ptr: np.ndarray, jobs: int, n_features: int, w_dense: n
     ordered_reduce(jobs, len(cuts), compute, combine,
                    lambda: (np.zeros(n_features), np.zeros_like(w_dense)))
     return log_z[0], grad_sum
+
+
+@dataclass
+class BlockLayout:
+    """The blocks of a data set (``blocks``) and the rows each counts into
+    a compact gradient (``row_block_sums``): fixed by the data and the
+    feature table, so made once per data set."""
+
+    cuts: list[tuple[int, int]]
+    rows: list[np.ndarray]   # per block: the first rows, then its scattered rows, ascending
+    size: int                # the largest block's features
+
+    @classmethod
+    def build(cls, data: EncodedData, cuts: list[tuple[int, int]], row_ptr: np.ndarray,
+              first_rows: np.ndarray, scattered: np.ndarray) -> "BlockLayout":
+        """For blocks ``cuts`` of ``data`` (``blocks``): ``first_rows`` (rows
+        every block counts, e.g. constant rows), then per block the rows r of
+        its units with ``scattered[r]``."""
+        if not cuts:
+            return cls([], [], 0)
+        m = data.units_per_token
+        unit_cuts = np.array([data.seq_ptr[i0] * m for i0, _ in cuts]
+                             + [data.seq_ptr[cuts[-1][1]] * m], dtype=np.int64)
+        rows, ptr = block_rows(data.tok_ptr, data.tok_row, unit_cuts, scattered)
+        per_block = [np.concatenate([first_rows, rows[ptr[k]:ptr[k + 1]]])
+                     for k in range(len(cuts))]
+        lengths = np.diff(row_ptr)
+        return cls(cuts, per_block, max(int(lengths[r].sum()) for r in per_block))
+
+
+def row_block_sums(layout: BlockLayout, jobs: int, n_features: int, row_ptr: np.ndarray,
+                   w_dense: np.ndarray, dense_feats: np.ndarray, dense_slot: np.ndarray,
+                   kernel: Callable) -> tuple[float, np.ndarray]:
+    """``dense_block_sums`` with each block counted into a compact array of
+    the rows it touches (``layout``), not a full-length one: row r's
+    features start at ``grad_ptr[r]``, and ``kernel(i0, i1, grad, grad_ptr,
+    grad_dense)`` counts into that layout.  The scratch per thread is the
+    largest block's rows (on CoNLL-2000 with CRF++'s template a fifth of
+    the features), only those are zeroed and added, and the sums are the
+    bits ``dense_block_sums`` gives."""
+    grad_sum = np.zeros(n_features)
+    log_z = [0.0]
+
+    def compute(k: int, grad: np.ndarray, grad_ptr: np.ndarray, grad_dense: np.ndarray
+                ) -> tuple[float, tuple]:
+        stopping.check()
+        used = local_layout(layout.rows[k], row_ptr, grad_ptr)
+        grad[:used] = 0.0
+        grad_dense.fill(0.0)
+        return (kernel(*layout.cuts[k], grad, grad_ptr, grad_dense),
+                (grad, grad_ptr, grad_dense))
+
+    def combine(k: int, result: tuple[float, tuple]) -> None:
+        total, (grad, grad_ptr, grad_dense) = result
+        log_z[0] += total
+        add_rows(grad_sum, grad, layout.rows[k], row_ptr, grad_ptr)
+        grad_sum[dense_feats] += grad_dense.reshape(-1)[dense_slot]
+
+    ordered_reduce(jobs, len(layout.cuts), compute, combine,
+                   lambda: (np.empty(layout.size), np.empty(len(row_ptr) - 1, dtype=np.int64),
+                            np.zeros_like(w_dense)))
+    return log_z[0], grad_sum
+
+
+@njit(cache=True, nogil=True)
+def block_rows(tok_ptr, tok_row, unit_cuts, scattered):
+    """Per block b (units ``unit_cuts[b]`` to ``unit_cuts[b+1]``), the
+    distinct rows r of its units with ``scattered[r]``, ascending: flat,
+    with each block's offsets."""
+    n_blocks = unit_cuts.shape[0] - 1
+    mark = np.zeros(scattered.shape[0], dtype=np.bool_)
+    ptr = np.zeros(n_blocks + 1, dtype=np.int64)
+    out = np.empty(1024, dtype=np.int64)
+    c = 0
+    for b in range(n_blocks):
+        lo = c
+        for j in range(tok_ptr[unit_cuts[b]], tok_ptr[unit_cuts[b + 1]]):
+            r = tok_row[j]
+            if scattered[r] and not mark[r]:
+                mark[r] = True
+                if c == out.shape[0]:
+                    grown = np.empty(2 * c, dtype=np.int64)
+                    grown[:c] = out
+                    out = grown
+                out[c] = r
+                c += 1
+        out[lo:c].sort()
+        for i in range(lo, c):
+            mark[out[i]] = False
+        ptr[b + 1] = c
+    return out[:c].copy(), ptr
+
+
+@njit(cache=True, nogil=True)
+def local_layout(rows, row_ptr, grad_ptr):
+    """``grad_ptr[r]``: where row r's features start when ``rows`` are laid
+    out one after another; returns the length of that layout."""
+    at = 0
+    for r in rows:
+        grad_ptr[r] = at
+        at += row_ptr[r + 1] - row_ptr[r]
+    return at
+
+
+@njit(cache=True, nogil=True)
+def add_rows(total, part, rows, row_ptr, grad_ptr):
+    """``total`` += the features of ``rows`` in the compact ``part``
+    (laid out by ``grad_ptr``)."""
+    for r in rows:
+        shift = grad_ptr[r] - row_ptr[r]
+        for k in range(row_ptr[r], row_ptr[r + 1]):
+            total[k] += part[k + shift]
 
 
 def summed(results: list[tuple[float, np.ndarray]]) -> tuple[float, np.ndarray]:

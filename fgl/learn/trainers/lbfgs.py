@@ -47,9 +47,10 @@ def iteration_line(row: dict) -> str:
     else:
         effort = (f"  BP: <= {bp.max_iterations} iterations, residual {bp.max_residual:.2g}, "
                   f"{bp.not_converged}/{bp.instances} not converged")
+    refined = f"; {row['refined']}" if "refined" in row else ""
     return (f"iter {row['iteration']:4d}  objective {row['objective']:.6g}  "
             f"|grad| {row['gradient_norm']:.4g}  evals {row['evaluations']}  "
-            f"{row['seconds']:.1f}s{effort}")
+            f"{row['seconds']:.1f}s{effort}{refined}")
 
 
 def run_summary(log: "TrainingLog") -> str:

@@ -188,6 +188,47 @@ def check_two_pass(g: FactorGraph, tree, sched_edge, sched_dir):
 
 
 # --------------------------------------------------------------------------
+# the layout
+
+
+@SETTINGS
+@given(factor_graphs())
+def test_layout_enumerates_each_table_row_major(graph):
+    """Entry i of factor f's table assigns its k-th variable
+    (i // e_stride) % card, in the order of itertools.product over its
+    variables (the first slowest); every CSR agrees with the factor lists."""
+    card, factors = graph
+    g = FactorGraph.from_factors(card, factors)
+    assert [list(g.factor_vars(f)) for f in range(g.n_factors)] == [list(f) for f in factors]
+    for f, fac in enumerate(factors):
+        got = [tuple((i // int(g.e_stride[e])) % card[int(g.f_var[e])]
+                     for e in range(g.f_ptr[f], g.f_ptr[f + 1]))
+               for i in range(g.tab_ptr[f + 1] - g.tab_ptr[f])]
+        assert got == list(itertools.product(*(range(card[v]) for v in fac)))
+        assert all(g.e_fac[e] == f for e in range(g.f_ptr[f], g.f_ptr[f + 1]))
+    for v in range(len(card)):
+        edges = g.v_edge[g.v_ptr[v]:g.v_ptr[v + 1]].tolist()
+        assert edges == [e for e in range(g.n_edges) if g.f_var[e] == v]
+    assert np.diff(g.msg_ptr).tolist() == [card[v] for v in g.f_var.tolist()]
+    assert np.diff(g.var_ptr).tolist() == list(card)
+    assert all(a.dtype == np.int64 for a in g.arrays)
+
+
+def test_from_csr_builds_what_from_factors_builds_and_refuses_alike():
+    card, factors = skip_chain(40, 10, 15, seed=3)
+    g = FactorGraph.from_factors(card, factors)
+    ptr = np.cumsum([0] + [len(f) for f in factors])
+    h = FactorGraph.from_csr(card, ptr, np.concatenate([np.asarray(f) for f in factors]))
+    assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(g.arrays, h.arrays))
+    with pytest.raises(ValueError, match=r"factor 1 uses variable 3 outside 0\.\.2"):
+        FactorGraph.from_factors([2, 2, 2], [[0, 1], [2, 3]])
+    with pytest.raises(ValueError, match=r"factor 1 repeats a variable: \[2, 0, 2\]"):
+        FactorGraph.from_factors([2, 2, 2], [[0, 1], [2, 0, 2]])
+    with pytest.raises(ValueError, match="domain of size >= 1"):
+        FactorGraph.from_csr([2, 0], np.array([0, 1]), np.array([0]))
+
+
+# --------------------------------------------------------------------------
 # components, cycles
 
 
