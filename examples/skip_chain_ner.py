@@ -35,7 +35,7 @@ each skip chain's F1 gain on the type whose names repeat most, its time per
 evaluation and peak memory against the linear chain's.
 
 Every model trains with sigma 10 until L-BFGS's stopping rule ends it (at
-most ``--max-iter``, 500); the skip template has a prior of its own,
+most ``--max-iter``, 1000); the skip template has a prior of its own,
 ``(sigma = 1)`` (``--skip-sigma``; 0 drops it), which keeps its label-pair
 weights from overfitting at convergence.  The cliques train badly under the
 Bethe approximation: its objective jumps between BP fixed points, the line
@@ -236,7 +236,7 @@ def main() -> int:
                     help="first N training articles (0: all)")
     ap.add_argument("--test-docs", type=int, default=0, help="first N test articles (0: all)")
     ap.add_argument("--test", choices=["testa", "testb"], default="testa")
-    ap.add_argument("--max-iter", type=int, default=500,
+    ap.add_argument("--max-iter", type=int, default=1000,
                     help="the most L-BFGS iterations of every model (most stop earlier by the "
                          "stopping rule)")
     ap.add_argument("--jobs", type=int, default=0, help="threads (0: every core)")

@@ -85,12 +85,18 @@ def _merge_stats(a: InferenceStats | None, b: InferenceStats | None) -> Inferenc
                           max(a.max_residual, b.max_residual))
 
 
-def refine_shard(objective: Objective, bp: dict | None,
-                 decrease: float) -> tuple[str | None, dict | None]:
-    """Refine a shard's BP (``Objective.refine``) from the driver's settings
-    ``bp``: what changed, and the settings it leaves."""
+def refine_shard(objective: Objective, bp: dict | None, decrease: float, value: float,
+                 size: int) -> tuple[str | None, dict | None]:
+    """Refine a shard's BP (``Objective.refine``, judged by the whole data
+    set's ``size``) from the driver's settings ``bp``: what changed, and the
+    settings it leaves."""
     objective.restore_bp_settings(bp)
-    return objective.refine(decrease), objective.bp_settings()
+    return objective.refine(decrease, value, size), objective.bp_settings()
+
+
+def shard_variables(objective: Objective) -> int:
+    """The variables a shard's BP runs over."""
+    return objective.variables
 
 
 def tighten_shard(objective: Objective) -> tuple[str | None, dict | None]:
@@ -136,6 +142,7 @@ class DistributedObjective:
                                      allow_other_workers=True, pure=False)
                        for i, encoder in enumerate(encoded.encoders)]
         self.bp: dict | None = None
+        self.variables: int | None = None   # BP's, over every shard (asked at the first refine)
         self.stats: InferenceStats | None = None
         self.last: Round | None = None
         self.retried = 0
@@ -187,12 +194,15 @@ class DistributedObjective:
             self.bp = max(settings, key=lambda bp: max(side["damping"] for side in bp.values()))
         return max(notes, key=len) if notes else None
 
-    def refine(self, decrease: float) -> str | None:
-        """Refine BP on every shard (``Objective.refine``); the shards start
-        alike and refine alike, so the first one's settings serve all."""
+    def refine(self, decrease: float, objective: float) -> str | None:
+        """Refine BP on every shard (``Objective.refine``), judged by the
+        variables of all shards, as on one machine."""
+        if self.variables is None:
+            self.variables = sum(self._round(lambda: self.client.gather(
+                [self.client.submit(shard_variables, s, pure=False) for s in self.shards])))
         found = self._round(lambda: self.client.gather(
-            [self.client.submit(refine_shard, s, self.bp, decrease, pure=False)
-             for s in self.shards]))
+            [self.client.submit(refine_shard, s, self.bp, decrease, objective, self.variables,
+                                pure=False) for s in self.shards]))
         note, bp = found[0] if found else (None, None)
         if note:
             self.bp = bp

@@ -116,7 +116,7 @@ class _Run:
         if g is self.last_gradient():   # the iterate is the last evaluated point
             self.objective.accept()
         scale = max(abs(f), 1e-300)
-        refined = self.objective.refine((self.history[-1] - f) / scale) if self.history else None
+        refined = self.objective.refine(self.history[-1] - f, f) if self.history else None
         self.history.append(f)
         row = {"iteration": it, "objective": f, "gradient_norm": float(np.linalg.norm(g)),
                "evaluations": evaluations, "seconds": time.perf_counter() - self.start,
@@ -129,7 +129,7 @@ class _Run:
         if len(self.history) > self.period:
             old = self.history[-1 - self.period]
             if (old - f) / scale < self.tol:
-                refined = refined or self.objective.refine(0.0)   # (not converged while coarse)
+                refined = refined or self.objective.refine(0.0, f)   # (not converged while coarse)
                 if not refined:
                     self.log.message = (f"objective improved by less than {self.tol:g} over "
                                         f"{self.period} iterations")

@@ -58,10 +58,10 @@ class TrainingObjective(Protocol):
     def tighten(self) -> str | None:
         """Make later evaluations more precise and say how; None: nothing changed."""
 
-    def refine(self, decrease: float) -> str | None:
-        """After an iteration that lowered f by the relative ``decrease``:
-        make later evaluations more precise if they are too coarse for steps
-        that small, and say how; None: nothing changed."""
+    def refine(self, decrease: float, objective: float) -> str | None:
+        """After an iteration that lowered f by ``decrease`` to
+        ``objective``: make later evaluations more precise if they are too
+        coarse for steps that small, and say how; None: nothing changed."""
 
     def accept(self) -> None:
         """The last evaluation's weights are the optimiser's new iterate."""
@@ -85,7 +85,7 @@ class ExactObjective:
     def tighten(self) -> str | None:
         return None
 
-    def refine(self, decrease: float) -> str | None:
+    def refine(self, decrease: float, objective: float) -> str | None:
         return None
 
     def accept(self) -> None:
@@ -172,13 +172,21 @@ class Objective:
             note = f"{note or 'model: unchanged'}; clamped program: {clamped}"
         return note
 
-    def refine(self, decrease: float) -> str | None:
-        """BP's tolerance refined on both sides after a step of relative
-        ``decrease`` (``WarmStart.refine``: TRW training starts loose);
-        says what changed, None when nothing did."""
-        notes = [warm.refine(decrease) for warm in (self.warm, self.warm_clamped)
+    def refine(self, decrease: float, objective: float, size: int | None = None
+               ) -> str | None:
+        """BP's tolerance refined on both sides after a step that lowered
+        the objective by ``decrease`` (``WarmStart.refine``: TRW training
+        starts loose; ``size``: the whole data set's variables, when this
+        is a part); says what changed, None when nothing did."""
+        notes = [warm.refine(decrease, objective, size)
+                 for warm in (self.warm, self.warm_clamped)
                  if warm is not None]
         return next((note for note in notes if note), None)
+
+    @property
+    def variables(self) -> int:
+        """The variables BP runs over (0 without BP)."""
+        return self.warm.size if self.warm is not None else 0
 
     def bp_settings(self) -> dict | None:
         """BP's settings per side as recoveries and refinements left them

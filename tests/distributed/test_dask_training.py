@@ -69,9 +69,11 @@ def data(tmp_path_factory):
 
 
 def _spec(name: str, tmp_path: Path) -> Path:
-    if name == "skip":
-        path = tmp_path / "skip.fgl"
-        path.write_text(SKIP_CHAIN)
+    if name in ("skip", "skip_trw"):   # (TRW: BP refined as the steps shrink, on every shard)
+        path = tmp_path / f"{name}.fgl"
+        path.write_text(SKIP_CHAIN if name == "skip" else SKIP_CHAIN.replace(
+            "infer trp(max_iter = 100, tol = 1e-8)", "infer trw(tol = 1e-4)").replace(
+            " and nearest within sentence", " within sentence"))
         return path
     return {"chain": CHAIN, "segments": SEGMENTS}[name]
 
@@ -84,17 +86,23 @@ def _same_model(a: CRF, b: CRF) -> None:
         np.testing.assert_array_equal(mine[key], theirs[key])
 
 
-@pytest.mark.parametrize("name", ["chain", "segments", "skip"])
+@pytest.mark.parametrize("name", ["chain", "segments", "skip", "skip_trw"])
 def test_cluster_training_equals_one_machine(client, data, tmp_path, name):
     spec = _spec(name, tmp_path)
-    one = CRF(spec, max_iter=12).fit_file(data["all"])
+    iterations = 50 if name == "skip_trw" else 12   # (TRW's first refinement: iteration 46)
+    one = CRF(spec, max_iter=iterations).fit_file(data["all"])
+    refined = [r["refined"] for r in one.training_log.iterations if "refined" in r]
+    assert bool(refined) == (name == "skip_trw")
     rows = []
-    dist = CRF(spec, max_iter=12, dask=client)
+    dist = CRF(spec, max_iter=iterations, dask=client)
     fit_on_cluster(dist, data["pattern"], dask=client, progress=rows.append)
     _same_model(one, dist)    # same labels, patterns, vocabularies and feature table
-    assert dist.training_log.objective == pytest.approx(one.training_log.objective, rel=1e-8)
-    assert len(dist.training_log.iterations) == len(one.training_log.iterations) == 12
-    np.testing.assert_allclose(dist.weights, one.weights, atol=1e-5)
+    assert [r["refined"] for r in dist.training_log.iterations if "refined" in r] == refined
+    # (50 iterations of shard sums in another order: TRW's stopping test amplifies the last bits)
+    close = 1e-5 if name == "skip_trw" else 1e-8
+    assert dist.training_log.objective == pytest.approx(one.training_log.objective, rel=close)
+    assert len(dist.training_log.iterations) == len(one.training_log.iterations) == iterations
+    np.testing.assert_allclose(dist.weights, one.weights, atol=1e-5 if close < 1e-6 else 1e-3)
     assert all(r["bytes_moved"] == 2 * 8 * len(dist.weights) * 2 for r in rows)
     assert all(r["slowest_worker"] > 0 for r in rows)
 

@@ -335,21 +335,26 @@ def test_parallel_expectations_are_reproducible():
 def test_trw_training_starts_loose_and_refines_to_the_specs_tolerance():
     """Under TRW the objective starts BP at 100x the spec's tol (at most
     1e-3) and ``refine`` cuts it tenfold whenever a step lowered the
-    objective by less than it, down to the spec's tol and no further; the
-    Bethe methods start at the spec's."""
+    objective by less than the tolerance times the larger of the objective
+    and 0.1 x the data's variables, down to the spec's tol and no further;
+    the Bethe methods start at the spec's."""
     model, enc = _compiled(SKIP_EQUAL_WORDS, "infer trw(tol = 1e-6)")
     objective = Objective(model.program, enc, model.feat_sigma, jobs=1)
-    assert (objective.warm.tol, objective.warm.floor) == (1e-4, 1e-6)
-    assert objective.refine(1e-3) is None and objective.warm.tol == 1e-4   # a big step
-    note = objective.refine(5e-5)
-    assert "BP tolerance 0.0001 -> 1e-05" in note and objective.warm.tol == 1e-5
-    assert objective.refine(0.0) and objective.warm.tol == 1e-6
-    assert objective.refine(0.0) is None and objective.warm.tol == 1e-6    # the floor
+    size = sum(g.n_vars for g in enc.graphs)
+    assert (objective.warm.tol, objective.warm.floor, objective.warm.size) == (1e-4, 1e-6, size)
+    assert objective.refine(0.1, 100.0) is None and objective.warm.tol == 1e-4   # a big step
+    note = objective.refine(0.005, 100.0)
+    assert note == "BP tolerance 0.0001 -> 1e-05 (the objective fell by 0.005)"
+    assert objective.refine(0.0, 100.0) and objective.warm.tol == 1e-6
+    assert objective.refine(0.0, 100.0) is None and objective.warm.tol == 1e-6   # the floor
+    small = Objective(model.program, enc, model.feat_sigma, jobs=1)   # |f| below 0.1 x size:
+    assert small.refine(0.05 * size * 1e-4, 1.0) is not None   # judged by the variables
+    assert small.refine(0.2 * size * 1e-5, 1.0) is None
     loose, _ = _compiled(SKIP_EQUAL_WORDS, "infer trw(tol = 1e-2)")
     assert Objective(loose.program, enc, loose.feat_sigma, jobs=1).warm.tol == 1e-2
     trp, _ = _compiled(SKIP_EQUAL_WORDS, "infer trp(tol = 1e-6)")
     bethe = Objective(trp.program, enc, trp.feat_sigma, jobs=1)
-    assert bethe.warm.tol == 1e-6 and bethe.refine(0.0) is None
+    assert bethe.warm.tol == 1e-6 and bethe.refine(0.0, 1.0) is None
 
 
 def test_trw_training_converges_at_the_specs_tolerance():
@@ -378,7 +383,7 @@ def test_the_stopping_rule_waits_for_inference_to_be_refined():
         stats = None
         left = 2
 
-        def refine(self, decrease):
+        def refine(self, decrease, objective):
             if decrease > 0 or not self.left:
                 return None
             self.left -= 1
