@@ -120,8 +120,9 @@ def check_input(span: int, structure: ChainStructure, n_templates: int,
     longest = max(sentences, key=len)
     what = (f"{len(longest):,} tokens x {span} segment lengths" if span > 1
             else f"{len(longest):,} tokens")
-    raise DataError(f"the data ({len(sentences):,} sequence{'s' if len(sentences) > 1 else ''}, {tokens:,} tokens; the longest "
-                    f"here: {what}) would take about {format_size(fp.total)} for {purpose}, "
-                    f"more than the {format_size(budget)} memory budget: split the longest "
-                    "sequences or the file (or give a larger budget, `--max-memory`)",
+    plural = "s" if len(sentences) > 1 else ""
+    raise DataError(f"the data ({len(sentences):,} sequence{plural}, {tokens:,} tokens; the "
+                    f"longest here: {what}) would take about {format_size(fp.total)} for "
+                    f"{purpose}, more than the {format_size(budget)} memory budget: split the "
+                    "longest sequences or the file (or give a larger budget, `--max-memory`)",
                     longest.file, longest.lines[0] if longest.lines else 0)

@@ -26,8 +26,8 @@ from support.fuzz_support import MEMORY_HEADROOM, Hang, Tally, data_text, time_b
 
 from fgl.api import CRF
 from fgl.cli import main
-from fgl.io.conll import ShortLineWarning
 from fgl.errors import FglError
+from fgl.io.conll import ShortLineWarning
 from fgl.io.model_files import load_model
 from fgl.lang.parser import read_spec
 from fgl.learn.trainers import setting_errors
