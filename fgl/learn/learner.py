@@ -115,27 +115,25 @@ class _Run:
         relative-improvement rule, else ``should_stop``)."""
         if g is self.last_gradient():   # the iterate is the last evaluated point
             self.objective.accept()
-        scale = max(abs(f), 1e-300)
         refined = self.objective.refine(self.history[-1] - f, f) if self.history else None
         self.history.append(f)
+        stalled = len(self.history) > self.period and \
+            (self.history[-1 - self.period] - f) / max(abs(f), 1e-300) < self.tol
+        if stalled and not refined:   # (not converged while the objective can be made finer)
+            refined = self.objective.refine(0.0, f)
         row = {"iteration": it, "objective": f, "gradient_norm": float(np.linalg.norm(g)),
                "evaluations": evaluations, "seconds": time.perf_counter() - self.start,
                "inference": self.objective.stats}
         if refined:
             row["refined"] = refined
+            self.history = [f]   # (objectives of a coarser inference are not compared with finer)
         self.log.iterations.append(row)
         if self.progress is not None:
             self.progress(row)
-        if len(self.history) > self.period:
-            old = self.history[-1 - self.period]
-            if (old - f) / scale < self.tol:
-                refined = refined or self.objective.refine(0.0, f)   # (not converged while coarse)
-                if not refined:
-                    self.log.message = (f"objective improved by less than {self.tol:g} over "
-                                        f"{self.period} iterations")
-                    return True
-        if refined:
-            self.history = [f]   # (objectives of a coarser inference are not compared with finer)
+        if stalled and not refined:
+            self.log.message = (f"objective improved by less than {self.tol:g} over "
+                                f"{self.period} iterations")
+            return True
         # (after the stopping rule: a run resumed from here goes on as if not stopped)
         reason = self.should_stop() if self.should_stop is not None else None
         if reason:
