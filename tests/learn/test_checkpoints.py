@@ -55,17 +55,23 @@ def test_lbfgs_resumed_from_any_iteration_takes_the_same_steps(k, n):
 
 
 @pytest.mark.parametrize("spec", [str(HMM), CHAIN_FORMAT.format(
-    extra=SKIP_EQUAL_WORDS, infer="infer trp(tol = 1e-8, max_iter = 200)")],
-    ids=["chain", "skip-chain"])
+    extra=SKIP_EQUAL_WORDS, infer="infer trp(tol = 1e-8, max_iter = 200)"), CHAIN_FORMAT.format(
+    extra=SKIP_EQUAL_WORDS, infer="infer trw(tol = 1e-6, max_iter = 500)")],
+    ids=["chain", "skip-chain", "skip-chain-trw"])
 def test_api_resume_reaches_the_uninterrupted_weights(tmp_path, spec):
     X, y = inputs_and_labels(training_sentences())
-    full = CRF(spec, max_iter=25, tol=1e-12, jobs=1).fit(X, y)
+    # (TRW: resumed after its refinement at iteration 88, from the BP tolerance saved)
+    total, stop = (100, 90) if "trw" in spec else (25, 9)
+    full = CRF(spec, max_iter=total, tol=1e-12, jobs=1).fit(X, y)
+    refined = [r["iteration"] for r in full.training_log.iterations if "refined" in r]
+    assert bool(refined) == ("trw" in spec) and all(it < stop for it in refined), refined
     ck = tmp_path / "ck.fglm"
-    part = CRF(spec, max_iter=9, tol=1e-12, jobs=1, checkpoint=ck, checkpoint_every=4).fit(X, y)
+    part = CRF(spec, max_iter=stop, tol=1e-12, jobs=1, checkpoint=ck, checkpoint_every=4
+               ).fit(X, y)
     _, state = load_checkpoint(ck)
-    assert state.lbfgs.iteration == 9 and len(state.rows) == 9       # saved where it stopped
+    assert state.lbfgs.iteration == stop and len(state.rows) == stop   # saved where it stopped
     np.testing.assert_array_equal(state.lbfgs.x, part.weights)
-    resumed = CRF(spec, max_iter=25, tol=1e-12, jobs=1).fit(X, y, resume=ck)
+    resumed = CRF(spec, max_iter=total, tol=1e-12, jobs=1).fit(X, y, resume=ck)
     assert len(resumed.training_log.iterations) == len(full.training_log.iterations)
     assert resumed.training_log.evaluations == full.training_log.evaluations
     assert resumed.training_log.objective == pytest.approx(full.training_log.objective,
