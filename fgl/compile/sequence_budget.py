@@ -37,6 +37,13 @@ def model_footprint(span: int, structure: ChainStructure, features: list[int], n
                               jobs=jobs)
 
 
+def units_made(longest: int, span: int, n_templates: int) -> float:
+    """The transient bytes of making the units of the longest sequence
+    (``longest`` tokens, ``span`` lengths each) for ``n_templates`` templates."""
+    per_unit = BYTES_PER_UNIT_MADE + BYTES_PER_UNIT_MADE_TEMPLATE * n_templates
+    return float(longest * span * per_unit)
+
+
 def counted_footprint(span: int, plans: list[TemplatePlan], z_list: list[tuple[int, ...]],
                       n_labels: int, spans: list[list[tuple[int, int]]], jobs: int, *,
                       features: list[int], attributes: int, unit_rows: int) -> Footprint:
@@ -54,8 +61,7 @@ def counted_footprint(span: int, plans: list[TemplatePlan], z_list: list[tuple[i
                             longest=longest, span=span, n_labels=n_labels, n_forward=n_forward,
                             n_patterns=len(z_list), n_sequences=len(spans), jobs=jobs)
     fp.parts["label states"] = float(n_states * PY_PER_TRANSITION)
-    fp.parts["training data"] += float(longest * span * (
-        BYTES_PER_UNIT_MADE + BYTES_PER_UNIT_MADE_TEMPLATE * len(plans)))
+    fp.parts["training data"] += units_made(longest, span, len(plans))
     return fp
 
 
@@ -112,8 +118,7 @@ def check_input(span: int, structure: ChainStructure, n_templates: int,
     tokens, units = sum(lengths), sum(n * span for n in lengths)
     fp = model_footprint(span, structure, [0] * n_templates, [""] * n_templates, 0, tokens,
                          units, units * max(n_templates, 1), max(lengths), len(lengths), jobs)
-    fp.parts["training data"] += float(max(lengths) * span * (
-        BYTES_PER_UNIT_MADE + BYTES_PER_UNIT_MADE_TEMPLATE * n_templates))   # (transient)
+    fp.parts["training data"] += units_made(max(lengths), span, n_templates)
     budget = memory_budget()
     if fp.total <= budget:
         return

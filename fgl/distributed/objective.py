@@ -200,6 +200,8 @@ class DistributedObjective:
         if self.variables is None:
             self.variables = sum(self._round(lambda: self.client.gather(
                 [self.client.submit(shard_variables, s, pure=False) for s in self.shards])))
+        if not self.variables:   # (no BP: nothing to refine, and no round trip to say so)
+            return None
         found = self._round(lambda: self.client.gather(
             [self.client.submit(refine_shard, s, self.bp, decrease, objective, self.variables,
                                 pure=False) for s in self.shards]))

@@ -498,14 +498,15 @@ def _pairwise_belief(log_pot, scaled, t0, n0, n1, lcav, m0, m1, r, bf):
     mx = -np.inf
     for x0 in range(n0):
         for x1 in range(n1):
-            mx = max(mx, scaled[t0 + x0 * n1 + x1] + lcav[m0 + x0] + lcav[m1 + x1])
-    z = 0.0
-    for x0 in range(n0):
-        for x1 in range(n1):
             s = scaled[t0 + x0 * n1 + x1] + lcav[m0 + x0] + lcav[m1 + x1]
-            p = np.exp(s - mx) if s > -np.inf else 0.0
-            bf[t0 + x0 * n1 + x1] = p
-            z += p
+            bf[t0 + x0 * n1 + x1] = s
+            mx = max(mx, s)
+    z = 0.0
+    for i in range(t0, t0 + n0 * n1):
+        s = bf[i]
+        p = np.exp(s - mx) if s > -np.inf else 0.0
+        bf[i] = p
+        z += p
     if z == 0.0:   # (no assignment possible: the bound is -inf elsewhere)
         return 0.0
     lz = mx + np.log(z)
