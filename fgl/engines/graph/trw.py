@@ -503,10 +503,8 @@ def _pairwise_belief(log_pot, scaled, t0, n0, n1, lcav, m0, m1, r, bf):
             mx = max(mx, s)
     z = 0.0
     for i in range(t0, t0 + n0 * n1):
-        s = bf[i]
-        p = np.exp(s - mx) if s > -np.inf else 0.0
-        bf[i] = p
-        z += p
+        bf[i] = np.exp(bf[i] - mx) if bf[i] > -np.inf else 0.0
+        z += bf[i]
     if z == 0.0:   # (no assignment possible: the bound is -inf elsewhere)
         return 0.0
     lz = mx + np.log(z)
