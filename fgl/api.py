@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Sequence
 
 import numpy as np
 
@@ -39,10 +39,12 @@ from fgl.lang import ast
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec, read_spec
 from fgl.lang.settings import OVERRIDES, check_override, resolve_train
-from fgl.learn.learner import TrainingLog
-from fgl.learn.run import TrainingRun
 from fgl.learn.trainers import setting_errors
 from fgl.model import Model, Predictions, TokenMarginals, output_layers
+
+if TYPE_CHECKING:   # (training's modules load its kernels: imported when a fit runs)
+    from fgl.learn.learner import TrainingLog
+    from fgl.learn.run import TrainingRun
 
 DICTS_SOURCE = "<feature dicts>"   # the file of the sentences _inputs makes of feature dicts
 # train settings each trainer does not read (refused at the setting)
@@ -361,6 +363,8 @@ class CRF:
                      progress: Callable[[dict], None] | None = None) -> TrainingRun:
         """A training run of this CRF's spec, settings and run options (the
         one ``request_stop`` then reaches)."""
+        from fgl.learn.run import TrainingRun
+
         self._run = TrainingRun(
             self.spec, self.engine, self.settings, checkpoint=self.checkpoint,
             checkpoint_every=self.checkpoint_every, checkpoint_seconds=self.checkpoint_seconds,

@@ -12,12 +12,11 @@ Dask cluster compiles it), so nothing outside this module and
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from fgl.compile.factor_graphs import FactorGraphModel
-from fgl.compile.sequence import ChainModel, SegmentModel
 from fgl.errors import FglError
 from fgl.lang import ast
 from fgl.lang.checks import labels_text
@@ -50,13 +49,21 @@ class Engine:
       attributes) or ``"graph"`` (labels, then factors)."""
 
     name: str
-    model: type[Model]
+    model_class: str   # "module:Class", imported when ``model`` is first asked for
     title: str
     needed_because: Callable[[ast.Spec], str | None]
     objectives: tuple[str, ...] = ("likelihood",)
     segmented: bool = False
     auto_scheme: Callable[[ast.Spec], str | None] = _no_scheme
     distributed_compile: str = "sequence"
+
+    @property
+    def model(self) -> type[Model]:
+        """The model class that implements the engine (its module, and the
+        kernels it runs, imported on first use: choosing an engine needs
+        neither)."""
+        module, _, name = self.model_class.partition(":")
+        return getattr(importlib.import_module(module), name)
 
 
 def _factor_graph_reason(spec: ast.Spec) -> str | None:
@@ -101,14 +108,16 @@ def _chain_reason(spec: ast.Spec) -> str | None:
 
 
 ENGINES: tuple[Engine, ...] = (
-    Engine("factor graph", FactorGraphModel,
+    Engine("factor graph", "fgl.compile.factor_graphs:FactorGraphModel",
            "exact junction tree or belief propagation over a factor graph per instance "
            "(Koller & Friedman 2009 ch. 10; Sutton & McCallum §1.4.4, §1.5)",
            _factor_graph_reason, ("likelihood", "piecewise", "pseudo_likelihood"),
            distributed_compile="graph"),
-    Engine("segments", SegmentModel, "exact high-order semi-Markov (Cuong et al. 2014 §2)",
+    Engine("segments", "fgl.compile.sequence:SegmentModel",
+           "exact high-order semi-Markov (Cuong et al. 2014 §2)",
            _segments_reason, segmented=True, auto_scheme=_segment_scheme),
-    Engine("chain", ChainModel, "exact pattern-sparse chain (Ye et al. 2009 §3)", _chain_reason),
+    Engine("chain", "fgl.compile.sequence:ChainModel",
+           "exact pattern-sparse chain (Ye et al. 2009 §3)", _chain_reason),
 )
 
 

@@ -60,21 +60,32 @@ def run(a: argparse.Namespace) -> None:
 
 def _explain_on_data(crf, a: argparse.Namespace) -> None:
     """The engine and the program's sizes on ``--train``: estimated from
-    counts when its features may be many (``fgl.compile.estimate``), else
-    compiled and counted exactly."""
+    counts when its features may be many (``fgl.compile.estimate``; the
+    counts of one streaming pass, ``fgl.io.tally``, when the data allows),
+    else compiled and counted exactly."""
     from pathlib import Path
 
     from fgl import registry
-    from fgl.compile.estimate import sized_lines
+    from fgl.compile import estimate
     from fgl.compile.footprint import SizedOnly, sizing_only
     from fgl.io.sources import expand, files_label
+    from fgl.io.tally import tally_columns
 
-    source = files_label(expand(a.train))
-    sentences = crf.read(a.train, a.encoding, a.short_lines)
-    lines = sized_lines(crf.spec, crf.engine.model, sentences, crf.settings, source)
+    files = expand(a.train)
+    source = files_label(files)
+    counted = estimate.counted_tally(
+        crf.spec, crf.engine.engine.name,
+        lambda: tally_columns(crf.spec, files, a.encoding, a.short_lines))
+    sentences = None
+    if counted is None:
+        sentences = crf.read(a.train, a.encoding, a.short_lines)
+        counted = estimate.counted_sentences(crf.spec, crf.engine.model, sentences, source)
+    lines = estimate.sized_lines(crf.spec, counted, crf.settings)
     if lines is not None:
         print("\n".join([registry.explain(crf.spec), *lines]))
         return
+    if sentences is None:
+        sentences = crf.read(a.train, a.encoding, a.short_lines)
     base = Path(crf.spec.file).parent if not crf.spec.file.startswith("<") else Path(".")
     try:   # (should the bound miss, a huge table is still counted and sized, not built)
         with sizing_only():

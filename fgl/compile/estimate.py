@@ -4,7 +4,11 @@ large.
 
 One pass over the data counts the distinct values of each column (and,
 under ``tokens``, of each column's words); the first pass of compiling
-gives the labels, the label patterns and the gold units.  An observation
+gives the labels, the label patterns and the gold units (``Counted``).
+Both come from one streaming count of the data's bytes (``Tally``, made
+by ``fgl.io.tally``; ``counted_tally``), which needs neither sentences nor
+the engines' kernels — or, for data that count cannot read, from the
+sentences (``counted_sentences``, whose errors are located).  An observation
 expression's attributes are then bounded bottom-up: a column read at k
 offsets makes at most k x (its distinct values) attributes, a conjunction
 at most the product of its parts', a union the sum — and no expression
@@ -20,14 +24,17 @@ byte model as the exact count (``fgl.compile.sequence_budget``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
 
 from fgl.compile import footprint
 from fgl.compile.footprint import Footprint, chain_states
-from fgl.compile.frontend import TemplatePlan
-from fgl.compile.sequence import SequenceModel, pattern_list
+from fgl.compile.frontend import Layer, TemplatePlan, pattern_list, window_plans
+from fgl.compile.segmentation import segments_from_tags
 from fgl.compile.sequence_budget import check_counts, counted_footprint
 from fgl.data.sentence import Sentence
+from fgl.errors import DataError
 from fgl.lang import ast
 from fgl.lang.builtins import REGEX_CLASSES
 from fgl.lang.settings import TrainSettings
@@ -172,7 +179,7 @@ def _columns(e: ast.ObsExpr) -> set[str]:
     return set()
 
 
-def _token_columns(spec: ast.Spec) -> set[str]:
+def token_columns(spec: ast.Spec) -> set[str]:
     """Columns whose words ``tokens(...)`` reads anywhere in the spec."""
     out: set[str] = set()
 
@@ -192,6 +199,128 @@ def _token_columns(spec: ast.Spec) -> set[str]:
         for e in tpl.observations:
             walk(e)
     return out
+
+
+@dataclass
+class Tally:
+    """What one pass over labelled column data counts (``fgl.io.tally``):
+    the distinct gold ``labels`` (in any order), each token's label as an
+    index into them (``ids``, sequence after sequence), the tokens of each
+    sequence (``lengths``) and the ``columns``' counts."""
+
+    labels: list[str]
+    ids: np.ndarray
+    lengths: np.ndarray
+    columns: ColumnCounts
+
+
+@dataclass
+class Counted:
+    """The first pass of compiling, as counts: the label ``layer``, the
+    label id of every gold unit (``gold``, sequence after sequence), the
+    gold ``units`` and the ``lengths`` (tokens) of each sequence, the units
+    per token (``span``: the most tokens a unit covers) and the
+    ``columns``' counts."""
+
+    layer: Layer
+    gold: np.ndarray
+    units: np.ndarray
+    lengths: np.ndarray
+    span: int
+    columns: ColumnCounts
+
+
+def counted_sentences(spec: ast.Spec, model_cls: type, sentences: Sequence[Sentence],
+                      source: str) -> Counted | None:
+    """The first pass over ``sentences`` as compiling makes it
+    (``read_gold``, with its located errors), and their columns counted;
+    None when ``model_cls`` is not a sequence model."""
+    from fgl.compile.sequence import SequenceModel  # (with its engines: not for a tally)
+
+    if not issubclass(model_cls, SequenceModel):
+        return None
+    layer, gold, spans = model_cls.read_gold(spec, lambda: sentences, source)
+    lengths = np.array([segs[-1][1] + 1 if segs else 0 for segs in spans], dtype=np.int64)
+    return Counted(layer, np.array([y for seq in gold for y in seq], dtype=np.int64),
+                   np.array([len(seq) for seq in gold], dtype=np.int64), lengths,
+                   model_cls.span_limit(spec, int(lengths.max(initial=1))),
+                   count_columns(spec, sentences, token_columns(spec)))
+
+
+def counted_tally(spec: ast.Spec, engine: str, tally: Callable[[], Tally | None]
+                  ) -> Counted | None:
+    """The first pass of compiling for the ``chain`` or ``segments``
+    ``engine`` made from ``tally()`` (asked for only by those engines), as
+    ``counted_sentences`` makes it from sentences; None for another engine,
+    when ``tally()`` is None, or for data compiling refuses (a label
+    outside the declared ones, a segment the spec cannot hold) — read the
+    sentences then, whose errors say where."""
+    if engine not in ("chain", "segments"):
+        return None
+    counts = tally()
+    if counts is None:
+        return None
+    return _chain_counted(spec, counts) if engine == "chain" else _segment_counted(spec, counts)
+
+
+def _chain_counted(spec: ast.Spec, tally: Tally) -> Counted | None:
+    """A chain's first pass: one unit per token, labelled by the declared
+    labels, else by those of the data, sorted."""
+    declared = spec.label_sets.get(spec.outputs[0])
+    layer = Layer(spec.outputs[0], list(declared[0]) if declared else sorted(tally.labels))
+    if not layer.index.keys() >= set(tally.labels):
+        return None
+    ids = np.array([layer.index[y] for y in tally.labels], dtype=np.int64)
+    return Counted(layer, ids[tally.ids], tally.lengths, tally.lengths, 1, tally.columns)
+
+
+def _segment_counted(spec: ast.Spec, tally: Tally) -> Counted | None:
+    """A segment model's first pass: the gold segments of each sequence's
+    tags (``segments_from_tags``), labelled in order; None when a
+    sequence's tags make a segment the spec cannot hold."""
+    labels: list[str] = []
+    units = np.zeros(len(tally.lengths), dtype=np.int64)
+    tags = [tally.labels[k] for k in tally.ids.tolist()]
+    # (the sentence only locates a message, which reading the sentences then gives)
+    stand_in = Sentence([], list(range(int(tally.lengths.max()))), 0, "")
+    end = 0
+    for i, n in enumerate(tally.lengths.tolist()):
+        try:
+            segs = segments_from_tags(tags[end:end + n], spec.segments, stand_in)
+        except DataError:
+            return None
+        end += n
+        labels += [y for _, _, y in segs]
+        units[i] = len(segs)
+    layer = Layer(spec.outputs[0], sorted(set(labels)))
+    longest = max(int(tally.lengths.max()), 1)
+    seg = spec.segments
+    return Counted(layer, np.array([layer.index[y] for y in labels], dtype=np.int64), units,
+                   tally.lengths, min(max([seg.max_length, *seg.per_label.values()]), longest),
+                   tally.columns)
+
+
+def template_plans(spec: ast.Spec, counted: Counted, settings: TrainSettings
+                   ) -> list[TemplatePlan]:
+    """Each template's plan as ``SequenceModel.template_plans`` makes it:
+    its label window over the gold units, with the patterns declared or
+    seen there (found with numpy, ``_windows``)."""
+    def observed(lengths: list[int]) -> Iterable[tuple[int, ...]]:
+        for m in lengths:
+            yield from _windows(counted.gold, counted.units, m)
+
+    return window_plans(spec, counted.layer, observed, settings.sigma, settings.min_count)
+
+
+def _windows(gold: np.ndarray, units: np.ndarray, m: int) -> list[tuple[int, ...]]:
+    """The distinct runs of ``m`` gold labels inside one sequence (whose
+    units number ``units``)."""
+    if len(gold) < m:
+        return []
+    sequence = np.repeat(np.arange(len(units)), units)
+    inside = sequence[m - 1:] == sequence[:len(sequence) - m + 1]
+    runs = np.lib.stride_tricks.sliding_window_view(gold, m)[inside]
+    return [tuple(run) for run in np.unique(runs, axis=0).tolist()]
 
 
 @dataclass
@@ -224,27 +353,19 @@ class Estimate:
                 self.footprint.line().replace("memory: about", "memory: at most about", 1)]
 
 
-def estimate(spec: ast.Spec, model_cls: type, sentences: Sequence[Sentence],
-             settings: TrainSettings, source: str) -> Estimate | None:
+def estimate_counted(spec: ast.Spec, counted: Counted, settings: TrainSettings) -> Estimate:
     """Bound a chain or segment model's attributes, features and memory
-    from the counts of ``sentences`` (module docstring), after the first
-    pass of compiling them (labels, patterns, gold units) — which refuses,
-    as ``fgl train`` does, a model whose label states alone exceed the
-    budget (``check_counts``); None when ``model_cls`` is not a sequence
-    model."""
-    if not issubclass(model_cls, SequenceModel):
-        return None
-    read = lambda: sentences   # noqa: E731
-    layer, gold, spans = model_cls.read_gold(spec, read, source)
-    plans = model_cls.template_plans(spec, layer, gold, settings.sigma, settings.min_count)
-    n_labels, z_list = len(layer.labels), pattern_list(len(layer.labels), plans)
-    tokens = sum(segs[-1][1] + 1 for segs in spans if segs)
-    span = model_cls.span_limit(spec, max((segs[-1][1] + 1 for segs in spans if segs),
-                                          default=1))
-    check_counts(span, spec, plans, z_list, n_labels, spans, settings.jobs)
-    counts = count_columns(spec, sentences, _token_columns(spec))
-    gold_units = sum(len(segs) for segs in spans)
-    bounds = Bounds(spec, counts, tokens * span, span)
+    from ``counted`` (module docstring), refusing, as ``fgl train`` does, a
+    model whose label states alone exceed the budget (``check_counts``)."""
+    plans = template_plans(spec, counted, settings)
+    n_labels = len(counted.layer.labels)
+    z_list = pattern_list(n_labels, plans)
+    span, tokens = counted.span, int(counted.lengths.sum())
+    # each sequence's last token: all that the budget reads of its gold units
+    ends = [[(0, n - 1)] for n in counted.lengths.tolist()]
+    check_counts(span, spec, plans, z_list, n_labels, ends, settings.jobs)
+    gold_units = int(counted.units.sum())
+    bounds = Bounds(spec, counted.columns, tokens * span, span)
     attributes, features, items = [], [], []
     for tpl, plan in zip(spec.templates, plans):
         parts = [bounds.of(e) for e in tpl.observations] or [BIAS]
@@ -256,20 +377,30 @@ def estimate(spec: ast.Spec, model_cls: type, sentences: Sequence[Sentence],
         attributes.append(a)
         features.append(f)
         items.append(k)
-    fp = counted_footprint(span, plans, z_list, n_labels, spans, settings.jobs,
+    fp = counted_footprint(span, plans, z_list, n_labels, ends, settings.jobs,
                            features=features, attributes=sum(attributes),
                            unit_rows=tokens * span * sum(items))
     fp.notes = [f"makes at most {f:,} features" for f in features]
-    return Estimate(attributes, features, fp, plans, n_labels, z_list, len(spans), tokens)
+    return Estimate(attributes, features, fp, plans, n_labels, z_list, len(ends), tokens)
 
 
-def sized_lines(spec: ast.Spec, model_cls: type, sentences: Sequence[Sentence],
-                settings: TrainSettings, source: str) -> list[str] | None:
+def estimate(spec: ast.Spec, model_cls: type, sentences: Sequence[Sentence],
+             settings: TrainSettings, source: str) -> Estimate | None:
+    """``estimate_counted`` of the first pass over ``sentences``
+    (``counted_sentences``); None when ``model_cls`` is not a sequence
+    model."""
+    counted = counted_sentences(spec, model_cls, sentences, source)
+    return None if counted is None else estimate_counted(spec, counted, settings)
+
+
+def sized_lines(spec: ast.Spec, counted: Counted | None, settings: TrainSettings
+                ) -> list[str] | None:
     """``fgl explain``'s sizes of a chain or segment model whose features
-    may number more than ``footprint.SIZED_ONLY_FEATURES``, estimated
-    without its feature table; None when the bound is below that (the
-    model is compiled and counted exactly) or it is not a sequence model."""
-    est = estimate(spec, model_cls, sentences, settings, source)
-    if est is None or sum(est.features) <= footprint.SIZED_ONLY_FEATURES:
+    may number more than ``footprint.SIZED_ONLY_FEATURES``, estimated from
+    ``counted`` without its feature table; None when the bound is below
+    that (the model is compiled and counted exactly) or nothing was
+    counted (not a sequence model)."""
+    if counted is None:
         return None
-    return est.lines()
+    est = estimate_counted(spec, counted, settings)
+    return est.lines() if sum(est.features) > footprint.SIZED_ONLY_FEATURES else None

@@ -139,6 +139,28 @@ def resolve_patterns(tpl: ast.Template, layers: list[Layer], var_layers: list[in
     return sorted(set(observed(lengths)), key=lambda z: (len(z), z))
 
 
+def window_plans(spec: ast.Spec, layer: Layer,
+                 observed: Callable[[list[int]], Iterable[tuple[int, ...]]], sigma: float,
+                 min_count: int = 1) -> list[TemplatePlan]:
+    """Each template of a chain or segment ``spec``: its plan over its
+    label window y[t-k..t] of ``layer``, with the patterns declared or
+    ``observed`` (the distinct gold windows of the lengths asked for)."""
+    plans = []
+    for tpl in spec.templates:
+        width = 1 - min(ref.lo for ref in tpl.labels)  # y[t-k..t]: k + 1 labels
+        patterns = resolve_patterns(tpl, [layer], [0] * width, observed)
+        plans.append(template_plan(tpl, [0] * width, patterns, sigma,
+                                   "observed" if tpl.observations else "all", min_count))
+    return plans
+
+
+def pattern_list(n_labels: int, plans: list[TemplatePlan]) -> list[tuple[int, ...]]:
+    """The label patterns a sequence model's features refer to: every
+    single label, then the templates' patterns, each once."""
+    return list(dict.fromkeys([(y,) for y in range(n_labels)]
+                              + [z for p in plans for z in p.patterns]))
+
+
 def template_plan(tpl: ast.Template, var_layers: list[int], patterns: list[tuple[int, ...]],
                   sigma: float, default_support: str, min_count: int = 1) -> TemplatePlan:
     """A template's plan with its options (sigma, support, min_count) resolved."""

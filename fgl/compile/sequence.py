@@ -37,10 +37,10 @@ from fgl.compile.frontend import (
     feature_sigma,
     label_id,
     loc_error,
-    resolve_patterns,
-    template_plan,
+    pattern_list,
     vocab_from_json,
     vocab_json,
+    window_plans,
 )
 from fgl.compile.segmentation import segments_from_tags, tags_from_segments
 from fgl.compile.sequence_budget import check_counts, check_input, model_footprint
@@ -84,13 +84,6 @@ def release_freed_memory() -> None:
             ctypes.CDLL("libc.so.6").malloc_trim(0)
         except (OSError, AttributeError):
             pass
-
-
-def pattern_list(n_labels: int, plans: list[TemplatePlan]) -> list[tuple[int, ...]]:
-    """The label patterns features refer to: every single label, then the
-    templates' patterns, each once."""
-    return list(dict.fromkeys([(y,) for y in range(n_labels)]
-                              + [z for p in plans for z in p.patterns]))
 
 
 class SequenceModel:
@@ -404,13 +397,7 @@ class SequenceModel:
                     for t in range(m - 1, len(seq)):
                         yield tuple(seq[t - m + 1:t + 1])
 
-        plans = []
-        for tpl in spec.templates:
-            width = 1 - min(ref.lo for ref in tpl.labels)  # y[t-k..t]: k + 1 labels
-            patterns = resolve_patterns(tpl, [layer], [0] * width, observed)
-            plans.append(template_plan(tpl, [0] * width, patterns, sigma,
-                                       "observed" if tpl.observations else "all", min_count))
-        return plans
+        return window_plans(spec, layer, observed, sigma, min_count)
 
 
 class ChainModel(SequenceModel):

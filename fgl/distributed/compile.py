@@ -34,8 +34,8 @@ import numpy as np
 from fgl import registry
 from fgl.compile.factor_features import FeatureRows, pattern_configs, template_plans
 from fgl.compile.feature_table import FeatureTable, frequency_order
-from fgl.compile.frontend import Layer, layer_labels
-from fgl.compile.sequence import SequenceModel, pattern_list
+from fgl.compile.frontend import Layer, layer_labels, pattern_list
+from fgl.compile.sequence import SequenceModel
 from fgl.compile.unrolling import Unroller
 from fgl.distributed import graph_pass, sequence_pass
 from fgl.distributed.recipe import ModelRecipe
