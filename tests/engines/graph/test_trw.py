@@ -98,6 +98,27 @@ def test_log_z_bound_is_above_exact_and_matches_the_reference(case):
                                atol=1e-8)
 
 
+@pytest.mark.parametrize("seed", [14, 22, 31])
+def test_near_deterministic_beliefs_do_not_end_a_run_before_its_fixed_point(seed):
+    """Potentials up to ±1000 on a triangle: after a sweep or two the
+    variable beliefs are one-hot and stop moving while the messages still
+    swap the factor beliefs' modes; a run that stopped there reported a
+    bound hundreds off (these seeds did).  It sweeps on until the factor
+    beliefs agree (``trw.GROSS_INCONSISTENCY``) and ends at the reference's
+    fixed point."""
+    card, factors = [3, 3, 2], [[0], [1], [2], [0, 1], [1, 2], [0, 2]]
+    g = FactorGraph.from_factors(card, factors)
+    log_pot = np.random.default_rng(seed).uniform(-1000.0, 1000.0, g.n_table)
+    r = trw(g, log_pot, tol=1e-12, max_iter=5000)
+    ref_z, ref_bv, ref_bf, ok = reference_trw(card, factors, _tables(card, factors, log_pot),
+                                             appearance_probabilities(g), tol=1e-13)
+    assert ok and r.converged
+    assert r.log_z >= factor_graph_brute_force(card, factors, log_pot)[0] - 1e-9
+    assert r.log_z == pytest.approx(ref_z, rel=1e-12, abs=1e-9)
+    np.testing.assert_allclose(r.factor_beliefs, np.concatenate([b.ravel() for b in ref_bf]),
+                               atol=1e-8)
+
+
 def test_the_reweighted_loopy_runs_converge_on_most_random_graphs():
     """The property tests above skip runs that do not converge; here, how
     many converge (sequential sweeps with adaptive damping) on graphs of

@@ -1,0 +1,227 @@
+"""Beliefs, the bound and its checks at a set of tree-reweighted BP
+messages (``fgl.engines.graph.trw``): b_v, b_f and log Z_ρ of Wainwright,
+Jaakkola & Willsky 2005 §5.2 (the module docstring of ``trw`` has the
+equations), the local consistency of b_f with b_v a fixed point has
+(``inconsistency``), and the cavity messages max-product back-tracking
+reads.  Log space throughout: run once per inference, so robustness over
+speed."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from fgl.engines.graph.factor_graph import GraphArrays
+
+
+@njit(cache=True, nogil=True)
+def variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge, msg_ptr,
+                        var_ptr, L, lb):
+    """lb_v = Σ_{unary f ∋ v} θ_f + Σ_{other f ∋ v} ρ_f L_{f->v} (unnormalised)."""
+    o = var_ptr[v]
+    cv = card[v]
+    for x in range(cv):
+        lb[o + x] = 0.0
+    for j in range(v_ptr[v], v_ptr[v + 1]):
+        e = v_edge[j]
+        f = e_fac[e]
+        if f_ptr[f + 1] - f_ptr[f] == 1:
+            t0 = tab_ptr[f]
+            for x in range(cv):
+                lb[o + x] += log_pot[t0 + x]
+        else:
+            r = rho[f]
+            m = msg_ptr[e]
+            for x in range(cv):
+                lb[o + x] += r * L[m + x]
+
+
+@njit(cache=True, nogil=True)
+def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
+    """Normalised variable and factor beliefs from the messages ``L`` (log
+    space throughout: run once per inference, so robustness over speed),
+    and for sum-product the bound
+
+        Σ_f <b_f, θ_f> + Σ_f ρ_f H(b_f) + Σ_v (1 - Σ_{f ∋ v} ρ_f) H(b_v)
+
+    (unary factors: <b_v, θ_f> and no entropy; 0 log 0 = 0).  Returns the
+    bound (0 for max-product); ``pot``: ``trw.ReweightedPotentials``;
+    ``lcav``: scratch of one entry per message."""
+    log_pot, scaled, rho = pot.log_pot, pot.scaled, pot.rho
+    card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
+    e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
+    V = card.shape[0]
+    F = f_ptr.shape[0] - 1
+    total = 0.0
+    for v in range(V):
+        variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
+                            msg_ptr, var_ptr, L, lb)
+        o = var_ptr[v]
+        cv = card[v]
+        mx = -np.inf
+        for x in range(cv):
+            mx = max(mx, lb[o + x])
+        if mx == -np.inf:
+            mx = 0.0
+        z = 0.0
+        for x in range(cv):
+            z += np.exp(lb[o + x] - mx) if lb[o + x] > -np.inf else 0.0
+        h = 0.0
+        for x in range(cv):
+            if lb[o + x] > -np.inf:
+                lp = lb[o + x] - mx - np.log(z)
+                p = np.exp(lp)
+                bv[o + x] = p
+                h -= p * lp
+            else:
+                bv[o + x] = 0.0
+        c = 1.0
+        for j in range(v_ptr[v], v_ptr[v + 1]):
+            f = e_fac[v_edge[j]]
+            if f_ptr[f + 1] - f_ptr[f] >= 2:
+                c -= rho[f]
+        total += c * h
+    for f in range(F):
+        a = f_ptr[f]
+        k = f_ptr[f + 1] - a
+        t0 = tab_ptr[f]
+        n = tab_ptr[f + 1] - t0
+        if k == 0:
+            bf[t0] = 1.0
+            total += log_pot[t0]
+            continue
+        if k == 1:
+            o = var_ptr[f_var[a]]
+            for x in range(n):
+                b = bv[o + x]
+                bf[t0 + x] = b
+                if b > 0.0:
+                    total += b * log_pot[t0 + x]
+            continue
+        for e in range(a, a + k):
+            v = f_var[e]
+            o = var_ptr[v]
+            m = msg_ptr[e]
+            for x in range(card[v]):
+                t = lb[o + x]
+                lcav[m + x] = -np.inf if t == -np.inf else t - L[m + x]
+        if k == 2:
+            total += _pairwise_belief(log_pot, scaled, t0, card[f_var[a]], card[f_var[a + 1]],
+                                      lcav, msg_ptr[a], msg_ptr[a + 1], rho[f], bf)
+            continue
+        mx = -np.inf
+        for i in range(n):
+            s = scaled[t0 + i]
+            if s > -np.inf:
+                for e in range(a, a + k):
+                    s += lcav[msg_ptr[e] + (i // e_stride[e]) % card[f_var[e]]]
+            bf[t0 + i] = s
+            mx = max(mx, s)
+        z = 0.0
+        for i in range(n):
+            if bf[t0 + i] > -np.inf:
+                z += np.exp(bf[t0 + i] - mx)
+        lz = mx + np.log(z)
+        r = rho[f]
+        for i in range(n):
+            s = bf[t0 + i]
+            if s > -np.inf:
+                lp = s - lz
+                p = np.exp(lp)
+                bf[t0 + i] = p
+                if p > 0.0:
+                    total += p * (log_pot[t0 + i] - r * lp)
+            else:
+                bf[t0 + i] = 0.0
+    return 0.0 if use_max else total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pairwise_belief(log_pot, scaled, t0, n0, n1, lcav, m0, m1, r, bf):
+    """``beliefs`` of one pairwise factor (table at t0, n0 x n1, cavities at
+    m0 and m1): b_f into bf, and its share <b_f, θ_f> + ρ_f H(b_f) of the
+    bound — one exponential per entry, no index arithmetic."""
+    mx = -np.inf
+    for x0 in range(n0):
+        for x1 in range(n1):
+            s = scaled[t0 + x0 * n1 + x1] + lcav[m0 + x0] + lcav[m1 + x1]
+            bf[t0 + x0 * n1 + x1] = s
+            mx = max(mx, s)
+    z = 0.0
+    for i in range(t0, t0 + n0 * n1):
+        bf[i] = np.exp(bf[i] - mx) if bf[i] > -np.inf else 0.0
+        z += bf[i]
+    if z == 0.0:   # (no assignment possible: the bound is -inf elsewhere)
+        return 0.0
+    lz = mx + np.log(z)
+    inv = 1.0 / z
+    total = 0.0
+    for x0 in range(n0):
+        for x1 in range(n1):
+            i = t0 + x0 * n1 + x1
+            p = bf[i] * inv
+            bf[i] = p
+            if p > 0.0:
+                total += p * (log_pot[i] - r * (scaled[i] + lcav[m0 + x0] + lcav[m1 + x1] - lz))
+    return total
+
+
+@njit(cache=True, nogil=True)
+def inconsistency(g: GraphArrays, bv, bf, marg):
+    """How far the factor beliefs are from agreeing with the variable
+    beliefs: the largest Σ_x |Σ_{x_f: x_v = x} b_f(x_f) - b_v(x)| over the
+    factors f of two or more variables and their variables v (0 at a fixed
+    point, where beliefs are locally consistent).  ``marg``: scratch of
+    twice the largest domain."""
+    card, f_ptr, f_var, tab_ptr, e_stride, var_ptr = (g.card, g.f_ptr, g.f_var, g.tab_ptr,
+                                                      g.e_stride, g.var_ptr)
+    worst = 0.0
+    for f in range(f_ptr.shape[0] - 1):
+        a, k = f_ptr[f], f_ptr[f + 1] - f_ptr[f]
+        if k < 2:
+            continue
+        t0, n = tab_ptr[f], tab_ptr[f + 1] - tab_ptr[f]
+        if k == 2:   # (row and column sums, no index arithmetic)
+            n0, n1 = card[f_var[a]], card[f_var[a + 1]]
+            for x in range(n0 + n1):
+                marg[x] = 0.0
+            for x0 in range(n0):
+                for x1 in range(n1):
+                    p = bf[t0 + x0 * n1 + x1]
+                    marg[x0] += p
+                    marg[n0 + x1] += p
+            gap0, gap1 = 0.0, 0.0
+            for x in range(n0):
+                gap0 += abs(marg[x] - bv[var_ptr[f_var[a]] + x])
+            for x in range(n1):
+                gap1 += abs(marg[n0 + x] - bv[var_ptr[f_var[a + 1]] + x])
+            worst = max(worst, gap0, gap1)
+            continue
+        for e in range(a, a + k):
+            v = f_var[e]
+            for x in range(card[v]):
+                marg[x] = 0.0
+            for i in range(n):
+                marg[(i // e_stride[e]) % card[v]] += bf[t0 + i]
+            gap = 0.0
+            for x in range(card[v]):
+                gap += abs(marg[x] - bv[var_ptr[v] + x])
+            worst = max(worst, gap)
+    return worst
+
+
+@njit(cache=True, nogil=True)
+def log_cavity_messages(g: GraphArrays, L, lb, out):
+    """log n_{v->f} for every edge (for max-product back-tracking on a
+    forest, where they are BP's variable->factor messages)."""
+    card, f_ptr, f_var, msg_ptr, var_ptr, e_fac = (g.card, g.f_ptr, g.f_var, g.msg_ptr,
+                                                   g.var_ptr, g.e_fac)
+    for e in range(f_var.shape[0]):
+        v = f_var[e]
+        o = var_ptr[v]
+        m = msg_ptr[e]
+        for x in range(card[v]):
+            t = lb[o + x]
+            if f_ptr[e_fac[e] + 1] - f_ptr[e_fac[e]] < 2:
+                out[m + x] = t
+            else:
+                out[m + x] = -np.inf if t == -np.inf else t - L[m + x]
