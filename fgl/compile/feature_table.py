@@ -293,6 +293,14 @@ class FeatureTable:
                 vocab[key] = int(new_id[r])
         return self._table(new_id)
 
+    def check_size(self) -> None:
+        """``_check_size`` of the rows merged so far: how the distributed
+        compile prices the driver's share (the features, the weights and
+        the optimiser's vectors; no training data) before the workers
+        encode their shards."""
+        self._check_size(np.frombuffer(self.row_template, dtype=np.int32),
+                         np.frombuffer(self.row_first, dtype=np.int64))
+
     def _check_size(self, template: np.ndarray, first: np.ndarray) -> None:
         """Count the features before making them and refuse, at the template
         that makes most, a model whose training would exceed the memory

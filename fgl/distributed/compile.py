@@ -16,11 +16,14 @@ sequence_pass``: gold labels, then attributes) and an encoding one, which
 also counts how often each attribute row occurs: the driver orders the rows
 by it, as the one-machine compile does, and each worker renumbers its
 encoded shards in place.  Factor-graph models take two collect rounds
-(``fgl.distributed.graph_pass``) before the encoding.  The one-machine memory
-budget check (``fgl.compile.footprint``) is about one machine holding
-everything and is not applied to the whole; a factor-graph model's own
-``encode`` checks each shard's factors on its worker, chain and segment
-shards are not checked.
+(``fgl.distributed.graph_pass``) before the encoding.  The memory budget
+(``fgl.compile.footprint``) is checked where the bytes are: the driver
+prices what it holds — a chain or segment model's features, with the
+weights and the optimiser's vectors, before any shard is encoded; a worker
+prices each shard it encodes (a factor-graph model's ``encode`` its
+factors, a chain or segment shard its units, their rows and its longest
+sequence's scratch: ``sequence_pass.encode_shard``), each against the
+budget of the machine it runs on.
 """
 from __future__ import annotations
 
@@ -174,13 +177,13 @@ def _compile_sequence(client, cls: type[SequenceModel], spec: ast.Spec, shards: 
     plan_f = constant(client, plan)
     summaries = client.gather(client.map(_attribute_task, shards, reading=reading_f,
                                          plan=plan_f, pure=False))
-    # (the whole-model budget is one machine's: module docstring)
     table = FeatureTable(cls, spec, plans, z_list, TemplateAttributes(spec, base_dir, lexicons),
                          len(layer.labels), 1, longest, check_budget=False)
     for summary in summaries:   # rows in the order first met over the shards in order
         for (ti, key), zs in zip(summary.keys, summary.patterns):
             table.merge_row(ti, key, zs)
     del summaries
+    table.check_size()   # (the driver's share, before the workers encode: module docstring)
     merged_f = constant(client, table.vocabs)
     n_rows = len(table.row_template)
     workers = sorted(client.scheduler_info()["workers"])

@@ -28,8 +28,10 @@ import numpy as np
 
 from fgl import registry
 from fgl.compile.frontend import Layer, TemplatePlan
+from fgl.compile.sequence_budget import check_input
 from fgl.compile.unit_rows import UnitRows
 from fgl.engines.sequence.encoded import EncodedData
+from fgl.engines.sequence.structure import ChainStructure
 from fgl.features.observations import TemplateAttributes, sentence_columns
 from fgl.lang import ast
 
@@ -156,7 +158,11 @@ def attribute_summary(plan: SequencePlan, sentences: list) -> AttributeSummary:
 def encode_shard(plan: SequencePlan, vocabs: list[dict[str, int]], sentences: list
                  ) -> EncodedData:
     """Pass 3: the shard's units as rows of the merged (first-met) numbering,
-    with gold labels."""
+    with gold labels; a shard whose units, their rows and its longest
+    sequence's scratch would not fit this worker's memory budget is refused
+    at its longest sequence first (``check_input``)."""
+    check_input(plan.L, ChainStructure.build(len(plan.layer.labels), plan.z_list),
+                len(plan.spec.templates), sentences, 1, purpose="training on this worker")
     shard = _Shard(plan, sentences)
     const_key, L = shard.cls.const_key, plan.L
     units = UnitRows()

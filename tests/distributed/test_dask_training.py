@@ -240,3 +240,27 @@ def test_what_distributed_training_refuses(data, monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "distributed", None)
     with pytest.raises(FglError, match=r"pip install 'fgl\[dask\]'"):
         CRF(CHAIN, dask_workers=2).fit_file(data["all"])
+
+
+def test_the_budget_is_checked_on_the_driver_and_on_each_worker(client, data):
+    """The driver prices the features it holds before any shard is
+    encoded; each worker prices the shards it encodes against its own
+    budget, refused at the shard's longest sequence (file:line)."""
+    from fgl.compile.budget import set_memory_budget
+    from fgl.compile.footprint import OverBudgetError
+    from fgl.errors import DataError
+
+    previous = set_memory_budget(4_000)
+    try:
+        with pytest.raises(OverBudgetError, match="features"):
+            CRF(CHAIN, dask=client).fit_file(data["pattern"])
+    finally:
+        set_memory_budget(previous)
+    client.run(set_memory_budget, 4_000)
+    try:
+        with pytest.raises(DataError, match="on this worker") as refused:
+            CRF(CHAIN, dask=client).fit_file(data["pattern"])
+        assert "part-" in str(refused.value)
+    finally:
+        client.run(set_memory_budget, None)
+    assert CRF(CHAIN, dask=client, max_iter=2).fit_file(data["pattern"]).weights.size
