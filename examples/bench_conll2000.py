@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from measure import array_mb, current_rss_mb, peak_rss_mb, print_memory
+from measure import array_mb, current_rss_mb, peak_rss_mb, print_memory, traced_training
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "conll2000"
@@ -176,7 +176,8 @@ def worker_crfsuite(a) -> dict:
     trainer.set_params(params)
     res["params"] = {k: trainer.get(k) for k in trainer.params()}
 
-    model_path = a.model_out or os.path.join(tempfile.mkdtemp(), "conll2000.crfsuite")
+    scratch = None if a.model_out else tempfile.TemporaryDirectory(prefix="bench_conll2000_")
+    model_path = a.model_out or os.path.join(scratch.name, "conll2000.crfsuite")
     t0 = time.perf_counter()
     trainer.train(model_path)
     res["train_wall_s"] = time.perf_counter() - t0
@@ -209,6 +210,8 @@ def worker_crfsuite(a) -> dict:
     pred = [tagger.tag(x) for x in xtest]
     res["tag_s"] = time.perf_counter() - t0
     tagger.close()
+    if scratch is not None:
+        scratch.cleanup()
     res["test_tokens"] = sum(map(len, test))
     res["peak_rss_mb"] = peak_rss_mb()        # before anything below
 
@@ -264,8 +267,6 @@ def worker_jit(a) -> dict:
 def worker_fgl(a) -> dict:
     res: dict = {"name": f"fgl jobs={a.jobs}", "jobs": a.jobs, "in_memory": a.train_in_memory}
     res.update(jit_warmup(a.jobs))
-    import tracemalloc
-
     import numpy as np
 
     from fgl.api import CRF
@@ -273,7 +274,6 @@ def worker_fgl(a) -> dict:
     from fgl.io.evaluate import evaluate
     from fgl.lang.parser import read_spec
     from fgl.lang.settings import resolve_train
-    from fgl.learn.learner import OPTIMISER_MEMORY, train_lbfgs
     from fgl.registry import compile_model
 
     res["mem_imports_mb"] = current_rss_mb()
@@ -309,13 +309,10 @@ def worker_fgl(a) -> dict:
     max_iter = a.max_iter if a.max_iter is not None else settings.max_iter
     tol = settings.tol
     t0 = time.perf_counter()
-    tracemalloc.start()   # (numpy reports its buffers to it; the per-evaluation Python is light)
-    w, tlog = train_lbfgs(prog, data, model.feat_sigma, max_iter=max_iter, tol=tol, jobs=a.jobs)
-    traced_peak = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
+    w, tlog, mem = traced_training(prog, data, model.feat_sigma, max_iter=max_iter, tol=tol,
+                                   jobs=a.jobs)
     res["train_wall_s"] = time.perf_counter() - t0
-    res["mem_history_mb"] = 2 * OPTIMISER_MEMORY * prog.n_features * 4 / 2**20
-    res["mem_scratch_mb"] = traced_peak - res["mem_history_mb"]
+    res.update(mem)
     res["train_s"] = tlog.seconds
     res["iterations"] = len(tlog.iterations)
     res["evaluations"] = tlog.evaluations
@@ -522,18 +519,19 @@ def parent(a) -> None:
           f"fgl's is ||w||^2/(2 sigma^2), so sigma = 1/sqrt(2*c2) = {sigma:.6f}")
     print(flush=True)
 
-    tmp = tempfile.mkdtemp(prefix="bench_conll2000_")
-    model_path = os.path.join(tmp, "conll2000.crfsuite")
-    crf = run_worker(a, "crfsuite", 1, ["--model-out", model_path]) if have_crfsuite else None
-    extra = ["--crfsuite-model", model_path] if crf is not None and not a.no_cross_check else []
-    fgl1 = run_worker(a, "fgl", 1, extra)
-    fgln = run_worker(a, "fgl", cores) if cores > 1 else None
-    fgl_lists = run_worker(a, "fgl", cores, ["--train-in-memory"])
+    with tempfile.TemporaryDirectory(prefix="bench_conll2000_") as tmp:
+        model_path = os.path.join(tmp, "conll2000.crfsuite")
+        crf = run_worker(a, "crfsuite", 1, ["--model-out", model_path]) if have_crfsuite else None
+        extra = ["--crfsuite-model", model_path] if crf is not None and not a.no_cross_check \
+            else []
+        fgl1 = run_worker(a, "fgl", 1, extra)
+        fgln = run_worker(a, "fgl", cores) if cores > 1 else None
+        fgl_lists = run_worker(a, "fgl", cores, ["--train-in-memory"])
     jit_runs = []
     if a.compile_check:
-        cache = tempfile.mkdtemp(prefix="numba_cache_")
-        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
-        jit_runs = [run_worker(a, "jit", 1, env=env) for _ in range(2)]
+        with tempfile.TemporaryDirectory(prefix="numba_cache_") as cache:
+            env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+            jit_runs = [run_worker(a, "jit", 1, env=env) for _ in range(2)]
 
     print()
     cols = [("crfsuite", crf), ("fgl 1 core", fgl1)]

@@ -29,11 +29,16 @@ child, from ``os.wait4``) are measured.  Every tool's tagged test set (gold and
 predicted labels the last two columns) is scored by ``fgl eval --tagged``, so
 all are scored alike.  Prints one table (train s, tag s, peak MB of training
 and tagging, chunk F1, and fgl's training time and peak memory over each
-peer's); asserts nothing.  A missing peer is skipped with a note on how to
-get it; without the data the script says so and exits 0.
+peer's), then where fgl's training memory goes: the same training run again
+through the API in its own process, its phases measured by RSS, its arrays
+by their sizes and the optimiser's and each evaluation's allocations traced
+(``measure.traced_training``; ``--no-breakdown`` skips it); asserts nothing.
+A missing peer is skipped with a note on how to get it; without the data
+the script says so and exits 0.
 
-    python examples/bench_peers.py                 # full run, ~7 minutes on 2 cores
+    python examples/bench_peers.py                 # full run, ~8 minutes on 2 cores
     python examples/bench_peers.py --quick         # 500 sentences, 5 iterations
+    python examples/bench_peers.py --tools fgl,wapiti   # only these
     python examples/bench_peers.py --crfpp-learn /tmp/peers/crfpp/crf_learn \\
         --crfpp-test /tmp/peers/crfpp/crf_test --wapiti /tmp/peers/wapiti/wapiti
 
@@ -76,12 +81,17 @@ for the attribute-label pairs seen in training):
 Since then (issue 27: gold counts kept sparse, the per-block expected counts in
 a compact layout of the rows a block touches, one prior held once, 16-bit
 pattern ids, no rejected trial's gradient held, compile's freed heap handed
-back) fgl's training peaks at 1,057 MB (``/usr/bin/time`` of the same ``fgl
-train``; 1,414 MB before, measured alike), F1 93.52 as before.
+back; then the iterate's gradient parked in the L-BFGS history's free row
+during line searches and the heap trimmed once the objective is built)
+``python examples/bench_peers.py --tools fgl,wapiti`` on a shared machine:
+Wapiti 214.6 s and 923 MB, fgl 1,015 MB before the last two cuts; after them
+``--tools fgl``: 70.4 s and 950 MB, F1 93.52 and the objective after 50
+iterations 8872.41 unchanged (the same bits).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -91,6 +101,9 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
+
+from measure import print_memory
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -98,6 +111,7 @@ DEFAULT_DATA = SHARED / "data" / "conll2000"
 DEFAULT_PEERS = Path("/tmp/peers")
 QUICK_SENTENCES, QUICK_ITER = 500, 5
 SIGMA = 1.0
+TOOLS = ("CRF++", "Wapiti", "CRFsuite", "fgl")
 
 # CRF++'s example/chunking/template, used when the CRF++ sources are absent.
 CHUNKING_TEMPLATE = """\
@@ -257,6 +271,44 @@ def crfsuite_worker(argv: list[str]) -> None:
                 f.write("".join(f"{ln} {p}\n" for ln, p in zip(s, pred)) + "\n")
 
 
+def fgl_memory_worker(argv: list[str]) -> None:
+    """--worker fgl-memory SPEC TRAIN ITER JOBS: fgl's training by the API as
+    ``fgl train`` runs it, with where its memory goes (one JSON line)."""
+    from measure import array_mb, current_rss_mb, peak_rss_mb, traced_training
+
+    import fgl.learn.learner  # noqa: F401  (the engines and the optimiser)
+    from fgl.io.conll import iter_conll
+    from fgl.lang.parser import read_spec
+    from fgl.lang.settings import resolve_train
+    from fgl.registry import compile_model
+
+    spec_path, train, iters, jobs = Path(argv[1]), Path(argv[2]), int(argv[3]), int(argv[4])
+    res = {"mem_imports_mb": current_rss_mb()}
+    spec = read_spec(spec_path)
+    model, data = compile_model(spec, lambda: iter_conll(train), spec_path.parent,
+                                resolve_train(spec, {"sigma": SIGMA}))
+    prog = model.program
+    res["mem_features_mb"] = array_mb(prog, model.structure, model)
+    res["mem_data_mb"] = array_mb(data)
+    res["mem_compile_rest_mb"] = (current_rss_mb() - res["mem_imports_mb"]
+                                  - res["mem_features_mb"] - res["mem_data_mb"])
+    _, tlog, mem = traced_training(prog, data, model.feat_sigma, max_iter=iters, jobs=jobs)
+    res.update(mem, peak_rss_mb=peak_rss_mb(), n_features=prog.n_features,
+               objective=tlog.objective)
+    print(json.dumps(res), flush=True)
+
+
+def fgl_memory(spec: Path, train: Path, iters: int, jobs: int) -> dict | None:
+    """The breakdown ``fgl_memory_worker`` measures in its own process (None: it failed)."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "fgl-memory", str(spec),
+           str(train), str(iters), str(jobs)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        log(f"fgl memory breakdown failed: {proc.stderr[-2000:]}")
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 # ---------------------------------------------------------------- running and scoring
 
 def run(cmd: list[str], stdout_path: Path | None = None) -> tuple[float, float]:
@@ -301,6 +353,19 @@ def find_binary(explicit: str | None, name: str, rel: str, peers: Path) -> str |
     return str(cand) if cand.is_file() and os.access(cand, os.X_OK) else None
 
 
+def run_fgl(tool: Callable, template: Path, train: Path, test: Path, d: Path, iters: int,
+            jobs: int) -> None:
+    """fgl's row: the template converted to a spec, trained and tagged by the CLI."""
+    spec = d / "chunk.fgl"
+    subprocess.run([*fgl_cmd(), "convert", "crfpp", str(template), "--columns",
+                    "word,pos,chunk", "-o", str(spec)], check=True, capture_output=True)
+    tool("fgl", [*fgl_cmd(), "train", str(spec), "--train", str(train), "-o",
+                 str(d / "fgl.fglm"), "--sigma", str(SIGMA), "--max-iter", str(iters),
+                 "--jobs", str(jobs), "-q"],
+         [*fgl_cmd(), "tag", str(d / "fgl.fglm"), str(test), "-o", str(d / "fgl.out"),
+          "--jobs", str(jobs)], d / "fgl.out", False)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA,
@@ -316,13 +381,21 @@ def main() -> None:
     ap.add_argument("--peers", type=Path, default=DEFAULT_PEERS,
                     help="where build.sh put the peers (default /tmp/peers)")
     ap.add_argument("--template", help="a CRF++ template (default: CRF++'s chunking template)")
+    ap.add_argument("--tools", default=",".join(TOOLS),
+                    help=f"comma-separated tools to run (default {','.join(TOOLS)})")
+    ap.add_argument("--no-breakdown", dest="breakdown", action="store_false",
+                    help="skip fgl's memory breakdown (a second, traced fgl training run)")
     ap.add_argument("--worker", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        crfsuite_worker(args.worker)
+        (fgl_memory_worker if args.worker[0] == "fgl-memory" else crfsuite_worker)(args.worker)
         return
 
     iters = args.max_iter or (QUICK_ITER if args.quick else 50)
+    wanted = {name.strip().lower() for name in args.tools.split(",")}
+    unknown = wanted - {name.lower() for name in TOOLS}
+    if unknown:
+        ap.error(f"--tools: unknown {', '.join(sorted(unknown))} (known: {', '.join(TOOLS)})")
     train_file, test_file = args.data / "train.txt", args.data / "test.txt"
     if not (train_file.is_file() and test_file.is_file()):
         print(f"skipped: CoNLL-2000 (train.txt, test.txt) is absent from {args.data}")
@@ -338,6 +411,7 @@ def main() -> None:
         have_crfsuite = False
 
     notes: list[str] = []
+    breakdown: dict | None = None
     rows: list[tuple[str, float, float, float, float]] = []   # tool, train s, tag s, MB, F1
     with tempfile.TemporaryDirectory(prefix="bench_peers_") as tmp:
         d = Path(tmp)
@@ -367,37 +441,37 @@ def main() -> None:
             except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
                 notes.append(f"{name} failed: {e}")
 
-        if crf_learn and crf_test:
+        if "crf++" in wanted and crf_learn and crf_test:
             tool("CRF++", [crf_learn, "-p", str(args.jobs), "-m", str(iters), "-c",
                            str(SIGMA ** 2), str(template), str(train), str(d / "crfpp.model")],
                  [crf_test, "-m", str(d / "crfpp.model"), str(test)], d / "crfpp.out", True)
-        else:
+        elif "crf++" in wanted:
             notes.append(f"CRF++ skipped (crf_learn/crf_test not found): {HOW_TO_GET['CRF++']}")
-        if wapiti:
+        if "wapiti" in wanted and wapiti:
             tool("Wapiti", [wapiti, "train", "-p", str(template), "-t", str(args.jobs),
                             "-i", str(iters), "-1", "0", "-2", str(1 / SIGMA ** 2),
                             str(train), str(d / "wapiti.model")],
                  [wapiti, "label", "-c", "-m", str(d / "wapiti.model"), str(test),
                   str(d / "wapiti.out")], d / "wapiti.out", False)
-        else:
+        elif "wapiti" in wanted:
             notes.append(f"Wapiti skipped (wapiti not found): {HOW_TO_GET['Wapiti']}")
-        if have_crfsuite:
+        if "crfsuite" in wanted and have_crfsuite:
             me = [sys.executable, str(Path(__file__).resolve()), "--worker"]
             tool("CRFsuite", [*me, "crfsuite-train", str(template), str(train),
                               str(d / "crfsuite.model"), str(iters)],
                  [*me, "crfsuite-tag", str(template), str(d / "crfsuite.model"), str(test),
                   str(d / "crfsuite.out")], d / "crfsuite.out", False)
-        else:
+        elif "crfsuite" in wanted:
             notes.append(f"CRFsuite skipped (python-crfsuite not installed): "
                          f"{HOW_TO_GET['CRFsuite']}")
-        spec = d / "chunk.fgl"
-        subprocess.run([*fgl_cmd(), "convert", "crfpp", str(template), "--columns",
-                        "word,pos,chunk", "-o", str(spec)], check=True, capture_output=True)
-        tool("fgl", [*fgl_cmd(), "train", str(spec), "--train", str(train), "-o",
-                     str(d / "fgl.fglm"), "--sigma", str(SIGMA), "--max-iter", str(iters),
-                     "--jobs", str(args.jobs), "-q"],
-             [*fgl_cmd(), "tag", str(d / "fgl.fglm"), str(test), "-o", str(d / "fgl.out"),
-              "--jobs", str(args.jobs)], d / "fgl.out", False)
+        if "fgl" in wanted:
+            run_fgl(tool, template, train, test, d, iters, args.jobs)
+            if args.breakdown:
+                log("fgl: memory breakdown (the same training, traced) ...")
+                breakdown = fgl_memory(d / "chunk.fgl", train, iters, args.jobs)
+        skipped = [name for name in TOOLS if name.lower() not in wanted]
+        if skipped:
+            notes.append(f"not run (--tools): {', '.join(skipped)}")
 
     fgl_row = next((r for r in rows if r[0] == "fgl"), None)
     print()
@@ -409,6 +483,11 @@ def main() -> None:
         print(f"{name:<10}{t_train:>9.1f}{t_tag:>8.1f}{mb:>9.0f}{f1:>8.2f}{rt:>15}{rm:>13}")
     for n in notes:
         print(f"note: {n}")
+    if breakdown is not None:
+        print_memory([("fgl", breakdown)])
+        print(f"({breakdown['n_features']:,} features: one float64 vector of them is "
+              f"{8 * breakdown['n_features'] / 2**20:.1f} MB; objective after {iters} "
+              f"iterations {breakdown['objective']:.2f})")
 
 
 if __name__ == "__main__":

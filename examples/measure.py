@@ -89,6 +89,58 @@ def array_mb(*objects) -> float:
     return sum(seen.values()) / 2**20
 
 
+class TracedObjective:
+    """A training objective that notes the bytes tracemalloc traces when
+    the last evaluation starts (what the optimiser holds between iterations:
+    its history and full-length vectors) and the most traced above that
+    during any evaluation (the evaluation's own gradient and scratch).
+    Everything else is the wrapped objective's."""
+
+    def __init__(self, objective):
+        self.objective, self.held, self.extra = objective, 0, 0
+
+    def __getattr__(self, name: str):
+        return getattr(self.objective, name)
+
+    def __call__(self, w):
+        import tracemalloc
+
+        held = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        out = self.objective(w)
+        self.held = held
+        self.extra = max(self.extra, tracemalloc.get_traced_memory()[1] - held)
+        return out
+
+
+def traced_training(program, data, sigma, **train_args) -> tuple[object, object, dict]:
+    """``train_lbfgs`` on the likelihood of ``program`` on ``data`` with its
+    allocations traced: (weights, log, the training rows of MEMORY_ROWS:
+    L-BFGS history, what else is held between evaluations — the
+    optimiser's full-length vectors and the log —, one evaluation's
+    gradient and scratch; MB)."""
+    import tracemalloc
+
+    import numpy as np
+
+    from fgl.learn.learner import OPTIMISER_MEMORY, train_lbfgs
+    from fgl.learn.objective import Objective
+
+    objective = TracedObjective(Objective(program, data, sigma, train_args.get("jobs", 0)))
+    w0 = np.zeros(program.n_features)   # (before tracing: the optimiser copies it)
+    tracemalloc.start()
+    try:
+        w, log = train_lbfgs(program, data, sigma, objective=objective, w0=w0, **train_args)
+    finally:
+        tracemalloc.stop()
+    n = program.n_features
+    history = 2 * OPTIMISER_MEMORY * n * 4
+    return w, log, {"mem_history_mb": history / 2**20,
+                    "mem_vectors_mb": (objective.held - history) / 2**20,
+                    "mem_vectors_n": (objective.held - history) / (8 * n),
+                    "mem_eval_mb": objective.extra / 2**20}
+
+
 MEMORY_ROWS = [   # (label, key): the parts of a training process's peak memory, MB
     ("process after imports (Python, numpy, numba kernels)", "mem_imports_mb"),
     ("training data as read (held or streamed)", "mem_read_mb"),
@@ -96,18 +148,25 @@ MEMORY_ROWS = [   # (label, key): the parts of a training process's peak memory,
     ("compile: encoded training data (arrays)", "mem_data_mb"),
     ("compile: vocabularies, labels, Python objects", "mem_compile_rest_mb"),
     ("training: L-BFGS history (2·m·n float32)", "mem_history_mb"),
-    ("training: vectors and per-thread scratch (traced peak less history)", "mem_scratch_mb"),
+    ("training: held between evaluations besides the history", "mem_vectors_mb"),
+    ("  (as vectors of n float64: the optimiser's x, d, trial)", "mem_vectors_n"),
+    ("training: one evaluation's gradient and scratch", "mem_eval_mb"),
+    ("other: numba kernels loaded in training, heap, stacks (peak less the above)",
+     "mem_other_mb"),
     ("peak RSS", "peak_rss_mb"),
 ]
+PARTS = [key for _, key in MEMORY_ROWS if key.endswith("_mb") and key != "peak_rss_mb"
+         and key != "mem_other_mb"]
 
 
 def print_memory(cols: list[tuple[str, dict | None]]) -> None:
     """The memory breakdown of the runs that measured one, a column each."""
-    cols = [(name, r) for name, r in cols if r is not None and "mem_imports_mb" in r]
+    cols = [(name, {**r, "mem_other_mb": r["peak_rss_mb"] - sum(r.get(k) or 0.0 for k in PARTS)})
+            for name, r in cols if r is not None and "mem_imports_mb" in r]
     if not cols:
         return
     print("\nwhere the memory goes (MB): RSS deltas between phases, numpy arrays by their "
-          "nbytes, training's allocations traced (tracemalloc) while L-BFGS ran")
+          "nbytes, training's allocations traced (tracemalloc) around each evaluation")
     width = max(len(label) for label, _ in MEMORY_ROWS)
     print(f"{'part':<{width}} " + " ".join(f"{name:>16}" for name, _ in cols))
     for label, key in MEMORY_ROWS:

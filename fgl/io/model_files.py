@@ -92,7 +92,7 @@ MAX_VARIABLES = 1001            # label variables of one template (offsets reach
 MAX_STATE_PAIRS = 64            # L-BFGS correction pairs a checkpoint may hold
 MAX_DIGITS = 19                 # an integer in the header: int64 at most
 UNSIZED_CHECKSUM_BYTES = 64 << 20   # read to check the digest when the header cannot size them
-STATE_ARRAYS = ("gradient", "lbfgs_s", "lbfgs_y", "lbfgs_rho", "lbfgs_yy")
+STATE_ARRAYS = ("gradient", "direction", "lbfgs_s", "lbfgs_y", "lbfgs_rho", "lbfgs_yy")
 _KINDS = {"header": "u", "digest": "u", "row_ptr": "iu", "feat_pattern": "iu", "weights": "f",
           **{STATE + k: "f" for k in STATE_ARRAYS}}
 _NDIM = {STATE + "lbfgs_s": 2, STATE + "lbfgs_y": 2}
@@ -173,7 +173,8 @@ def _sizes_allowed(header: object) -> dict[str, int] | None:
     pairs = MAX_STATE_PAIRS * features
     return {"header": MAX_HEADER_BYTES, "digest": 64, "row_ptr": 8 * (sum(rows) + 1),
             "feat_pattern": 8 * features, "weights": 8 * features,
-            STATE + "gradient": 8 * features, STATE + "lbfgs_s": 4 * pairs,
+            STATE + "gradient": 8 * features, STATE + "direction": 8 * features,
+            STATE + "lbfgs_s": 4 * pairs,
             STATE + "lbfgs_y": 4 * pairs, STATE + "lbfgs_rho": 8 * MAX_STATE_PAIRS,
             STATE + "lbfgs_yy": 8 * MAX_STATE_PAIRS}
 
@@ -243,6 +244,7 @@ def _check_shapes(zf: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo],
               "weights": ((features,), f"{features} (rows times patterns)"),
               "feat_pattern": ((features,), f"{features} (rows times patterns)"),
               STATE + "gradient": ((n,), f"{n} (one per weight)"),
+              STATE + "direction": ((n,), f"{n} (one per weight)"),
               STATE + "lbfgs_rho": ((MAX_STATE_PAIRS,), f"{MAX_STATE_PAIRS} correction pairs"),
               STATE + "lbfgs_yy": ((pairs,), f"{pairs} (as many as rho)"),
               STATE + "lbfgs_s": ((pairs, n), f"{pairs} pairs of {n} (one per weight)"),

@@ -5,7 +5,13 @@ weights — ``fgl tag`` and ``fgl eval`` use it as they use a model — whose
 metadata says where training was (iteration, objective, evaluations, the
 learner's objective history for its stopping rule, the log so far and
 BP's settings, which recoveries tighten) and whose ``state_*`` arrays hold
-the rest of the L-BFGS state: the gradient and the correction pairs.
+the rest of the L-BFGS state: the gradient and the correction pairs, and
+the next direction when the state has one (``LBFGSState.direction``).
+
+Format ``version`` 2 (the metadata's ``version``; none in version 1, which
+never holds a direction): the direction, when there is one, is the
+``state_direction`` array, and the pairs are those left once the oldest was
+dropped (``fgl.learn.lbfgs``).
 ``train_lbfgs(resume=...)`` continues from it to the same iterates an
 uninterrupted run reaches — exactly where every evaluation is a function
 of the weights (exact engines; BP with ``bp_start = cold``, the default);
@@ -24,6 +30,7 @@ from fgl.errors import FglError, ModelFileError
 from fgl.learn.lbfgs import History, LBFGSState
 
 KIND = "fgl-checkpoint"
+VERSION = 2
 ROW_KEYS = ("iteration", "objective", "gradient_norm", "evaluations", "seconds")
 
 
@@ -48,7 +55,8 @@ class TrainingState:
 
     def meta(self) -> dict:
         """The JSON part of the checkpoint."""
-        return {"kind": KIND, "iteration": self.lbfgs.iteration, "objective": self.lbfgs.f,
+        return {"kind": KIND, "version": VERSION, "iteration": self.lbfgs.iteration,
+                "objective": self.lbfgs.f,
                 "evaluations": self.lbfgs.evaluations, "m": self.m,
                 "optimizer_recoveries": self.lbfgs.recoveries, "objectives": self.objectives,
                 "rows": [{k: row[k] for k in ROW_KEYS} for row in self.rows],
@@ -57,7 +65,9 @@ class TrainingState:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays of the checkpoint (besides the weights, ``lbfgs.x``)."""
-        return {"gradient": np.asarray(self.lbfgs.g, dtype=np.float64),
+        direction = self.lbfgs.direction
+        return {"gradient": np.asarray(self.lbfgs.gradient(), dtype=np.float64),
+                **({} if direction is None else {"direction": direction}),
                 **{f"lbfgs_{k}": v for k, v in self.lbfgs.history.arrays().items()}}
 
 
@@ -87,13 +97,14 @@ def load_checkpoint(path: str | Path) -> tuple[object, TrainingState]:
         m = saved["m"]
         if not isinstance(m, int) or isinstance(m, bool) or not 1 <= m <= MAX_STATE_PAIRS:
             raise ValueError(f"m = {m!r}: L-BFGS keeps 1 to {MAX_STATE_PAIRS} correction pairs")
+        direction = _direction(saved, arrays, n)
         history = History.restore(m, n, {k: arrays[f"lbfgs_{k}"] for k in ("s", "y", "rho", "yy")})
         f = float(saved["objective"])
         if not math.isfinite(f):
             raise ValueError("the objective is not finite")
         lbfgs = LBFGSState(weights, f, gradient, int(saved["iteration"]),
                            int(saved["evaluations"]), history,
-                           list(saved["optimizer_recoveries"]))
+                           list(saved["optimizer_recoveries"]), direction)
         rows = [{**{k: row[k] for k in ROW_KEYS}, "inference": None} for row in saved["rows"]]
         state = TrainingState(lbfgs, m, [float(v) for v in saved["objectives"]], rows,
                               list(saved["recoveries"]), float(saved["eval_seconds"]),
@@ -101,6 +112,21 @@ def load_checkpoint(path: str | Path) -> tuple[object, TrainingState]:
     except (KeyError, TypeError, ValueError) as e:
         raise ModelFileError(f"corrupt checkpoint: {type(e).__name__}: {e}", name) from None
     return model, state
+
+
+def _direction(saved: dict, arrays: dict[str, np.ndarray], n: int) -> np.ndarray | None:
+    """The next direction a checkpoint holds (None: none); ValueError when
+    its format version is unknown or the direction is not n finite values."""
+    version = saved.get("version", 1)
+    if version not in (1, VERSION):
+        raise ValueError(f"checkpoint format version {version!r}: this fgl reads 1 to {VERSION}")
+    direction = arrays.get("direction")
+    if direction is None:
+        return None
+    direction = np.asarray(direction, dtype=np.float64)
+    if direction.shape != (n,) or not np.isfinite(direction).all():
+        raise ValueError("the direction is not one finite value per weight")
+    return direction
 
 
 def check_same_model(saved, model, name: str) -> None:

@@ -8,9 +8,14 @@ follow CRFsuite's L-BFGS (6 corrections, c1 = 1e-4, c2 = 0.9, first step
 1/‖g‖), so both trainers take comparable paths.
 
 It lives here rather than in scipy for its memory, which is what the
-problem needs: the iterate, the direction, one trial point, the gradients
-(the objective hands over a fresh array per evaluation, kept rather than
-copied) and 2·m correction vectors in single precision.
+problem needs: the iterate, the direction, one trial point, the trial's
+gradient (the objective hands over a fresh array per evaluation, kept
+rather than copied) and 2·m correction vectors in single precision.  The
+iterate's gradient is needed during a line search only to form the next
+pair's y, so it waits there inside the history: once the direction is
+computed the oldest pair is dropped (it is never used again) and the
+gradient's bits are parked in the freed row, which the new pair then
+overwrites — one full-length vector fewer, the same bits.
 
 When the line search finds no acceptable step the optimiser *recovers*
 rather than stopping, a bounded number of times: it asks the objective to
@@ -28,10 +33,12 @@ steepest descent from an empty memory and nothing was tightened — or after
 the steps it took without this.
 
 Between iterations everything the method carries is an ``LBFGSState`` —
-iterate, objective, gradient, correction pairs, counters — handed to a
-``checkpoint`` hook after every iteration; ``minimize_lbfgs(resume=state)``
-continues from one exactly as the run it came from would have (the
-learner's checkpoints, ``fgl.learn.checkpoint``).
+iterate, objective, gradient, correction pairs, counters and, when another
+iteration follows, the next direction (computed from all the pairs, the
+oldest then dropped) — handed to a ``checkpoint`` hook after every
+iteration; ``minimize_lbfgs(resume=state)`` continues from one exactly as
+the run it came from would have (the learner's checkpoints,
+``fgl.learn.checkpoint``).
 """
 from __future__ import annotations
 
@@ -77,22 +84,58 @@ class History:
 
     def __init__(self, m: int):
         self.m = m
-        self.s: np.ndarray | None = None  # [m, n] float32, allocated at the first pair
+        self.s: np.ndarray | None = None  # [m, n] float32, allocated at first use
         self.y: np.ndarray | None = None
         self.order: list[int] = []        # rows in use, oldest first
         self.rho = np.zeros(m)
         self.yy = np.zeros(m)
+        self.parked: int | None = None    # the free row holding a gradient's bits
 
-    def record(self, x_new: np.ndarray, x: np.ndarray, g_new: np.ndarray, g: np.ndarray) -> None:
-        """Add the pair of a step, replacing the oldest when full; a pair
-        with sᵀy <= 1e-10·yᵀy (no positive curvature) is left out."""
+    def _free_row(self, n: int) -> int:
+        """A row no pair uses (the oldest pair's when all are in use)."""
         if self.s is None:
-            self.s = np.empty((self.m, len(x)), dtype=np.float32)
-            self.y = np.empty((self.m, len(x)), dtype=np.float32)
+            self.s = np.empty((self.m, n), dtype=np.float32)
+            self.y = np.empty((self.m, n), dtype=np.float32)
+        self.drop_oldest()
+        return next(r for r in range(self.m) if r not in self.order)
+
+    def drop_oldest(self) -> None:
+        """Forget the oldest pair when all ``m`` are in use (the next pair
+        replaces it; after the direction that used it last)."""
         if len(self.order) == self.m:
             self.order.pop(0)
-        row = next(r for r in range(self.m) if r not in self.order)
-        sy, yy = _store_pair(x_new, x, g_new, g, self.s[row], self.y[row])
+
+    def park(self, g: np.ndarray) -> None:
+        """Keep ``g``'s bits in a free row — the low 32 bits of each entry
+        in ``s``, the high 32 in ``y`` — until ``record`` forms the next
+        pair over them (``unpark`` gives a copy back)."""
+        row = self._free_row(len(g))
+        _park(g.view(np.uint64), self.s[row].view(np.uint32), self.y[row].view(np.uint32))
+        self.parked = row
+
+    def unpark(self) -> np.ndarray:
+        """A copy of the parked gradient."""
+        if self.parked is None:
+            raise ValueError("no gradient is parked in this L-BFGS history")
+        out = np.empty(self.s.shape[1])
+        _unpark(self.s[self.parked].view(np.uint32), self.y[self.parked].view(np.uint32),
+                out.view(np.uint64))
+        return out
+
+    def record(self, x_new: np.ndarray, x: np.ndarray, g_new: np.ndarray,
+               g: np.ndarray | None) -> None:
+        """Add the pair of a step, replacing the oldest when full; a pair
+        with sᵀy <= 1e-10·yᵀy (no positive curvature) is left out.  ``g``
+        None: the previous gradient is the parked one, each entry read just
+        before the pair's entry takes its place."""
+        if g is not None:
+            row = self._free_row(len(x))
+            sy, yy = _store_pair(x_new, x, g_new, g, self.s[row], self.y[row])
+        else:
+            row = self.parked
+            sy, yy = _store_parked_pair(x_new, x, g_new, self.s[row].view(np.uint32),
+                                        self.y[row].view(np.uint32))
+        self.parked = None
         if sy > 1e-10 * yy:
             self.order.append(row)
             self.rho[row], self.yy[row] = 1.0 / sy, yy
@@ -146,6 +189,46 @@ def _store_pair(x_new, x, g_new, g, s, y):
 
 
 @njit(cache=True, nogil=True)
+def _park(g_bits, lo_words, hi_words):
+    """Each float64's bits (``g_bits``, uint64) as its low and high 32-bit words."""
+    for i in range(g_bits.shape[0]):
+        lo_words[i] = np.uint32(g_bits[i] & np.uint64(0xFFFFFFFF))
+        hi_words[i] = np.uint32(g_bits[i] >> np.uint64(32))
+
+
+@njit(cache=True, nogil=True)
+def _unpark(lo_words, hi_words, out_bits):
+    """The float64 bits ``_park`` split, joined again into ``out_bits`` (uint64)."""
+    for i in range(out_bits.shape[0]):
+        out_bits[i] = (np.uint64(hi_words[i]) << np.uint64(32)) | np.uint64(lo_words[i])
+
+
+@njit(cache=True, nogil=True)
+def _store_parked_pair(x_new, x, g_new, s_words, y_words):
+    """``_store_pair`` with the previous gradient parked in the row itself
+    (``_park``: low words in ``s_words``, high in ``y_words``, both the
+    row's uint32 views): each entry of g is read before s and y take its
+    place (the row is reached only through these views)."""
+    wide = np.empty(1, np.float64)
+    wide_bits = wide.view(np.uint64)
+    narrow = np.empty(2, np.float32)
+    narrow_bits = narrow.view(np.uint32)
+    sy = 0.0
+    yy = 0.0
+    for i in range(x.shape[0]):
+        wide_bits[0] = (np.uint64(y_words[i]) << np.uint64(32)) | np.uint64(s_words[i])
+        a = x_new[i] - x[i]
+        b = g_new[i] - wide[0]
+        narrow[0] = a
+        narrow[1] = b
+        s_words[i] = narrow_bits[0]
+        y_words[i] = narrow_bits[1]
+        sy += a * b
+        yy += b * b
+    return sy, yy
+
+
+@njit(cache=True, nogil=True)
 def _two_loop(g, s, y, rho, yy, order, out):
     n = g.shape[0]
     count = order.shape[0]
@@ -179,17 +262,26 @@ def _two_loop(g, s, y, rho, yy, order, out):
 class LBFGSState:
     """What L-BFGS carries from iteration ``iteration`` to the next: the
     iterate ``x`` with its objective ``f`` and gradient ``g``, the
-    correction pairs, the evaluation count and the recoveries so far.  The
+    correction pairs, the evaluation count, the recoveries so far and the
+    ``direction`` of the next line search (None: to be computed from all
+    the pairs; given: the pairs left once the oldest was dropped).  The
     arrays are the optimiser's own (not copies): read them in the
-    ``checkpoint`` hook, do not keep them."""
+    ``checkpoint`` hook, do not keep them.  Once the hook returns, the
+    optimiser parks ``g`` in the history for the line search and sets it
+    to None here; ``gradient()`` reads it back until the search ends."""
 
     x: np.ndarray
     f: float
-    g: np.ndarray
+    g: np.ndarray | None
     iteration: int
     evaluations: int
     history: History
     recoveries: list[dict]
+    direction: np.ndarray | None = None
+
+    def gradient(self) -> np.ndarray:
+        """``g``, or a copy of it from the history while it is parked there."""
+        return self.g if self.g is not None else self.history.unpark()
 
 
 def iteration_done(callback: Callback | None, checkpoint: Callable[[LBFGSState], None] | None,
@@ -361,6 +453,43 @@ def _recover(state: Iterate, fun: Function, it: int, tried: int,
     return None
 
 
+def _iteration_end(s: Iterate, it: int, history: History, d: np.ndarray,
+                   callback: Callback | None, checkpoint: Callable[[LBFGSState], None] | None,
+                   epsilon: float, last: bool) -> tuple[LBFGSState, str | None]:
+    """After iteration ``it`` reached ``s``: tell ``callback``; unless
+    training ends there (the callback, ``s`` stationary, or ``last``), the
+    next direction into ``d`` and the oldest pair dropped; then the state
+    to ``checkpoint``.  Returns it and why training ends ("callback",
+    "converged"; None: it goes on, or ends at the iteration limit)."""
+    ending = "callback" if callback is not None and callback(it, s.f, s.x, s.g,
+                                                             s.evaluations) else None
+    if ending is None and s.stationary(epsilon):
+        ending = "converged"
+    going = ending is None and not last
+    if going:
+        history.direction(s.g, d)
+        history.drop_oldest()
+    state = LBFGSState(s.x, s.f, s.g, it, s.evaluations, history, s.recoveries,
+                       d if going else None)
+    if checkpoint is not None:
+        checkpoint(state)
+    return state, ending
+
+
+def _resumed(resume: LBFGSState, epsilon: float) -> tuple[Iterate, np.ndarray | None]:
+    """The iterate a resumed run goes on from, and the direction of its next
+    line search (None: the iterate is stationary).  A state without one
+    gets it, and loses its oldest pair, as if handed over so."""
+    s = Iterate(np.array(resume.x, dtype=np.float64), resume.f, resume.gradient(),
+                resume.evaluations, list(resume.recoveries))
+    if resume.direction is None:
+        if s.stationary(epsilon):
+            return s, None
+        resume.direction = resume.history.direction(s.g, np.empty(s.x.shape[0]))
+        resume.history.drop_oldest()
+    return s, resume.direction
+
+
 def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int = 200,
                    epsilon: float = 1e-5, c1: float = 1e-4, c2: float = 0.9,
                    max_linesearch: int = 20,
@@ -382,7 +511,9 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
     recovery as it happens — the record also lands in ``result.recoveries``.
     ``checkpoint(state)`` is called after every iteration's callback;
     ``resume`` (a state a checkpoint saw, with the same ``m``) continues
-    from there — ``x0`` is then ignored and ``fun`` not called at it.
+    from there — ``x0`` is then ignored and ``fun`` not called at it; the
+    optimiser then treats it as a state it handed over (it may set its
+    ``direction``, park its gradient and drop its oldest pair).
     """
     search = _LineSearch(fun, c1, c2, max_linesearch)
     converged = f"gradient norm below {epsilon:g}·max(1, |x|)"
@@ -392,49 +523,49 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
         history, it = History(m), 1
         if s.stationary(epsilon):
             return s.result(0, True, "the initial point is stationary")
-    else:  # where the interrupted run was after its callback at iteration resume.iteration
-        s = Iterate(np.array(resume.x, dtype=np.float64), resume.f, resume.g,
-                    resume.evaluations, list(resume.recoveries))
-        history, it = resume.history, resume.iteration
-        if s.stationary(epsilon):
-            return s.result(it, True, converged)
-        it += 1
-    d, trial = np.negative(s.g), np.empty(s.x.shape[0])
-    if resume is None:
+        d = np.negative(s.g)
         step, fresh = 1.0 / float(np.linalg.norm(s.g)), True  # d = -g, first step 1/|g|
-    else:
-        history.direction(s.g, d)
+    else:  # where the interrupted run was after its callback at iteration resume.iteration
+        s, d = _resumed(resume, epsilon)
+        history, it = resume.history, resume.iteration
+        if d is None:
+            return s.result(it, True, converged)
         step, fresh = 1.0, False
+        it += 1
+    trial, state = np.empty(s.x.shape[0]), resume
     while it <= max_iter:
         dphi0 = float(s.g @ d)
         if not dphi0 < 0.0:  # not a descent direction (rounding): restart along -g
-            history = History(m)
-            np.negative(s.g, out=d)
+            history, d = History(m), np.negative(s.g)   # (new arrays: ``state`` keeps its own)
             dphi0 = -float(s.g @ s.g)
+        history.park(s.g)
+        if state is not None and state.history is history:   # (else it keeps its own g)
+            state.g = None
+        s.g = None
         found = search.search(s.x, s.f, d, dphi0, step, trial)
         s.evaluations += search.evaluations
         if found is None:
+            s.g = history.unpark()
             stop = _recover(s, fun, it, search.evaluations, tighten, max_recoveries, fresh,
                             on_recovery)
             if stop is not None:
                 return s.result(it - 1, False, stop)
             if s.stationary(epsilon):
                 return s.result(it - 1, True, converged)
-            history = History(m)
-            np.negative(s.g, out=d)
+            history, d = History(m), np.negative(s.g)
             step, fresh = 1.0 / float(np.linalg.norm(s.g)), True
             continue
         fresh = False
-        f, g_new = found
-        history.record(trial, s.x, g_new, s.g)
+        (s.f, g_new), found = found, None
+        history.record(trial, s.x, g_new, None)
         s.x, trial = trial, s.x  # the accepted point becomes the iterate
-        s.f, s.g = f, g_new
-        if iteration_done(callback, checkpoint,
-                          LBFGSState(s.x, s.f, s.g, it, s.evaluations, history, s.recoveries)):
+        s.g, g_new = g_new, None   # (held by ``s`` alone: parked at the next search)
+        state, ending = _iteration_end(s, it, history, d, callback, checkpoint, epsilon,
+                                       it >= max_iter)
+        if ending == "callback":
             return s.result(it, True, "stopped by the callback")
-        if s.stationary(epsilon):
+        if ending == "converged":
             return s.result(it, True, converged)
-        history.direction(s.g, d)
         step = 1.0
         it += 1
     return s.result(max_iter, False, f"reached the iteration limit ({max_iter})")

@@ -31,6 +31,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from fgl import stopping
+from fgl.compile.sequence import release_freed_memory
 from fgl.engines.program import InferenceStats, Program
 from fgl.errors import FglError, TrainingError
 from fgl.learn.checkpoint import TrainingState
@@ -241,6 +242,7 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     """
     if objective is None:
         objective = Objective(program, data, sigma, jobs, bp_start)
+    release_freed_memory()   # (e.g. the full-length gold counts the objective made and freed)
     l1 = np.atleast_1d(np.asarray(l1, dtype=np.float64))
     if resume is not None:
         _check_resume(objective, resume, l1)
@@ -269,8 +271,8 @@ def _stopped_at(state: LBFGSState | None, first: tuple | None, reason: str,
     last finished iteration (``state``), else the evaluated starting point
     (``first``: x0, f, g); TrainingError when not even that was evaluated."""
     if state is not None:
-        return LBFGSResult(state.x, state.f, state.g, state.iteration, state.evaluations,
-                           False, reason, list(state.recoveries))
+        return LBFGSResult(state.x, state.f, state.gradient(), state.iteration,
+                           state.evaluations, False, reason, list(state.recoveries))
     if first is not None:
         x, f, g = first
         return LBFGSResult(x, f, g, 0, log.evaluations, False,

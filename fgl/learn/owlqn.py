@@ -156,6 +156,8 @@ def minimize_owlqn(fun: Function, x0: np.ndarray | None, l1: np.ndarray, *, m: i
         loss, g = fun(x)
         s, history, it = Iterate(x, 0.0, g, 1, []), History(m), 0
     else:
+        if resume.direction is not None:
+            raise ValueError("an L-BFGS state with its next direction cannot resume OWL-QN")
         s = Iterate(np.array(resume.x, dtype=np.float64), resume.f, resume.g,
                     resume.evaluations, list(resume.recoveries))
         history, it, loss = resume.history, resume.iteration, 0.0

@@ -43,7 +43,8 @@ def test_lbfgs_resumed_from_any_iteration_takes_the_same_steps(k, n):
             saved.append(LBFGSState(state.x.copy(), state.f, state.g.copy(), state.iteration,
                                     state.evaluations,
                                     History.restore(6, n, state.history.arrays()),
-                                    list(state.recoveries)))
+                                    list(state.recoveries),
+                                    None if state.direction is None else state.direction.copy()))
 
     minimize_lbfgs(_rosen, x0, max_iter=40, checkpoint=keep)
     if not saved:       # converged before iteration k
@@ -77,6 +78,38 @@ def test_api_resume_reaches_the_uninterrupted_weights(tmp_path, spec):
     assert resumed.training_log.objective == pytest.approx(full.training_log.objective,
                                                            rel=1e-12)
     np.testing.assert_allclose(resumed.weights, full.weights, rtol=0, atol=1e-12)
+
+
+def test_a_checkpoint_written_mid_run_holds_the_next_direction_and_resumes_exactly(
+        tmp_path, monkeypatch):
+    from fgl.learn.run import TrainingRun
+
+    X, y = inputs_and_labels(training_sentences())
+    ck, mid = tmp_path / "ck.fglm", tmp_path / "mid.fglm"
+    original = TrainingRun.checkpointer
+    kept = {}
+
+    def spy(run, model):
+        save = original(run, model)
+
+        def wrapped(state, final):
+            save(state, final)
+            if state.lbfgs.iteration == 8:   # (another iteration follows: it has a direction)
+                mid.write_bytes(ck.read_bytes())
+                kept["direction"] = state.lbfgs.direction.copy()
+                kept["gradient"] = state.lbfgs.gradient().copy()
+        return wrapped
+    monkeypatch.setattr(TrainingRun, "checkpointer", spy)
+    CRF(str(HMM), max_iter=9, tol=1e-12, jobs=1, checkpoint=ck, checkpoint_every=4).fit(X, y)
+    monkeypatch.undo()
+    _, state = load_checkpoint(mid)
+    assert state.lbfgs.iteration == 8 and len(state.lbfgs.history.order) == 5   # m - 1 pairs
+    np.testing.assert_array_equal(state.lbfgs.direction, kept["direction"])   # the same bits
+    np.testing.assert_array_equal(state.lbfgs.gradient(), kept["gradient"])
+    full = CRF(str(HMM), max_iter=25, tol=1e-12, jobs=1).fit(X, y)
+    resumed = CRF(str(HMM), max_iter=25, tol=1e-12, jobs=1).fit(X, y, resume=mid)
+    assert resumed.training_log.evaluations == full.training_log.evaluations
+    np.testing.assert_array_equal(resumed.weights, full.weights)
 
 
 def test_checkpoints_are_written_every_n_iterations(tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize, rosen, rosen_der
 
-from fgl.learn.lbfgs import _cubic_minimiser, minimize_lbfgs
+from fgl.learn.lbfgs import History, _cubic_minimiser, minimize_lbfgs
 
 
 def _counted(fun):
@@ -248,3 +248,25 @@ def test_an_approximate_objective_at_its_most_precise_stops_at_once():
     assert len(calls) == 1 and res.recoveries == []
     assert not res.converged and "cannot be made more precise" in res.message
     assert res.f == pytest.approx(float(objective(res.x)[0]))   # the iterate it stopped at
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40))
+def test_a_parked_gradient_gives_the_pair_and_the_bits_of_one_kept_whole(seed, n):
+    rng = np.random.default_rng(seed)
+    x, x_new, g, g_new = (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)
+                          for _ in range(4))
+    steps = rng.random(3)
+    g[:min(n, 2)] = (-0.0, 5e-324)[:min(n, 2)]    # a negative zero and a subnormal
+    kept, parked = History(3), History(3)
+    for h in (kept, parked):    # a full history, so the oldest pair's row is the free one
+        for step in steps:
+            h.record(x + step, x, g + 1.0, g)
+    parked.drop_oldest()
+    parked.park(g)
+    assert parked.unpark().tobytes() == g.tobytes()
+    kept.record(x_new, x, g_new, g)
+    parked.record(x_new, x, g_new, None)
+    assert kept.order == parked.order   # (rows outside it hold whatever was there)
+    for a, b in zip(kept.arrays().values(), parked.arrays().values()):
+        assert a.tobytes() == b.tobytes()
