@@ -83,10 +83,10 @@ a compact layout of the rows a block touches, one prior held once, 16-bit
 pattern ids, no rejected trial's gradient held, compile's freed heap handed
 back; then the iterate's gradient parked in the L-BFGS history's free row
 during line searches and the heap trimmed once the objective is built)
-``python examples/bench_peers.py --tools fgl,wapiti`` on a shared machine:
-Wapiti 214.6 s and 923 MB, fgl 1,015 MB before the last two cuts; after them
-``--tools fgl``: 70.4 s and 950 MB, F1 93.52 and the objective after 50
-iterations 8872.41 unchanged (the same bits).
+``python examples/bench_peers.py --tools fgl,wapiti`` on a quiet machine:
+Wapiti 70.9 s and 923 MB, fgl 35.3 s (0.50x) and 957 MB (1.04x; 1,015 MB
+before the last two cuts, on a shared machine), F1 93.52 and the objective
+after 50 iterations 8872.41 unchanged (the same bits).
 """
 from __future__ import annotations
 
