@@ -18,34 +18,52 @@ from fgl.features.span_arrays import KeyTable, Rows
 
 class UnitRows:
     """Every unit's attribute rows and values, appended unit by unit into
-    flat arrays (CSR); values are stored only once one differs from 1."""
+    flat arrays (CSR).  Values are stored only once one differs from 1, and
+    in single precision while every one is a float32 exactly (counts, small
+    integers: the kernels' products are then the same bits, from half the
+    bytes), else in double."""
 
     def __init__(self) -> None:
         self.ptr, self.rows = array("q", [0]), array("i")
         self.vals: array | None = None
 
     def add(self, rows: list[int], vals: list[float]) -> None:
-        if self.vals is None and vals.count(1.0) != len(vals):
-            self.vals = array("d", [1.0]) * len(self.rows)
+        if self.vals is not None or vals.count(1.0) != len(vals):
+            self._values(np.asarray(vals, dtype=np.float64))
         self.rows.extend(rows)
-        if self.vals is not None:
-            self.vals.extend(vals)
         self.ptr.append(len(self.rows))
 
     def extend(self, lengths: np.ndarray, rows: np.ndarray, vals: np.ndarray) -> None:
         """Units of ``lengths`` rows each, their rows and values in turn."""
-        if self.vals is None and not np.all(vals == 1.0):
-            self.vals = array("d", [1.0]) * len(self.rows)
+        if self.vals is not None or not np.all(vals == 1.0):
+            self._values(np.asarray(vals, dtype=np.float64))
         self.rows.frombytes(rows.astype(np.int32).tobytes())
-        if self.vals is not None:
-            self.vals.frombytes(vals.astype(np.float64).tobytes())
         ends = len(self.rows) - int(lengths.sum()) + np.cumsum(lengths, dtype=np.int64)
         self.ptr.frombytes(ends.tobytes())
+
+    def _values(self, vals: np.ndarray) -> None:
+        """Append ``vals`` (the rows' values, before the rows themselves),
+        the units so far given 1 each if none was stored yet."""
+        if self.vals is None:
+            self.vals = array("f", [1.0]) * len(self.rows)
+        if self.vals.typecode == "f":
+            narrow = vals.astype(np.float32)
+            if np.array_equal(narrow, vals):
+                self.vals.frombytes(narrow.tobytes())
+                return
+            wide = array("d")
+            wide.frombytes(np.frombuffer(self.vals, dtype=np.float32).astype(np.float64).tobytes())
+            self.vals = wide
+        self.vals.frombytes(vals.tobytes())
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(unit pointers, rows, values) sharing the buffers."""
         rows = np.frombuffer(self.rows, dtype=np.int32)
-        vals = unit_ones(len(rows)) if self.vals is None else np.frombuffer(self.vals)
+        if self.vals is None:
+            vals = unit_ones(len(rows))
+        else:
+            vals = np.frombuffer(self.vals, dtype=np.float32 if self.vals.typecode == "f"
+                                 else np.float64)
         return np.frombuffer(self.ptr, dtype=np.int64), rows, vals
 
 

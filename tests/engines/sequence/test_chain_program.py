@@ -13,6 +13,7 @@ E[f_k] = Σ_t value · P(pattern of k ends at t | x) and the Viterbi labelling
 must equal brute force.
 """
 import contextlib
+import dataclasses
 
 import numpy as np
 import pytest
@@ -179,8 +180,10 @@ def test_unseen_label_gets_no_mass_from_garbage():
 
 def test_values_stored_only_once_one_differs_from_1():
     """Binary data stores no values (a stride-0 view of 1.0); when a later
-    sentence brings a real value, the earlier units' values are filled in as
-    1 — the compiler's encoding equals ``encode``'s, position by position."""
+    sentence brings another value, the earlier units' values are filled in
+    as 1 — in single precision while every value is a float32 exactly, in
+    double from the first that is not — and the compiler's encoding equals
+    ``encode``'s, position by position."""
     spec = validate(parse_spec("""
 columns a:number, label
 output label
@@ -193,11 +196,21 @@ template trans: y[t-1..t]
     model, enc = compile_model(spec, binary)
     assert enc.tok_val.strides == (0,) and (enc.tok_val == 1.0).all()
     model, enc = compile_model(spec, mixed)
-    assert enc.tok_val.strides == (8,)
+    assert enc.tok_val.dtype == np.float32
     np.testing.assert_array_equal(enc.tok_val, [1.0, 1.0, 2.5, 1.0, -3.0])
     again = model.encode(mixed)
     np.testing.assert_array_equal(again.tok_val, enc.tok_val)
     np.testing.assert_array_equal(again.tok_row, enc.tok_row)
+    inexact = mixed + _sentences([[("0.1", "B"), ("4", "A")]])
+    model, enc = compile_model(spec, inexact)
+    assert enc.tok_val.dtype == np.float64
+    np.testing.assert_array_equal(enc.tok_val, [1.0, 1.0, 2.5, 1.0, -3.0, 0.1, 4.0])
+    model, narrow = compile_model(spec, mixed)   # single precision: the same bits as double
+    wide = dataclasses.replace(narrow, tok_val=narrow.tok_val.astype(np.float64))
+    w = np.random.default_rng(0).normal(size=model.program.n_features)
+    a, b = model.program.expectations(w, narrow), model.program.expectations(w, wide)
+    assert a.log_z == b.log_z
+    assert a.counts.tobytes() == b.counts.tobytes()
 
 
 def test_potential_api_stays_on_the_scaled_path(monkeypatch):
