@@ -77,9 +77,14 @@ Last, the issue's targets next to the figures.
     python examples/collective_classification.py --quick --seeds 2   # seconds
     python examples/collective_classification.py --first-seed 100   # the trial seeds
 
+Validation trains each model four times, so a run is long: setting (a)
+takes 2.5 min alone on 2 cores; in (b) TRP's line-search recoveries take
+minutes a run, and a seed took about 10 min on a shared machine.
+
 Measured (``python examples/collective_classification.py``, 2 cores shared
-with 3 other jobs, load 4-6; setting (a) took 7 min.  Setting (b) took
-about 10 min a seed, so to finish in the time given, seeds 3 and 4 of (b)
+with 3 other jobs, load 4-6; setting (a) took 7 min, and alone on a quiet
+machine gave the same figures, to the last digit, in 2.5 min.  Setting (b)
+took about 10 min a seed, so to finish in the time given, seeds 3 and 4 of (b)
 ran in a second process, ``--setting b --first-seed 3 --seeds 2``, and the
 (b) rows below are the per-seed lines of both combined — mean ± the 95%
 t-interval of the 5 seeds; (b)'s pooled randomisation tests were not run;
