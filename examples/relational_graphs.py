@@ -10,7 +10,7 @@ graphs:
 * per-paper maxent: ``stdlib/relational.fgl`` without its ``cites`` template,
   so each paper is labelled from its own words (no edges: BP is exact);
 * relational CRF: ``stdlib/relational.fgl`` as it is, with a factor per
-  citation tying the two papers' topics (loopy belief propagation).
+  citation tying the two papers' topics (tree-reweighted BP, `infer trw`).
 
 Prints each model's accuracy on all test papers and on the papers without a
 topical word. There the relational model's gain comes from the neighbours.
