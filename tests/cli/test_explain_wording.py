@@ -15,7 +15,7 @@ from support.paths import REPO
 from fgl.io.synth import segment_sequences
 
 STDLIB = REPO / "stdlib"
-RELATIONAL = STDLIB / "relational.fgl"      # infer loopy(...)
+RELATIONAL = STDLIB / "relational.fgl"      # infer trw
 
 
 def engine_line(text: str) -> str:
@@ -61,12 +61,19 @@ def test_maxent_explain_speaks_of_label_scores_not_transitions(capsys, tmp_path)
     assert "contiguous label window" in out and "label scores per token" not in out
 
 
+def relational(tmp_path: Path, infer: str) -> Path:
+    """stdlib/relational.fgl with ``infer`` for its infer line (empty: none)."""
+    spec = tmp_path / f"relational_{infer.split('(')[0] or 'auto'}.fgl"
+    spec.write_text(re.sub(r"(?m)^infer .*$", infer, RELATIONAL.read_text()))
+    return spec
+
+
+LOOPY = "infer loopy(damping = 0.3, max_iter = 100, tol = 1e-6)"
+
+
 @pytest.mark.parametrize("infer", ["loopy", "auto"])
 def test_bp_on_trees_is_called_exact(capsys, tmp_path, infer):
-    spec = RELATIONAL
-    if infer == "auto":     # the same spec without its `infer` line
-        spec = tmp_path / "relational_auto.fgl"
-        spec.write_text(re.sub(r"(?m)^infer .*$", "", RELATIONAL.read_text()))
+    spec = relational(tmp_path, LOOPY if infer == "loopy" else "")
     trees = write_graphs(tmp_path / "trees.jsonl", cycle=False)
     code, out, err = run(capsys, "explain", spec, "--train", trees)
     assert code == 0, err
@@ -86,7 +93,7 @@ def test_bp_on_trees_is_called_exact(capsys, tmp_path, infer):
 
 def test_bp_on_graphs_with_cycles_stays_loopy(capsys, tmp_path):
     cyclic = write_graphs(tmp_path / "cyclic.jsonl", cycle=True)
-    code, out, err = run(capsys, "explain", RELATIONAL, "--train", cyclic)
+    code, out, err = run(capsys, "explain", relational(tmp_path, LOOPY), "--train", cyclic)
     assert code == 0, err
     assert engine_line(out).startswith("engine: loopy belief propagation over a factor graph")
     assert "independent cycles 5" in out
