@@ -574,13 +574,15 @@ class CRF:
                                 for name in pred.outputs}, ignore, labels)
 
     def explain(self, path: str | Path | None = None, encoding: str = "utf-8",
-                short_lines: str = "error") -> str:
+                short_lines: str = "error", sentences: list | None = None) -> str:
         """The engine chosen for the spec and why; with training data (or
-        once fitted, without any), the compiled program's sizes as well."""
+        once fitted, without any), the compiled program's sizes as well.
+        ``sentences``: the data of ``path`` when already read."""
         if path is None:
             return registry.explain(self.spec, self.model)
-        model, data = self._compile(self.read(path, encoding, short_lines),
-                                    files_label(expand(path)))
+        if sentences is None:
+            sentences = self.read(path, encoding, short_lines)
+        model, data = self._compile(sentences, files_label(expand(path)))
         return registry.explain(self.spec, model, data)
 
     # ------------------------------------------------------------ files

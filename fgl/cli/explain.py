@@ -63,9 +63,6 @@ def _explain_on_data(crf, a: argparse.Namespace) -> None:
     counts when its features may be many (``fgl.compile.estimate``; the
     counts of one streaming pass, ``fgl.io.tally``, when the data allows),
     else compiled and counted exactly."""
-    from pathlib import Path
-
-    from fgl import registry
     from fgl.compile import estimate
     from fgl.compile.footprint import SizedOnly, sizing_only
     from fgl.io.sources import expand, files_label
@@ -82,17 +79,13 @@ def _explain_on_data(crf, a: argparse.Namespace) -> None:
         counted = estimate.counted_sentences(crf.spec, crf.engine.model, sentences, source)
     lines = estimate.sized_lines(crf.spec, counted, crf.settings)
     if lines is not None:
-        print("\n".join([registry.explain(crf.spec), *lines]))
+        print("\n".join([crf.explain(), *lines]))
         return
-    if sentences is None:
-        sentences = crf.read(a.train, a.encoding, a.short_lines)
-    base = Path(crf.spec.file).parent if not crf.spec.file.startswith("<") else Path(".")
     try:   # (should the bound miss, a huge table is still counted and sized, not built)
         with sizing_only():
-            model, data = registry.compile_model(crf.spec, sentences, base, crf.settings, source)
-        text = registry.explain(crf.spec, model, data)
+            text = crf.explain(a.train, a.encoding, a.short_lines, sentences=sentences)
     except SizedOnly as e:
-        text = "\n".join([registry.explain(crf.spec), *e.lines])
+        text = "\n".join([crf.explain(), *e.lines])
     print(text)
 
 

@@ -3,10 +3,14 @@
 The budget is, in order: what ``set_memory_budget`` set (the CLI's
 ``--max-memory``, the API), the ``FGL_MAX_MEMORY`` environment variable, or
 half the machine's memory; ``fgl.sizes`` reads and writes the sizes.
+``release_freed_memory`` hands freed heap pages back between the phases
+that allocate most (compiling, then training).
 """
 from __future__ import annotations
 
+import ctypes
 import os
+import sys
 
 from fgl.errors import FglError
 from fgl.sizes import parse_size
@@ -45,3 +49,15 @@ def budget_source() -> str:
     if os.environ.get(ENV):
         return f"as set by {ENV}"
     return f"half the memory; --max-memory or {ENV} sets it"
+
+
+def release_freed_memory() -> None:
+    """Hand the heap's free pages back to the system (glibc's ``malloc_trim``;
+    nothing elsewhere): compiling frees many objects and arrays too small for
+    their own mapping, whose pages would stay resident through training (on
+    CoNLL-2000 with CRF++'s template some 110 MB)."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):
+            pass

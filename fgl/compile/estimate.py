@@ -31,7 +31,7 @@ import numpy as np
 from fgl.compile import footprint
 from fgl.compile.footprint import Footprint, chain_states
 from fgl.compile.frontend import Layer, TemplatePlan, pattern_list, window_plans
-from fgl.compile.segmentation import segments_from_tags
+from fgl.compile.segmentation import segments_from_tags, span_limit
 from fgl.compile.sequence_budget import check_counts, counted_footprint
 from fgl.data.sentence import Sentence
 from fgl.errors import DataError
@@ -293,10 +293,8 @@ def _segment_counted(spec: ast.Spec, tally: Tally) -> Counted | None:
         labels += [y for _, _, y in segs]
         units[i] = len(segs)
     layer = Layer(spec.outputs[0], sorted(set(labels)))
-    longest = max(int(tally.lengths.max()), 1)
-    seg = spec.segments
     return Counted(layer, np.array([layer.index[y] for y in labels], dtype=np.int64), units,
-                   tally.lengths, min(max([seg.max_length, *seg.per_label.values()]), longest),
+                   tally.lengths, span_limit(spec.segments, int(tally.lengths.max())),
                    tally.columns)
 
 

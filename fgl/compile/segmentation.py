@@ -72,6 +72,12 @@ def _spec_label(y: str) -> str:
     return '"' + y.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def span_limit(decl: ast.Segments, longest: int) -> int:
+    """The longest span a unit covers: the longest label limit, clamped to
+    the longest sequence (``longest`` tokens)."""
+    return min(max([decl.max_length, *decl.per_label.values()]), max(longest, 1))
+
+
 def segments_from_tags(tags: list[str], decl: ast.Segments, sent: Sentence) -> list[Segment]:
     """The gold segmentation of one sentence's tags (a DataError at its line
     for a segment the spec cannot represent)."""

@@ -18,13 +18,13 @@ arrays are built by ``fgl.compile.unit_rows``; the memory estimate is
 """
 from __future__ import annotations
 
-import ctypes
 import sys
 from pathlib import Path
 from typing import Callable, ClassVar, Iterable, Sequence, Union
 
 import numpy as np
 
+from fgl.compile.budget import release_freed_memory
 from fgl.compile.conjunctions import ConjunctionIndex
 from fgl.compile.feature_table import FeatureTable
 from fgl.compile.footprint import (
@@ -42,7 +42,7 @@ from fgl.compile.frontend import (
     vocab_json,
     window_plans,
 )
-from fgl.compile.segmentation import segments_from_tags, tags_from_segments
+from fgl.compile.segmentation import segments_from_tags, span_limit, tags_from_segments
 from fgl.compile.sequence_budget import check_counts, check_input, model_footprint
 from fgl.compile.unit_rows import KeyRows, UnitRows, append_units, batches, conjunction_rows
 from fgl.data.schemes import chunks
@@ -72,18 +72,6 @@ def uniform_view(values: np.ndarray) -> np.ndarray:
     if len(values) and (values == values[0]).all():
         return np.broadcast_to(values[:1].copy(), values.shape)
     return values
-
-
-def release_freed_memory() -> None:
-    """Hand the heap's free pages back to the system (glibc's ``malloc_trim``;
-    nothing elsewhere): compiling frees many objects and arrays too small for
-    their own mapping, whose pages would stay resident through training (on
-    CoNLL-2000 with CRF++'s template some 110 MB)."""
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
-        except (OSError, AttributeError):
-            pass
 
 
 class SequenceModel:
@@ -481,8 +469,7 @@ class SegmentModel(SequenceModel):
     @classmethod
     def span_limit(cls, spec: ast.Spec, longest: int) -> int:
         """The longest label limit, clamped to the longest sequence."""
-        seg = spec.segments
-        return min(max([seg.max_length, *seg.per_label.values()]), max(longest, 1))
+        return span_limit(spec.segments, longest)
 
     def segment_confidences(self, w: np.ndarray, data: EncodedData, jobs: int,
                                 tags: list[list[list[str]]], schemes: list[str],

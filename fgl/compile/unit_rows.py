@@ -29,32 +29,34 @@ class UnitRows:
 
     def add(self, rows: list[int], vals: list[float]) -> None:
         if self.vals is not None or vals.count(1.0) != len(vals):
-            self._values(np.asarray(vals, dtype=np.float64))
+            narrow = array("f", vals)
+            self._values(narrow, narrow.tolist() == vals, vals)
         self.rows.extend(rows)
         self.ptr.append(len(self.rows))
 
     def extend(self, lengths: np.ndarray, rows: np.ndarray, vals: np.ndarray) -> None:
         """Units of ``lengths`` rows each, their rows and values in turn."""
         if self.vals is not None or not np.all(vals == 1.0):
-            self._values(np.asarray(vals, dtype=np.float64))
+            narrow = vals.astype(np.float32)
+            self._values(narrow, bool(np.array_equal(narrow, vals)), vals)
         self.rows.frombytes(rows.astype(np.int32).tobytes())
         ends = len(self.rows) - int(lengths.sum()) + np.cumsum(lengths, dtype=np.int64)
         self.ptr.frombytes(ends.tobytes())
 
-    def _values(self, vals: np.ndarray) -> None:
-        """Append ``vals`` (the rows' values, before the rows themselves),
-        the units so far given 1 each if none was stored yet."""
+    def _values(self, narrow, exact: bool, vals) -> None:
+        """Append the values ``vals`` (before their rows), as ``narrow``
+        (their float32 buffer) while every value so far is ``exact`` in it;
+        the units before the first stored value get 1 each."""
         if self.vals is None:
             self.vals = array("f", [1.0]) * len(self.rows)
         if self.vals.typecode == "f":
-            narrow = vals.astype(np.float32)
-            if np.array_equal(narrow, vals):
-                self.vals.frombytes(narrow.tobytes())
+            if exact:
+                self.vals.frombytes(_raw(narrow))
                 return
             wide = array("d")
-            wide.frombytes(np.frombuffer(self.vals, dtype=np.float32).astype(np.float64).tobytes())
+            wide.frombytes(_raw(np.frombuffer(self.vals, dtype=np.float32).astype(np.float64)))
             self.vals = wide
-        self.vals.frombytes(vals.tobytes())
+        self.vals.frombytes(_raw(np.ascontiguousarray(vals, dtype=np.float64)))
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(unit pointers, rows, values) sharing the buffers."""
@@ -65,6 +67,11 @@ class UnitRows:
             vals = np.frombuffer(self.vals, dtype=np.float32 if self.vals.typecode == "f"
                                  else np.float64)
         return np.frombuffer(self.ptr, dtype=np.int64), rows, vals
+
+
+def _raw(buffer) -> memoryview:
+    """A contiguous buffer's bytes, for ``array.frombytes`` (no copy)."""
+    return memoryview(buffer).cast("B")
 
 
 class KeyRows:

@@ -31,7 +31,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from fgl import stopping
-from fgl.compile.sequence import release_freed_memory
+from fgl.compile.budget import release_freed_memory
 from fgl.engines.program import InferenceStats, Program
 from fgl.errors import FglError, TrainingError
 from fgl.learn.checkpoint import TrainingState

@@ -438,11 +438,11 @@ def trw(graph: FactorGraph, log_pot: np.ndarray, *, rho: np.ndarray | None = Non
     pot = reweighted_potentials(graph, log_pot, rho)
     lb = np.empty(int(graph.var_ptr[-1]))
     sweeps = _Sweeps(pot, graph, L, lb, damping, use_max)
-    it, res = sweeps.until(tol, max_iter)
+    _, res = sweeps.until(tol, max_iter)
     if use_max and not res < tol and not graph.is_tree():   # max-product did not settle
         r = trw(graph, log_pot, rho=rho, use_max=True, decode="marginals", damping=damping,
                 tol=tol, max_iter=max_iter)
-        return dataclasses.replace(r, iterations=int(it) + r.iterations)
+        return dataclasses.replace(r, iterations=sweeps.done + r.iterations)
     bv = np.empty(int(graph.var_ptr[-1]))
     bf = np.empty(graph.n_table)
     lcav = np.empty(M)
@@ -451,12 +451,11 @@ def trw(graph: FactorGraph, log_pot: np.ndarray, *, rho: np.ndarray | None = Non
     worst = min(GROSS_INCONSISTENCY, INCONSISTENCY_PER_TOL * tol)
     agree = use_max or inconsistency(graph.arrays, bv, bf, marg) <= worst
     more = 1
-    while not agree and it < max_iter:   # (converged too early: GROSS_INCONSISTENCY)
-        k, res = sweeps.run(min(more, max_iter - it), 0.0)
-        it, more = it + int(k), 2 * more
+    while not agree and sweeps.done < max_iter:   # (converged too early: GROSS_INCONSISTENCY)
+        _, res = sweeps.run(min(more, max_iter - sweeps.done), 0.0)
+        more *= 2
         if not res < tol:
-            k, res = sweeps.until(tol, max_iter - it)
-            it += int(k)
+            _, res = sweeps.until(tol, max_iter - sweeps.done)
         log_z = float(beliefs(pot, graph.arrays, L, lb, False, bv, bf, lcav))
         agree = inconsistency(graph.arrays, bv, bf, marg) <= worst
     map_state = map_score = None
@@ -465,7 +464,8 @@ def trw(graph: FactorGraph, log_pot: np.ndarray, *, rho: np.ndarray | None = Non
         map_score = assignment_score(graph, log_pot, map_state)
         log_z = map_score
     return BPResult(log_z=log_z, var_flat=bv, var_ptr=graph.var_ptr, factor_beliefs=bf,
-                    iterations=int(it), residual=float(res), converged=bool(res < tol and agree),
+                    iterations=sweeps.done, residual=float(res),
+                    converged=bool(res < tol and agree),
                     map_state=map_state, map_score=map_score, messages=(L,))
 
 
