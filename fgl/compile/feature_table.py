@@ -199,7 +199,7 @@ class FeatureTable:
         units.ptr = array("q", within[unit_ptr].tobytes())
         units.rows = array("i", new[unit_rows[kept]].astype(np.int32).tobytes())
         if self.units.vals is not None:
-            units.vals = array("d", values[kept].tobytes())
+            units.vals = array(self.units.vals.typecode, values[kept].tobytes())
         self.units = units
         self.key_rows = None
 
@@ -261,7 +261,10 @@ class FeatureTable:
         if self.row_count is not None:
             self._cut()
         unit_ptr, unit_rows, values = self.units.arrays()
-        new_id = frequency_order(np.bincount(unit_rows, minlength=len(self.row_template)))
+        counts = np.zeros(len(self.row_template), dtype=np.int64)
+        for lo in range(0, len(unit_rows), 1 << 20):  # (a block at a time: no int64 copy)
+            counts += np.bincount(unit_rows[lo:lo + (1 << 20)], minlength=len(counts))
+        new_id = frequency_order(counts)
         for lo in range(0, len(unit_rows), 1 << 20):  # renumber in place, a block at a time
             block = unit_rows[lo:lo + (1 << 20)]
             block[:] = new_id[block]

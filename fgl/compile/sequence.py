@@ -316,8 +316,10 @@ class SequenceModel:
                              longest)
         table.read(read, gold, spans, source)
         row_ptr, feat_pattern, vocabs, units = table.finish()
+        units_per_token, lexicons = table.L, attributes.lexicons
+        del table, attributes   # (the key table and memos: freed before the heap is trimmed)
         model = cls(spec, base_dir, layer, plans, z_list, vocabs, row_ptr, feat_pattern,
-                    attributes.lexicons)
+                    lexicons)
         seq_ptr = np.zeros(len(gold) + 1, dtype=np.int64)
         seq_ptr[1:] = np.cumsum([segs[-1][1] + 1 if segs else 0 for segs in spans])
         gold_tokens, starts = [], []
@@ -326,8 +328,8 @@ class SequenceModel:
                 gold_tokens.extend([y] * (v - u + 1))
                 starts.extend([1] + [0] * (v - u))
         data = EncodedData(seq_ptr, *units, np.array(gold_tokens, dtype=np.int64),
-                           np.array(starts, dtype=np.int64), table.L)
-        del table, gold_tokens, starts
+                           np.array(starts, dtype=np.int64), units_per_token)
+        del gold_tokens, starts
         release_freed_memory()
         return model, data
 
@@ -417,8 +419,7 @@ class ChainModel(SequenceModel):
     @classmethod
     def unit_rows(cls, attributes: TemplateAttributes, cols: list[dict[str, list]],
                   lengths: list[int], L: int) -> list[list[Rows]]:
-        return [[attributes.interned(rows) for rows in attributes(c, T)]
-                for c, T in zip(cols, lengths)]
+        return [attributes.token_rows(c, T) for c, T in zip(cols, lengths)]
 
     def _tags(self, labels: np.ndarray, starts: np.ndarray | None) -> list[str]:
         return [self.labels[i] for i in labels]

@@ -18,45 +18,61 @@ from fgl.features.span_arrays import KeyTable, Rows
 
 class UnitRows:
     """Every unit's attribute rows and values, appended unit by unit into
-    flat arrays (CSR).  Values are stored only once one differs from 1, and
-    in single precision while every one is a float32 exactly (counts, small
-    integers: the kernels' products are then the same bits, from half the
-    bytes), else in double."""
+    flat arrays (CSR).  Values are stored only once one differs from 1, in
+    the narrowest of int8, float32 and float64 that holds every value so far
+    exactly (counts, small integers: the kernels' products are then the same
+    bits, from an eighth of the bytes)."""
 
     def __init__(self) -> None:
         self.ptr, self.rows = array("q", [0]), array("i")
         self.vals: array | None = None
 
     def add(self, rows: list[int], vals: list[float]) -> None:
-        if self.vals is not None or vals.count(1.0) != len(vals):
-            narrow = array("f", vals)
-            self._values(narrow, narrow.tolist() == vals, vals)
+        if (self.vals is not None or vals.count(1.0) != len(vals)) and not self._fits(vals):
+            self._values(np.frombuffer(array("d", vals), dtype=np.float64))
         self.rows.extend(rows)
         self.ptr.append(len(self.rows))
+
+    def _fits(self, vals: list[float]) -> bool:
+        """Append one unit's ``vals`` to the store as it is, if each fits it
+        exactly (checked in Python, cheaper than numpy for a few values;
+        zeros, whose sign int8 would lose, take ``_values``)."""
+        if self.vals is None:
+            self.vals = array("b", [1]) * len(self.rows)
+        code = self.vals.typecode
+        try:
+            narrow = array(code, map(int, vals) if code == "b" else vals)
+        except (OverflowError, ValueError):   # (past int8; an infinity or NaN)
+            return False
+        if narrow.tolist() != vals or 0.0 in vals:
+            return False
+        self.vals.extend(narrow)
+        return True
 
     def extend(self, lengths: np.ndarray, rows: np.ndarray, vals: np.ndarray) -> None:
         """Units of ``lengths`` rows each, their rows and values in turn."""
         if self.vals is not None or not np.all(vals == 1.0):
-            narrow = vals.astype(np.float32)
-            self._values(narrow, bool(np.array_equal(narrow, vals)), vals)
+            self._values(np.ascontiguousarray(vals, dtype=np.float64))
         self.rows.frombytes(rows.astype(np.int32).tobytes())
         ends = len(self.rows) - int(lengths.sum()) + np.cumsum(lengths, dtype=np.int64)
         self.ptr.frombytes(ends.tobytes())
 
-    def _values(self, narrow, exact: bool, vals) -> None:
-        """Append the values ``vals`` (before their rows), as ``narrow``
-        (their float32 buffer) while every value so far is ``exact`` in it;
-        the units before the first stored value get 1 each."""
+    def _values(self, vals: np.ndarray) -> None:
+        """Append the values ``vals`` (before their rows), widening the store
+        to the first type that holds them exactly; the units before the first
+        stored value get 1 each."""
         if self.vals is None:
-            self.vals = array("f", [1.0]) * len(self.rows)
-        if self.vals.typecode == "f":
-            if exact:
-                self.vals.frombytes(_raw(narrow))
-                return
-            wide = array("d")
-            wide.frombytes(_raw(np.frombuffer(self.vals, dtype=np.float32).astype(np.float64)))
+            self.vals = array("b", [1]) * len(self.rows)
+        level = _STORES.index(self.vals.typecode)
+        while not _exact(vals, level):
+            level += 1
+        code = _STORES[level]
+        if code != self.vals.typecode:
+            wide = array(code)
+            wide.frombytes(_raw(np.frombuffer(self.vals, dtype=_DTYPES[self.vals.typecode])
+                                .astype(_DTYPES[code])))
             self.vals = wide
-        self.vals.frombytes(_raw(np.ascontiguousarray(vals, dtype=np.float64)))
+        self.vals.frombytes(_raw(vals.astype(_DTYPES[code])))
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(unit pointers, rows, values) sharing the buffers."""
@@ -64,9 +80,26 @@ class UnitRows:
         if self.vals is None:
             vals = unit_ones(len(rows))
         else:
-            vals = np.frombuffer(self.vals, dtype=np.float32 if self.vals.typecode == "f"
-                                 else np.float64)
+            vals = np.frombuffer(self.vals, dtype=_DTYPES[self.vals.typecode])
         return np.frombuffer(self.ptr, dtype=np.int64), rows, vals
+
+
+# the value stores, narrowest first, and their numpy types
+_STORES = "bfd"
+_DTYPES = {"b": np.int8, "f": np.float32, "d": np.float64}
+
+
+def _exact(vals: np.ndarray, level: int) -> bool:
+    """Whether store ``_STORES[level]`` holds every one of ``vals`` with the
+    same bits once widened back to double (not -0.0 as int8 0, nor NaN)."""
+    code = _STORES[level]
+    if code == "d":
+        return True
+    if code == "b" and not np.all((vals >= -128) & (vals <= 127)):
+        return False
+    with np.errstate(over="ignore", invalid="ignore"):
+        back = vals.astype(_DTYPES[code]).astype(np.float64)
+    return bool(np.array_equal(back.view(np.int64), vals.view(np.int64)))
 
 
 def _raw(buffer) -> memoryview:

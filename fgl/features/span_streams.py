@@ -157,24 +157,49 @@ def _joined(parts: list[tuple[str, str | None]]) -> tuple[str, str | None]:
     return "&".join(nm for nm, _ in parts), text
 
 
-def _combined_keys(columns: list[np.ndarray], memo: dict[int | tuple[int, ...], int],
-                   keys: KeyTable) -> np.ndarray:
+class _PairMemo:
+    """Conjunction ids memoised by their parts' ids: pairs as one int64 code
+    in sorted arrays (no Python object per entry: the memos of a long
+    compile would otherwise hold tens of MB), longer tuples in a dict."""
+
+    def __init__(self) -> None:
+        self.codes = np.zeros(0, dtype=np.int64)
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.tuples: dict[tuple[int, ...], int] = {}
+
+    def pairs(self, codes: np.ndarray, make: Callable[[int], int]) -> np.ndarray:
+        """The ids of distinct pair ``codes``, ``make(code)`` for those not
+        met before (in their order)."""
+        ids = np.full(len(codes), -1, dtype=np.int64)
+        if len(self.codes):
+            at = np.minimum(np.searchsorted(self.codes, codes), len(self.codes) - 1)
+            found = self.codes[at] == codes
+            ids[found] = self.ids[at[found]]
+        new = np.flatnonzero(ids < 0)
+        if len(new):
+            ids[new] = [make(c) for c in codes[new].tolist()]
+            codes = np.concatenate([self.codes, codes[new]])
+            order = np.argsort(codes, kind="stable")
+            self.codes, self.ids = codes[order], np.concatenate([self.ids, ids[new]])[order]
+        return ids
+
+
+def _combined_keys(columns: list[np.ndarray], memo: _PairMemo, keys: KeyTable) -> np.ndarray:
     """The id of the conjunction of each row of key ids read side by side."""
     if len(columns[0]) == 0:
         return np.zeros(0, dtype=np.int64)
     first, code = tuple_codes(columns)
-    if len(columns) == 2:   # a pair as one int: a smaller memo
-        combos = (columns[0][first] * (1 << 32) + columns[1][first]).tolist()
-    else:
-        combos = list(zip(*(col[first].tolist() for col in columns)))
+
+    def joined(combo: tuple[int, ...]) -> int:
+        return keys.id(*_joined([keys.parts(k) for k in combo]))
+    if len(columns) == 2:   # a pair as one int
+        ids = memo.pairs(columns[0][first] * (1 << 32) + columns[1][first],
+                         lambda c: joined(divmod(c, 1 << 32)))
+        return ids[code]
     ids = np.empty(len(first), dtype=np.int64)
-    for c, combo in enumerate(combos):
-        j = memo.get(combo)
-        if j is None:
-            parts = [keys.parts(k) for k in
-                     (divmod(combo, 1 << 32) if len(columns) == 2 else combo)]
-            j = memo[combo] = keys.id(*_joined(parts))
-        ids[c] = j
+    for c, combo in enumerate(zip(*(col[first].tolist() for col in columns))):
+        j = memo.tuples.get(combo)
+        ids[c] = memo.tuples[combo] = joined(combo) if j is None else j
     return ids[code]
 
 
@@ -188,7 +213,8 @@ class _Ref:
     def __init__(self, ref: ast.ColumnRef, stages: list[tuple[str, Stage]],
                  slot_stages: list[tuple[str, Stage]] = (), pad: int = 0):
         self.ref, self.stages, self.slot_stages, self.pad = ref, stages, list(slot_stages), pad
-        self.memo: dict[str, dict[str | None, tuple[list[int], list[float], int]]] = {}
+        # per label, each text's key id (one item of value 1) or (ids, values, items)
+        self.memo: dict[str, dict[str | None, int | tuple[list[int], list[float], int]]] = {}
         r = ref
         self.lo_anchor, self.hi_anchor = _BASE.get(r.lo_base), _BASE.get(r.hi_base)
         self.point = r.lo_base == r.hi_base
@@ -222,7 +248,14 @@ class _Ref:
             row = memo.get(text)
             if row is None:
                 items, n = self._items(label, text)
-                row = memo[text] = (*_summed_ids(items, sent.keys), n)
+                k, v = _summed_ids(items, sent.keys)
+                row = memo[text] = k[0] if n == 1 and v[0] == 1.0 else (k, v, n)
+            if type(row) is int:   # (one item of value 1: most texts)
+                ids.append(row)
+                vals.append(1.0)
+                lens.append(1)
+                raw.append(1)
+                continue
             ids.extend(row[0])
             vals.extend(row[1])
             lens.append(len(row[0]))
@@ -295,7 +328,7 @@ class _Zip:
 
     def __init__(self, parts: list[_Ref]):
         self.parts = parts
-        self.memo: dict[tuple[int, ...], int] = {}
+        self.memo = _PairMemo()
 
     def _pairs(self, sent: _Sentence) -> tuple[Rows, np.ndarray, np.ndarray]:
         lo0 = self.parts[0].ref.lo
@@ -347,7 +380,7 @@ def _union_node(parts: list[Node]) -> Node:
 def _combine(parts: list[Node], product: bool) -> Node:
     """A conjunction (``product``) or union of parts: joined once per token
     when all are read at the same end of the span, else once per span."""
-    memo: dict[tuple[int, ...], int] = {}
+    memo = _PairMemo()
 
     def node(sent: _Sentence) -> tuple[str, Rows]:
         tables = [p(sent) for p in parts]

@@ -181,9 +181,10 @@ def test_unseen_label_gets_no_mass_from_garbage():
 def test_values_stored_only_once_one_differs_from_1():
     """Binary data stores no values (a stride-0 view of 1.0); when a later
     sentence brings another value, the earlier units' values are filled in
-    as 1 — in single precision while every value is a float32 exactly, in
-    double from the first that is not — and the compiler's encoding equals
-    ``encode``'s, position by position."""
+    as 1 — in int8 while every value is a small integer, in single precision
+    while every value is a float32 exactly, in double from the first that is
+    not — and the compiler's encoding equals ``encode``'s, position by
+    position."""
     spec = validate(parse_spec("""
 columns a:number, label
 output label
@@ -192,25 +193,30 @@ template state: y[t] ~ v
 template trans: y[t-1..t]
 """, "<test>"))
     binary = _sentences([[("1", "A"), ("1", "B")]])
-    mixed = binary + _sentences([[("2.5", "A"), ("1", "B"), ("-3", "A")]])
+    counts = binary + _sentences([[("2", "A"), ("1", "B"), ("-3", "A")]])
+    mixed = counts + _sentences([[("2.5", "B")]])
     model, enc = compile_model(spec, binary)
     assert enc.tok_val.strides == (0,) and (enc.tok_val == 1.0).all()
-    model, enc = compile_model(spec, mixed)
-    assert enc.tok_val.dtype == np.float32
-    np.testing.assert_array_equal(enc.tok_val, [1.0, 1.0, 2.5, 1.0, -3.0])
-    again = model.encode(mixed)
-    np.testing.assert_array_equal(again.tok_val, enc.tok_val)
-    np.testing.assert_array_equal(again.tok_row, enc.tok_row)
+    values = [1.0, 1.0, 2.0, 1.0, -3.0, 2.5]
+    for data, dtype in ((counts, np.int8), (mixed, np.float32)):
+        model, enc = compile_model(spec, data)
+        assert enc.tok_val.dtype == dtype
+        np.testing.assert_array_equal(enc.tok_val, values[:len(enc.tok_val)])
+        again = model.encode(data)
+        assert again.tok_val.dtype == dtype
+        np.testing.assert_array_equal(again.tok_val, enc.tok_val)
+        np.testing.assert_array_equal(again.tok_row, enc.tok_row)
     inexact = mixed + _sentences([[("0.1", "B"), ("4", "A")]])
     model, enc = compile_model(spec, inexact)
     assert enc.tok_val.dtype == np.float64
-    np.testing.assert_array_equal(enc.tok_val, [1.0, 1.0, 2.5, 1.0, -3.0, 0.1, 4.0])
-    model, narrow = compile_model(spec, mixed)   # single precision: the same bits as double
-    wide = dataclasses.replace(narrow, tok_val=narrow.tok_val.astype(np.float64))
-    w = np.random.default_rng(0).normal(size=model.program.n_features)
-    a, b = model.program.expectations(w, narrow), model.program.expectations(w, wide)
-    assert a.log_z == b.log_z
-    assert a.counts.tobytes() == b.counts.tobytes()
+    np.testing.assert_array_equal(enc.tok_val, [1.0, 1.0, 2.0, 1.0, -3.0, 2.5, 0.1, 4.0])
+    for data in (counts, mixed):   # narrow stores: the same bits as double
+        model, narrow = compile_model(spec, data)
+        wide = dataclasses.replace(narrow, tok_val=narrow.tok_val.astype(np.float64))
+        w = np.random.default_rng(0).normal(size=model.program.n_features)
+        a, b = model.program.expectations(w, narrow), model.program.expectations(w, wide)
+        assert a.log_z == b.log_z
+        assert a.counts.tobytes() == b.counts.tobytes()
 
 
 def test_potential_api_stays_on_the_scaled_path(monkeypatch):
