@@ -30,7 +30,7 @@ from fgl.features.builtins import (
 from fgl.features.span_arrays import KeyTable, Rows
 from fgl.features.span_streams import evaluate_span_streams, template_span_streams
 from fgl.features.spec_context import SpecContext
-from fgl.features.streams import evaluate_streams, template_streams
+from fgl.features.streams import evaluate_streams, stream_rows, template_streams
 from fgl.lang import ast
 from fgl.lang.builtins import call_tag, expr_text, ref_text
 from fgl.lang.items import MAX_ITEMS, bag_conjunctions, longest_segment, most_items
@@ -203,8 +203,21 @@ def _column_slots(ref: ast.ColumnRef) -> Slots:
                    for off in range(ref.lo, ref.hi + 1)]
     label = (f"{ref.column}[{ref_text(ref.lo_base, ref.lo)}..{ref_text(ref.hi_base, ref.hi)}]")
 
+    def token_slots(values: list, T: int) -> list[list[tuple[str, str, int]]]:
+        """At token positions every base is t: each offset's column is a
+        slice of ``values`` between the markers (no lookup per position)."""
+        columns = []
+        for nm, off in offsets:
+            before = [(nm, START_MARKER, -t - off) for t in range(min(T, -off))]
+            inside = [(nm, x, 0) for x in values[max(off, 0):min(T + off, T)]]
+            after = [(nm, END_MARKER, t + off - T + 1) for t in range(max(0, T - off), T)]
+            columns.append(before + inside + after)
+        return [list(row) for row in zip(*columns)]
+
     def slots(cols: dict[str, list], T: int, spans: Spans) -> list[list[tuple[str, str, int]]]:
         values = cols[ref.column]
+        if spans is None and ref.lo_base == ref.hi_base:
+            return token_slots(values, T)
 
         def at(i: int) -> tuple[str, int]:
             if 0 <= i < T:
@@ -275,6 +288,17 @@ def _conjoin(parts: list[list[list[Item]]]) -> list[list[Item]]:
     out: list[list[Item]] = []
     for rows in zip(*parts):
         row: list[Item] = []
+        if all(len(items) == 1 for items in rows) and \
+                all(items[0][1] is not None for items in rows):   # (texts, one each: the norm)
+            key = tuple([items[0][0] for items in rows])
+            name = names.get(key)
+            if name is None:
+                name = names[key] = "&".join(key)
+            value = 1.0
+            for items in rows:
+                value *= items[0][2]
+            out.append([(name, "|".join([items[0][1] for items in rows]), value)])
+            continue
         for combo in itertools.product(*rows):
             key = tuple([nm for nm, _, _ in combo])
             name = names.get(key)
@@ -297,6 +321,19 @@ def _conjoin(parts: list[list[list[Item]]]) -> list[list[Item]]:
 def attribute_key(item: Item) -> str:
     name, text, _ = item
     return name if text is None else f"{name}={text}"
+
+
+def _summed(items: list[Item]) -> list[tuple[str, float]]:
+    """One observation's (attribute, value) list at a position: repeated
+    items add up (``word[u..v]`` is a bag of words)."""
+    if len(items) == 1:
+        name, text, value = items[0]
+        return [(name if text is None else f"{name}={text}", value)]
+    own: dict[str, float] = {}
+    for it in items:
+        key = attribute_key(it)
+        own[key] = own.get(key, 0.0) + it[2]
+    return list(own.items())
 
 
 class TemplateAttributes:
@@ -324,21 +361,14 @@ class TemplateAttributes:
             return [[("bias", 1.0)] for _ in range(n)]
         if spans is None and self._streams[ti] is not None:
             return evaluate_streams(self._streams[ti], cols, T)
+        if len(evaluators) == 1:
+            return [_summed(items) for items in evaluators[0](cols, T, spans)]
         # within one observation repeated items add up (word[u..v] is a bag of
         # words); an attribute that two observations both give counts once
         rows: list[dict[str, float]] = [{} for _ in range(n)]
         for ev in evaluators:
-            for i, items in enumerate(ev(cols, T, spans)):
-                row = rows[i]
-                if len(items) == 1:
-                    it = items[0]
-                    row.setdefault(attribute_key(it), it[2])
-                    continue
-                own: dict[str, float] = {}
-                for it in items:
-                    key = attribute_key(it)
-                    own[key] = own.get(key, 0.0) + it[2]
-                for key, v in own.items():
+            for row, items in zip(rows, ev(cols, T, spans)):
+                for key, v in _summed(items):
                     row.setdefault(key, v)
         return [list(row.items()) for row in rows]
 
@@ -392,15 +422,18 @@ class TemplateAttributes:
 
     def interned(self, rows: list[list[tuple[str, float]]]) -> Rows:
         """(attribute key, value) lists as rows of ids in ``self.keys``."""
-        get, key_id = self.keys.index.get, self.keys.key_id
         items = [kv for row in rows for kv in row]
-        ids = [get(k, -1) for k, _ in items]
-        if -1 in ids:
-            ids = [i if i >= 0 else key_id(k) for i, (k, _) in zip(ids, items)]
         ptr = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum([len(row) for row in rows], out=ptr[1:])
-        return Rows(ptr, np.array(ids, dtype=np.int64),
+        return Rows(ptr, np.array(self.keys.ids([k for k, _ in items]), dtype=np.int64),
                     np.array([v for _, v in items], dtype=np.float64))
+
+    def token_rows(self, cols: dict[str, list], T: int) -> list[Rows]:
+        """``out[template]``: the rows of key ids (``interned``) of every
+        token, from the streams where a template has them."""
+        return [stream_rows(streams, cols, T, self.keys) if streams is not None
+                else self.interned(self.evaluate(ti, cols, T))
+                for ti, streams in enumerate(self._streams)]
 
 
 def sentence_columns(spec: ast.Spec, rows: list[list[str]], lines: list[int], file: str,

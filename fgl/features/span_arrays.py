@@ -36,6 +36,14 @@ class KeyTable:
             self.keys.append(key)
         return i
 
+    def ids(self, keys: list[str]) -> list[int]:
+        """The id of every key (new keys numbered as met)."""
+        get = self.index.get
+        ids = [get(k, -1) for k in keys]
+        if -1 in ids:
+            ids = [i if i >= 0 else self.key_id(k) for i, k in zip(ids, keys)]
+        return ids
+
     def parts(self, i: int) -> tuple[str, str | None]:
         """(name, text) of key ``i``, whose name holds no ``=`` (the span
         fast path's names never do)."""

@@ -18,7 +18,16 @@ from __future__ import annotations
 import itertools
 from typing import Callable
 
-from fgl.features.builtins import TEXT_FUNCTIONS, text_function
+import numpy as np
+
+from fgl.features.builtins import (
+    END_MARKER,
+    START_MARKER,
+    TEXT_FUNCTIONS,
+    pad_reach,
+    text_function,
+)
+from fgl.features.span_arrays import KeyTable, Rows
 from fgl.features.spec_context import SpecContext
 from fgl.lang import ast
 from fgl.lang.builtins import call_tag, ref_text
@@ -59,6 +68,8 @@ class StreamCompiler:
                 for off in range(ref.lo, ref.hi + 1)]
 
     def _call(self, call: ast.Call) -> list[Stream] | None:
+        if call.func == "pad":
+            return self._padded(call.arg, pad_reach(call), [])
         inner = self.streams(call.arg)
         if inner is None or any(test for _, _, test in inner):
             return None
@@ -77,15 +88,39 @@ class StreamCompiler:
         return None
 
 
+    def _padded(self, expr: ast.ObsExpr, reach: int, fns: list[Callable[[str], str]]
+                ) -> list[Stream] | None:
+        """``pad(e)``: e's texts, START_MARKER or END_MARKER where its
+        position is outside the sequence by at most ``reach``; the text
+        built-ins inside ``pad`` (``fns``, innermost first) rewrite the
+        texts, not the markers."""
+        if isinstance(expr, ast.NameRef) and expr.name in self.oc.named:
+            return self._padded(self.oc.named[expr.name].expr, reach, fns)
+        if isinstance(expr, ast.Call) and expr.func in TEXT_FUNCTIONS:
+            inner = self._padded(expr.arg, reach, [text_function(expr), *fns])
+            tag = call_tag(expr)
+            return None if inner is None else [(tag.format(name), texts, False)
+                                               for name, texts, _ in inner]
+        if not isinstance(expr, ast.ColumnRef) or self._column(expr) is None:
+            return None
+        return [(f"{expr.column}[{ref_text('t', off)}]",
+                 _padded_shift(expr.column, off, reach, fns), False)
+                for off in range(expr.lo, expr.hi + 1)]
+
+
 def template_streams(oc: SpecContext, observations: list[ast.ObsExpr]
                      ) -> list[Stream] | None:
     """A template's streams in attribute order, or None.  Within one
     observation equal names would add up (a bag): None.  Across observations
-    the first of equal names wins, as in the general path.  A name holding
-    ``=`` could make two names' keys equal: None."""
+    the first of equal names wins, as in the general path — per key there,
+    per name here, the same when equal names give equal texts, which
+    ``pad`` breaks (``word[t-1]`` and ``pad(word[t-1])`` differ at t = 0):
+    equal names with a ``pad`` in the template, None.  A name holding ``=``
+    could make two names' keys equal: None."""
     sc = StreamCompiler(oc)
     out: list[Stream] = []
     seen: set[str] = set()
+    padded = any(_mentions_pad(expr, oc.named) for expr in observations)
     for expr in observations:
         streams = sc.streams(expr)
         if streams is None:
@@ -94,15 +129,48 @@ def template_streams(oc: SpecContext, observations: list[ast.ObsExpr]
         if len(set(names)) != len(names) or any("=" in name for name in names):
             return None
         for stream in streams:
+            if stream[0] in seen and padded:
+                return None
             if stream[0] not in seen:
                 seen.add(stream[0])
                 out.append(stream)
     return out
 
 
+def _mentions_pad(expr: ast.ObsExpr, named: dict) -> bool:
+    """Whether ``expr`` (through named observations) calls ``pad``."""
+    if isinstance(expr, ast.NameRef):
+        return expr.name in named and _mentions_pad(named[expr.name].expr, named)
+    if isinstance(expr, ast.Call):
+        return expr.func == "pad" or _mentions_pad(expr.arg, named)
+    if isinstance(expr, (ast.Conj, ast.Disj)):
+        return any(_mentions_pad(p, named) for p in expr.parts)
+    return False
+
+
 def evaluate_streams(streams: list[Stream], cols: dict[str, list], T: int
                      ) -> list[list[tuple[str, float]]]:
     """Per token, the (attribute key, 1.0) pairs of the streams."""
+    return [[(k, 1.0) for k in keys if k is not None] for keys in zip(*_keyed(streams, cols, T))]
+
+
+def stream_rows(streams: list[Stream], cols: dict[str, list], T: int, keys: KeyTable) -> Rows:
+    """``evaluate_streams`` as rows of key ids in ``keys`` (one row per
+    token), with no pair per item."""
+    keyed = _keyed(streams, cols, T)
+    if any(None in column for column in keyed):
+        per_token = [[k for k in at if k is not None] for at in zip(*keyed)]
+        ptr = np.zeros(T + 1, dtype=np.int64)
+        np.cumsum([len(at) for at in per_token], out=ptr[1:])
+        flat = [k for at in per_token for k in at]
+    else:   # (every stream gives a key at every token: pad without a reach, as a rule)
+        ptr = np.arange(T + 1, dtype=np.int64) * len(keyed)
+        flat = [k for at in zip(*keyed) for k in at]
+    return Rows(ptr, np.array(keys.ids(flat), dtype=np.int64), np.ones(len(flat)))
+
+
+def _keyed(streams: list[Stream], cols: dict[str, list], T: int) -> list[list[str | None]]:
+    """Per stream, the attribute key at every token (None: no item)."""
     keyed = []
     for name, texts, test in streams:
         if test:
@@ -110,7 +178,7 @@ def evaluate_streams(streams: list[Stream], cols: dict[str, list], T: int
         else:
             prefix = name + "="
             keyed.append([prefix + x if x is not None else None for x in texts(cols, T)])
-    return [[(k, 1.0) for k in keys if k is not None] for keys in zip(*keyed)]
+    return keyed
 
 
 def _shifted(column: str, off: int) -> Texts:
@@ -119,6 +187,18 @@ def _shifted(column: str, off: int) -> Texts:
         if off >= 0:
             return values[off:] + [None] * min(off, T)
         return [None] * min(-off, T) + values[:max(0, T + off)]
+    return texts
+
+
+def _padded_shift(column: str, off: int, reach: int, fns: list[Callable[[str], str]]) -> Texts:
+    def texts(cols: dict[str, list], T: int) -> list:
+        inside = cols[column][max(off, 0):min(T + off, T)]
+        for fn in fns:
+            inside = [fn(x) for x in inside]
+        before = [START_MARKER if -t - off <= reach else None for t in range(min(T, -off))]
+        after = [END_MARKER if t + off - T + 1 <= reach else None
+                 for t in range(max(0, T - off), T)]
+        return before + inside + after
     return texts
 
 

@@ -1,6 +1,7 @@
 """The column-wise fast path for token observations
 (``fgl.features.streams``) gives exactly the attribute keys, values and
 order of the general evaluators, and steps aside where it cannot."""
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,6 +26,11 @@ CASES = [
     ('regex(word[t], "^[A-Z]"), regex(word[t-1], "[0-9]")', True),
     ('lexicon(word[t], "lex.txt"), lexicon(lower(word[t+1]), "lex.txt")', True),
     ("bias, bos | eos, word[t]", True),
+    ("pad(word[t-2]), pad(word[t+3], 1), pad(pos[t-1..t+1], 2)", True),
+    ("pad(word[t-1]) & pad(word[t]), pad(pos[t-3], 2) & pos[t]", True),
+    ("pad(lower(prefix(word[t+1], 2))), pad(shape(word[t-2..t-1]), 1)", True),
+    ("pad(word[t]) | word[t+1], pad(word[t-1]) & lower(word[t])", True),
+    ("word[t-1], pad(word[t-1])", False),           # equal names, unequal texts at t = 0
     ("word[t], word[t], pos[t] | word[t]", True),  # equal names across observations: first wins
     ("word[t] | word[t]", False),                   # within one: a bag, values add up
     ("bos & word[t]", False),                       # a test inside a conjunction
@@ -66,3 +72,26 @@ def test_fast_path_equals_the_general_path(tmp_path_factory, tokens):
 
 def attrs_spec(tmp_path, obs):
     return validate(parse_spec(HEADER + f"template s: y[t] ~ {obs}\n", str(tmp_path / "s.fgl")))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(TAGS)), min_size=1,
+                         max_size=5), min_size=1, max_size=3))
+def test_stream_rows_number_keys_as_the_general_path(tmp_path_factory, sentences):
+    """``token_rows`` (streams straight to key ids) gives the rows and the key
+    numbering ``interned`` gives the general path's pairs, sentence after
+    sentence into one key table."""
+    tmp_path = tmp_path_factory.mktemp("rows")
+    for obs in (o for o, fast in CASES if fast):
+        fast, general = _attributes(obs, tmp_path), _attributes(obs, tmp_path)
+        assert fast._streams[0] is not None
+        general._streams = [None]
+        spec = attrs_spec(tmp_path, obs)
+        for tokens in sentences:
+            rows = [[w, p, "0", "L"] for w, p in tokens]
+            cols, _ = sentence_columns(spec, rows, list(range(1, len(rows) + 1)), "<test>")
+            got = fast.token_rows(cols, len(rows))[0]
+            want = general.token_rows(cols, len(rows))[0]
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(a, b)
+        assert fast.keys.keys == general.keys.keys, obs

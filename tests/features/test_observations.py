@@ -3,10 +3,13 @@ values for every built-in, offsets at the edges, conjunction and union."""
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.paths import STDLIB
 
 from fgl.features.builtins import regex_classes, shape
-from fgl.features.observations import TemplateAttributes, sentence_columns
+from fgl.features.observations import TemplateAttributes, _column_slots, sentence_columns
+from fgl.lang import ast
 from fgl.lang.builtins import BUILTINS
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
@@ -113,3 +116,15 @@ def test_a_regex_with_braces_names_its_attribute():
               'template s: y[t] ~ regex(word[t], "^[0-9]{4}$"), bias\n', max_iter=20)
     crf.fit([[["1999"], ["dog"]], [["cat"], ["2001"]]], [["Y", "N"], ["N", "Y"]])
     assert crf.predict([[["1066"], ["ox"]]]) == [["Y", "N"]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(lo=st.integers(-4, 4), width=st.integers(0, 3), T=st.integers(0, 6))
+def test_token_slots_equal_the_slots_at_one_token_spans(lo, width, T):
+    """``pad``'s range at token positions (one slice per offset) reads what
+    the general path reads on the spans (t, t): texts inside, markers and
+    their distance outside."""
+    ref = ast.ColumnRef("word", lo, lo + width, ast.Loc("<t>", 1, 1))
+    cols = {"word": [f"w{i}" for i in range(T)]}
+    slots = _column_slots(ref)
+    assert slots(cols, T, None) == slots(cols, T, [(t, t) for t in range(T)])
