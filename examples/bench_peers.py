@@ -274,7 +274,7 @@ def crfsuite_worker(argv: list[str]) -> None:
 def fgl_memory_worker(argv: list[str]) -> None:
     """--worker fgl-memory SPEC TRAIN ITER JOBS: fgl's training by the API as
     ``fgl train`` runs it, with where its memory goes (one JSON line)."""
-    from measure import array_mb, current_rss_mb, peak_rss_mb, traced_training
+    from measure import array_mb, compile_peaks, current_rss_mb, peak_rss_mb, traced_training
 
     import fgl.learn.learner  # noqa: F401  (the engines and the optimiser)
     from fgl.io.conll import iter_conll
@@ -285,8 +285,9 @@ def fgl_memory_worker(argv: list[str]) -> None:
     spec_path, train, iters, jobs = Path(argv[1]), Path(argv[2]), int(argv[3]), int(argv[4])
     res = {"mem_imports_mb": current_rss_mb()}
     spec = read_spec(spec_path)
-    model, data = compile_model(spec, lambda: iter_conll(train), spec_path.parent,
-                                resolve_train(spec, {"sigma": SIGMA}))
+    (model, data), peaks = compile_peaks(lambda: compile_model(
+        spec, lambda: iter_conll(train), spec_path.parent, resolve_train(spec, {"sigma": SIGMA})))
+    res.update(peaks)
     prog = model.program
     res["mem_features_mb"] = array_mb(prog, model.structure, model)
     res["mem_data_mb"] = array_mb(data)

@@ -113,12 +113,20 @@ class TracedObjective:
         return out
 
 
+def compile_peaks(compile_fn: Callable[[], tuple]) -> tuple[tuple, dict]:
+    """``compile_fn()``'s result, with the RSS peak while it ran (sampled
+    every 5 ms: compiling's transients last tens of ms) and the RSS after, MB."""
+    with RssPeak(every=0.005) as m:
+        out = compile_fn()
+    return out, {"rss_compile_peak": m.peak_mb, "rss_compiled": current_rss_mb()}
+
+
 def traced_training(program, data, sigma, **train_args) -> tuple[object, object, dict]:
     """``train_lbfgs`` on the likelihood of ``program`` on ``data`` with its
     allocations traced: (weights, log, the training rows of MEMORY_ROWS:
     L-BFGS history, what else is held between evaluations — the
     optimiser's full-length vectors and the log —, one evaluation's
-    gradient and scratch; MB)."""
+    gradient and scratch; MB), and the RSS peak while it ran."""
     import tracemalloc
 
     import numpy as np
@@ -130,12 +138,13 @@ def traced_training(program, data, sigma, **train_args) -> tuple[object, object,
     w0 = np.zeros(program.n_features)   # (before tracing: the optimiser copies it)
     tracemalloc.start()
     try:
-        w, log = train_lbfgs(program, data, sigma, objective=objective, w0=w0, **train_args)
+        with RssPeak() as rss:
+            w, log = train_lbfgs(program, data, sigma, objective=objective, w0=w0, **train_args)
     finally:
         tracemalloc.stop()
     n = program.n_features
     history = 2 * OPTIMISER_MEMORY * n * 4
-    return w, log, {"mem_history_mb": history / 2**20,
+    return w, log, {"rss_train_peak": rss.peak_mb, "mem_history_mb": history / 2**20,
                     "mem_vectors_mb": (objective.held - history) / 2**20,
                     "mem_vectors_n": (objective.held - history) / (8 * n),
                     "mem_eval_mb": objective.extra / 2**20}
@@ -154,14 +163,18 @@ MEMORY_ROWS = [   # (label, key): the parts of a training process's peak memory,
     ("other: numba kernels loaded in training, heap, stacks (peak less the above)",
      "mem_other_mb"),
     ("peak RSS", "peak_rss_mb"),
+    ("  RSS peak while compiling (its transients included)", "rss_compile_peak"),
+    ("  RSS after compiling", "rss_compiled"),
+    ("  RSS peak while training", "rss_train_peak"),
 ]
-PARTS = [key for _, key in MEMORY_ROWS if key.endswith("_mb") and key != "peak_rss_mb"
+PARTS = [key for _, key in MEMORY_ROWS if key.startswith("mem_") and key.endswith("_mb")
          and key != "mem_other_mb"]
 
 
 def print_memory(cols: list[tuple[str, dict | None]]) -> None:
     """The memory breakdown of the runs that measured one, a column each."""
-    cols = [(name, {**r, "mem_other_mb": r["peak_rss_mb"] - sum(r.get(k) or 0.0 for k in PARTS)})
+    cols = [(name, {**r, "mem_other_mb": r["peak_rss_mb"] - sum(r.get(k) or 0.0 for k in PARTS)
+                    if "mem_history_mb" in r else None})
             for name, r in cols if r is not None and "mem_imports_mb" in r]
     if not cols:
         return

@@ -99,6 +99,14 @@ class ExactObjective:
 
 
 @njit(cache=True, nogil=True)
+def subtract_at(grad, index, values):
+    """grad[index] -= values in place, with no gathered copies (``index``
+    distinct)."""
+    for i in range(index.shape[0]):
+        grad[index[i]] -= values[i]
+
+
+@njit(cache=True, nogil=True)
 def add_prior(grad, w, inv_var):
     """grad += w / σ² in place; returns Σ w² / (2σ²).  ``inv_var`` holds
     1/σ² per weight, or one value for all."""
@@ -148,7 +156,8 @@ class Objective:
         if not program.has_hidden:
             counts = program.gold_counts(data)
             index = np.flatnonzero(counts)
-            self.gold = (index, counts[index])
+            self.gold = (index.astype(np.int32) if len(counts) < 2**31 else index,
+                         counts[index])
         self.stats: InferenceStats | None = None
         carry = bp_start == "warm"
         self.warm = program.warm_start(data, carry)
@@ -213,6 +222,9 @@ class Objective:
                 warm.accept()
 
     def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
+        if self.gold is not None:   # the gold score first: its gather is freed before
+            index, values = self.gold   # the expectations' gradient and scratch exist
+            gold_log_z = float(w[index] @ values)
         model = self.program.expectations(w, self.data, self.jobs, warm=self.warm)
         grad = model.counts  # the program's fresh array: update it in place
         if self.gold is None:
@@ -221,9 +233,7 @@ class Objective:
             gold_log_z = gold.log_z
             grad -= gold.counts
         else:
-            index, values = self.gold
-            gold_log_z = float(w[index] @ values)
-            grad[index] -= values
+            subtract_at(grad, index, values)
         self.stats = model.stats
         prior = add_prior(grad, w, self.inv_var) if len(w) else 0.0
         return float(model.log_z - gold_log_z + prior), grad

@@ -90,10 +90,15 @@ class ChainProgram(SequenceProgram):
         n = st.n_labels
         lengths = np.diff(self.row_ptr)
         pattern_label = np.array([z[0] if len(z) == 1 else -1 for z in st.patterns])
-        feat_label = pattern_label[self.feat_pattern]
-        multi = np.zeros(len(lengths) + 1, dtype=np.int64)  # features per row with a longer pattern
-        np.add.at(multi, np.repeat(np.arange(len(lengths)), lengths), feat_label < 0)
-        ok = (lengths > 0) & (4 * lengths >= n) & (multi[:-1] == 0) & ~self.row_is_const
+        # rows with a feature of a longer pattern (no per-feature int64 temporaries: 59 MB
+        # apiece at 7.4M features)
+        longer = (pattern_label < 0)[self.feat_pattern]
+        multi = np.zeros(len(lengths), dtype=np.bool_)
+        nonempty = lengths > 0
+        if nonempty.any():
+            multi[nonempty] = np.logical_or.reduceat(longer, self.row_ptr[:-1][nonempty])
+        del longer
+        ok = nonempty & (4 * lengths >= n) & ~multi & ~self.row_is_const
         rows = np.flatnonzero(ok)[:DENSE_BYTES // (8 * n)]
         self.row_dense = np.full(len(lengths), -1, dtype=np.int32)
         self.row_dense[rows] = np.arange(len(rows), dtype=np.int32)
@@ -101,7 +106,7 @@ class ChainProgram(SequenceProgram):
         self.dense_feats = (np.repeat(self.row_ptr[rows] - np.cumsum(counts) + counts, counts)
                             + np.arange(counts.sum())).astype(np.int64)
         self.dense_slot = (np.repeat(np.arange(len(rows)), counts) * n
-                           + feat_label[self.dense_feats]).astype(np.int64)
+                           + pattern_label[self.feat_pattern[self.dense_feats]]).astype(np.int64)
 
     def dense_weights(self, w: np.ndarray) -> np.ndarray:
         """The dense rows' weights as [rows, n_labels] (0 where a row has no

@@ -131,7 +131,8 @@ class BlockLayout:
         unit_cuts = np.array([data.seq_ptr[i0] * m for i0, _ in cuts]
                              + [data.seq_ptr[cuts[-1][1]] * m], dtype=np.int64)
         rows, ptr = block_rows(data.tok_ptr, data.tok_row, unit_cuts, scattered)
-        per_block = [np.concatenate([first_rows, rows[ptr[k]:ptr[k + 1]]])
+        narrow = np.int32 if len(scattered) < 2**31 else np.int64
+        per_block = [np.concatenate([first_rows, rows[ptr[k]:ptr[k + 1]]]).astype(narrow)
                      for k in range(len(cuts))]
         lengths = np.diff(row_ptr)
         return cls(cuts, per_block, max(int(lengths[r].sum()) for r in per_block))
@@ -165,8 +166,9 @@ def row_block_sums(layout: BlockLayout, jobs: int, n_features: int, row_ptr: np.
         add_rows(grad_sum, grad, layout.rows[k], row_ptr, grad_ptr)
         grad_sum[dense_feats] += grad_dense.reshape(-1)[dense_slot]
 
+    offsets = np.int32 if layout.size < 2**31 else np.int64
     ordered_reduce(jobs, len(layout.cuts), compute, combine,
-                   lambda: (np.empty(layout.size), np.empty(len(row_ptr) - 1, dtype=np.int64),
+                   lambda: (np.empty(layout.size), np.empty(len(row_ptr) - 1, dtype=offsets),
                             np.zeros_like(w_dense)))
     return log_z[0], grad_sum
 
