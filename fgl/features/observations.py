@@ -209,7 +209,7 @@ def _column_slots(ref: ast.ColumnRef) -> Slots:
         columns = []
         for nm, off in offsets:
             before = [(nm, START_MARKER, -t - off) for t in range(min(T, -off))]
-            inside = [(nm, x, 0) for x in values[max(off, 0):min(T + off, T)]]
+            inside = [(nm, x, 0) for x in values[max(off, 0):max(0, min(T + off, T))]]
             after = [(nm, END_MARKER, t + off - T + 1) for t in range(max(0, T - off), T)]
             columns.append(before + inside + after)
         return [list(row) for row in zip(*columns)]

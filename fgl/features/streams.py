@@ -192,7 +192,7 @@ def _shifted(column: str, off: int) -> Texts:
 
 def _padded_shift(column: str, off: int, reach: int, fns: list[Callable[[str], str]]) -> Texts:
     def texts(cols: dict[str, list], T: int) -> list:
-        inside = cols[column][max(off, 0):min(T + off, T)]
+        inside = cols[column][max(off, 0):max(0, min(T + off, T))]
         for fn in fns:
             inside = [fn(x) for x in inside]
         before = [START_MARKER if -t - off <= reach else None for t in range(min(T, -off))]

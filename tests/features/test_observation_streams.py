@@ -27,6 +27,8 @@ CASES = [
     ('lexicon(word[t], "lex.txt"), lexicon(lower(word[t+1]), "lex.txt")', True),
     ("bias, bos | eos, word[t]", True),
     ("pad(word[t-2]), pad(word[t+3], 1), pad(pos[t-1..t+1], 2)", True),
+    ("pad(word[t-5..t-3]), pad(pos[t+4]), pad(word[t+3..t+5], 1)", True),  # past short ones
+    ("pad(word[t-3])", True),
     ("pad(word[t-1]) & pad(word[t]), pad(pos[t-3], 2) & pos[t]", True),
     ("pad(lower(prefix(word[t+1], 2))), pad(shape(word[t-2..t-1]), 1)", True),
     ("pad(word[t]) | word[t+1], pad(word[t-1]) & lower(word[t])", True),

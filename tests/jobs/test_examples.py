@@ -57,6 +57,9 @@ RUNS: dict[str, tuple[list[str], str | None, list[str]]] = {
         r"|note: CRFsuite skipped)",
         r"(?m)^(?:CRF\+\+\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+\.\d\d\s|note: CRF\+\+ skipped)",
         r"(?m)^(?:Wapiti\s+[\d.]+\s+[\d.]+\s+\d+\s+\d+\.\d\d\s|note: Wapiti skipped)"]),
+    "profile_chain.py": (["--sentences", "300", "--train-iter", "1", "--repeats", "1",
+                          "--bandwidth-mb", "32"], "conll2000", [
+        r"scoring +[0-9.]+", r"counting +[0-9.]+", r"GB/s on one thread"]),
     "learners_conll2000.py": (["--quick", "--max-iter", "3", "--epochs", "1"], "conll2000", [
         r"L2 \(L-BFGS\)\s+\d+\.\d+", r"averaged perceptron\s+\d+\.\d+"]),
     "punctuation_table6.py": (["--quick", "--models", "C1,SC1", "--test-texts", "100",
