@@ -4,10 +4,13 @@ The general evaluators (``fgl.features.observations``) build an item tuple per
 position and item.  Most observations of a chain spec give at most one item
 per token, with value 1: a text column at an offset (``word[t-1]``), a
 conjunction of such (``pos[t-1] & pos[t]``), a text built-in applied to one
-(``lower(word[t])``), a test on one (``regex(...)``, ``lexicon(...)``), or
+(``lower(word[t])``), a test on one (``regex(...)``, ``lexicon(...)``),
+``pad(...)`` of a column or of text built-ins on one (a start or end marker
+outside the sequence: the specs ``fgl convert crfpp`` writes), or
 ``bias``/``bos``/``eos``.  Each is a *stream*: a fixed attribute name and,
 per token, the item's text (None where there is no item) — a few list
-operations per sentence instead of a Python step per item.
+operations per sentence instead of a Python step per item; ``stream_rows``
+turns them into key ids with no Python step per item either.
 
 ``template_streams`` gives a template's streams, or None when one of its
 observations needs the general evaluator; the attribute keys, and their
@@ -86,7 +89,6 @@ class StreamCompiler:
             return [(tag.format(name), _tested(texts, words.__contains__), True)
                     for name, texts, _ in inner]
         return None
-
 
     def _padded(self, expr: ast.ObsExpr, reach: int, fns: list[Callable[[str], str]]
                 ) -> list[Stream] | None:
