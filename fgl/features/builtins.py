@@ -38,6 +38,17 @@ def regex_classes(word: str) -> list[str]:
 TEXT_FUNCTIONS = ("lower", "prefix", "suffix", "shape", "longshape")
 
 
+def shifted(values: list, off: int, T: int) -> tuple[list[int], list, list[int]]:
+    """``values[t + off]`` at the T token positions t: how far before the
+    sequence each of the first positions reads (1, 2, ...: start markers'
+    distances), the texts of the positions inside, how far past its end
+    each of the last ones reads (end markers' distances)."""
+    before = [-t - off for t in range(min(T, -off))]
+    inside = values[max(off, 0):max(0, min(T + off, T))]
+    after = [t + off - T + 1 for t in range(max(0, T - off), T)]
+    return before, inside, after
+
+
 def pad_reach(call: ast.Call) -> int:
     """How far outside the sequence ``pad(e[, n])`` gives a marker: its
     parameter, else without limit."""

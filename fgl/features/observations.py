@@ -25,6 +25,7 @@ from fgl.features.builtins import (
     TEXT_FUNCTIONS,
     pad_reach,
     regex_classes,
+    shifted,
     text_function,
 )
 from fgl.features.span_arrays import KeyTable, Rows
@@ -208,10 +209,10 @@ def _column_slots(ref: ast.ColumnRef) -> Slots:
         slice of ``values`` between the markers (no lookup per position)."""
         columns = []
         for nm, off in offsets:
-            before = [(nm, START_MARKER, -t - off) for t in range(min(T, -off))]
-            inside = [(nm, x, 0) for x in values[max(off, 0):max(0, min(T + off, T))]]
-            after = [(nm, END_MARKER, t + off - T + 1) for t in range(max(0, T - off), T)]
-            columns.append(before + inside + after)
+            before, inside, after = shifted(values, off, T)
+            columns.append([(nm, START_MARKER, far) for far in before]
+                           + [(nm, x, 0) for x in inside]
+                           + [(nm, END_MARKER, far) for far in after])
         return [list(row) for row in zip(*columns)]
 
     def slots(cols: dict[str, list], T: int, spans: Spans) -> list[list[tuple[str, str, int]]]:

@@ -28,6 +28,7 @@ from fgl.features.builtins import (
     START_MARKER,
     TEXT_FUNCTIONS,
     pad_reach,
+    shifted,
     text_function,
 )
 from fgl.features.span_arrays import KeyTable, Rows
@@ -185,22 +186,18 @@ def _keyed(streams: list[Stream], cols: dict[str, list], T: int) -> list[list[st
 
 def _shifted(column: str, off: int) -> Texts:
     def texts(cols: dict[str, list], T: int) -> list:
-        values = cols[column]
-        if off >= 0:
-            return values[off:] + [None] * min(off, T)
-        return [None] * min(-off, T) + values[:max(0, T + off)]
+        before, inside, after = shifted(cols[column], off, T)
+        return [None] * len(before) + inside + [None] * len(after)
     return texts
 
 
 def _padded_shift(column: str, off: int, reach: int, fns: list[Callable[[str], str]]) -> Texts:
     def texts(cols: dict[str, list], T: int) -> list:
-        inside = cols[column][max(off, 0):max(0, min(T + off, T))]
+        before, inside, after = shifted(cols[column], off, T)
         for fn in fns:
             inside = [fn(x) for x in inside]
-        before = [START_MARKER if -t - off <= reach else None for t in range(min(T, -off))]
-        after = [END_MARKER if t + off - T + 1 <= reach else None
-                 for t in range(max(0, T - off), T)]
-        return before + inside + after
+        return ([START_MARKER if far <= reach else None for far in before] + inside
+                + [END_MARKER if far <= reach else None for far in after])
     return texts
 
 

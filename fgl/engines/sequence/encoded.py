@@ -109,6 +109,11 @@ def dense_block_sums(seq_ptr: np.ndarray, jobs: int, n_features: int, w_dense: n
     return log_z[0], grad_sum
 
 
+def offset_type(count: int) -> type:
+    """int32 for ids or offsets below ``count`` when it allows, else int64."""
+    return np.int32 if count < 2**31 else np.int64
+
+
 @dataclass
 class BlockLayout:
     """The blocks of a data set (``blocks``) and the rows each counts into
@@ -131,7 +136,7 @@ class BlockLayout:
         unit_cuts = np.array([data.seq_ptr[i0] * m for i0, _ in cuts]
                              + [data.seq_ptr[cuts[-1][1]] * m], dtype=np.int64)
         rows, ptr = block_rows(data.tok_ptr, data.tok_row, unit_cuts, scattered)
-        narrow = np.int32 if len(scattered) < 2**31 else np.int64
+        narrow = offset_type(len(scattered))
         per_block = [np.concatenate([first_rows, rows[ptr[k]:ptr[k + 1]]]).astype(narrow)
                      for k in range(len(cuts))]
         lengths = np.diff(row_ptr)
@@ -166,9 +171,9 @@ def row_block_sums(layout: BlockLayout, jobs: int, n_features: int, row_ptr: np.
         add_rows(grad_sum, grad, layout.rows[k], row_ptr, grad_ptr)
         grad_sum[dense_feats] += grad_dense.reshape(-1)[dense_slot]
 
-    offsets = np.int32 if layout.size < 2**31 else np.int64
     ordered_reduce(jobs, len(layout.cuts), compute, combine,
-                   lambda: (np.empty(layout.size), np.empty(len(row_ptr) - 1, dtype=offsets),
+                   lambda: (np.empty(layout.size),
+                            np.empty(len(row_ptr) - 1, dtype=offset_type(layout.size)),
                             np.zeros_like(w_dense)))
     return log_z[0], grad_sum
 
