@@ -341,6 +341,7 @@ def worker_fgl(a) -> dict:
     res["feature_norm"] = float(np.linalg.norm(w))
     res["stop"] = tlog.message
     res["max_iter"], res["tol"] = max_iter, tol
+    del data  # as CRF.fit: the training data is not held once the weights are learnt
 
     crf = CRF(SPEC, jobs=a.jobs)
     crf.model, crf.weights = model, w
@@ -360,13 +361,16 @@ def worker_fgl(a) -> dict:
     res["accuracy"], res["f1"] = rep.accuracy, rep.overall.f1
     res["precision"], res["recall"] = rep.overall.precision, rep.overall.recall
     if a.crfsuite_model and os.path.exists(a.crfsuite_model):
-        res["cross"] = cross_check(a, model, data, prog, w)
+        train = list(itertools.islice(iter_conll(path), QUICK_SENTENCES if a.quick else None))
+        res["cross"] = cross_check(a, model, model.encode(train, with_gold=True), prog, w)
     return res
 
 
 def cross_check(a, model, data, prog, w_fgl) -> dict:
     """Put CRFsuite's trained weights into fgl's feature vector: the feature
-    sets must coincide, and fgl's objective there must equal CRFsuite's loss."""
+    sets must coincide, and fgl's objective there must equal CRFsuite's loss
+    (on the training data encoded again: the worker freed it after training,
+    as ``CRF.fit`` does)."""
     import numpy as np
     import pycrfsuite
 

@@ -11,7 +11,7 @@ from fgl.errors import DataError, FglError
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="compare two models on labelled data",
                        description="Tag FILE with both models and print their F1, the mean F1 "
-                                   "over --partitions contiguous partitions with 95%% "
+                                   "over --partitions contiguous partitions with 95% "
                                    "t-intervals, and an approximate randomisation test of the "
                                    "F1 difference (each shuffle swaps the two outputs of a "
                                    "sequence with probability 1/2; p = (nc + 1) / (nt + 1)). "

@@ -57,7 +57,7 @@ def _template_parser(kinds: argparse._SubParsersAction, name: str) -> None:
         name, help=f"a {'CRF++' if name == 'crfpp' else 'Wapiti'} template file as a spec",
         description="Write the fgl spec equivalent to a CRF++ (or Wapiti) feature template "
                     "file: each U line a state template, each B line a transition template, "
-                    "each * line both, over the same cells (%%x[row,col]).  See "
+                    "each * line both, over the same cells (%x[row,col]).  See "
                     "docs/crfpp.md for what maps to what and the one difference at "
                     "sentence edges.  (crfpp and wapiti read the same way.)",
         epilog=f"example: fgl convert {name} template --columns word,pos,chunk -o chunk.fgl")

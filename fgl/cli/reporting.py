@@ -109,7 +109,7 @@ def report(crf, path: str, a: argparse.Namespace) -> None:
             result = evaluate(gold, guess, schemes[out], ignore, labels)
         except TagError as e:
             raise located(e, where, out) from None
-        print(result.format())
+        print(result.format("graphs" if scored is not None else "sequences"))
         if getattr(a, "confusion", False):
             _confusion(result, getattr(a, "picture", None), out if len(outputs) > 1 else None)
 

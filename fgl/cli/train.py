@@ -108,8 +108,8 @@ def run(a: argparse.Namespace) -> None:
               f"data {log.objective:.6g}", file=sys.stderr)
     else:
         print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
-              f"{log.evaluations} evaluations, objective {log.objective:.6g} ({log.message})",
-              file=sys.stderr)
+              f"{log.evaluations} evaluations, {len(log.recoveries)} line-search recoveries, "
+              f"objective {log.objective:.6g} ({log.message})", file=sys.stderr)
     warn_convergence(crf.spec, log.inference, "the last training evaluation")
     if crf.checkpoint:
         print(f"checkpoint {crf.checkpoint} (iteration {len(log.iterations)}; "

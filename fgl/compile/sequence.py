@@ -337,19 +337,22 @@ class SequenceModel:
     def read_gold(cls, spec: ast.Spec, read: Callable[[], Iterable[Sentence]], source: str
                   ) -> tuple[Layer, list[list[int]], list[list[tuple[int, int]]]]:
         """First pass: the label layer, and per sentence the gold label id and
-        (first, last) token of each gold segment (each token, in a chain)."""
+        (first, last) token of each gold segment (each token, in a chain).
+        Equal (first, last) pairs are one tuple object, shared by every
+        sentence: a tuple per token took 13 MB on CoNLL-2000."""
         declared_layer = cls.declared_layer(spec)
-        gold_segs: list[list[Segment]] = []
+        tags: list[list[str]] = []
+        spans: list[list[tuple[int, int]]] = []
+        pairs: dict[tuple[int, int], tuple[int, int]] = {}
         for sent in read():
             segs = cls.sentence_gold(spec, sent, declared_layer)
-            gold_segs.append([(u, v, sys.intern(y)) for u, v, y in segs])
-        if not gold_segs:
+            tags.append([sys.intern(y) for _, _, y in segs])
+            spans.append([pairs.setdefault((u, v), (u, v)) for u, v, _ in segs])
+        if not tags:
             raise DataError("the training data has no sequences", source, 0)
-        layer = declared_layer or Layer(spec.outputs[0], sorted(
-            {y for segs in gold_segs for _, _, y in segs}))
+        layer = declared_layer or Layer(spec.outputs[0], sorted({y for ys in tags for y in ys}))
         index = layer.index
-        gold = [[index[y] for _, _, y in segs] for segs in gold_segs]
-        spans = [[(u, v) for u, v, _ in segs] for segs in gold_segs]
+        gold = [[index[y] for y in ys] for ys in tags]
         return layer, gold, spans
 
     @classmethod

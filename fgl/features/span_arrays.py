@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+
+from fgl.jit import njit
 
 
 class KeyTable:

@@ -219,6 +219,11 @@ def parse_text(text: str, name: str, n_columns: int | None,
                 hint = ""
                 if found < expected and short_lines == "error":
                     hint = " (short_lines='pad' or 'skip', --short-lines, reads such lines)"
+                elif 0 < found - expected <= 3 and column_names \
+                        and len(column_names) == expected:
+                    named = column_names[:-1] + ["_"] * (found - expected) + column_names[-1:]
+                    hint = (" (a spec's `columns` names every field of a line, `_` one it does "
+                            f"not read: e.g. `columns {', '.join(named)}`)")
                 raise DataError(
                     f"expected {_columns_phrase(expected, column_names)}, "
                     f"found {found}: {shorten(line.strip())!r}{hint}",

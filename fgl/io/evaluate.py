@@ -100,10 +100,11 @@ class Report:
     ignored: tuple[str, ...] = ("O",)
     confusion: dict[tuple[str, str], int] = field(default_factory=dict)  # (gold, pred) -> n
 
-    def format(self) -> str:
+    def format(self, instances: str = "sequences") -> str:
         """A conlleval-like text: the summary lines, then the chunk (or
         segment) table and the label table; under plain, the label table
-        with its micro and macro averages only."""
+        with its micro and macro averages only.  ``instances`` names what a
+        sequence is (``graphs`` for graph data, whose nodes are its tags)."""
         plain = self.scheme == "plain"
         o = self.overall
         if plain:
@@ -119,8 +120,10 @@ class Report:
                    f"accuracy: {self.accuracy:6.2f}%; precision: {o.precision:6.2f}%; "
                    f"recall: {o.recall:6.2f}%; F1: {o.f1:6.2f}"]
         right = round(self.sequence_accuracy * self.sequences / 100)
-        out.append(f"sequence accuracy: {self.sequence_accuracy:6.2f}% ({right} of "
-                   f"{self.sequences} sequences with every tag right); scheme {self.scheme}")
+        tag = "tag" if instances == "sequences" else "label"
+        out.append(f"{instances[:-1]} accuracy: {self.sequence_accuracy:6.2f}% ({right} of "
+                   f"{self.sequences} {instances} with every {tag} right); "
+                   f"scheme {self.scheme}")
         if self.micro is not None:
             m = self.micro
             out.append(f"labels {' '.join(self.selected)}: precision: {m.precision:6.2f}%; "

@@ -113,8 +113,9 @@ def format_inspection(info: dict) -> str:
         lines.append(f"layer {name} ({len(labels)} labels): {' '.join(labels)}")
     training = info["training"]
     if training:
-        lines.append("training: " + ", ".join(f"{k} {v}" for k, v in training.items()
-                                               if k != "induced"))
+        lines.append("training: " + ", ".join(
+            f"{k} {v:.6g}" if isinstance(v, float) else f"{k} {v}"
+            for k, v in training.items() if k != "induced"))
     induced = training.get("induced", [])
     if induced:
         lines.append(f"induced features, in the order added ({len(induced)}): "

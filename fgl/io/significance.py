@@ -70,7 +70,8 @@ class Comparison:
                                         (name_b, self.f1_b, self.mean_b, self.half_b)):
             interval = f"{mean:.2f} ± {half:.2f}" if k > 1 else "-"
             rows.append(f"{name:<{width}}  {whole:8.2f}  {interval}")
-        rows.append(f"difference {self.f1_a - self.f1_b:+.2f} F1; approximate randomisation: "
+        rows.append(f"difference {name_a} - {name_b}: {self.f1_a - self.f1_b:+.2f} F1; "
+                    "approximate randomisation: "
                     f"p = {self.p_value:.4g} ({self.at_least_as_far} of {self.trials} shuffles "
                     "at least as far apart)")
         return "\n".join(rows)

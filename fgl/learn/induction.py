@@ -50,11 +50,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-from numba import njit
 
 from fgl.compile.conjunctions import conjunction_key
 from fgl.engines.sequence.encoded import EncodedData
 from fgl.errors import SpecError
+from fgl.jit import njit
 from fgl.lang.settings import InductionSettings
 from fgl.learn.learner import TrainingLog, train_lbfgs
 

@@ -47,7 +47,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-from numba import njit
+
+from fgl.jit import njit
 
 Function = Callable[[np.ndarray], tuple[float, np.ndarray]]
 Callback = Callable[[int, float, np.ndarray, np.ndarray, int], bool]

@@ -64,7 +64,8 @@ class TrainingLog:
         """What a model file keeps of the run (``trainer``: the spec's)."""
         return {"iterations": len(self.iterations), "objective": self.objective,
                 "seconds": self.seconds, "evaluations": self.evaluations,
-                "converged": self.converged, "message": self.message, "trainer": trainer}
+                "converged": self.converged, "recoveries": len(self.recoveries),
+                "message": self.message, "trainer": trainer}
 
 
 OPTIMISER_MEMORY = 6  # L-BFGS correction pairs (CRFsuite's default)

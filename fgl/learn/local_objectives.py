@@ -20,13 +20,13 @@ runs max-product BP/TRP.  Both need every variable observed in training.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from fgl import stopping
 from fgl.engines import parallel
 from fgl.engines.graph.factor_graph_program import FactorGraphData, FactorGraphProgram
 from fgl.engines.parallel import blocks, ordered_reduce, resolve_jobs
 from fgl.errors import FglError
+from fgl.jit import njit
 from fgl.learn.objective import ExactObjective, add_prior, inverse_variance
 
 

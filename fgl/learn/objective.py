@@ -35,10 +35,10 @@ from __future__ import annotations
 from typing import Protocol
 
 import numpy as np
-from numba import njit
 
 from fgl.engines.parallel import resolve_jobs
 from fgl.engines.program import InferenceStats, Program
+from fgl.jit import njit
 
 BP_SETTINGS = ("tol", "max_iter", "damping")
 

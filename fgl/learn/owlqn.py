@@ -26,8 +26,8 @@ import math
 from typing import Callable
 
 import numpy as np
-from numba import njit
 
+from fgl.jit import njit
 from fgl.learn.lbfgs import (
     Callback,
     Function,

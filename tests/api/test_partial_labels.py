@@ -275,6 +275,7 @@ def test_cli_train_tag_eval_on_a_partially_labelled_file(tmp_path, capsys):
     assert out.startswith(f"scored: the {n_held} withheld nodes ({n_given} given labels "
                           "clamped as evidence)\n")
     assert f"processed {n_held} tokens" in out
+    assert f"of {len(given)} graphs with every label right" in out  # (not "sequences")
     accuracy = float(out.split("accuracy:")[1].split("%")[0])
     assert accuracy > 60
 

@@ -108,6 +108,15 @@ def test_column_count_error(tmp_path):
     assert "expected 3 columns (word pos chunk), found 2" in msg
 
 
+def test_more_fields_than_columns_suggests_naming_them(tmp_path):
+    p = write(tmp_path, b"-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\n")
+    with pytest.raises(DataError) as ei:
+        read_conll(p, n_columns=3, column_names=["word", "pos", "label"])
+    msg = str(ei.value)
+    assert msg.startswith(f"{p}:3: expected 3 columns (word pos label), found 4")
+    assert "e.g. `columns word, pos, _, label`" in msg
+
+
 def test_n_columns_checks_first_line_too(tmp_path):
     p = write(tmp_path, b"a X\n")
     with pytest.raises(DataError) as ei:

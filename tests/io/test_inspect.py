@@ -58,6 +58,11 @@ def test_cli_inspect_text_json_and_errors(capsys, tmp_path):
     assert code == 0, err
     assert out.startswith("engine chain;") and "template transition:" in out
     assert "training: iterations 12" in out and "trainer lbfgs" in out
+    training = out.splitlines()[[i for i, x in enumerate(out.splitlines())
+                                 if x.startswith("training: ")][0]]
+    seconds = training.split("seconds ")[1].split(",")[0]
+    assert len(seconds.replace(".", "").lstrip("0")) <= 6   # (6 significant digits)
+    assert "recoveries 0," in training    # (line-search recoveries: none on this model)
     assert "strongest:" in out and "most negative:" in out
     code, out, err = run(capsys, "inspect", model, "--json", "--template", "emission")
     info = json.loads(out)

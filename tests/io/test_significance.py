@@ -90,5 +90,9 @@ def test_cli_compare(capsys, tmp_path):
     assert lines[0].startswith("system") and "4 partitions" in lines[0]
     assert lines[1].startswith(str(models[0])) and lines[2].startswith(str(models[1]))
     assert "approximate randomisation: p = " in lines[3] and "of 300 shuffles" in lines[3]
+    f1_a, f1_b = (float(line.split()[1]) for line in lines[1:3])
+    head = f"difference {models[0]} - {models[1]}: "
+    assert lines[3].startswith(head)
+    assert abs(float(lines[3][len(head):].split()[0]) - (f1_a - f1_b)) <= 0.011
     code, _, err = run(capsys, "compare", *models, test, "--trials", "0")
     assert code == 2 and "--trials and --partitions must be at least 1" in err

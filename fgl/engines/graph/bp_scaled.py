@@ -56,9 +56,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from fgl.engines.graph.factor_graph import GraphArrays
+from fgl.jit import njit
 
 RESCALE = 1e-150  # a partial product with a smaller largest entry is rescaled
 

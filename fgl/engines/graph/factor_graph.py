@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, Sequence
 
 import numpy as np
-from numba import njit
+
+from fgl.jit import njit
 
 if TYPE_CHECKING:
     import networkx

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
-from numba import njit
 
 from fgl import stopping
 from fgl.engines import parallel
@@ -35,6 +34,7 @@ from fgl.engines.graph.factor_graph import FactorGraph
 from fgl.engines.parallel import blocks, map_instances, ordered_reduce
 from fgl.engines.program import Decoding, Expectations, InferenceStats, Marginals
 from fgl.errors import FglError
+from fgl.jit import njit
 
 
 class RunSummary(NamedTuple):

@@ -13,9 +13,9 @@ spreads ρ evenly, which is what the bound rewards.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from fgl.engines.graph.factor_graph import FactorGraph, find_root
+from fgl.jit import njit
 
 DEFAULT_FORESTS = 10   # the fewest forests of a cover (more when it takes more to cover)
 

@@ -39,11 +39,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from fgl.engines.graph.clique_tree import CliqueTreeArrays, JunctionTreePlan, junction_tree_plan
 from fgl.engines.graph.factor_graph import FactorGraph, GraphArrays
 from fgl.engines.graph.loopy import BPResult, assignment_score, check_potentials
+from fgl.jit import njit
 
 
 class CalibrationWork(NamedTuple):

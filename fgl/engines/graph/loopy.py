@@ -40,11 +40,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from numba import njit
 
 from fgl import stopping
 from fgl.engines.graph import bp_scaled
 from fgl.engines.graph.factor_graph import FactorGraph, GraphArrays
+from fgl.jit import njit
 
 NEG_INF = -np.inf
 

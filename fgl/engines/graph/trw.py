@@ -65,7 +65,6 @@ import dataclasses
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from fgl import stopping
 from fgl.engines.graph import bp_scaled
@@ -85,6 +84,7 @@ from fgl.engines.graph.trw_beliefs import (
     log_cavity_messages,
     variable_log_belief,
 )
+from fgl.jit import njit
 
 TINY = 1e-280   # a probability-domain message entry below this is redone in log space
 # a run whose factor beliefs disagree with its variable beliefs (L1, ``inconsistency``)

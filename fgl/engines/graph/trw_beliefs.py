@@ -8,9 +8,9 @@ speed."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from fgl.engines.graph.factor_graph import GraphArrays
+from fgl.jit import njit
 
 
 @njit(cache=True, nogil=True)

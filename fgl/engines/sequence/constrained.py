@@ -22,11 +22,11 @@ that contain exactly that segment.  Everything is in log space.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from fgl.engines.sequence import spans
 from fgl.engines.sequence.semimarkov import engine_structure, label_order
 from fgl.engines.sequence.structure import ChainStructure
+from fgl.jit import njit
 
 
 @njit(cache=True, nogil=True)

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-from numba import njit
 
 from fgl import stopping
 from fgl.engines.parallel import blocks, contiguous_runs, ordered_reduce, pooled, resolve_jobs
+from fgl.jit import njit
 
 
 def unit_ones(count: int) -> np.ndarray:

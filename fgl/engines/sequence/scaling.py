@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+
+from fgl.jit import njit
 
 # The scaled path is trusted only while every non-zero product stays inside
 # [TINY, HUGE] and every transition's exp(Ψ - shift) inside

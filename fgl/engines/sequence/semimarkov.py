@@ -44,7 +44,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from fgl.engines.sequence import spans
 from fgl.engines.sequence.scaling import (
@@ -58,6 +57,7 @@ from fgl.engines.sequence.scaling import (
     static_tables,
 )
 from fgl.engines.sequence.structure import ChainStructure
+from fgl.jit import njit
 
 # the scaled path is kept when the mass its skipped and underflowing
 # products can carry stays below this share of Z

@@ -14,7 +14,6 @@ counts (``spans.gold_counts``).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from fgl.engines.sequence import chain, spans
 from fgl.engines.sequence.scaling import (
@@ -25,6 +24,7 @@ from fgl.engines.sequence.scaling import (
     static_tables,
 )
 from fgl.engines.sequence.semimarkov import factored_sequence, scaled_sequence, scaled_workspace
+from fgl.jit import njit
 
 
 @njit(cache=True, nogil=True)

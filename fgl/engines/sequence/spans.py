@@ -43,9 +43,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from fgl.engines.sequence.encoded import EncodedData
+from fgl.jit import njit
 
 
 class Units(NamedTuple):

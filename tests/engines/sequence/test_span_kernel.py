@@ -22,6 +22,7 @@ per-label limits, `adjacent distinct`, its own label numbering) through
 from __future__ import annotations
 
 import contextlib
+import itertools
 
 import numpy as np
 import pytest
@@ -150,7 +151,8 @@ def test_factored_path_equals_span_kernel(model):
     taken = np.zeros(S)
     fast_z = chain._factored_sequence(fast_pot, tables, cum, c_lo, np.empty((T, n)),
                                       np.empty(T), np.empty((T + 1, P)), np.empty((T + 1, P)),
-                                      np.empty(T), np.empty((T, P)), lab_marg, taken)
+                                      np.empty(T), np.empty((T, P)), lab_marg, taken,
+                                      np.empty(T * n, dtype=np.int64))
     if np.abs(pot).max() < 5.0:
         assert np.isfinite(fast_z)
     event("factored path exact" if np.isfinite(fast_z) else "factored path gave up")
@@ -162,6 +164,54 @@ def test_factored_path_equals_span_kernel(model):
         np.testing.assert_allclose(taken, marg.sum(axis=0), rtol=RTOL, atol=1e-10)
     else:
         np.testing.assert_array_equal(taken, 0.0)  # untouched when it gives up
+
+
+def factored_log_z(st_: ChainStructure, pot: np.ndarray) -> float:
+    """``chain._factored_sequence``'s log Z of ``pot`` (patterns longer than
+    one label read from its first row, as static potentials)."""
+    tables = st_.tables
+    T, n, P = pot.shape[0], st_.n_labels, st_.n_forward
+    longer = np.array([len(z) > 1 for z in st_.patterns])
+    sc = scaling.static_tables(np.where(longer, pot[0], 0.0), ~longer, tables)
+    cum = scaling.static_cumulative(sc.static_exp, tables)
+    c_lo = min(1.0, sc.cum_lo[1:].min())
+    return chain._factored_sequence(pot, tables, cum, c_lo, np.empty((T, n)), np.empty(T),
+                                    np.empty((T + 1, P)), np.empty((T + 1, P)), np.empty(T),
+                                    np.empty((T, P)), np.empty((T, n)), np.zeros(P * n),
+                                    np.empty(T * n, dtype=np.int64))
+
+
+@pytest.mark.parametrize("transition", [-6.0, 6.0])
+def test_factored_path_exact_when_scales_leave_a_running_product_range(transition):
+    """The factored path multiplies its scales and logs the product only when
+    it leaves [1/LOG_BAND, LOG_BAND]: over 3000 tokens whose every scale is
+    about exp(±6) the product would overflow (or underflow) many times over,
+    and log Z must still be the span kernel's."""
+    n = 3
+    patterns = [(y,) for y in range(n)] + list(itertools.product(range(n), repeat=2))
+    st_ = ChainStructure.build(n, patterns)
+    rng = np.random.default_rng(7)
+    pot = rng.normal(0.0, 1.0, (3000, len(patterns)))
+    pot[:, n:] = transition + rng.normal(0.0, 0.1, len(patterns) - n)  # static transitions
+    log_z, _ = span_sum(st_, pot)
+    assert abs(log_z) > 3000 * 4.0  # far outside [1/LOG_BAND, LOG_BAND]
+    fast_z = factored_log_z(st_, pot)
+    assert np.isfinite(fast_z)
+    np.testing.assert_allclose(fast_z, log_z, rtol=1e-12)
+
+
+def test_vectorised_exp_within_an_ulp_of_libm():
+    """``chain._exps`` (the factored path's exponentials) against numpy's exp
+    on [-708, 0]; NaN stays NaN (the range checks then reject the sequence)
+    and values below -708 give exp(-708)."""
+    rng = np.random.default_rng(3)
+    x = np.concatenate([-rng.random(20000) * 708.0, -rng.random(2000) * 1e-3,
+                        [0.0, -0.0, -708.0, -1e-300, -np.log(2.0) / 2, -745.0, np.nan]])
+    got = x.copy()
+    chain._exps(got, np.empty(len(x), dtype=np.int64))
+    want = np.exp(np.maximum(x[:-1], -708.0))
+    np.testing.assert_allclose(got[:-1], want, rtol=2.3e-16, atol=0.0)
+    assert np.isnan(got[-1])
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,28 @@
+"""numba's ``njit``, imported without SciPy's BLAS.
+
+When SciPy is installed, importing numba loads ``scipy.linalg.cython_blas``
+(numba's array math looks for a BLAS for ``np.dot`` in compiled code).
+fgl's kernels call neither ``np.dot`` nor ``np.linalg``, and that import
+alone holds 17 MB of resident memory in every process that runs a kernel:
+a chain training on five toy sentences peaks at 160 MB with it hidden, 177
+MB without (``examples/bench_conll2000.py`` prints the full breakdown).
+Every kernel module takes ``njit`` from here, so the first of them to load
+imports numba with that one module hidden.  numba then compiles a 1-D
+``np.dot`` as a loop; a matrix product or ``np.linalg`` call compiled later
+imports SciPy as usual.  Where numba was imported before fgl, nothing
+changes.
+"""
+from __future__ import annotations
+
+import sys
+
+if "numba.np.arraymath" not in sys.modules and "scipy.linalg.cython_blas" not in sys.modules:
+    sys.modules["scipy.linalg.cython_blas"] = None  # an import of it raises ImportError
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        del sys.modules["scipy.linalg.cython_blas"]
+
+from numba import njit  # noqa: E402
+
+__all__ = ["njit"]
