@@ -61,11 +61,14 @@ def test_lbfgs_resumed_from_any_iteration_takes_the_same_steps(k, n):
     ids=["chain", "skip-chain", "skip-chain-trw"])
 def test_api_resume_reaches_the_uninterrupted_weights(tmp_path, spec):
     X, y = inputs_and_labels(training_sentences())
-    # (TRW: resumed after its refinement at iteration 88, from the BP tolerance saved)
-    total, stop = (100, 90) if "trw" in spec else (25, 9)
+    total = 120 if "trw" in spec else 25
     full = CRF(spec, max_iter=total, tol=1e-12, jobs=1).fit(X, y)
     refined = [r["iteration"] for r in full.training_log.iterations if "refined" in r]
-    assert bool(refined) == ("trw" in spec) and all(it < stop for it in refined), refined
+    assert bool(refined) == ("trw" in spec), refined
+    # TRW: resumed after its last refinement (where it falls depends on the machine's
+    # rounding), from the BP tolerance saved
+    stop = refined[-1] + 2 if refined else 9
+    assert stop < len(full.training_log.iterations), (refined, full.training_log.message)
     ck = tmp_path / "ck.fglm"
     part = CRF(spec, max_iter=stop, tol=1e-12, jobs=1, checkpoint=ck, checkpoint_every=4
                ).fit(X, y)

@@ -21,10 +21,11 @@ unobserved high-order patterns), every transition factor is a label factor
 times a constant, and ``_factored_sequence`` needs one ``exp`` per label and
 token and no per-token transition table.
 
-Why one module of some 670 lines: the scaled and the factored path share
+Why one module of some 750 lines: the scaled and the factored path share
 their block loops (``_forward_push``, ``_backward_step``) and the checks
 that decide when to fall back (their bounds in ``fgl.engines.sequence.
-scaling``), and the batch kernels choose between them per sequence; apart,
+scaling``; the factored path's vectorised ``_exps`` is bounded by the same
+checks), and the batch kernels choose between them per sequence; apart,
 the rule for when the fast paths are exact would be spread over modules.
 
 ``ChainStructure`` (``fgl.engines.sequence.structure``) types the potential-table
@@ -35,7 +36,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from fgl.engines.sequence import spans
 from fgl.engines.sequence.scaling import (
@@ -50,6 +50,7 @@ from fgl.engines.sequence.scaling import (
     static_tables,
 )
 from fgl.engines.sequence.structure import ChainStructure
+from fgl.jit import njit
 
 
 class ChainFeatures(NamedTuple):
@@ -127,8 +128,8 @@ def _scaled_forward_backward(epsi, low, tables, alpha, beta, scale):
     p_next_run = tables.p_next_run
     run_blocks = tables.run_blocks
     gather_blocks = tables.gather_blocks
-    # _factored_sequence repeats this frame around the shared steps (_forward_push,
-    # _normalise); its underflow check and its label factor differ
+    # _factored_sequence repeats this frame around the shared push (_forward_push);
+    # its underflow check, label factor and log of the scales differ
     alpha[0, :] = 0.0
     alpha[0, 0] = 1.0
     log_scale = 0.0
@@ -217,10 +218,10 @@ def _backward_step(factor, nxt, inv, s_next, p_next_run, run_blocks, gather_bloc
         for y in range(n):
             acc += factor[base + y] * nxt[s_next[base + y]]
         out[p] = acc * inv
-    mx = 0.0
-    for p in range(out.shape[0]):
-        mx = max(mx, out[p])
-    return mx < HUGE
+    ok = True
+    for p in range(out.shape[0]):  # not a max: a max chain is not vectorised
+        ok &= out[p] < HUGE
+    return ok
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
@@ -276,14 +277,59 @@ def _scaled_sequence(pot, tables, sc, epsi, alpha, beta, scale, marg):
 
 
 
+# Cody & Waite 1980 §6 (exp): exp(x) = 2^k · exp(r), r = x - k·ln 2 with ln 2 in two
+# parts (k·LN2_HI exact), exp(r) by its Taylor series to r^13/13! (|r| <= ln2/2: the
+# remainder is below 1e-17); its error is within one ulp of libm's
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_EXP_TAYLOR = tuple(1.0 / float(np.prod(np.arange(1, k + 1))) for k in range(13, -1, -1))
+# the factored path logs the product of its scales when it leaves [1/LOG_BAND, LOG_BAND]
+LOG_BAND = 1e50
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+def _exps(x, bits):
+    """``x[i] = exp(x[i])`` in place for x <= 0 (``bits``: int64 scratch as
+    long), as one vectorised loop — libm's ``exp`` is a call per value.
+    Values below -708 give exp(-708) (the callers' range checks reject
+    them); NaN stays NaN.  Without ``reassoc``: the argument reduction
+    (Cody & Waite 1980 §6) must not be reassociated."""
+    c = _EXP_TAYLOR
+    for i in range(x.shape[0]):
+        v = -708.0 if x[i] < -708.0 else x[i]
+        k = np.floor(v * _LOG2E + 0.5)
+        r = (v - k * _LN2_HI) - k * _LN2_LO
+        p = c[0]
+        p = p * r + c[1]
+        p = p * r + c[2]
+        p = p * r + c[3]
+        p = p * r + c[4]
+        p = p * r + c[5]
+        p = p * r + c[6]
+        p = p * r + c[7]
+        p = p * r + c[8]
+        p = p * r + c[9]
+        p = p * r + c[10]
+        p = p * r + c[11]
+        p = p * r + c[12]
+        x[i] = p * r + c[13]
+        bits[i] = (np.int64(k) + 1023) << 52  # the bits of 2^k
+    scale = bits[:x.shape[0]].view(np.float64)
+    for i in range(x.shape[0]):
+        x[i] *= scale[i]
+
+
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
-def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, lab_marg, taken):
+def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, lab_marg, taken,
+                       bits):
     """The scaled path (Sutton & McCallum §1.4.6) when only block ε varies
     with t — every pattern longer than one label is observation-free, as in
     a first-order CRF with plain transition weights.  Each transition factor
-    is then ``e[t, y] · cum[p·n + y]``: one ``exp`` per label and token, no
-    per-token transition table, and state q's incoming mass is scaled by
-    ``e[t, last label of q]`` once.
+    is then ``e[t, y] · cum[p·n + y]``: one ``exp`` per label and token (all
+    of a sequence's in one vectorised ``_exps``), no per-token transition
+    table, and state q's incoming mass is scaled by ``e[t, last label of
+    q]`` once, in the pass that sums it.
 
     Writes ``lab_marg[t, y]`` = P(y_t = y | x) = Σ_{q ends in y} α̂(t+1, q)·
     β̂(t+1, q), and adds Σ_t α̂(t, p)·g_t(q), q = next(p·y), to
@@ -291,7 +337,9 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
     ``cum[p·n + y]``, the expected number of times transition p·y is taken.
     Returns log Z, or NaN (``taken`` untouched) when the scaled values would
     not be exact — the range checks of ``_scaled_sequence``, with ``c_lo``
-    the smallest ``cum_lo``."""
+    the smallest ``cum_lo`` (``low[t]``, the smallest factor of step t, is
+    ``_exps`` of the smallest exponent: exact to the ulp, far inside TINY's
+    margin).  ``bits``: int64 scratch of T·n."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     T = pot.shape[0]
     n = tables.n_labels
@@ -305,24 +353,31 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
     lo = np.exp(MIN_EXPONENT)
     shift = 0.0
     for t in range(T):
-        m = -np.inf
-        for y in range(n):
-            m = max(m, pot[t, label_z[y]])
-        shift += m
-        e_lo = 1.0
+        z_row = pot[t]
         row = e[t]
+        m = -np.inf
+        mn = np.inf
         for y in range(n):
-            v = np.exp(pot[t, label_z[y]] - m)
+            v = z_row[label_z[y]]
             row[y] = v
-            e_lo = min(e_lo, v)
-        low[t] = e_lo * c_lo
+            m = max(m, v)
+            mn = min(mn, v)
+        shift += m
+        for y in range(n):
+            row[y] -= m
+        low[t] = mn - m
+    _exps(e.reshape(T * n), bits)
+    _exps(low, bits)
+    for t in range(T):
+        low[t] *= c_lo
         if not low[t] >= lo:
             return np.nan
-    # the forward frame of _scaled_forward_backward: its steps are shared
-    # (_forward_push, _normalise); its underflow check and the label factor are not
+    # the forward frame of _scaled_forward_backward: its push is shared
+    # (_forward_push); its underflow check, label factor and log of the scales are not
     alpha[0, :] = 0.0
     alpha[0, 0] = 1.0
     log_scale = 0.0
+    prod = 1.0  # the product of the scales since log_scale was last updated
     for t in range(T):
         row = alpha[t + 1]
         row[:] = 0.0
@@ -334,10 +389,20 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
                     if a != 0.0 and a * e[t, y] * cum[q * n + y] < TINY:
                         return np.nan
         _forward_push(prev, cum, s_next, p_next_run, run_blocks, gather_blocks, n, row)
-        for q in range(1, P):  # every state but ε ends in its label's factor
-            row[q] *= e[t, p_label[q]]
-        scale[t] = _normalise(row)
-        log_scale += np.log(scale[t])
+        c = 0.0
+        for q in range(1, P):  # every state but ε ends in its label's factor (ε gets none)
+            v = row[q] * e[t, p_label[q]]
+            row[q] = v
+            c += v
+        inv = 1.0 / c
+        for q in range(1, P):
+            row[q] *= inv
+        scale[t] = c
+        prod *= c  # TINY <= c <= n·exp(MAX_EXPONENT): prod stays a normal number
+        if not (prod > 1.0 / LOG_BAND and prod < LOG_BAND):
+            log_scale += np.log(prod)
+            prod = 1.0
+    log_scale += np.log(prod)
     beta[T, :] = 1.0
     for t in range(T - 1, -1, -1):
         nb = beta[t + 1]
@@ -580,6 +645,7 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
     cum = static_cumulative(sc.static_exp, tables)
     c_lo = min(1.0, sc.cum_lo[1:].min()) if P > 1 else 1.0
     e_lab = np.empty((max_t, n))
+    exp_bits = np.empty(max_t * n, dtype=np.int64)
     lab = np.empty(n)
     lab_marg = np.empty((max_t, n))
     g = np.empty((max_t, P))
@@ -608,7 +674,7 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
         if path == _FACTORED:
             log_z = _factored_sequence(pot2[:T], tables, cum, c_lo, e_lab[:T], low[:T],
                                        alpha[:T + 1], beta[:T + 1], scale[:T], g[:T],
-                                       lab_marg[:T], own_sum)
+                                       lab_marg[:T], own_sum, exp_bits)
         elif path == _SCALED:
             log_z = _scaled_sequence(pot2[:T], tables, sc, epsi[:T], alpha[:T + 1],
                                      beta[:T + 1], scale[:T], marg[:T])
