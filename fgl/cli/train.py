@@ -53,6 +53,10 @@ def add(sub: argparse._SubParsersAction) -> None:
                         "training data; it goes on as the uninterrupted run would have, and "
                         "--max-iter counts the saved iterations too")
     p.add_argument("-q", "--quiet", action="store_true", help="no per-iteration progress")
+    p.add_argument("--sigma-grid", metavar="S1,S2,...",
+                   help="train one model per sigma (as independent jobs with --dask or "
+                        "--dask-workers, else one after another here), print a table, and "
+                        "write the one with the best --dev F1")
     cluster = p.add_argument_group("training on a Dask cluster (pip install 'fgl[dask]')")
     where = cluster.add_mutually_exclusive_group()
     where.add_argument("--dask", metavar="ADDRESS",
@@ -60,10 +64,7 @@ def add(sub: argparse._SubParsersAction) -> None:
                             "reads and encodes its own shards of --train")
     where.add_argument("--dask-workers", type=int, metavar="N",
                        help="a Dask cluster of N worker processes on this machine")
-    cluster.add_argument("--sigma-grid", metavar="S1,S2,...",
-                         help="with --dask/--dask-workers: train one model per sigma as "
-                              "independent jobs, print a table, and write the one with the "
-                              "best --dev F1")
+
     data_args(p)
     plain = p.format_help
 
@@ -121,15 +122,13 @@ def run(a: argparse.Namespace) -> None:
 
 
 def _sigma_grid(a: argparse.Namespace) -> None:
-    """``--sigma-grid``: one training job per sigma on the cluster, a table
-    of the results, the best model on --dev written to -o."""
+    """``--sigma-grid``: one training job per sigma (on the cluster, or one
+    after another here), a table of the results, the best model on --dev
+    written to -o."""
     from fgl.distributed.search import best, search, table
     from fgl.errors import FglError
     from fgl.io.safe_files import write_bytes
 
-    if a.dask is None and a.dask_workers is None:
-        raise FglError("--sigma-grid runs its jobs on a Dask cluster: add --dask ADDRESS or "
-                       "--dask-workers N")
     if not a.dev:
         raise FglError("--sigma-grid chooses the model by its F1 on development data: add "
                        "--dev FILE")

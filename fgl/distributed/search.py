@@ -1,4 +1,5 @@
-"""Many models at once: independent training jobs on one Dask cluster.
+"""Many models at once: independent training jobs on one Dask cluster, or
+one after another on this machine.
 
 Each (spec, sigma) pair is one job, run by one worker as a one-machine
 training run on the training files (read on that worker), scored on the
@@ -38,9 +39,11 @@ class Trial:
 def train_one(spec: str, sigma: float | None, train: list[str], dev: list[str] | None,
               max_iter: int | None, encoding: str, jobs: int) -> Trial:
     """Train one model on a worker and score it on ``dev`` (F1 of the first
-    output, the evaluation scheme ``fgl eval`` uses by default)."""
+    output, the evaluation scheme ``fgl eval`` uses by default; in graphs,
+    the nodes ``fgl eval`` scores: the withheld ones where some are)."""
     from fgl.api import CRF, eval_scheme
     from fgl.io.evaluate import evaluate
+    from fgl.io.graphs import scoring
 
     crf = CRF(spec, sigma=sigma, max_iter=max_iter, jobs=jobs)
     t0 = time.perf_counter()
@@ -54,9 +57,13 @@ def train_one(spec: str, sigma: float | None, train: list[str], dev: list[str] |
     if dev is not None:
         sentences, pred = crf.tag_file(dev, encoding)
         out = pred.outputs[0]
-        column = [c.name for c in crf.spec.columns].index(out)
-        f1 = evaluate([s.column(column) for s in sentences], pred.layer(out),
-                      eval_scheme(crf.spec, "auto")).overall.f1
+        if crf.spec.input_format == "graph":   # the nodes `fgl eval` scores
+            scored = scoring(sentences, crf.spec)
+            gold, guess = scored.gold[out], scored.select(pred.layer(out))
+        else:
+            column = [c.name for c in crf.spec.columns].index(out)
+            gold, guess = [s.column(column) for s in sentences], pred.layer(out)
+        f1 = evaluate(gold, guess, eval_scheme(crf.spec, "auto")).overall.f1
     fd, path = tempfile.mkstemp(suffix=".fglm")
     os.close(fd)
     try:
@@ -74,18 +81,21 @@ def search(specs: Sequence[str | Path], sigmas: Sequence[float | None], train: A
            max_iter: int | None = None, encoding: str = "utf-8", jobs: int = 1) -> list[Trial]:
     """Train every spec with every sigma (None: the spec's own) as
     independent jobs on the cluster (``dask``: a client or scheduler
-    address; ``workers``: a local cluster of that many processes); the
+    address; ``workers``: a local cluster of that many processes), or one
+    after another in this process when both are None (no Dask needed); the
     trials in (spec, sigma) order.  ``train`` is a path, glob or list; the
     files must be readable by every worker."""
     if not specs or not sigmas:
         raise FglError("search needs at least one spec and one sigma")
     files = expand(train)
+    dev_files = None if dev is None else expand(dev)
+    jobs_args = [(str(spec), sigma, files, dev_files, max_iter, encoding, jobs)
+                 for spec in specs for sigma in sigmas]
+    if dask is None and workers is None:
+        return [train_one(*args) for args in jobs_args]
     with connect(dask, workers) as client:
-        futures = [client.submit(train_one, str(spec), sigma, files,
-                                 None if dev is None else expand(dev), max_iter, encoding, jobs,
-                                 pure=False)
-                   for spec in specs for sigma in sigmas]
-        return client.gather(futures)
+        return client.gather([client.submit(train_one, *args, pure=False)
+                              for args in jobs_args])
 
 
 def table(trials: list[Trial]) -> str:
