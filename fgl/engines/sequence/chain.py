@@ -277,7 +277,7 @@ def _scaled_sequence(pot, tables, sc, epsi, alpha, beta, scale, marg):
 
 
 
-# Cody & Waite 1980 §6 (exp): exp(x) = 2^k · exp(r), r = x - k·ln 2 with ln 2 in two
+# Cody & Waite 1980, ch. 6 (EXP): exp(x) = 2^k · exp(r), r = x - k·ln 2 with ln 2 in two
 # parts (k·LN2_HI exact), exp(r) by its Taylor series to r^13/13! (|r| <= ln2/2: the
 # remainder is below 1e-17); its error is within one ulp of libm's
 _LOG2E = 1.4426950408889634
@@ -294,7 +294,7 @@ def _exps(x, bits):
     long), as one vectorised loop — libm's ``exp`` is a call per value.
     Values below -708 give exp(-708) (the callers' range checks reject
     them); NaN stays NaN.  Without ``reassoc``: the argument reduction
-    (Cody & Waite 1980 §6) must not be reassociated."""
+    (Cody & Waite 1980, ch. 6) must not be reassociated."""
     c = _EXP_TAYLOR
     for i in range(x.shape[0]):
         v = -708.0 if x[i] < -708.0 else x[i]
