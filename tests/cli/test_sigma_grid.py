@@ -10,14 +10,7 @@ import sys
 import numpy as np
 from support.cli import data_files, run
 from support.paths import HMM
-
-GRAPH_SPEC = """input graph
-columns words, label
-output label
-template node:  y[a] ~ bias, tokens(words[a])
-template cites: (y[a], y[b]) where edge(a, b, "cites")
-train { max_iter = 15 }
-"""
+from support.specs import GRAPH
 
 
 def grid_rows(out: str) -> dict[float, float]:
@@ -75,7 +68,7 @@ def graph_pair(tmp_path, seed: int = 0):
 def test_sigma_grid_scores_a_graph_on_its_withheld_nodes(capsys, tmp_path):
     given, gold = graph_pair(tmp_path)
     spec = tmp_path / "g.fgl"
-    spec.write_text(GRAPH_SPEC)
+    spec.write_text(GRAPH.replace("max_iter = 10", "max_iter = 15"))
     best = tmp_path / "best.fglm"
     code, out, err = run(capsys, "train", spec, "--train", given, "--dev", gold,
                          "--sigma-grid", "0.05,3", "-o", best)

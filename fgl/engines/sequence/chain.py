@@ -283,7 +283,7 @@ def _scaled_sequence(pot, tables, sc, epsi, alpha, beta, scale, marg):
 _LOG2E = 1.4426950408889634
 _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
-_EXP_TAYLOR = tuple(1.0 / float(np.prod(np.arange(1, k + 1))) for k in range(13, -1, -1))
+_EXP_TAYLOR = np.array([1.0 / float(np.prod(np.arange(1, k + 1))) for k in range(13, -1, -1)])
 # the factored path logs the product of its scales when it leaves [1/LOG_BAND, LOG_BAND]
 LOG_BAND = 1e50
 
@@ -301,19 +301,9 @@ def _exps(x, bits):
         k = np.floor(v * _LOG2E + 0.5)
         r = (v - k * _LN2_HI) - k * _LN2_LO
         p = c[0]
-        p = p * r + c[1]
-        p = p * r + c[2]
-        p = p * r + c[3]
-        p = p * r + c[4]
-        p = p * r + c[5]
-        p = p * r + c[6]
-        p = p * r + c[7]
-        p = p * r + c[8]
-        p = p * r + c[9]
-        p = p * r + c[10]
-        p = p * r + c[11]
-        p = p * r + c[12]
-        x[i] = p * r + c[13]
+        for j in range(1, c.shape[0]):   # (Horner; unrolled by the compiler)
+            p = p * r + c[j]
+        x[i] = p
         bits[i] = (np.int64(k) + 1023) << 52  # the bits of 2^k
     scale = bits[:x.shape[0]].view(np.float64)
     for i in range(x.shape[0]):
