@@ -64,7 +64,6 @@ def add(sub: argparse._SubParsersAction) -> None:
                             "reads and encodes its own shards of --train")
     where.add_argument("--dask-workers", type=int, metavar="N",
                        help="a Dask cluster of N worker processes on this machine")
-
     data_args(p)
     plain = p.format_help
 
@@ -140,7 +139,8 @@ def _sigma_grid(a: argparse.Namespace) -> None:
     if not all(v > 0 for v in sigmas):
         raise FglError(f"--sigma-grid: every sigma must be positive; found {a.sigma_grid}")
     trials = search([a.spec], sigmas, a.train, a.dev, dask=a.dask, workers=a.dask_workers,
-                    max_iter=a.max_iter, encoding=a.encoding, jobs=a.jobs or 1)
+                    max_iter=a.max_iter, encoding=a.encoding,
+                    jobs=a.jobs or (1 if a.dask or a.dask_workers else None))
     print(table(trials))
     chosen = best(trials)
     write_bytes(a.output, chosen.model, "model")

@@ -37,7 +37,7 @@ class Trial:
 
 
 def train_one(spec: str, sigma: float | None, train: list[str], dev: list[str] | None,
-              max_iter: int | None, encoding: str, jobs: int) -> Trial:
+              max_iter: int | None, encoding: str, jobs: int | None) -> Trial:
     """Train one model on a worker and score it on ``dev`` (F1 of the first
     output, the evaluation scheme ``fgl eval`` uses by default; in graphs,
     the nodes ``fgl eval`` scores: the withheld ones where some are)."""
@@ -78,13 +78,15 @@ def train_one(spec: str, sigma: float | None, train: list[str], dev: list[str] |
 
 def search(specs: Sequence[str | Path], sigmas: Sequence[float | None], train: Any,
            dev: str | Path | None = None, *, dask: Any = None, workers: int | None = None,
-           max_iter: int | None = None, encoding: str = "utf-8", jobs: int = 1) -> list[Trial]:
+           max_iter: int | None = None, encoding: str = "utf-8", jobs: int | None = 1
+           ) -> list[Trial]:
     """Train every spec with every sigma (None: the spec's own) as
     independent jobs on the cluster (``dask``: a client or scheduler
     address; ``workers``: a local cluster of that many processes), or one
     after another in this process when both are None (no Dask needed); the
     trials in (spec, sigma) order.  ``train`` is a path, glob or list; the
-    files must be readable by every worker."""
+    files must be readable by every worker.  ``jobs``: each run's threads
+    (None: the spec's)."""
     if not specs or not sigmas:
         raise FglError("search needs at least one spec and one sigma")
     files = expand(train)
