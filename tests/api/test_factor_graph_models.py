@@ -163,7 +163,7 @@ def test_relational_graph_model_uses_links(tmp_path):
 
 
 def test_latent_model_gradient_and_training():
-    data = small_sentences(n=5, length=6, vocab=5)
+    data = small_sentences(n=5, length=5, vocab=5)
     model, enc = compile_loopy_model(checked_spec(LATENT), data)
     assert model.program.has_hidden
     objective = Objective(model.program, enc, model.feat_sigma, jobs=1)
