@@ -53,6 +53,7 @@ from fgl.data.sentence import Sentence
 from fgl.engines.graph.clique_tree import junction_tree_plan
 from fgl.engines.graph.factor_graph import FactorGraph
 from fgl.engines.graph.factor_graph_program import FactorGraphData, FactorGraphProgram, clamp
+from fgl.engines.graph.peeling import core_and_trees
 from fgl.engines.parallel import map_instances
 from fgl.engines.sequence.encoded import unit_ones
 from fgl.errors import DataError
@@ -337,7 +338,8 @@ class FactorGraphModel:
 
     def _trw_summary(self, data: FactorGraphData) -> str:
         """What `infer trw` makes of the instances: where ρ comes from, its
-        range over the factors of two or more variables, and the decoder."""
+        range over the factors of two or more variables, how many variables
+        its sweeps visit (``fgl.engines.graph.peeling``), and the decoder."""
         s = self.program.settings
         rho = [self.program.appearance_probabilities(g)[np.diff(g.f_ptr) >= 2]
                for g in data.graphs]
@@ -346,6 +348,10 @@ class FactorGraphModel:
                  f"ρ from a cover by at least {s.forests} factor forests per instance")
         spread = (f"; ρ min {rho.min():.3g}, mean {rho.mean():.3g}, "
                   f"{int((rho < 1).sum())} of {rho.size} factors below 1" if rho.size else "")
+        core = sum(len(core_and_trees(g, self.program.appearance_probabilities(g))[0])
+                   for g in data.graphs)
+        spread += (f"; sweeps visit the core, {core} of {sum(g.n_vars for g in data.graphs)} "
+                   f"variables (the trees hanging off it are passed once each way)")
         return (f"trw: {where}{spread}; decode by "
                 + ("reweighted max-product" if s.decode == "max_product" else
                    "the most probable value of each TRW marginal"))

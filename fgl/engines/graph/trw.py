@@ -32,8 +32,13 @@ max for reweighted max-product — one kernel, parameterised like
 Wainwright et al. 2005 §5.2 written on a factor graph; ρ ≡ 1 gives ordinary
 BP.  Messages are stored in log space, normalised.
 
-Schedule.  A sweep visits the variables in index order (the next sweep in
-reverse) and renews every message M_{f->v} into the visited variable v from
+Schedule.  The trees hanging off the graph's cycles (through factors with
+ρ_f = 1) are passed once inward before the sweeps and once outward after
+them, exact there as BP is on a tree (``fgl.engines.graph.peeling``): on
+150 CoNLL-2003 skip-chain articles they hold two thirds of the variables.
+A sweep visits the other variables, the core, in index order (the next
+sweep in reverse) -- those of them with a neighbour that has moved since
+their last visit (``fgl.engines.graph.sweep_activity``) -- and renews every message M_{f->v} into the visited variable v from
 the cavities n_{u->f} of f's other variables (one exponential per entry,
 from the running log beliefs), in the probability domain by the scaled
 kernels of ``fgl.engines.graph.bp_scaled`` (falling back to log-sum-exp when a
@@ -78,7 +83,15 @@ from fgl.engines.graph.loopy import (
     log_factor_message,
     normalise_log,
 )
+from fgl.engines.graph.peeling import core_and_trees
+from fgl.engines.graph.sweep_activity import (
+    ACTIVITY_PER_TOL,
+    activity,
+    mark_neighbours,
+    note_move,
+)
 from fgl.engines.graph.trw_beliefs import (
+    TINY,
     beliefs,
     inconsistency,
     log_cavity_messages,
@@ -86,7 +99,6 @@ from fgl.engines.graph.trw_beliefs import (
 )
 from fgl.jit import njit
 
-TINY = 1e-280   # a probability-domain message entry below this is redone in log space
 # a run whose factor beliefs disagree with its variable beliefs (L1, ``inconsistency``)
 # by more than GROSS_INCONSISTENCY, or INCONSISTENCY_PER_TOL x its tol, has not converged,
 # however little its last sweep moved a belief: with potentials in the hundreds the beliefs
@@ -153,17 +165,18 @@ def _cavity(j, card, f_var, msg_ptr, var_ptr, L, lb, lcav, cav):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _belief_shift(lb, var_ptr, lq, p):
+def _belief_shift(lb, var_ptr, lq, p, visit):
     """The largest change of a variable's belief since ``lq`` (normalised
     log beliefs) was taken: max over v and x of b_v(x)·|Δ log b_v(x)|, the
     change of the log belief weighted by the belief (a value the belief rules
     out does not count; one it decides does, however small its message
-    entries); ``lq`` then holds the beliefs now (``p``: scratch).  Measured
+    entries) of the variables ``visit``; ``lq`` then holds their beliefs
+    now (``p``: scratch).  Measured
     over a whole sweep: the messages into a variable can change in ways that cancel, and
     on a loopy graph they can keep moving along directions that change no
     belief (the dual of the convex free energy need not have one optimum)."""
     res = 0.0
-    for v in range(var_ptr.shape[0] - 1):
+    for v in visit:
         o, e = var_ptr[v], var_ptr[v + 1]
         mx = -np.inf
         for x in range(o, e):
@@ -259,20 +272,34 @@ def _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, ta
 
 
 @njit(cache=True, nogil=True)
-def _sweep(forward, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge,
-           var_ptr, L, lb, cav, use_max, damping, out, digits, pending):
-    """One sweep (module docstring) over the messages that need neither
+def _sweep(visit, forward, active, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr,
+           v_ptr, v_edge, var_ptr, L, lb, cav, use_max, damping, out, digits, pending):
+    """One sweep (module docstring) over the variables ``visit`` (in
+    order, or reversed) and the messages into them that need neither
     log space nor a recomputed belief -- every one, as a rule -- written out
     in one loop body: no call passes arrays, so no reference counting runs
     per message.  The others (a message entry underflowing, or one that is
     or was 0) are left untouched and listed in ``pending`` for
-    ``_update_message``; returns how many are pending."""
-    V = card.shape[0]
+    ``_update_message``.  With ``active`` (an ``Activity``), only the
+    stale variables are visited (``Activity``).  Returns (messages
+    pending, variables visited: listed in ``active.seen``)."""
+    V = visit.shape[0]
     n_pending = 0
+    n_seen = 0
+    skipping = active.stale.shape[0] > 0
+    before = active.before
     for k in range(V):
-        v = k if forward else V - 1 - k
+        v = visit[k] if forward else visit[V - 1 - k]
         o = var_ptr[v]
         cv = card[v]
+        if skipping:
+            if not active.stale[v]:
+                continue
+            active.stale[v] = False
+            active.seen[n_seen] = v
+            n_seen += 1
+            for x in range(cv):
+                before[x] = lb[o + x]
         for j in range(v_ptr[v], v_ptr[v + 1]):
             e = v_edge[j]
             f = e_fac[e]
@@ -326,23 +353,56 @@ def _sweep(forward, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_pt
             for x in range(cv):
                 lb[o + x] += r * (out[x] - L[m + x])   # (ρ_f times the message's change)
                 L[m + x] = out[x]
-    return n_pending
+        if skipping:
+            note_move(v, cv, o, lb, before, damping, active, f_ptr, f_var, e_fac, v_ptr, v_edge)
+    return n_pending, n_seen
 
 
 @njit(cache=True, nogil=True)
-def propagate(pot: ReweightedPotentials, g: GraphArrays, L, lb, last, fresh, state, done,
-              use_max, tol, max_iter):
-    """Sweeps over the variables (in index order, then reversed,
+def _tree_pass(visit, forward, idle, pot: ReweightedPotentials, g: GraphArrays, L, lb, lcav,
+               cav, use_max, out, new, tmp, acc, digits, pending):
+    """One undamped pass over the peeled variables ``visit`` (in peeling
+    order, or reversed), each message final when made
+    (``fgl.engines.graph.peeling``).  Messages that ``_sweep`` leaves
+    pending are made in turn, variable by variable, so that each sees the
+    ones before it.  ``idle``: the empty ``Activity``."""
+    log_pot, scaled, rho, psi, psi_at = pot.log_pot, pot.scaled, pot.rho, pot.psi, pot.psi_at
+    card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
+    e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
+    if _sweep(visit, forward, idle, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
+              msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav, use_max, 0.0, out, digits,
+              pending)[0] == 0:
+        return
+    n = visit.shape[0]
+    for k in range(n):
+        i = k if forward else n - 1 - k
+        n_pending = _sweep(visit[i:i + 1], True, idle, psi, psi_at, rho, card, f_ptr, f_var,
+                           tab_ptr, e_fac, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav, use_max,
+                           0.0, out, digits, pending)[0]
+        for j in range(n_pending):
+            _update_message(pending[j], log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var,
+                            tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb,
+                            lcav, cav, use_max, 0.0, out, new, tmp, acc, digits)
+
+
+@njit(cache=True, nogil=True)
+def propagate(pot: ReweightedPotentials, g: GraphArrays, core, peeled, active, idle, L, lb, last,
+              fresh, state, done, use_max, tol, max_iter):
+    """Sweeps over the core variables (in index order, then reversed,
     alternately), each renewing every message into the variable, until a
-    sweep moves no variable's belief by ``tol`` or more (``_belief_shift``),
-    at most ``max_iter``; returns (sweeps run, last residual).  ``L``: the
-    log messages (warm start or zeros), updated in place; ``lb``: the
-    variables' log beliefs, computed first when ``fresh``; ``last``: their
-    normalised log beliefs after the last sweep (taken first when
-    ``fresh``).  A run may go on in several calls (``fgl.stopping.passes``)
-    with the same result as one:
-    ``done`` counts the sweeps of the earlier calls and ``state`` carries
-    [last residual, residual at the last stall check, damping]."""
+    sweep moves no core variable's belief by ``tol`` or more
+    (``_belief_shift``), at most ``max_iter``; returns (sweeps run, last
+    residual).  ``core``, ``peeled``: ``fgl.engines.graph.peeling.peel``'s
+    split of the variables; a fresh run first passes the messages of the
+    peeled trees inward, and every call ends by passing them back out.
+    ``active``: which core variables still move (``Activity``; ``idle``
+    the empty one).  ``L``: the log messages (warm start or zeros),
+    updated in place; ``lb``: the variables' log beliefs, computed first
+    when ``fresh``; ``last``: their normalised log beliefs after the last
+    sweep (taken first when ``fresh``).  A run may go on in several calls
+    (``fgl.stopping.passes``) with the same result as one: ``done`` counts
+    the sweeps of the earlier calls and ``state`` carries [last residual,
+    residual at the last stall check, damping]."""
     log_pot, scaled, rho, psi, psi_at = pot.log_pot, pot.scaled, pot.rho, pot.psi, pot.psi_at
     card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
     e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
@@ -362,32 +422,48 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, L, lb, last, fresh, sta
     out = np.empty(2 * max_card)
     new = np.empty(max_card)
     if fresh:
-        _belief_shift(lb, var_ptr, last, new)
+        _belief_shift(lb, var_ptr, last, new, core)
     acc = np.empty(max_card)
     tmp = np.empty(max_tab)
     digits = np.zeros(max_arity, dtype=np.int64)
     pending = np.empty(e_fac.shape[0], dtype=np.int64)
     if max_arity < 2:   # (nothing to pass: unary factors are the variables' own)
         return 0, 0.0
+    eps = ACTIVITY_PER_TOL * tol
+    active.eps[0] = eps
+    for v in core:   # (moves kept below a looser call's eps: passed on now if above this one's)
+        if active.moved[v] > eps:
+            active.moved[v] = 0.0
+            mark_neighbours(v, active.stale, f_ptr, f_var, e_fac, v_ptr, v_edge)
+    if fresh:
+        _tree_pass(peeled, True, idle, pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc,
+                   digits, pending)
     res, mark, damping = state[0], state[1], state[2]
+    sweeps = max_iter
     for it in range(done + 1, done + max_iter + 1):
         if it % STALL_WINDOW == 0:   # (adaptive damping: see ``trw``)
             if res > STALL_RATIO * mark:
                 damping = min(MOST_DAMPING, 0.5 if damping < 0.5 else (1.0 + damping) / 2)
             mark = res
-        n_pending = _sweep(it % 2 == 1, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
-                           msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav, use_max, damping, out,
-                           digits, pending)
+        n_pending, n_seen = _sweep(core, it % 2 == 1, active, psi, psi_at, rho, card, f_ptr,
+                                   f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge, var_ptr, L, lb,
+                                   cav, use_max, damping, out, digits, pending)
         for i in range(n_pending):
-            _update_message(pending[i], log_pot, scaled, psi, psi_at, rho, card, f_ptr,
-                            f_var, tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr,
-                            L, lb, lcav, cav, use_max, damping, out, new, tmp, acc, digits)
-        res = _belief_shift(lb, var_ptr, last, new)
+            e = pending[i]
+            _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr,
+                            e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, lcav, cav,
+                            use_max, damping, out, new, tmp, acc, digits)
+            mark_neighbours(f_var[e], active.stale, f_ptr, f_var, e_fac, v_ptr, v_edge)
+            active.seen[n_seen] = f_var[e]
+            n_seen += 1
+        res = _belief_shift(lb, var_ptr, last, new, active.seen[:n_seen])
         if res < tol:
-            state[0], state[1], state[2] = res, mark, damping
-            return it - done, res
+            sweeps = it - done
+            break
     state[0], state[1], state[2] = res, mark, damping
-    return max_iter, res
+    _tree_pass(peeled, False, idle, pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc, digits,
+               pending)
+    return sweeps, res
 
 
 # --------------------------------------------------------------------------
@@ -490,11 +566,16 @@ class _Sweeps:
         self.state = np.array([np.inf, np.inf, float(damping)])
         self.last = np.zeros_like(lb)   # (the last sweep's normalised log beliefs)
         self.done = 0
+        self.core, self.peeled = core_and_trees(graph, pot.rho)
+        n_edges, max_card = len(graph.f_var), int(graph.card.max(initial=1))
+        self.active = activity(graph.n_vars, n_edges, max_card, True)
+        self.idle = activity(graph.n_vars, n_edges, max_card, False)
 
     def run(self, n: int, tol: float) -> tuple[int, float]:
         """At most ``n`` more sweeps, until one moves no belief by ``tol``."""
-        k, r = propagate(self.pot, self.graph.arrays, self.L, self.lb, self.last, self.done == 0,
-                         self.state, self.done, self.use_max, float(tol), int(n))
+        k, r = propagate(self.pot, self.graph.arrays, self.core, self.peeled, self.active,
+                         self.idle, self.L, self.lb, self.last, self.done == 0, self.state,
+                         self.done, self.use_max, float(tol), int(n))
         self.done += int(k)
         return k, r
 

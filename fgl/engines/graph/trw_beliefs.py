@@ -3,14 +3,17 @@ messages (``fgl.engines.graph.trw``): b_v, b_f and log Z_ρ of Wainwright,
 Jaakkola & Willsky 2005 §5.2 (the module docstring of ``trw`` has the
 equations), the local consistency of b_f with b_v a fixed point has
 (``inconsistency``), and the cavity messages max-product back-tracking
-reads.  Log space throughout: run once per inference, so robustness over
-speed."""
+reads.  Log space, but for the pairwise factor beliefs, which are taken
+from the scaled tables of ``fgl.engines.graph.bp_scaled`` (one exponential
+per variable value, not per table entry) unless they underflow."""
 from __future__ import annotations
 
 import numpy as np
 
 from fgl.engines.graph.factor_graph import GraphArrays
 from fgl.jit import njit
+
+TINY = 1e-280   # a probability-domain entry below this is redone in log space
 
 
 @njit(cache=True, nogil=True)
@@ -37,9 +40,8 @@ def variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_e
 
 @njit(cache=True, nogil=True)
 def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
-    """Normalised variable and factor beliefs from the messages ``L`` (log
-    space throughout: run once per inference, so robustness over speed),
-    and for sum-product the bound
+    """Normalised variable and factor beliefs from the messages ``L``, and
+    for sum-product the bound
 
         Σ_f <b_f, θ_f> + Σ_f ρ_f H(b_f) + Σ_v (1 - Σ_{f ∋ v} ρ_f) H(b_v)
 
@@ -51,6 +53,7 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
     e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
     V = card.shape[0]
     F = f_ptr.shape[0] - 1
+    ecav = np.empty(2 * card.max()) if V else np.empty(0)   # (scratch: pairwise beliefs)
     total = 0.0
     for v in range(V):
         variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
@@ -64,16 +67,16 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
             mx = 0.0
         z = 0.0
         for x in range(cv):
-            z += np.exp(lb[o + x] - mx) if lb[o + x] > -np.inf else 0.0
+            bv[o + x] = np.exp(lb[o + x] - mx) if lb[o + x] > -np.inf else 0.0
+            z += bv[o + x]
         h = 0.0
+        lz = np.log(z)
+        inv = 1.0 / z
         for x in range(cv):
-            if lb[o + x] > -np.inf:
-                lp = lb[o + x] - mx - np.log(z)
-                p = np.exp(lp)
+            if bv[o + x] > 0.0:
+                p = bv[o + x] * inv
                 bv[o + x] = p
-                h -= p * lp
-            else:
-                bv[o + x] = 0.0
+                h -= p * (lb[o + x] - mx - lz)
         c = 1.0
         for j in range(v_ptr[v], v_ptr[v + 1]):
             f = e_fac[v_edge[j]]
@@ -105,8 +108,12 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
                 t = lb[o + x]
                 lcav[m + x] = -np.inf if t == -np.inf else t - L[m + x]
         if k == 2:
-            total += _pairwise_belief(log_pot, scaled, t0, card[f_var[a]], card[f_var[a + 1]],
-                                      lcav, msg_ptr[a], msg_ptr[a + 1], rho[f], bf)
+            n0, n1, m0, m1 = card[f_var[a]], card[f_var[a + 1]], msg_ptr[a], msg_ptr[a + 1]
+            share = _scaled_pairwise_belief(log_pot, scaled, pot.psi, pot.psi_at[f], t0, n0, n1,
+                                            lcav, m0, m1, rho[f], bf, ecav)
+            if share != share:   # (NaN: underflow, redone in log space)
+                share = _pairwise_belief(log_pot, scaled, t0, n0, n1, lcav, m0, m1, rho[f], bf)
+            total += share
             continue
         mx = -np.inf
         for i in range(n):
@@ -133,6 +140,48 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
             else:
                 bf[t0 + i] = 0.0
     return 0.0 if use_max else total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _scaled_pairwise_belief(log_pot, scaled, psi, p0, t0, n0, n1, lcav, m0, m1, r, bf, c):
+    """``_pairwise_belief`` from the factor's scaled table ψ_f (at p0 in
+    ``psi``, ``fgl.engines.graph.bp_scaled``) and the exponentials of its
+    two cavities: n0 + n1 exponentials and one logarithm instead of one
+    per entry (``c``: scratch of n0 + n1).  log b_f is θ_f/ρ_f plus the
+    log cavities less log z, with log z taken at the largest entry.  NaN
+    when the largest product falls below ``TINY`` (entries ψ_f lost to
+    underflow might then matter): ``_pairwise_belief`` redoes it."""
+    for k, m, n in ((0, m0, n0), (n0, m1, n1)):
+        mx = -np.inf
+        for x in range(n):
+            mx = max(mx, lcav[m + x])
+        if mx == -np.inf:
+            return np.nan
+        for x in range(n):
+            c[k + x] = np.exp(lcav[m + x] - mx)
+    z = 0.0
+    top = 0.0
+    at = 0
+    for x0 in range(n0):
+        for x1 in range(n1):
+            q = psi[p0 + x0 * n1 + x1] * c[x0] * c[n0 + x1]
+            bf[t0 + x0 * n1 + x1] = q
+            z += q
+            if q > top:
+                top, at = q, x0 * n1 + x1
+    if not (top >= TINY and z < np.inf):
+        return np.nan
+    lz = scaled[t0 + at] + lcav[m0 + at // n1] + lcav[m1 + at % n1] - np.log(top / z)
+    inv = 1.0 / z
+    total = 0.0
+    for x0 in range(n0):
+        for x1 in range(n1):
+            i = t0 + x0 * n1 + x1
+            p = bf[i] * inv
+            bf[i] = p
+            if p > 0.0:
+                total += p * (log_pot[i] - r * (scaled[i] + lcav[m0 + x0] + lcav[m1 + x1] - lz))
+    return total
 
 
 @njit(cache=True, nogil=True, inline="always")

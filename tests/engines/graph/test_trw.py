@@ -18,6 +18,7 @@ from support.trw_reference import reference_trw
 
 from fgl.engines.graph.factor_graph import FactorGraph
 from fgl.engines.graph.forest_cover import appearance_probabilities
+from fgl.engines.graph.peeling import core_and_trees
 from fgl.engines.graph.trw import trw
 
 SETTINGS = settings(max_examples=60, deadline=None,
@@ -297,6 +298,11 @@ def test_explain_says_what_trw_and_auto_run():
     assert "tree-reweighted belief propagation" in text
     assert "trw: ρ from a cover by at least 12 factor forests per instance; ρ min" in text
     assert "decode by reweighted max-product" in text
+    core = sum(len(core_and_trees(g, model.program.appearance_probabilities(g))[0])
+               for g in enc.graphs)
+    assert 0 < core < sum(g.n_vars for g in enc.graphs)   # (trees hang off the skip loop)
+    assert (f"sweeps visit the core, {core} of {sum(g.n_vars for g in enc.graphs)} variables"
+            in text)
     spec, model, enc = _frustrated_skip_chain("infer auto(max_table = 2)")
     text = explain(spec, model, enc)
     assert "tree-reweighted BP elsewhere" in text and "by tree-reweighted BP" in text
