@@ -38,8 +38,9 @@ them, exact there as BP is on a tree (``fgl.engines.graph.peeling``): on
 150 CoNLL-2003 skip-chain articles they hold two thirds of the variables.
 A sweep visits the other variables, the core, in index order (the next
 sweep in reverse) -- those of them with a neighbour that has moved since
-their last visit (``fgl.engines.graph.sweep_activity``) -- and renews every message M_{f->v} into the visited variable v from
-the cavities n_{u->f} of f's other variables (one exponential per entry,
+their last visit (``fgl.engines.graph.sweep_activity``) -- and renews
+every message M_{f->v} into the visited variable v from the cavities
+n_{u->f} of f's other variables (one exponential per entry,
 from the running log beliefs), in the probability domain by the scaled
 kernels of ``fgl.engines.graph.bp_scaled`` (falling back to log-sum-exp when a
 message underflows), then adds ρ_f·ΔM to v's log belief.  Renewing all the
@@ -272,10 +273,10 @@ def _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, ta
 
 
 @njit(cache=True, nogil=True)
-def _sweep(visit, forward, active, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr,
+def _sweep(visit, active, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr,
            v_ptr, v_edge, var_ptr, L, lb, cav, use_max, damping, out, digits, pending):
-    """One sweep (module docstring) over the variables ``visit`` (in
-    order, or reversed) and the messages into them that need neither
+    """One sweep (module docstring) over the variables ``visit``, in
+    their order, and the messages into them that need neither
     log space nor a recomputed belief -- every one, as a rule -- written out
     in one loop body: no call passes arrays, so no reference counting runs
     per message.  The others (a message entry underflowing, or one that is
@@ -289,7 +290,7 @@ def _sweep(visit, forward, active, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr
     skipping = active.stale.shape[0] > 0
     before = active.before
     for k in range(V):
-        v = visit[k] if forward else visit[V - 1 - k]
+        v = visit[k]
         o = var_ptr[v]
         cv = card[v]
         if skipping:
@@ -359,24 +360,23 @@ def _sweep(visit, forward, active, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr
 
 
 @njit(cache=True, nogil=True)
-def _tree_pass(visit, forward, idle, pot: ReweightedPotentials, g: GraphArrays, L, lb, lcav,
+def _tree_pass(visit, idle, pot: ReweightedPotentials, g: GraphArrays, L, lb, lcav,
                cav, use_max, out, new, tmp, acc, digits, pending):
     """One undamped pass over the peeled variables ``visit`` (in peeling
-    order, or reversed), each message final when made
+    order, or its reverse), each message final when made
     (``fgl.engines.graph.peeling``).  Messages that ``_sweep`` leaves
     pending are made in turn, variable by variable, so that each sees the
     ones before it.  ``idle``: the empty ``Activity``."""
     log_pot, scaled, rho, psi, psi_at = pot.log_pot, pot.scaled, pot.rho, pot.psi, pot.psi_at
     card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
     e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
-    if _sweep(visit, forward, idle, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
+    if _sweep(visit, idle, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
               msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav, use_max, 0.0, out, digits,
               pending)[0] == 0:
         return
     n = visit.shape[0]
     for k in range(n):
-        i = k if forward else n - 1 - k
-        n_pending = _sweep(visit[i:i + 1], True, idle, psi, psi_at, rho, card, f_ptr, f_var,
+        n_pending = _sweep(visit[k:k + 1], idle, psi, psi_at, rho, card, f_ptr, f_var,
                            tab_ptr, e_fac, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav, use_max,
                            0.0, out, digits, pending)[0]
         for j in range(n_pending):
@@ -436,18 +436,19 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, core, peeled, active, i
             active.moved[v] = 0.0
             mark_neighbours(v, active.stale, f_ptr, f_var, e_fac, v_ptr, v_edge)
     if fresh:
-        _tree_pass(peeled, True, idle, pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc,
+        _tree_pass(peeled, idle, pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc,
                    digits, pending)
     res, mark, damping = state[0], state[1], state[2]
+    core_back = core[::-1].copy()   # (copies: a reversed view's type would compile _sweep again)
     sweeps = max_iter
     for it in range(done + 1, done + max_iter + 1):
         if it % STALL_WINDOW == 0:   # (adaptive damping: see ``trw``)
             if res > STALL_RATIO * mark:
                 damping = min(MOST_DAMPING, 0.5 if damping < 0.5 else (1.0 + damping) / 2)
             mark = res
-        n_pending, n_seen = _sweep(core, it % 2 == 1, active, psi, psi_at, rho, card, f_ptr,
-                                   f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge, var_ptr, L, lb,
-                                   cav, use_max, damping, out, digits, pending)
+        n_pending, n_seen = _sweep(core if it % 2 == 1 else core_back, active, psi, psi_at, rho,
+                                   card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge,
+                                   var_ptr, L, lb, cav, use_max, damping, out, digits, pending)
         for i in range(n_pending):
             e = pending[i]
             _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr,
@@ -461,8 +462,8 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, core, peeled, active, i
             sweeps = it - done
             break
     state[0], state[1], state[2] = res, mark, damping
-    _tree_pass(peeled, False, idle, pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc, digits,
-               pending)
+    _tree_pass(peeled[::-1].copy(), idle, pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc,
+               digits, pending)
     return sweeps, res
 
 

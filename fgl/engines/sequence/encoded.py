@@ -20,8 +20,11 @@ from fgl.jit import njit
 
 def unit_ones(count: int) -> np.ndarray:
     """The values of ``count`` binary attributes: a read-only view of one
-    1.0 (stride 0), so binary data sets store no values at all."""
-    return np.broadcast_to(np.ones(1), (count,))
+    1.0 (stride 0), so binary data sets store no values at all.  Fewer
+    than two are an array of their own: numpy calls a view of fewer than
+    two elements contiguous, and numba would compile every kernel once
+    more for that type."""
+    return np.broadcast_to(np.ones(1), (count,)) if count >= 2 else np.ones(count)
 
 
 @dataclass

@@ -96,7 +96,7 @@ def test_a_factor_with_rho_below_one_stays_in_the_core():
     assert core.tolist() == [0, 1, 2, 3] and order.size == 0
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hung_cycles(), st.booleans())
 def test_trw_with_hanging_trees_matches_the_reference(case, bridge_below_one):
     """The reference sweeps every message in parallel; fgl's passes the
@@ -119,7 +119,7 @@ def test_trw_with_hanging_trees_matches_the_reference(case, bridge_below_one):
     assert r.log_z >= factor_graph_brute_force(card, factors, log_pot)[0] - 1e-9
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(hung_cycles(), st.integers(0, 2**31 - 1))
 def test_a_clamped_leaf_in_a_hanging_tree_is_its_near_clamp(case, seed):
     """-inf entries send a tree's messages to the slow path, one variable
@@ -156,7 +156,7 @@ def test_on_a_tree_one_pass_each_way_is_exact(n, seed):
     np.testing.assert_allclose(r.var_flat, np.concatenate(vb), atol=1e-12)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.integers(1, 3))
 def test_sweeps_that_skip_still_variables_reach_the_reference(seed, n_skips):
     """A chain of 14 variables with skip edges, run to a tol of 1e-10: the
