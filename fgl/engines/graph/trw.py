@@ -37,17 +37,16 @@ Schedule.  The trees hanging off the graph's cycles (through factors with
 them, exact there as BP is on a tree (``fgl.engines.graph.peeling``): on
 150 CoNLL-2003 skip-chain articles they hold two thirds of the variables.
 A sweep visits the other variables, the core, in index order (the next
-sweep in reverse) -- those of them with a neighbour that has moved since
-their last visit (``fgl.engines.graph.sweep_activity``) -- and renews
-every message M_{f->v} into the visited variable v from the cavities
-n_{u->f} of f's other variables (one exponential per entry,
-from the running log beliefs), in the probability domain by the scaled
-kernels of ``fgl.engines.graph.bp_scaled`` (falling back to log-sum-exp when a
-message underflows), then adds ρ_f·ΔM to v's log belief.  Renewing all the
-messages into one variable at once is the norm-product order of Hazan &
-Shashua (2010, §5): an exact block-coordinate step on the dual of the
-convex free energy (the block: the multipliers that tie v's belief to its
-factors'), which takes fewer sweeps than updating factor by factor.
+sweep in reverse) and renews every message M_{f->v} into the visited
+variable v from the cavities n_{u->f} of f's other variables (one
+exponential per entry, from the running log beliefs), in the probability
+domain by the scaled kernels of ``fgl.engines.graph.bp_scaled`` (falling
+back to log-sum-exp when a message underflows), then adds ρ_f·ΔM to v's
+log belief.  Renewing all the messages into one variable at once is the
+norm-product order of Hazan & Shashua (2010, §5): an exact
+block-coordinate step on the dual of the convex free energy (the block:
+the multipliers that tie v's belief to its factors'), which takes fewer
+sweeps than updating factor by factor.
 Damping, optional, is in log space.  A sweep is one loop body (``_sweep``)
 that calls nothing but the scaled kernels: passing a score of arrays into a
 helper per message costs numba a reference count per array and call, which
@@ -85,12 +84,6 @@ from fgl.engines.graph.loopy import (
     normalise_log,
 )
 from fgl.engines.graph.peeling import core_and_trees
-from fgl.engines.graph.sweep_activity import (
-    ACTIVITY_PER_TOL,
-    activity,
-    mark_neighbours,
-    note_move,
-)
 from fgl.engines.graph.trw_beliefs import (
     TINY,
     beliefs,
@@ -273,34 +266,21 @@ def _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, ta
 
 
 @njit(cache=True, nogil=True)
-def _sweep(visit, active, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr,
-           v_ptr, v_edge, var_ptr, L, lb, cav, use_max, damping, out, digits, pending):
+def _sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge,
+           var_ptr, L, lb, cav, use_max, damping, out, digits, pending):
     """One sweep (module docstring) over the variables ``visit``, in
     their order, and the messages into them that need neither
     log space nor a recomputed belief -- every one, as a rule -- written out
     in one loop body: no call passes arrays, so no reference counting runs
     per message.  The others (a message entry underflowing, or one that is
     or was 0) are left untouched and listed in ``pending`` for
-    ``_update_message``.  With ``active`` (an ``Activity``), only the
-    stale variables are visited (``Activity``).  Returns (messages
-    pending, variables visited: listed in ``active.seen``)."""
+    ``_update_message``; returns how many are pending."""
     V = visit.shape[0]
     n_pending = 0
-    n_seen = 0
-    skipping = active.stale.shape[0] > 0
-    before = active.before
     for k in range(V):
         v = visit[k]
         o = var_ptr[v]
         cv = card[v]
-        if skipping:
-            if not active.stale[v]:
-                continue
-            active.stale[v] = False
-            active.seen[n_seen] = v
-            n_seen += 1
-            for x in range(cv):
-                before[x] = lb[o + x]
         for j in range(v_ptr[v], v_ptr[v + 1]):
             e = v_edge[j]
             f = e_fac[e]
@@ -354,31 +334,28 @@ def _sweep(visit, active, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, 
             for x in range(cv):
                 lb[o + x] += r * (out[x] - L[m + x])   # (ρ_f times the message's change)
                 L[m + x] = out[x]
-        if skipping:
-            note_move(v, cv, o, lb, before, damping, active, f_ptr, f_var, e_fac, v_ptr, v_edge)
-    return n_pending, n_seen
+    return n_pending
 
 
 @njit(cache=True, nogil=True)
-def _tree_pass(visit, idle, pot: ReweightedPotentials, g: GraphArrays, L, lb, lcav,
-               cav, use_max, out, new, tmp, acc, digits, pending):
+def _tree_pass(visit, pot: ReweightedPotentials, g: GraphArrays, L, lb, lcav, cav, use_max, out,
+               new, tmp, acc, digits, pending):
     """One undamped pass over the peeled variables ``visit`` (in peeling
     order, or its reverse), each message final when made
     (``fgl.engines.graph.peeling``).  Messages that ``_sweep`` leaves
     pending are made in turn, variable by variable, so that each sees the
-    ones before it.  ``idle``: the empty ``Activity``."""
+    ones before it."""
     log_pot, scaled, rho, psi, psi_at = pot.log_pot, pot.scaled, pot.rho, pot.psi, pot.psi_at
     card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
     e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
-    if _sweep(visit, idle, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
-              msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav, use_max, 0.0, out, digits,
-              pending)[0] == 0:
+    if _sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge,
+              var_ptr, L, lb, cav, use_max, 0.0, out, digits, pending) == 0:
         return
     n = visit.shape[0]
     for k in range(n):
-        n_pending = _sweep(visit[k:k + 1], idle, psi, psi_at, rho, card, f_ptr, f_var,
-                           tab_ptr, e_fac, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav, use_max,
-                           0.0, out, digits, pending)[0]
+        n_pending = _sweep(visit[k:k + 1], psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
+                           msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav, use_max, 0.0, out,
+                           digits, pending)
         for j in range(n_pending):
             _update_message(pending[j], log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var,
                             tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb,
@@ -386,8 +363,8 @@ def _tree_pass(visit, idle, pot: ReweightedPotentials, g: GraphArrays, L, lb, lc
 
 
 @njit(cache=True, nogil=True)
-def propagate(pot: ReweightedPotentials, g: GraphArrays, core, peeled, active, idle, L, lb, last,
-              fresh, state, done, use_max, tol, max_iter):
+def propagate(pot: ReweightedPotentials, g: GraphArrays, core, peeled, L, lb, last, fresh, state,
+              done, use_max, tol, max_iter):
     """Sweeps over the core variables (in index order, then reversed,
     alternately), each renewing every message into the variable, until a
     sweep moves no core variable's belief by ``tol`` or more
@@ -395,8 +372,7 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, core, peeled, active, i
     residual).  ``core``, ``peeled``: ``fgl.engines.graph.peeling.peel``'s
     split of the variables; a fresh run first passes the messages of the
     peeled trees inward, and every call ends by passing them back out.
-    ``active``: which core variables still move (``Activity``; ``idle``
-    the empty one).  ``L``: the log messages (warm start or zeros),
+    ``L``: the log messages (warm start or zeros),
     updated in place; ``lb``: the variables' log beliefs, computed first
     when ``fresh``; ``last``: their normalised log beliefs after the last
     sweep (taken first when ``fresh``).  A run may go on in several calls
@@ -429,14 +405,8 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, core, peeled, active, i
     pending = np.empty(e_fac.shape[0], dtype=np.int64)
     if max_arity < 2:   # (nothing to pass: unary factors are the variables' own)
         return 0, 0.0
-    eps = ACTIVITY_PER_TOL * tol
-    active.eps[0] = eps
-    for v in core:   # (moves kept below a looser call's eps: passed on now if above this one's)
-        if active.moved[v] > eps:
-            active.moved[v] = 0.0
-            mark_neighbours(v, active.stale, f_ptr, f_var, e_fac, v_ptr, v_edge)
     if fresh:
-        _tree_pass(peeled, idle, pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc,
+        _tree_pass(peeled, pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc,
                    digits, pending)
     res, mark, damping = state[0], state[1], state[2]
     core_back = core[::-1].copy()   # (copies: a reversed view's type would compile _sweep again)
@@ -446,24 +416,20 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, core, peeled, active, i
             if res > STALL_RATIO * mark:
                 damping = min(MOST_DAMPING, 0.5 if damping < 0.5 else (1.0 + damping) / 2)
             mark = res
-        n_pending, n_seen = _sweep(core if it % 2 == 1 else core_back, active, psi, psi_at, rho,
-                                   card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge,
-                                   var_ptr, L, lb, cav, use_max, damping, out, digits, pending)
+        n_pending = _sweep(core if it % 2 == 1 else core_back, psi, psi_at, rho, card, f_ptr,
+                           f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav,
+                           use_max, damping, out, digits, pending)
         for i in range(n_pending):
-            e = pending[i]
-            _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr,
-                            e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, lcav, cav,
-                            use_max, damping, out, new, tmp, acc, digits)
-            mark_neighbours(f_var[e], active.stale, f_ptr, f_var, e_fac, v_ptr, v_edge)
-            active.seen[n_seen] = f_var[e]
-            n_seen += 1
-        res = _belief_shift(lb, var_ptr, last, new, active.seen[:n_seen])
+            _update_message(pending[i], log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var,
+                            tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb,
+                            lcav, cav, use_max, damping, out, new, tmp, acc, digits)
+        res = _belief_shift(lb, var_ptr, last, new, core)
         if res < tol:
             sweeps = it - done
             break
     state[0], state[1], state[2] = res, mark, damping
-    _tree_pass(peeled[::-1].copy(), idle, pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc,
-               digits, pending)
+    _tree_pass(peeled[::-1].copy(), pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc, digits,
+               pending)
     return sweeps, res
 
 
@@ -568,15 +534,12 @@ class _Sweeps:
         self.last = np.zeros_like(lb)   # (the last sweep's normalised log beliefs)
         self.done = 0
         self.core, self.peeled = core_and_trees(graph, pot.rho)
-        n_edges, max_card = len(graph.f_var), int(graph.card.max(initial=1))
-        self.active = activity(graph.n_vars, n_edges, max_card, True)
-        self.idle = activity(graph.n_vars, n_edges, max_card, False)
 
     def run(self, n: int, tol: float) -> tuple[int, float]:
         """At most ``n`` more sweeps, until one moves no belief by ``tol``."""
-        k, r = propagate(self.pot, self.graph.arrays, self.core, self.peeled, self.active,
-                         self.idle, self.L, self.lb, self.last, self.done == 0, self.state,
-                         self.done, self.use_max, float(tol), int(n))
+        k, r = propagate(self.pot, self.graph.arrays, self.core, self.peeled, self.L, self.lb,
+                         self.last, self.done == 0, self.state, self.done, self.use_max,
+                         float(tol), int(n))
         self.done += int(k)
         return k, r
 

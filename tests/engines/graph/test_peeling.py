@@ -158,11 +158,11 @@ def test_on_a_tree_one_pass_each_way_is_exact(n, seed):
 
 @settings(max_examples=6, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.integers(1, 3))
-def test_sweeps_that_skip_still_variables_reach_the_reference(seed, n_skips):
-    """A chain of 14 variables with skip edges, run to a tol of 1e-10: the
-    sweeps visit only the variables whose neighbours still move (their
-    moves below 0.1 x tol added up until they count), and must land where
-    the reference's sweeps over every message do."""
+def test_chains_with_skip_edges_reach_the_reference_at_a_moderate_tol(seed, n_skips):
+    """A chain of 14 variables with skip edges (its head and tail hang off
+    the loops), run to a tol of 1e-10 as training runs TRW, not to the
+    last bit: it must land where the reference's sweeps over every message
+    do."""
     rng = np.random.default_rng(seed)
     n = 14
     factors = [[v, v + 1] for v in range(n - 1)]
