@@ -172,16 +172,7 @@ def _scaled_pairwise_belief(log_pot, scaled, psi, p0, t0, n0, n1, lcav, m0, m1, 
     if not (top >= TINY and z < np.inf):
         return np.nan
     lz = scaled[t0 + at] + lcav[m0 + at // n1] + lcav[m1 + at % n1] - np.log(top / z)
-    inv = 1.0 / z
-    total = 0.0
-    for x0 in range(n0):
-        for x1 in range(n1):
-            i = t0 + x0 * n1 + x1
-            p = bf[i] * inv
-            bf[i] = p
-            if p > 0.0:
-                total += p * (log_pot[i] - r * (scaled[i] + lcav[m0 + x0] + lcav[m1 + x1] - lz))
-    return total
+    return _normalised_share(log_pot, scaled, t0, n0, n1, lcav, m0, m1, r, z, lz, bf)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -201,7 +192,14 @@ def _pairwise_belief(log_pot, scaled, t0, n0, n1, lcav, m0, m1, r, bf):
         z += bf[i]
     if z == 0.0:   # (no assignment possible: the bound is -inf elsewhere)
         return 0.0
-    lz = mx + np.log(z)
+    return _normalised_share(log_pot, scaled, t0, n0, n1, lcav, m0, m1, r, z, mx + np.log(z), bf)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _normalised_share(log_pot, scaled, t0, n0, n1, lcav, m0, m1, r, z, lz, bf):
+    """Divide a pairwise factor's unnormalised belief (in bf, summing to z)
+    by z and return its share <b_f, θ_f> + ρ_f H(b_f) of the bound, with
+    log b_f = θ_f/ρ_f + the log cavities - lz."""
     inv = 1.0 / z
     total = 0.0
     for x0 in range(n0):

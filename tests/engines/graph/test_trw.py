@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from support.brute_force import factor_graph_brute_force
 from support.specs import SKIP_EQUAL_WORDS, TRAINED_CHAIN_FORMAT
-from support.trw_reference import reference_trw
+from support.trw_reference import assert_matches_reference, dense_tables, reference_trw
 
 from fgl.engines.graph.factor_graph import FactorGraph
 from fgl.engines.graph.forest_cover import appearance_probabilities
@@ -51,15 +51,6 @@ def graphs(draw, tree: bool = False, max_vars: int = 6, triples: bool = True, sc
     return card, factors, log_pot
 
 
-def _tables(card, factors, log_pot):
-    out, o = [], 0
-    for f in factors:
-        n = int(np.prod([card[v] for v in f]))
-        out.append(log_pot[o:o + n].reshape([card[v] for v in f]))
-        o += n
-    return out
-
-
 # ---------------------------------------------------------------- exact on trees
 
 @SETTINGS
@@ -90,13 +81,7 @@ def test_log_z_bound_is_above_exact_and_matches_the_reference(case):
     r = trw(g, log_pot, **TIGHT)
     assume(r.converged)
     assert r.log_z >= log_z - 1e-9
-    ref_z, ref_bv, ref_bf, ok = reference_trw(card, factors, _tables(card, factors, log_pot),
-                                             rho, tol=1e-13)
-    assume(ok)
-    assert r.log_z == pytest.approx(ref_z, rel=1e-9, abs=1e-9)
-    np.testing.assert_allclose(r.var_flat, np.concatenate(ref_bv), atol=1e-8)
-    np.testing.assert_allclose(r.factor_beliefs, np.concatenate([b.ravel() for b in ref_bf]),
-                               atol=1e-8)
+    assert_matches_reference(r, card, factors, log_pot, rho)
 
 
 @pytest.mark.parametrize("seed", [14, 22, 31])
@@ -111,7 +96,7 @@ def test_near_deterministic_beliefs_do_not_end_a_run_before_its_fixed_point(seed
     g = FactorGraph.from_factors(card, factors)
     log_pot = np.random.default_rng(seed).uniform(-1000.0, 1000.0, g.n_table)
     r = trw(g, log_pot, tol=1e-12, max_iter=5000)
-    ref_z, ref_bv, ref_bf, ok = reference_trw(card, factors, _tables(card, factors, log_pot),
+    ref_z, ref_bv, ref_bf, ok = reference_trw(card, factors, dense_tables(card, factors, log_pot),
                                              appearance_probabilities(g), tol=1e-13)
     assert ok and r.converged
     assert r.log_z >= factor_graph_brute_force(card, factors, log_pot)[0] - 1e-9
