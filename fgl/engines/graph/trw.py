@@ -165,10 +165,10 @@ def _belief_shift(lb, var_ptr, lq, p, visit):
     change of the log belief weighted by the belief (a value the belief rules
     out does not count; one it decides does, however small its message
     entries) of the variables ``visit``; ``lq`` then holds their beliefs
-    now (``p``: scratch).  Measured
-    over a whole sweep: the messages into a variable can change in ways that cancel, and
-    on a loopy graph they can keep moving along directions that change no
-    belief (the dual of the convex free energy need not have one optimum)."""
+    now (``p``: scratch).  Measured over a whole sweep: the messages into a
+    variable can change in ways that cancel, and on a loopy graph they can
+    keep moving along directions that change no belief (the dual of the
+    convex free energy need not have one optimum)."""
     res = 0.0
     for v in visit:
         o, e = var_ptr[v], var_ptr[v + 1]
