@@ -103,7 +103,10 @@ def test_cluster_training_equals_one_machine(client, data, tmp_path, name):
     assert dist.training_log.objective == pytest.approx(one.training_log.objective, rel=close)
     assert len(dist.training_log.iterations) == len(one.training_log.iterations) == iterations
     np.testing.assert_allclose(dist.weights, one.weights, atol=1e-5 if close < 1e-6 else 1e-3)
-    assert all(r["bytes_moved"] == 2 * 8 * len(dist.weights) * 2 for r in rows)
+    # weights out and a gradient back per worker that took part: both, or one when Dask moved
+    # a shard to the other worker (it may, allow_other_workers, on a loaded machine)
+    assert all(r["bytes_moved"] in (2 * 8 * len(dist.weights) * k for k in (1, 2)) for r in rows)
+    assert any(r["bytes_moved"] == 2 * 8 * len(dist.weights) * 2 for r in rows)
     assert all(r["slowest_worker"] > 0 for r in rows)
 
 
