@@ -341,15 +341,14 @@ class FactorGraphModel:
         range over the factors of two or more variables, how many variables
         its sweeps visit (``fgl.engines.graph.peeling``), and the decoder."""
         s = self.program.settings
-        rho = [self.program.appearance_probabilities(g)[np.diff(g.f_ptr) >= 2]
-               for g in data.graphs]
+        rhos = [self.program.appearance_probabilities(g) for g in data.graphs]
+        rho = [r[np.diff(g.f_ptr) >= 2] for g, r in zip(data.graphs, rhos)]
         rho = np.concatenate(rho) if rho else np.zeros(0)
         where = (f"rho = {s.rho:g} for every factor (given)" if s.rho is not None else
                  f"ρ from a cover by at least {s.forests} factor forests per instance")
         spread = (f"; ρ min {rho.min():.3g}, mean {rho.mean():.3g}, "
                   f"{int((rho < 1).sum())} of {rho.size} factors below 1" if rho.size else "")
-        core = sum(len(core_and_trees(g, self.program.appearance_probabilities(g))[0])
-                   for g in data.graphs)
+        core = sum(len(core_and_trees(g, r)[0]) for g, r in zip(data.graphs, rhos))
         spread += (f"; sweeps visit the core, {core} of {sum(g.n_vars for g in data.graphs)} "
                    f"variables (the trees hanging off it are passed once each way)")
         return (f"trw: {where}{spread}; decode by "

@@ -19,6 +19,8 @@ graph that are trees.  Only factors with ρ_f = 1 are peeled; a user's own
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from fgl.engines.graph.factor_graph import FactorGraph
@@ -73,7 +75,7 @@ def peel(n_vars, f_ptr, f_var, v_ptr, v_edge, e_fac, rho):
                 u = f_var[j]
                 if not removed[u]:
                     deg[u] -= 1
-                    if deg[u] <= 1 and n_stack < stack.shape[0]:
+                    if deg[u] <= 1:   # (pushes: each variable once, then one per factor gone)
                         stack[n_stack] = u
                         n_stack += 1
     core = np.empty(n_vars - n_order, dtype=np.int64)
@@ -85,12 +87,32 @@ def peel(n_vars, f_ptr, f_var, v_ptr, v_edge, e_fac, rho):
     return core, order[:n_order]
 
 
+class SweepOrders(NamedTuple):
+    """The orders in which ``fgl.engines.graph.trw`` visits a graph's
+    variables: the core ascending and descending (sweeps alternate), the
+    peeled variables in peeling order (inward) and reversed (outward)."""
+
+    core: np.ndarray
+    core_back: np.ndarray
+    inward: np.ndarray
+    outward: np.ndarray
+
+
+def sweep_orders(graph: FactorGraph, rho: np.ndarray) -> SweepOrders:
+    """``peel`` of ``graph`` under the counting numbers ``rho`` as
+    ``SweepOrders``, cached on the graph for its last ρ (the same array, or
+    one with ρ = 1 on the same factors: all that the split reads)."""
+    hit = graph.cache.get("sweep_orders")
+    if hit is not None and (hit[0] is rho or np.array_equal(hit[1], rho == 1.0)):
+        return hit[2]
+    core, inward = peel(graph.n_vars, graph.f_ptr, graph.f_var, graph.v_ptr, graph.v_edge,
+                        graph.e_fac, np.ascontiguousarray(rho, dtype=np.float64))
+    orders = SweepOrders(core, core[::-1].copy(), inward, inward[::-1].copy())
+    graph.cache["sweep_orders"] = (rho, rho == 1.0, orders)
+    return orders
+
+
 def core_and_trees(graph: FactorGraph, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``peel`` of ``graph`` under the counting numbers ``rho``, cached on
-    the graph per set of factors with ρ = 1 (all that the split reads)."""
-    rho = np.ascontiguousarray(rho, dtype=np.float64)
-    key = ("peel", np.packbits(rho == 1.0).tobytes())
-    if key not in graph.cache:
-        graph.cache[key] = peel(graph.n_vars, graph.f_ptr, graph.f_var, graph.v_ptr,
-                                graph.v_edge, graph.e_fac, rho)
-    return graph.cache[key]
+    """(core, peeled in peeling order) of ``sweep_orders``."""
+    orders = sweep_orders(graph, rho)
+    return orders.core, orders.inward

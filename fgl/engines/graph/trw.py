@@ -83,7 +83,7 @@ from fgl.engines.graph.loopy import (
     log_factor_message,
     normalise_log,
 )
-from fgl.engines.graph.peeling import core_and_trees
+from fgl.engines.graph.peeling import SweepOrders, sweep_orders
 from fgl.engines.graph.trw_beliefs import (
     TINY,
     beliefs,
@@ -363,15 +363,16 @@ def _tree_pass(visit, pot: ReweightedPotentials, g: GraphArrays, L, lb, lcav, ca
 
 
 @njit(cache=True, nogil=True)
-def propagate(pot: ReweightedPotentials, g: GraphArrays, core, peeled, L, lb, last, fresh, state,
-              done, use_max, tol, max_iter):
+def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L, lb, last, fresh,
+              state, done, use_max, tol, max_iter):
     """Sweeps over the core variables (in index order, then reversed,
     alternately), each renewing every message into the variable, until a
     sweep moves no core variable's belief by ``tol`` or more
     (``_belief_shift``), at most ``max_iter``; returns (sweeps run, last
-    residual).  ``core``, ``peeled``: ``fgl.engines.graph.peeling.peel``'s
-    split of the variables; a fresh run first passes the messages of the
-    peeled trees inward, and every call ends by passing them back out.
+    residual).  ``orders``: the core and the peeled variables
+    (``fgl.engines.graph.peeling``); a fresh run first passes the messages
+    of the peeled trees inward, and every call ends by passing them back
+    out.
     ``L``: the log messages (warm start or zeros),
     updated in place; ``lb``: the variables' log beliefs, computed first
     when ``fresh``; ``last``: their normalised log beliefs after the last
@@ -397,6 +398,7 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, core, peeled, L, lb, la
     cav = np.zeros(M)
     out = np.empty(2 * max_card)
     new = np.empty(max_card)
+    core = orders.core
     if fresh:
         _belief_shift(lb, var_ptr, last, new, core)
     acc = np.empty(max_card)
@@ -406,19 +408,19 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, core, peeled, L, lb, la
     if max_arity < 2:   # (nothing to pass: unary factors are the variables' own)
         return 0, 0.0
     if fresh:
-        _tree_pass(peeled, pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc,
+        _tree_pass(orders.inward, pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc,
                    digits, pending)
     res, mark, damping = state[0], state[1], state[2]
-    core_back = core[::-1].copy()   # (copies: a reversed view's type would compile _sweep again)
     sweeps = max_iter
     for it in range(done + 1, done + max_iter + 1):
         if it % STALL_WINDOW == 0:   # (adaptive damping: see ``trw``)
             if res > STALL_RATIO * mark:
                 damping = min(MOST_DAMPING, 0.5 if damping < 0.5 else (1.0 + damping) / 2)
             mark = res
-        n_pending = _sweep(core if it % 2 == 1 else core_back, psi, psi_at, rho, card, f_ptr,
-                           f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav,
-                           use_max, damping, out, digits, pending)
+        visit = core if it % 2 == 1 else orders.core_back
+        n_pending = _sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr,
+                           v_ptr, v_edge, var_ptr, L, lb, cav, use_max, damping, out, digits,
+                           pending)
         for i in range(n_pending):
             _update_message(pending[i], log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var,
                             tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb,
@@ -428,7 +430,7 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, core, peeled, L, lb, la
             sweeps = it - done
             break
     state[0], state[1], state[2] = res, mark, damping
-    _tree_pass(peeled[::-1].copy(), pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc, digits,
+    _tree_pass(orders.outward, pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc, digits,
                pending)
     return sweeps, res
 
@@ -533,13 +535,12 @@ class _Sweeps:
         self.state = np.array([np.inf, np.inf, float(damping)])
         self.last = np.zeros_like(lb)   # (the last sweep's normalised log beliefs)
         self.done = 0
-        self.core, self.peeled = core_and_trees(graph, pot.rho)
+        self.orders = sweep_orders(graph, pot.rho)
 
     def run(self, n: int, tol: float) -> tuple[int, float]:
         """At most ``n`` more sweeps, until one moves no belief by ``tol``."""
-        k, r = propagate(self.pot, self.graph.arrays, self.core, self.peeled, self.L, self.lb,
-                         self.last, self.done == 0, self.state, self.done, self.use_max,
-                         float(tol), int(n))
+        k, r = propagate(self.pot, self.graph.arrays, self.orders, self.L, self.lb, self.last,
+                         self.done == 0, self.state, self.done, self.use_max, float(tol), int(n))
         self.done += int(k)
         return k, r
 
