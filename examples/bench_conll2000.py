@@ -237,7 +237,11 @@ def worker_crfsuite(a) -> dict:
 
 def jit_warmup(jobs: int) -> dict:
     """Import fgl and run every kernel once on 2 sentences: numba compiles
-    them, or loads them from its cache (cache=True)."""
+    them, or loads them from its cache (cache=True).  Also the process's
+    resident memory before numpy and fgl, with them (and numba) imported, and
+    after the first kernel calls (numba's compiler state and LLVM, then the
+    kernels)."""
+    rss_python = current_rss_mb()
     t0 = time.perf_counter()
     import numpy as np
 
@@ -246,6 +250,7 @@ def jit_warmup(jobs: int) -> dict:
     from fgl.lang.parser import read_spec
     from fgl.registry import compile_model
     t_import = time.perf_counter() - t0
+    rss_imported = current_rss_mb()
     spec = read_spec(SPEC)
     rows = [[["He", "PRP", "B-NP"], ["reckons", "VBZ", "B-VP"], ["the", "DT", "B-NP"],
              ["deficit", "NN", "I-NP"]],
@@ -267,7 +272,9 @@ def jit_warmup(jobs: int) -> dict:
     cache_dir = os.environ.get("NUMBA_CACHE_DIR",
                                "(default: __pycache__ beside the fgl.engines modules)")
     return {"import_s": t_import, "jit_s": first - second, "jit_second_call_s": second,
-            "numba_cache_dir": cache_dir}
+            "numba_cache_dir": cache_dir, "imports_python": rss_python,
+            "imports_numba": rss_imported - rss_python,
+            "imports_kernels": current_rss_mb() - rss_imported}
 
 
 def worker_jit(a) -> dict:

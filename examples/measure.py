@@ -152,6 +152,10 @@ def traced_training(program, data, sigma, **train_args) -> tuple[object, object,
 
 MEMORY_ROWS = [   # (label, key): the parts of a training process's peak memory, MB
     ("process after imports (Python, numpy, numba kernels)", "mem_imports_mb"),
+    ("  of which Python and the benchmark script", "imports_python"),
+    ("  of which numpy, numba and fgl imported", "imports_numba"),
+    ("  of which the first kernel calls (numba's compiler state, LLVM, the kernels)",
+     "imports_kernels"),
     ("training data as read (held or streamed)", "mem_read_mb"),
     ("compile: feature table (program arrays)", "mem_features_mb"),
     ("compile: encoded training data (arrays)", "mem_data_mb"),
