@@ -16,6 +16,7 @@ tracing, is kept out of the main table).  Prints tables; asserts nothing.
     python examples/bench_conll2000.py            # full run, ~4 minutes on 2 cores
     python examples/bench_conll2000.py --quick    # 1000 sentences, 20 iterations
     python examples/bench_conll2000.py --max-iter 50 --compile-check
+    python examples/bench_conll2000.py --max-iter 50 --alternate 5   # ratios in one process
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import itertools
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -233,6 +235,76 @@ def worker_crfsuite(a) -> dict:
     return res
 
 
+def worker_alternate(a) -> dict:
+    """CRFsuite, fgl on one core and fgl on every core, in one process and
+    in turn: ``a.alternate`` rounds, each training every one of them for
+    ``a.alternate_iter`` L-BFGS iterations from zero weights (the order
+    reversed every other round).  A slowed machine slows the three runs of
+    a round alike, so the ratios of a round hold where the absolute
+    seconds of separate processes do not."""
+    import pycrfsuite
+
+    from fgl.io.conll import read_conll
+    from fgl.lang.parser import read_spec
+    from fgl.lang.settings import resolve_train
+    from fgl.learn.learner import train_lbfgs
+    from fgl.registry import compile_model
+
+    jit_warmup(1)
+    keep = QUICK_SENTENCES if a.quick else None
+    trainer = pycrfsuite.Trainer("lbfgs", verbose=False)
+    for s in read_columns(a.data / "train.txt")[:keep]:
+        trainer.append(pycrfsuite.ItemSequence(
+            crfsuite_attributes([r[0] for r in s], [r[1] for r in s])), [r[2] for r in s])
+    trainer.set_params({"c1": 0.0, "c2": a.c2, "feature.possible_transitions": 1,
+                        "feature.possible_states": 0, "max_iterations": a.alternate_iter})
+    spec = read_spec(SPEC)
+    settings = resolve_train(spec, {"sigma": 1.0 / math.sqrt(2.0 * a.c2)})
+    model, data = compile_model(spec, read_conll(a.data / "train.txt")[:keep], SPEC.parent,
+                                settings)
+    cores = os.cpu_count() or 1
+
+    def crfsuite() -> float:
+        trainer.train("")   # (no model file)
+        lp = trainer.logparser
+        return lp.training_seconds / (1 + sum(it.get("linesearch_trials", 0)
+                                              for it in lp.iterations))
+
+    def fgl(jobs: int) -> float:
+        _, tlog = train_lbfgs(model.program, data, model.feat_sigma, max_iter=a.alternate_iter,
+                              tol=settings.tol, jobs=jobs)
+        return tlog.eval_seconds / tlog.evaluations
+
+    runs = [("crfsuite", crfsuite), ("fgl 1 core", lambda: fgl(1))]
+    if cores > 1:
+        runs.append((f"fgl {cores} cores", lambda: fgl(cores)))
+    rounds = []
+    for r in range(a.alternate):
+        rounds.append({name: run() for name, run in (runs if r % 2 == 0 else runs[::-1])})
+    return {"rounds": rounds, "iterations": a.alternate_iter}
+
+
+def print_alternate(res: dict) -> None:
+    """The rounds of ``worker_alternate``: seconds per evaluation and the
+    ratios to CRFsuite, each round's and their medians."""
+    names = list(res["rounds"][0])
+    print(f"\nper evaluation, in one process and in turn ({len(res['rounds'])} rounds of "
+          f"{res['iterations']} L-BFGS iterations from zero weights each; s per evaluation = "
+          "optimiser or evaluation seconds / evaluations):")
+    head = ["round"] + [f"{n} s" for n in names] + [f"{n}/crfsuite" for n in names[1:]]
+    rows = [[str(i)] + [f"{r[n]:.3f}" for n in names]
+            + [f"{r[n] / r['crfsuite']:.2f}x" for n in names[1:]]
+            for i, r in enumerate(res["rounds"], 1)]
+    med = {n: statistics.median(r[n] for r in res["rounds"]) for n in names}
+    ratios = {n: statistics.median(r[n] / r["crfsuite"] for r in res["rounds"])
+              for n in names[1:]}
+    rows.append(["median"] + [f"{med[n]:.3f}" for n in names]
+                + [f"{ratios[n]:.2f}x" for n in names[1:]])
+    widths = [max(len(row[i]) for row in [head] + rows) for i in range(len(head))]
+    for row in [head] + rows:
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths)))
+
+
 # ---------------------------------------------------------------- fgl workers
 
 def jit_warmup(jobs: int) -> dict:
@@ -436,6 +508,8 @@ def run_worker(a, kind: str, jobs: int, extra: list[str] = (),
         cmd += ["--max-iter", str(a.max_iter)]
     if a.quick:
         cmd.append("--quick")
+    if kind == "alternate":
+        cmd += ["--alternate", str(a.alternate), "--alternate-iter", str(a.alternate_iter)]
     log(f"--- running: {kind} jobs={jobs}")
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env)
@@ -558,6 +632,8 @@ def parent(a) -> None:
         fgln = run_worker(a, "fgl", cores) if cores > 1 else None
         fgl_lists = run_worker(a, "fgl", cores, ["--train-in-memory"])
         fgl_traced = run_worker(a, "fgl", cores, ["--traced"])
+    alternate = (run_worker(a, "alternate", cores) if a.alternate and have_crfsuite
+                 else None)
     jit_runs = []
     if a.compile_check:
         with tempfile.TemporaryDirectory(prefix="numba_cache_") as cache:
@@ -570,6 +646,8 @@ def parent(a) -> None:
         cols.append((f"fgl {cores} cores", fgln))
     cols.append((f"fgl {cores} cores, lists", fgl_lists))
     print_table(cols, crf)
+    if alternate is not None:
+        print_alternate(alternate)
     print_memory(cols + [(f"fgl {cores} cores, traced", fgl_traced)])
     print("The training rows come from a further run with its allocations traced "
           "(tracemalloc), whose own peak is not the table's.")
@@ -641,7 +719,12 @@ def main() -> None:
                     help="set OPENBLAS/OMP/MKL_NUM_THREADS in the workers (default: inherit)")
     ap.add_argument("--no-cross-check", action="store_true",
                     help="skip evaluating fgl's objective at CRFsuite's weights")
-    ap.add_argument("--worker", choices=["crfsuite", "fgl", "jit"], help=argparse.SUPPRESS)
+    ap.add_argument("--alternate", type=int, default=0, metavar="ROUNDS",
+                    help="also time CRFsuite and fgl in one process, in turn, ROUNDS times")
+    ap.add_argument("--alternate-iter", type=int, default=10, metavar="N",
+                    help="L-BFGS iterations per run of --alternate (default 10)")
+    ap.add_argument("--worker", choices=["crfsuite", "fgl", "jit", "alternate"],
+                    help=argparse.SUPPRESS)
     ap.add_argument("--jobs", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--model-out", help=argparse.SUPPRESS)
     ap.add_argument("--crfsuite-model", help=argparse.SUPPRESS)
@@ -653,7 +736,8 @@ def main() -> None:
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     if a.worker:
-        fn = {"crfsuite": worker_crfsuite, "fgl": worker_fgl, "jit": worker_jit}[a.worker]
+        fn = {"crfsuite": worker_crfsuite, "fgl": worker_fgl, "jit": worker_jit,
+              "alternate": worker_alternate}[a.worker]
         print(RESULT + json.dumps(fn(a)), flush=True)
     else:
         parent(a)

@@ -187,5 +187,7 @@ def print_memory(cols: list[tuple[str, dict | None]]) -> None:
     width = max(len(label) for label, _ in MEMORY_ROWS)
     print(f"{'part':<{width}} " + " ".join(f"{name:>16}" for name, _ in cols))
     for label, key in MEMORY_ROWS:
+        if all(r.get(key) is None for _, r in cols):
+            continue   # (a part this benchmark does not measure)
         print(f"{label:<{width}} " + " ".join(
             f"{r[key]:16.1f}" if r.get(key) is not None else f"{'-':>16}" for _, r in cols))
