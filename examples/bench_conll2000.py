@@ -112,6 +112,23 @@ def _off(o: int) -> str:
     return "t" if o == 0 else f"t{o:+d}"
 
 
+def crfsuite_params(c2: float, max_iter: int | None) -> dict:
+    """CRFsuite's L-BFGS settings for the comparison: L2 only, transition
+    features for every label pair, state features only as seen."""
+    params = {"c1": 0.0, "c2": c2, "feature.possible_transitions": 1,
+              "feature.possible_states": 0}
+    if max_iter is not None:
+        params["max_iterations"] = max_iter
+    return params
+
+
+def crfsuite_evaluations(logparser) -> int:
+    """How many times CRFsuite's L-BFGS run (its ``TrainLogParser``)
+    evaluated f and g: once at the start, then once per line-search trial
+    (liblbfgs)."""
+    return 1 + sum(it.get("linesearch_trials", 0) for it in logparser.iterations)
+
+
 # ---------------------------------------------------------------- crfsuite worker
 
 def toy_l2_check(pycrfsuite, c2: float) -> dict:
@@ -128,8 +145,7 @@ def toy_l2_check(pycrfsuite, c2: float) -> dict:
             logs.append(m)
 
     tr = T("lbfgs", verbose=False)
-    tr.set_params({"c1": 0.0, "c2": c2, "feature.possible_transitions": 1,
-                   "feature.possible_states": 0, "max_iterations": 5})
+    tr.set_params(crfsuite_params(c2, 5))
     for x, y in zip(xs, ys):
         tr.append(pycrfsuite.ItemSequence(x), y)
     with tempfile.TemporaryDirectory() as d:
@@ -181,11 +197,7 @@ def worker_crfsuite(a) -> dict:
         trainer.append(xseq, [r[2] for r in s])
     res["extract_s"] = time.perf_counter() - t0
     del train  # both trainers drop the raw sentences once their features exist
-    params = {"c1": 0.0, "c2": a.c2, "feature.possible_transitions": 1,
-              "feature.possible_states": 0}
-    if a.max_iter is not None:
-        params["max_iterations"] = a.max_iter
-    trainer.set_params(params)
+    trainer.set_params(crfsuite_params(a.c2, a.max_iter))
     res["params"] = {k: trainer.get(k) for k in trainer.params()}
 
     scratch = None if a.model_out else tempfile.TemporaryDirectory(prefix="bench_conll2000_")
@@ -198,8 +210,7 @@ def worker_crfsuite(a) -> dict:
     res["featgen_s"] = lp.featgen_seconds
     res["n_features"] = lp.featgen_num_features
     res["iterations"] = len(its)
-    # liblbfgs evaluates f and g once at the start, then once per line-search trial
-    res["evaluations"] = 1 + sum(it.get("linesearch_trials", 0) for it in its)
+    res["evaluations"] = crfsuite_evaluations(lp)
     res["train_s"] = lp.training_seconds
     res["eval_s"] = lp.training_seconds / res["evaluations"]
     res["eval_s_source"] = "optimiser total / (1 + sum of line-search trials)"
@@ -256,8 +267,7 @@ def worker_alternate(a) -> dict:
     for s in read_columns(a.data / "train.txt")[:keep]:
         trainer.append(pycrfsuite.ItemSequence(
             crfsuite_attributes([r[0] for r in s], [r[1] for r in s])), [r[2] for r in s])
-    trainer.set_params({"c1": 0.0, "c2": a.c2, "feature.possible_transitions": 1,
-                        "feature.possible_states": 0, "max_iterations": a.alternate_iter})
+    trainer.set_params(crfsuite_params(a.c2, a.alternate_iter))
     spec = read_spec(SPEC)
     settings = resolve_train(spec, {"sigma": 1.0 / math.sqrt(2.0 * a.c2)})
     model, data = compile_model(spec, read_conll(a.data / "train.txt")[:keep], SPEC.parent,
@@ -266,9 +276,7 @@ def worker_alternate(a) -> dict:
 
     def crfsuite() -> float:
         trainer.train("")   # (no model file)
-        lp = trainer.logparser
-        return lp.training_seconds / (1 + sum(it.get("linesearch_trials", 0)
-                                              for it in lp.iterations))
+        return trainer.logparser.training_seconds / crfsuite_evaluations(trainer.logparser)
 
     def fgl(jobs: int) -> float:
         _, tlog = train_lbfgs(model.program, data, model.feat_sigma, max_iter=a.alternate_iter,
