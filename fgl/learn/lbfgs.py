@@ -49,6 +49,7 @@ from typing import Callable
 import numpy as np
 
 from fgl.jit import njit
+from fgl.learn.two_loop import two_loop
 
 Function = Callable[[np.ndarray], tuple[float, np.ndarray]]
 Callback = Callable[[int, float, np.ndarray, np.ndarray, int], bool]
@@ -83,8 +84,8 @@ class History:
     Hessian — while ρ = 1/(sᵀy), yᵀy and every sum of the recursion are
     computed in double precision."""
 
-    def __init__(self, m: int):
-        self.m = m
+    def __init__(self, m: int, jobs: int = 1):
+        self.m, self.jobs = m, jobs        # (jobs: threads of the two-loop recursion)
         self.s: np.ndarray | None = None  # [m, n] float32, allocated at first use
         self.y: np.ndarray | None = None
         self.order: list[int] = []        # rows in use, oldest first
@@ -166,11 +167,12 @@ class History:
 
     def direction(self, g: np.ndarray, out: np.ndarray) -> np.ndarray:
         """out = -H·g by the two-loop recursion (Algorithm 7.4), with
-        H₀ = γI, γ = sᵀy / yᵀy of the newest pair (eq. 7.20)."""
+        H₀ = γI, γ = sᵀy / yᵀy of the newest pair (eq. 7.20), on up to
+        ``jobs`` threads (``fgl.learn.two_loop``: the same bits for any
+        number)."""
         if not self.order:
             return np.negative(g, out=out)
-        _two_loop(g, self.s, self.y, self.rho, self.yy, np.array(self.order), out)
-        return out
+        return two_loop(g, self.s, self.y, self.rho, self.yy, self.order, out, self.jobs)
 
 
 @njit(cache=True, nogil=True)
@@ -227,36 +229,6 @@ def _store_parked_pair(x_new, x, g_new, s_words, y_words):
         sy += a * b
         yy += b * b
     return sy, yy
-
-
-@njit(cache=True, nogil=True)
-def _two_loop(g, s, y, rho, yy, order, out):
-    n = g.shape[0]
-    count = order.shape[0]
-    alpha = np.empty(count)
-    for i in range(n):
-        out[i] = -g[i]
-    for j in range(count - 1, -1, -1):
-        k = order[j]
-        a = 0.0
-        for i in range(n):
-            a += s[k, i] * out[i]
-        a *= rho[k]
-        alpha[j] = a
-        for i in range(n):
-            out[i] -= a * y[k, i]
-    newest = order[count - 1]
-    gamma = 1.0 / (rho[newest] * yy[newest])
-    for i in range(n):
-        out[i] *= gamma
-    for j in range(count):
-        k = order[j]
-        b = 0.0
-        for i in range(n):
-            b += y[k, i] * out[i]
-        c = alpha[j] - b * rho[k]
-        for i in range(n):
-            out[i] += c * s[k, i]
 
 
 @dataclass
@@ -499,8 +471,8 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
                    on_recovery: Callable[[dict], None] | None = None,
                    max_recoveries: int = 5,
                    checkpoint: Callable[[LBFGSState], None] | None = None,
-                   resume: LBFGSState | None = None) -> LBFGSResult:
-    """Minimise ``fun`` (returning f and a fresh gradient array) from ``x0``.
+                   resume: LBFGSState | None = None, jobs: int = 1) -> LBFGSResult:
+    """Minimise ``fun`` (f and a fresh gradient array) from ``x0`` (``jobs``: two-loop threads).
 
     Stops after ``max_iter`` iterations, when ‖g‖ ≤ ``epsilon``·max(1, ‖x‖)
     (CRFsuite's test), when the line search finds no acceptable step and
@@ -521,12 +493,13 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
     if resume is None:
         x = np.array(x0, dtype=np.float64)  # (a copy: the caller's x0 is left as it was)
         s = Iterate(x, *fun(x), 1, [])
-        history, it = History(m), 1
+        history, it = History(m, jobs), 1
         if s.stationary(epsilon):
             return s.result(0, True, "the initial point is stationary")
         d = np.negative(s.g)
         step, fresh = 1.0 / float(np.linalg.norm(s.g)), True  # d = -g, first step 1/|g|
     else:  # where the interrupted run was after its callback at iteration resume.iteration
+        resume.history.jobs = jobs
         s, d = _resumed(resume, epsilon)
         history, it = resume.history, resume.iteration
         if d is None:
@@ -537,7 +510,7 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
     while it <= max_iter:
         dphi0 = float(s.g @ d)
         if not dphi0 < 0.0:  # not a descent direction (rounding): restart along -g
-            history, d = History(m), np.negative(s.g)   # (new arrays: ``state`` keeps its own)
+            history, d = History(m, jobs), np.negative(s.g)   # (new arrays: ``state`` its own)
             dphi0 = -float(s.g @ s.g)
         history.park(s.g)
         if state is not None and state.history is history:   # (else it keeps its own g)
@@ -553,7 +526,7 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
                 return s.result(it - 1, False, stop)
             if s.stationary(epsilon):
                 return s.result(it - 1, True, converged)
-            history, d = History(m), np.negative(s.g)
+            history, d = History(m, jobs), np.negative(s.g)
             step, fresh = 1.0 / float(np.linalg.norm(s.g)), True
             continue
         fresh = False

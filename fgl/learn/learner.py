@@ -253,7 +253,7 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     # work (the optimiser's dot products run on 10^5-10^6 weights)
     with threadpool_limits(limits=1, user_api="blas"):
         x0 = np.zeros(program.n_features) if w0 is None else w0
-        common = dict(m=OPTIMISER_MEMORY, max_iter=max_iter, callback=run.iteration,
+        common = dict(m=OPTIMISER_MEMORY, max_iter=max_iter, callback=run.iteration, jobs=jobs,
                       tighten=objective.tighten if objective.approximate() else None,
                       on_recovery=run.recovered, max_recoveries=max_recoveries,
                       checkpoint=run.save, resume=None if resume is None else resume.lbfgs)

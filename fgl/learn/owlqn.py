@@ -140,8 +140,9 @@ def minimize_owlqn(fun: Function, x0: np.ndarray | None, l1: np.ndarray, *, m: i
                    on_recovery: Callable[[dict], None] | None = None,
                    max_recoveries: int = 5,
                    checkpoint: Callable[[LBFGSState], None] | None = None,
-                   resume: LBFGSState | None = None) -> LBFGSResult:
-    """Minimise ``fun(x)`` (ℓ and its gradient) + Σ l1_k |x_k| from ``x0``.
+                   resume: LBFGSState | None = None, jobs: int = 1) -> LBFGSResult:
+    """Minimise ``fun(x)`` (ℓ and its gradient) + Σ l1_k |x_k| from ``x0``
+    (the two-loop recursion on up to ``jobs`` threads).
 
     As ``minimize_lbfgs``, but ``f`` in results, callbacks and states is the
     whole objective with its L1 term, ``g`` the gradient of ℓ, and the
@@ -154,13 +155,14 @@ def minimize_owlqn(fun: Function, x0: np.ndarray | None, l1: np.ndarray, *, m: i
     if resume is None:
         x = np.array(x0, dtype=np.float64)
         loss, g = fun(x)
-        s, history, it = Iterate(x, 0.0, g, 1, []), History(m), 0
+        s, history, it = Iterate(x, 0.0, g, 1, []), History(m, jobs), 0
     else:
         if resume.direction is not None:
             raise ValueError("an L-BFGS state with its next direction cannot resume OWL-QN")
         s = Iterate(np.array(resume.x, dtype=np.float64), resume.f, resume.g,
                     resume.evaluations, list(resume.recoveries))
         history, it, loss = resume.history, resume.iteration, 0.0
+        history.jobs = jobs
     n = s.x.shape[0]
     pg, d, trial = np.empty(n), np.empty(n), np.empty(n)
     penalty = pseudo_gradient(s.x, s.g, c, pg)
@@ -182,7 +184,7 @@ def minimize_owlqn(fun: Function, x0: np.ndarray | None, l1: np.ndarray, *, m: i
                             on_recovery)
             if stop is not None:
                 return s.result(it - 1, False, stop)
-            history, first = History(m), True
+            history, first = History(m, jobs), True
             if s.stationary(epsilon, pg):
                 return s.result(it - 1, True, converged)
             continue
