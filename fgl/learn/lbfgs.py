@@ -510,7 +510,7 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
     while it <= max_iter:
         dphi0 = float(s.g @ d)
         if not dphi0 < 0.0:  # not a descent direction (rounding): restart along -g
-            history, d = History(m, jobs), np.negative(s.g)   # (new arrays: ``state`` its own)
+            history, d = History(m, jobs), np.negative(s.g)   # (new arrays: state keeps its own)
             dphi0 = -float(s.g @ s.g)
         history.park(s.g)
         if state is not None and state.history is history:   # (else it keeps its own g)
