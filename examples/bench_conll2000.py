@@ -272,7 +272,7 @@ def worker_alternate(a) -> dict:
     settings = resolve_train(spec, {"sigma": 1.0 / math.sqrt(2.0 * a.c2)})
     model, data = compile_model(spec, read_conll(a.data / "train.txt")[:keep], SPEC.parent,
                                 settings)
-    cores = os.cpu_count() or 1
+    cores = a.jobs   # (every core: the parent passes them)
 
     def crfsuite() -> float:
         trainer.train("")   # (no model file)
@@ -617,7 +617,9 @@ def parent(a) -> None:
     except ImportError:
         have_crfsuite = False
         print("python-crfsuite is not installed (pip install python-crfsuite); fgl only.")
-    cores = os.cpu_count() or 1
+    from fgl.engines.parallel import cores as usable_cores
+
+    cores = usable_cores()
     sigma = 1.0 / math.sqrt(2.0 * a.c2)
     print(f"CoNLL-2000 chunking, CRFsuite feature set; data {a.data}")
     mode = f"quick (first {QUICK_SENTENCES} training sentences)" if a.quick else "full"
