@@ -100,30 +100,39 @@ def _potentials(log_pot, tab_ptr, psi, shift, psi_at):
         n = tab_ptr[f + 1] - t0
         if n < SHARED_SIZES:
             g = last[n]
-            if g >= 0:
-                s0 = tab_ptr[g]
-                same = True
-                for i in range(n):
-                    if log_pot[s0 + i] != log_pot[t0 + i]:
-                        same = False
-                        break
-                if same:
-                    shift[f] = shift[g]
-                    psi_at[f] = psi_at[g]
-                    continue
+            if g >= 0 and equal_tables(log_pot, tab_ptr[g], t0, n):
+                shift[f] = shift[g]
+                psi_at[f] = psi_at[g]
+                continue
             last[n] = f
-        m = -np.inf
-        for i in range(t0, t0 + n):
-            if log_pot[i] > m:
-                m = log_pot[i]
-        if m == -np.inf:
-            m = 0.0
-        shift[f] = m
+        shift[f] = exp_shifted(log_pot, t0, n, psi, used)
         psi_at[f] = used
-        for i in range(n):
-            psi[used + i] = np.exp(log_pot[t0 + i] - m)
         used += n
     return used
+
+
+@njit(cache=True, nogil=True, inline="always")
+def equal_tables(a, s0, t0, n):
+    """Whether a[s0:s0 + n] and a[t0:t0 + n] are equal entry by entry."""
+    for i in range(n):
+        if a[s0 + i] != a[t0 + i]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def exp_shifted(a, t0, n, psi, at):
+    """psi[at:at + n] = exp(a[t0:t0 + n] - m) with m their largest entry (0
+    when all are -inf: ψ all 0); returns m."""
+    m = -np.inf
+    for i in range(t0, t0 + n):
+        if a[i] > m:
+            m = a[i]
+    if m == -np.inf:
+        m = 0.0
+    for i in range(n):
+        psi[at + i] = np.exp(a[t0 + i] - m)
+    return m
 
 
 @njit(cache=True, nogil=True)

@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from fgl.engines.graph import bp_scaled
 from fgl.engines.graph.factor_graph import FactorGraph
 from fgl.jit import njit
 
@@ -60,25 +61,13 @@ def _reweighted(log_pot, rho, tab_ptr, f_ptr, scaled, psi, psi_at):
             continue
         slot = (n * 7919 + int(r * 1048576.0)) % TIE_SLOTS
         g = recent[slot]
-        if g >= 0 and rho[g] == r and tab_ptr[g + 1] - tab_ptr[g] == n:
-            s0 = tab_ptr[g]
-            same = True
-            for i in range(n):
-                if log_pot[s0 + i] != log_pot[t0 + i]:
-                    same = False
-                    break
-            if same:
-                psi_at[f] = psi_at[g]
-                continue
+        if (g >= 0 and rho[g] == r and tab_ptr[g + 1] - tab_ptr[g] == n
+                and bp_scaled.equal_tables(log_pot, tab_ptr[g], t0, n)):
+            psi_at[f] = psi_at[g]
+            continue
         recent[slot] = f
-        m = -np.inf
-        for i in range(t0, t0 + n):
-            m = max(m, scaled[i])
-        if m == -np.inf:   # (an all -inf table: ψ all 0)
-            m = 0.0
+        bp_scaled.exp_shifted(scaled, t0, n, psi, used)
         psi_at[f] = used
-        for i in range(n):
-            psi[used + i] = np.exp(scaled[t0 + i] - m)
         used += n
     return used
 
