@@ -16,7 +16,7 @@ dropped (``fgl.learn.lbfgs``).
 uninterrupted run reaches — exactly where every evaluation is a function
 of the weights (exact engines; BP with ``bp_start = cold``, the default);
 under ``bp_start = warm`` BP's messages are not saved and restart from the
-checkpoint's iterate.
+checkpoint's iterate (under TRW the same fixed point, to BP's tolerance).
 """
 from __future__ import annotations
 

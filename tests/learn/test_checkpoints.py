@@ -18,7 +18,7 @@ from scipy.optimize import rosen, rosen_der
 from support.cli import data_files, run, train_until_sigterm
 from support.paths import HMM, REPO
 from support.sentences import inputs_and_labels, segment_data, training_sentences
-from support.specs import CHAIN_FORMAT, SKIP_EQUAL_WORDS
+from support.specs import CHAIN_FORMAT, SKIP_EQUAL_WORDS, TRAINED_CHAIN_FORMAT
 
 from fgl import CRF
 from fgl.errors import FglError, ModelFileError
@@ -81,6 +81,24 @@ def test_api_resume_reaches_the_uninterrupted_weights(tmp_path, spec):
     assert resumed.training_log.objective == pytest.approx(full.training_log.objective,
                                                            rel=1e-12)
     np.testing.assert_allclose(resumed.weights, full.weights, rtol=0, atol=1e-12)
+
+
+def test_warm_trw_resumes_to_the_same_fixed_points(tmp_path):
+    """Under ``bp_start = warm`` BP's messages are not saved: a resumed run
+    restarts BP cold from the checkpoint's iterate, which the resume check
+    accepts to BP's tolerance, and since TRW's fixed point is unique the run
+    continues along the same path, to that tolerance."""
+    X, y = inputs_and_labels(training_sentences())
+    spec = TRAINED_CHAIN_FORMAT.format(extra=SKIP_EQUAL_WORDS, infer="infer trw(tol = 1e-9)",
+                                       train="train { bp_start = warm }")
+    full = CRF(spec, max_iter=30, tol=1e-12, jobs=1).fit(X, y)
+    ck = tmp_path / "ck.fglm"
+    CRF(spec, max_iter=12, tol=1e-12, jobs=1, checkpoint=ck, checkpoint_every=4).fit(X, y)
+    resumed = CRF(spec, max_iter=30, tol=1e-12, jobs=1).fit(X, y, resume=ck)
+    assert len(resumed.training_log.iterations) == len(full.training_log.iterations)
+    assert resumed.training_log.objective == pytest.approx(full.training_log.objective,
+                                                           rel=1e-7)
+    np.testing.assert_allclose(resumed.weights, full.weights, atol=1e-4)
 
 
 def test_a_checkpoint_written_mid_run_holds_the_next_direction_and_resumes_exactly(

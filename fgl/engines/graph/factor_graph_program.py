@@ -195,14 +195,20 @@ class WarmStart:
         a TRW run to 1e-3 took a third of the sweeps of one to 1e-5.  Says
         what changed; None when nothing did.  ``size``: the variables of
         the whole data set when this one is a part of it (a Dask shard)."""
-        scale = max(abs(objective), ERROR_PER_VARIABLE * (self.size if size is None else size))
-        if not (decrease < self.tol * scale and self.tol > self.floor * (1.0 + 1e-9)):
+        if not (decrease < self.error(objective, size) and self.tol > self.floor * (1.0 + 1e-9)):
             return None
         tol = self.tol / 10.0
         tol = self.floor if tol <= self.floor * (1.0 + 1e-6) else tol   # (onto it, unrounded)
         note = f"BP tolerance {self.tol:g} -> {tol:g} (the objective fell by {decrease:.2g})"
         self.tol = tol
         return note
+
+    def error(self, objective: float, size: int | None = None) -> float:
+        """What runs to this tolerance can put an ``objective`` off by: tol
+        times the larger of |objective| and ``ERROR_PER_VARIABLE`` x the
+        variables (``size``, default the data set's)."""
+        return self.tol * max(abs(objective),
+                              ERROR_PER_VARIABLE * (self.size if size is None else size))
 
     def accept(self) -> None:
         """Start the following runs from the messages the last run ended
