@@ -30,7 +30,7 @@ from fgl.distributed.recipe import ModelRecipe
 from fgl.distributed.reduce import tree_reduce
 from fgl.engines.program import InferenceStats
 from fgl.errors import FglError
-from fgl.learn.objective import Objective, add_prior, inverse_variance
+from fgl.learn.objective import Objective, add_prior, inverse_variance, same_evaluation
 
 ATTEMPTS = 6                     # tries of one evaluation when workers are lost
 RECONNECT_SECONDS = 120          # how long a retry waits for a worker to be there
@@ -221,6 +221,9 @@ class DistributedObjective:
 
     def restore_bp_settings(self, saved: dict | None) -> None:
         self.bp = saved
+
+    def resume_slack(self, f: float) -> float:
+        return same_evaluation(f)   # (the workers start BP cold)
 
     def release(self) -> None:
         """Let the workers free the shards."""

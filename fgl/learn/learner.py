@@ -288,9 +288,8 @@ def _stopped_at(state: LBFGSState | None, first: tuple | None, reason: str,
 
 def _check_resume(objective: TrainingObjective, resume: TrainingState, l1: np.ndarray) -> None:
     """Restore BP's settings and check that the objective at the saved
-    weights is the saved one: the same spec, data and priors (to BP's
-    tolerance where BP's messages were carried, ``WarmStart.error``: they
-    are not saved, and BP restarts cold)."""
+    weights is the saved one (to the objective's ``resume_slack``): the
+    same spec, data and priors."""
     if resume.m != OPTIMISER_MEMORY:
         raise FglError(f"the checkpoint's L-BFGS keeps {resume.m} correction pairs; this fgl "
                        f"keeps {OPTIMISER_MEMORY}")
@@ -298,12 +297,7 @@ def _check_resume(objective: TrainingObjective, resume: TrainingState, l1: np.nd
     f, _ = objective(resume.lbfgs.x)
     f += l1_penalty(resume.lbfgs.x, l1) if (l1 > 0).any() else 0.0
     saved = resume.lbfgs.f
-    warm = getattr(objective, "warm", None)
-    if warm is not None and warm.carry:   # (BP restarts cold there: the same to its tolerance)
-        slack = warm.error(saved)
-    else:
-        slack = 1e-8 * max(1.0, abs(saved))
-    if not abs(f - saved) <= slack:
+    if not abs(f - saved) <= objective.resume_slack(saved):
         raise FglError(f"cannot resume: the checkpoint's objective was {saved:.12g}, on this "
                        f"data with these settings it is {f:.12g}; resume with the training "
                        "data, spec and sigma of the run that wrote it")

@@ -72,6 +72,16 @@ class TrainingObjective(Protocol):
     def restore_bp_settings(self, saved: dict | None) -> None:
         """Put back what ``bp_settings`` returned."""
 
+    def resume_slack(self, f: float) -> float:
+        """How far an evaluation at a checkpoint's weights may be from the
+        objective ``f`` saved there for a resume to go on."""
+
+
+def same_evaluation(f: float) -> float:
+    """``resume_slack`` of an objective that is a function of the weights:
+    rounding."""
+    return 1e-8 * max(1.0, abs(f))
+
 
 class ExactObjective:
     """The ``TrainingObjective`` answers of an objective with no approximate
@@ -96,6 +106,9 @@ class ExactObjective:
 
     def restore_bp_settings(self, saved: dict | None) -> None:
         pass
+
+    def resume_slack(self, f: float) -> float:
+        return same_evaluation(f)
 
 
 @njit(cache=True, nogil=True)
@@ -212,6 +225,13 @@ class Objective:
                 warm.tol = float(saved[side]["tol"])
                 warm.max_iter = int(saved[side]["max_iter"])
                 warm.damping = float(saved[side]["damping"])
+
+    def resume_slack(self, f: float) -> float:
+        """Rounding, and BP's tolerance on each side whose messages were
+        carried (``WarmStart.error``): they are not saved, so BP restarts
+        cold at the saved weights."""
+        return same_evaluation(f) + sum(warm.error(f) for warm in (self.warm, self.warm_clamped)
+                                        if warm is not None and warm.carry)
 
     def accept(self) -> None:
         """The weights of the last evaluation are the optimiser's new
