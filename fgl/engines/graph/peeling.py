@@ -29,9 +29,11 @@ from fgl.jit import njit
 
 @njit(cache=True, nogil=True)
 def peel(n_vars, f_ptr, f_var, v_ptr, v_edge, e_fac, rho):
-    """(core, order): the variables of the 2-core, ascending, and the
+    """(core, order, toward): the variables of the 2-core, ascending, the
     others in the order they were peeled (leaves first, so a variable comes
-    after every variable of the trees it gathers messages from)."""
+    after every variable of the trees it gathers messages from), and per
+    variable the factor it was peeled from, the one leading toward the
+    core (-1 for a core variable or one peeled alone)."""
     F = f_ptr.shape[0] - 1
     fdeg = np.zeros(F, dtype=np.int64)   # variables a factor still holds (0: gone)
     for f in range(F):
@@ -44,6 +46,7 @@ def peel(n_vars, f_ptr, f_var, v_ptr, v_edge, e_fac, rho):
                 deg[v] += 1
     removed = np.zeros(n_vars, dtype=np.bool_)
     order = np.empty(n_vars, dtype=np.int64)
+    toward = np.full(n_vars, -1, dtype=np.int64)
     stack = np.empty(n_vars + F, dtype=np.int64)
     n_stack = 0
     for v in range(n_vars - 1, -1, -1):
@@ -68,6 +71,7 @@ def peel(n_vars, f_ptr, f_var, v_ptr, v_edge, e_fac, rho):
         n_order += 1
         if last < 0:
             continue
+        toward[v] = last
         fdeg[last] -= 1
         if fdeg[last] == 1:   # a leaf factor of its last variable: gone with it
             fdeg[last] = 0
@@ -84,18 +88,22 @@ def peel(n_vars, f_ptr, f_var, v_ptr, v_edge, e_fac, rho):
         if not removed[v]:
             core[k] = v
             k += 1
-    return core, order[:n_order]
+    return core, order[:n_order], toward
 
 
 class SweepOrders(NamedTuple):
     """The orders in which ``fgl.engines.graph.trw`` visits a graph's
     variables: the core ascending and descending (sweeps alternate), the
-    peeled variables in peeling order (inward) and reversed (outward)."""
+    peeled variables in peeling order (inward) and reversed (outward), and
+    each peeled variable's factor toward the core (``peel``): the inward
+    pass renews a variable's messages from its other factors, the outward
+    pass the one from that factor."""
 
     core: np.ndarray
     core_back: np.ndarray
     inward: np.ndarray
     outward: np.ndarray
+    toward: np.ndarray
 
 
 def sweep_orders(graph: FactorGraph, rho: np.ndarray) -> SweepOrders:
@@ -105,9 +113,10 @@ def sweep_orders(graph: FactorGraph, rho: np.ndarray) -> SweepOrders:
     hit = graph.cache.get("sweep_orders")
     if hit is not None and (hit[0] is rho or np.array_equal(hit[1], rho == 1.0)):
         return hit[2]
-    core, inward = peel(graph.n_vars, graph.f_ptr, graph.f_var, graph.v_ptr, graph.v_edge,
-                        graph.e_fac, np.ascontiguousarray(rho, dtype=np.float64))
-    orders = SweepOrders(core, core[::-1].copy(), inward, inward[::-1].copy())
+    core, inward, toward = peel(graph.n_vars, graph.f_ptr, graph.f_var, graph.v_ptr,
+                                graph.v_edge, graph.e_fac,
+                                np.ascontiguousarray(rho, dtype=np.float64))
+    orders = SweepOrders(core, core[::-1].copy(), inward, inward[::-1].copy(), toward)
     graph.cache["sweep_orders"] = (rho, rho == 1.0, orders)
     return orders
 

@@ -36,6 +36,8 @@ Schedule.  The trees hanging off the graph's cycles (through factors with
 ρ_f = 1) are passed once inward before the sweeps and once outward after
 them, exact there as BP is on a tree (``fgl.engines.graph.peeling``): on
 150 CoNLL-2003 skip-chain articles they hold two thirds of the variables.
+Each of their messages is made once: inward, every message into a
+variable but the one from its factor toward the core; outward, that one.
 A sweep visits the other variables, the core, in index order (the next
 sweep in reverse) -- those whose inputs have moved since their last visit
 (selective sweeps, ``propagate``) -- and renews every message M_{f->v} into the visited
@@ -252,7 +254,7 @@ def _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, ta
 @njit(cache=True, nogil=True)
 def _sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge,
            var_ptr, L, lb, cav, use_max, damping, out, digits, pending, stale, eps, seen, moved,
-           before):
+           before, toward, mode):
     """One sweep (module docstring) over the variables ``visit``, in
     their order, and the messages into them that need neither
     log space nor a recomputed belief -- every one, as a rule -- written out
@@ -260,7 +262,9 @@ def _sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr,
     per message.  The others (a message entry underflowing, or one that is
     or was 0) are left untouched and listed in ``pending`` for
     ``_update_message``; returns (how many are pending, how many variables
-    were visited, listed in ``seen``).
+    were visited, listed in ``seen``).  ``mode`` 0 renews every message
+    into a variable v; 1 (a tree's inward pass) all but the one from
+    ``toward[v]``, 2 (its outward pass) only that one.
 
     Selective sweeps (when ``stale`` is not empty): a variable is visited
     only when ``stale``, what its inputs have moved since its last visit,
@@ -291,7 +295,7 @@ def _sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr,
             f = e_fac[e]
             a = f_ptr[f]
             n = f_ptr[f + 1] - a
-            if n < 2:
+            if n < 2 or (mode != 0 and (f == toward[v]) == (mode == 1)):
                 continue
             m = msg_ptr[e]
             for s in range(a, a + n):   # cavities of f's other variables
@@ -396,10 +400,12 @@ def _spread(v, j0, rho, card, f_ptr, f_var, e_fac, v_ptr, v_edge, lb, o, before,
 
 
 @njit(cache=True, nogil=True)
-def _tree_pass(visit, pot: ReweightedPotentials, g: GraphArrays, L, lb, lcav, cav, use_max, out,
-               new, tmp, acc, digits, pending, seen, moved):
-    """One undamped pass over the peeled variables ``visit`` (in peeling
-    order, or its reverse), each message final when made
+def _tree_pass(visit, toward, mode, pot: ReweightedPotentials, g: GraphArrays, L, lb, lcav, cav,
+               use_max, out, new, tmp, acc, digits, pending, seen, moved):
+    """One undamped pass over the peeled variables ``visit``: in peeling
+    order (``mode`` 1) renewing each variable's messages from all its
+    factors but the one ``toward`` the core, in reverse (``mode`` 2) only
+    that one -- each message final when made, and made once
     (``fgl.engines.graph.peeling``).  Messages that ``_sweep`` leaves
     pending are made in turn, variable by variable, so that each sees the
     ones before it."""
@@ -409,13 +415,13 @@ def _tree_pass(visit, pot: ReweightedPotentials, g: GraphArrays, L, lb, lcav, ca
     every = np.empty(0)   # (no stale array: every variable is visited)
     if _sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge,
               var_ptr, L, lb, cav, use_max, 0.0, out, digits, pending, every, 0.0, seen,
-              moved, new)[0] == 0:
+              moved, new, toward, mode)[0] == 0:
         return
     n = visit.shape[0]
     for k in range(n):
         n_pending = _sweep(visit[k:k + 1], psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
                            msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav, use_max, 0.0, out,
-                           digits, pending, every, 0.0, seen, moved, new)[0]
+                           digits, pending, every, 0.0, seen, moved, new, toward, mode)[0]
         for j in range(n_pending):
             _update_message(pending[j], log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var,
                             tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb,
@@ -478,8 +484,8 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L,
     if max_arity < 2:   # (nothing to pass: unary factors are the variables' own)
         return 0, 0.0, 0
     if fresh:
-        _tree_pass(orders.inward, pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc,
-                   digits, pending, seen, moved)
+        _tree_pass(orders.inward, orders.toward, 1, pot, g, L, lb, lcav, cav, use_max, out, new,
+                   tmp, acc, digits, pending, seen, moved)
     res, mark, damping = state[0], state[1], state[2]
     sweeps = max_iter
     visits = 0
@@ -492,7 +498,7 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L,
         n_pending, n_seen = _sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
                                    msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav, use_max, damping,
                                    out, digits, pending, stale, eps, seen, moved,
-                                   acc)
+                                   acc, orders.toward, 0)
         for i in range(n_pending):
             _update_message(pending[i], log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var,
                             tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb,
@@ -505,8 +511,8 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L,
     if not eps > 0.0:   # (sweeps that visited all kept no account: all are stale)
         stale[:] = np.inf
     state[0], state[1], state[2] = res, mark, damping
-    _tree_pass(orders.outward, pot, g, L, lb, lcav, cav, use_max, out, new, tmp, acc, digits,
-               pending, seen, moved)
+    _tree_pass(orders.outward, orders.toward, 2, pot, g, L, lb, lcav, cav, use_max, out, new,
+               tmp, acc, digits, pending, seen, moved)
     return sweeps, res, visits
 
 

@@ -14,7 +14,7 @@ from support.trw_reference import assert_matches_reference, dense_tables, refere
 
 from fgl.engines.graph.factor_graph import FactorGraph
 from fgl.engines.graph.forest_cover import appearance_probabilities
-from fgl.engines.graph.peeling import core_and_trees
+from fgl.engines.graph.peeling import core_and_trees, sweep_orders
 from fgl.engines.graph.trw import trw
 
 TIGHT = {"tol": 1e-15, "max_iter": 20000}
@@ -57,6 +57,9 @@ def test_the_core_is_the_cycle_and_leaves_come_first():
     assert sorted(order.tolist()) == [3, 4, 5, 6, 7, 8]
     at = _position(order)
     assert at[4] < at[3] and at[5] < at[3]
+    # each peeled variable's factor toward the core; -1 for the core and for 8, on its own
+    toward = sweep_orders(g, appearance_probabilities(g)).toward
+    assert toward.tolist() == [-1, -1, -1, 3, 4, 5, 6, 6, -1]
 
 
 @settings(max_examples=40, deadline=None)
@@ -76,6 +79,14 @@ def test_the_core_is_networkx_2_core(case):
         if a in at and b in at:
             far, near = (a, b) if dist[a] > dist[b] else (b, a)
             assert at[far] < at[near]
+    # and its factor toward the core is the edge to its neighbour one step nearer
+    toward = sweep_orders(g, appearance_probabilities(g)).toward
+    for v in range(len(card)):
+        if v not in at:
+            assert toward[v] == -1
+            continue
+        (u,) = set(factors[toward[v]]) - {v}
+        assert dist[u] == dist[v] - 1
 
 
 def test_a_factor_with_rho_below_one_stays_in_the_core():
