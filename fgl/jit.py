@@ -23,6 +23,29 @@ if "numba.np.arraymath" not in sys.modules and "scipy.linalg.cython_blas" not in
     finally:
         del sys.modules["scipy.linalg.cython_blas"]
 
-from numba import njit  # noqa: E402
+from numba import njit, types  # noqa: E402
+from numba.extending import intrinsic  # noqa: E402
 
-__all__ = ["njit"]
+__all__ = ["bits_to_float", "float_to_bits", "njit"]
+
+
+@intrinsic
+def bits_to_float(typingctx, bits):
+    """In compiled code, the float64 whose bits are the int64 ``bits``."""
+    if bits != types.int64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    return types.float64(types.int64), codegen
+
+
+@intrinsic
+def float_to_bits(typingctx, x):
+    """In compiled code, the int64 holding the bits of the float64 ``x``."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+    return types.int64(types.float64), codegen

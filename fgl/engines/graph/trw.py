@@ -50,10 +50,11 @@ norm-product order of Hazan & Shashua (2010, §5): an exact
 block-coordinate step on the dual of the convex free energy (the block:
 the multipliers that tie v's belief to its factors'), which takes fewer
 sweeps than updating factor by factor.
-Damping, optional, is in log space.  A sweep is one loop body (``_sweep``)
-that calls nothing but the scaled kernels: passing a score of arrays into a
-helper per message costs numba a reference count per array and call, which
-had doubled the time of a sweep.  A sweep has converged when it moves no
+Damping, optional, is in log space.  A sweep is one loop body
+(``fgl.engines.graph.trw_sweep``) that calls nothing but the scaled kernels
+and inline exp and log (``fgl.engines.vector_math``): passing a score of
+arrays into a helper per message costs numba a reference count per array
+and call, which had doubled the time of a sweep.  A sweep has converged when it moves no
 variable's belief by ``tol`` (``_belief_shift``): measured per sweep, not
 per message, since on CoNLL-2003 skip chains the messages kept moving by
 1e-4 for hundreds of sweeps while no belief moved by 1e-7.  With
@@ -94,6 +95,8 @@ from fgl.engines.graph.trw_beliefs import (
     variable_log_belief,
 )
 from fgl.engines.graph.trw_potentials import ReweightedPotentials, reweighted_potentials
+from fgl.engines.graph.trw_sweep import sweep
+from fgl.engines.vector_math import exp_neg, log_pos
 from fgl.jit import njit
 
 # a run whose factor beliefs disagree with its variable beliefs (L1, ``inconsistency``)
@@ -165,9 +168,9 @@ def _belief_shift(lb, var_ptr, lq, p, visit):
             continue
         z = 0.0
         for x in range(o, e):
-            p[x - o] = np.exp(lb[x] - mx)
+            p[x - o] = exp_neg(lb[x] - mx)
             z += p[x - o]
-        shift = mx + np.log(z)
+        shift = mx + log_pos(z)
         for x in range(o, e):
             new = lb[x] - shift
             old = lq[x]
@@ -252,183 +255,36 @@ def _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, ta
 
 
 @njit(cache=True, nogil=True)
-def _sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge,
-           var_ptr, L, lb, cav, use_max, damping, out, digits, pending, stale, eps, seen, moved,
-           before, toward, mode):
-    """One sweep (module docstring) over the variables ``visit``, in
-    their order, and the messages into them that need neither
-    log space nor a recomputed belief -- every one, as a rule -- written out
-    in one loop body: no call passes arrays, so no reference counting runs
-    per message.  The others (a message entry underflowing, or one that is
-    or was 0) are left untouched and listed in ``pending`` for
-    ``_update_message``; returns (how many are pending, how many variables
-    were visited, listed in ``seen``).  ``mode`` 0 renews every message
-    into a variable v; 1 (a tree's inward pass) all but the one from
-    ``toward[v]``, 2 (its outward pass) only that one.
-
-    Selective sweeps (when ``stale`` is not empty): a variable is visited
-    only when ``stale``, what its inputs have moved since its last visit,
-    reaches ``eps``; a visit resets it and adds to each neighbour's the
-    range over values of the change of the visited variable's cavity
-    toward their shared factor (``_spread``).  With ``eps`` 0 every
-    variable is visited and no account kept.  ``moved`` and ``before``:
-    scratch of a variable's message changes and log belief."""
-    V = visit.shape[0]
-    track = stale.shape[0] > 0 and eps > 0.0   # (eps 0: every variable is visited)
-    n_pending = 0
-    n_seen = 0
-    for k in range(V):
-        v = visit[k]
-        if track:
-            if stale[v] < eps:
-                continue
-            stale[v] = 0.0
-            for x in range(card[v]):
-                before[x] = lb[var_ptr[v] + x]
-        seen[n_seen] = v
-        n_seen += 1
-        o = var_ptr[v]
-        cv = card[v]
-        j0 = v_ptr[v]
-        for j in range(j0, v_ptr[v + 1]):
-            e = v_edge[j]
-            f = e_fac[e]
-            a = f_ptr[f]
-            n = f_ptr[f + 1] - a
-            if n < 2 or (mode != 0 and (f == toward[v]) == (mode == 1)):
-                continue
-            m = msg_ptr[e]
-            for s in range(a, a + n):   # cavities of f's other variables
-                if s == e:
-                    continue
-                u = f_var[s]
-                ou = var_ptr[u]
-                mu = msg_ptr[s]
-                mx = -np.inf
-                for x in range(card[u]):
-                    t = lb[ou + x]
-                    t = -np.inf if t == -np.inf else t - L[mu + x]
-                    cav[mu + x] = t
-                    if t > mx:
-                        mx = t
-                for x in range(card[u]):
-                    cav[mu + x] = np.exp(cav[mu + x] - mx) if mx > -np.inf else 1.0
-            if n == 2:
-                other = a + 1 if e == a else a
-                bp_scaled.pairwise_message(psi, psi_at[f], cv, card[f_var[other]], e == a,
-                                            cav, msg_ptr[other], use_max, out)
-            else:
-                bp_scaled.factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac,
-                                          msg_ptr, cav, use_max, out, digits)
-            z = 0.0
-            low = np.inf
-            for x in range(cv):
-                low = min(low, out[x])
-                z = max(z, out[x]) if use_max else z + out[x]
-            ok = z < np.inf and low > TINY
-            for x in range(cv):
-                ok = ok and L[m + x] > -np.inf
-            if not ok:
-                pending[n_pending] = e
-                n_pending += 1
-                if track:   # (made later, by a change not measured: v's neighbours are revisited)
-                    for x in range(cv):
-                        moved[(j - j0) * cv + x] = 0.0
-                    for i in range(j0, v_ptr[v + 1]):
-                        g = e_fac[v_edge[i]]
-                        for s in range(f_ptr[g], f_ptr[g + 1]):
-                            stale[f_var[s]] = np.inf
-                continue
-            r = rho[f]
-            inv = 1.0 / z
-            for x in range(cv):
-                out[x] = np.log(out[x] * inv)
-            if damping > 0.0:   # in log space, then normalised again
-                for x in range(cv):
-                    out[x] = (1.0 - damping) * out[x] + damping * L[m + x]
-                normalise_log(out, cv, use_max)
-            q = (j - j0) * cv
-            for x in range(cv):
-                d = out[x] - L[m + x]
-                moved[q + x] = d
-                lb[o + x] += r * d   # (ρ_f times the message's change)
-                L[m + x] = out[x]
-        if track:
-            _spread(v, j0, rho, card, f_ptr, f_var, e_fac, v_ptr, v_edge, lb, o, before, stale,
-                    damping, moved)
-    return n_pending, n_seen
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _spread(v, j0, rho, card, f_ptr, f_var, e_fac, v_ptr, v_edge, lb, o, before, stale, damping,
-            moved):
-    """After a visit of v whose messages moved by ``moved`` (per slot of
-    v's, then per value) and its log belief from ``before`` to lb[o:]: the
-    cavity n_{v->f} = lb_v - L_{f->v} moved by Δlb_v - ΔL_{f->v}, and f's
-    message to another variable u by at most that change's range over v's
-    values (a message is a log-sum or a max of the cavities plus fixed
-    potentials), so u's log belief by at most ρ_f times it: added to
-    ``stale[u]``.  Damped messages have moved only part of the way, damping
-    / (1 - damping) times their change is left, added to v's own."""
-    cv = card[v]
-    for x in range(cv):   # (Δlb_v, into before; 0 where it stays -inf)
-        t = lb[o + x]
-        before[x] = 0.0 if t == before[x] else t - before[x]
-    left = damping / (1.0 - damping) if damping > 0.0 else 0.0
-    for j in range(j0, v_ptr[v + 1]):
-        f = e_fac[v_edge[j]]
-        a = f_ptr[f]
-        n = f_ptr[f + 1] - a
-        if n < 2:
-            continue
-        q = (j - j0) * cv
-        lo = hi = before[0] - moved[q]
-        for x in range(1, cv):
-            d = before[x] - moved[q + x]
-            lo, hi = min(lo, d), max(hi, d)
-        shift = hi - lo
-        if not shift < np.inf:   # (an entry that became or stopped being -inf: unknown)
-            shift = np.inf
-        for s in range(a, a + n):
-            if f_var[s] != v:
-                stale[f_var[s]] += rho[f] * shift
-        if left > 0.0:
-            own = 0.0
-            for x in range(cv):
-                own = max(own, abs(moved[q + x]))
-            stale[v] += left * rho[f] * 2.0 * own
-
-
-@njit(cache=True, nogil=True)
 def _tree_pass(visit, toward, mode, pot: ReweightedPotentials, g: GraphArrays, L, lb, lcav, cav,
-               use_max, out, new, tmp, acc, digits, pending, seen, moved):
+               use_max, out, new, tmp, acc, digits, pending, seen, moved, vals, slots):
     """One undamped pass over the peeled variables ``visit``: in peeling
     order (``mode`` 1) renewing each variable's messages from all its
     factors but the one ``toward`` the core, in reverse (``mode`` 2) only
     that one -- each message final when made, and made once
-    (``fgl.engines.graph.peeling``).  Messages that ``_sweep`` leaves
+    (``fgl.engines.graph.peeling``).  Messages that ``sweep`` leaves
     pending are made in turn, variable by variable, so that each sees the
     ones before it."""
     log_pot, scaled, rho, psi, psi_at = pot.log_pot, pot.scaled, pot.rho, pot.psi, pot.psi_at
     card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
     e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
     every = np.empty(0)   # (no stale array: every variable is visited)
-    if _sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge,
+    if sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge,
               var_ptr, L, lb, cav, use_max, 0.0, out, digits, pending, every, 0.0, seen,
-              moved, new, toward, mode)[0] == 0:
+              moved, new, toward, mode, vals, slots)[0] == 0:
         return
     n = visit.shape[0]
     for k in range(n):
-        n_pending = _sweep(visit[k:k + 1], psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
+        n_pending = sweep(visit[k:k + 1], psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
                            msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav, use_max, 0.0, out,
-                           digits, pending, every, 0.0, seen, moved, new, toward, mode)[0]
+                           digits, pending, every, 0.0, seen, moved, new, toward, mode, vals,
+                           slots)[0]
         for j in range(n_pending):
             _update_message(pending[j], log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var,
                             tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb,
                             lcav, cav, use_max, 0.0, out, new, tmp, acc, digits)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
 def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L, lb, last, stale,
               fresh, state, done, use_max, tol, max_iter):
     """Sweeps over the core variables (in index order, then reversed,
@@ -442,7 +298,7 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L,
     ``L``: the log messages (warm start or zeros),
     updated in place; ``lb``: the variables' log beliefs, computed first
     when ``fresh``; ``last``: their normalised log beliefs after the last
-    sweep (taken first when ``fresh``).  Sweeps are selective (``_sweep``):
+    sweep (taken first when ``fresh``).  Sweeps are selective (``sweep``):
     a core variable is visited when its inputs have moved by ``SELECTIVE``
     x tol since its last visit (``stale``, per variable; every one is
     visited in a fresh run's first sweep), so unvisited variables would
@@ -476,6 +332,8 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L,
         stale[:] = np.inf
     seen = np.empty(V, dtype=np.int64)
     moved = np.empty(max_deg * max_card)
+    vals = np.empty(2 * max_deg * max_card)
+    slots = np.empty(2 * max_deg, dtype=np.int64)
     eps = SELECTIVE * tol
     acc = np.empty(max_card)
     tmp = np.empty(max_tab)
@@ -485,7 +343,7 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L,
         return 0, 0.0, 0
     if fresh:
         _tree_pass(orders.inward, orders.toward, 1, pot, g, L, lb, lcav, cav, use_max, out, new,
-                   tmp, acc, digits, pending, seen, moved)
+                   tmp, acc, digits, pending, seen, moved, vals, slots)
     res, mark, damping = state[0], state[1], state[2]
     sweeps = max_iter
     visits = 0
@@ -495,10 +353,10 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L,
                 damping = min(MOST_DAMPING, 0.5 if damping < 0.5 else (1.0 + damping) / 2)
             mark = res
         visit = core if it % 2 == 1 else orders.core_back
-        n_pending, n_seen = _sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
+        n_pending, n_seen = sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
                                    msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav, use_max, damping,
                                    out, digits, pending, stale, eps, seen, moved,
-                                   acc, orders.toward, 0)
+                                   acc, orders.toward, 0, vals, slots)
         for i in range(n_pending):
             _update_message(pending[i], log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var,
                             tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb,
@@ -512,7 +370,7 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L,
         stale[:] = np.inf
     state[0], state[1], state[2] = res, mark, damping
     _tree_pass(orders.outward, orders.toward, 2, pot, g, L, lb, lcav, cav, use_max, out, new,
-               tmp, acc, digits, pending, seen, moved)
+               tmp, acc, digits, pending, seen, moved, vals, slots)
     return sweeps, res, visits
 
 
