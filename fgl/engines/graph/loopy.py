@@ -100,8 +100,9 @@ def normalise_log(buf, n, use_max):
 
 @njit(cache=True, nogil=True)
 def log_factor_message(e, log_pot, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, vf,
-                    use_max, out, tmp, acc):
-    """m_{f->v} for edge e = (f, v) into out[:card[v]] (normalised)."""
+                    use_max, out, tmp, acc, r=1.0):
+    """m_{f->v} for edge e = (f, v) into out[:card[v]] (normalised), over
+    the table log_pot / r (tree-reweighted BP's θ_f / ρ_f; BP's r is 1)."""
     f = e_fac[e]
     a = f_ptr[f]
     b = f_ptr[f + 1]
@@ -112,7 +113,7 @@ def log_factor_message(e, log_pot, card, f_ptr, f_var, tab_ptr, e_fac, e_stride,
     for x in range(cv):
         out[x] = -np.inf
     for i in range(n):
-        s = log_pot[t0 + i]
+        s = log_pot[t0 + i] / r
         for j in range(a, b):
             if j != e:
                 s += vf[msg_ptr[j] + (i // e_stride[j]) % card[f_var[j]]]

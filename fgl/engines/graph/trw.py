@@ -212,7 +212,7 @@ def _commit(e, new, exact, cv, rho, damping, use_max, f_var, msg_ptr, var_ptr, L
 
 
 @njit(cache=True, nogil=True)
-def _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
+def _update_message(e, log_pot, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
                     e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, lcav, cav, use_max, damping,
                     out, new, tmp, acc, digits):
     """M_{f->v} for edge e = (f, v) from the cavities of f's other
@@ -247,8 +247,8 @@ def _update_message(e, log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var, ta
             out[x] *= inv
             new[x] = np.log(out[x])
     else:   # underflow: the same message in log space, over θ_f/ρ_f and log cavities
-        log_factor_message(e, scaled, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr, lcav,
-                        use_max, new, tmp, acc)
+        log_factor_message(e, log_pot, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr,
+                           lcav, use_max, new, tmp, acc, rho[f])
     if _commit(e, new, exact, cv, rho[f], damping, use_max, f_var, msg_ptr, var_ptr, L, lb):
         variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
                             msg_ptr, var_ptr, L, lb)
@@ -264,7 +264,7 @@ def _tree_pass(visit, toward, mode, pot: ReweightedPotentials, g: GraphArrays, L
     (``fgl.engines.graph.peeling``).  Messages that ``sweep`` leaves
     pending are made in turn, variable by variable, so that each sees the
     ones before it."""
-    log_pot, scaled, rho, psi, psi_at = pot.log_pot, pot.scaled, pot.rho, pot.psi, pot.psi_at
+    log_pot, rho, psi, psi_at = pot.log_pot, pot.rho, pot.psi, pot.psi_at
     card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
     e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
     every = np.empty(0)   # (no stale array: every variable is visited)
@@ -279,7 +279,7 @@ def _tree_pass(visit, toward, mode, pot: ReweightedPotentials, g: GraphArrays, L
                            digits, pending, every, 0.0, seen, moved, new, toward, mode, vals,
                            slots)[0]
         for j in range(n_pending):
-            _update_message(pending[j], log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var,
+            _update_message(pending[j], log_pot, psi, psi_at, rho, card, f_ptr, f_var,
                             tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb,
                             lcav, cav, use_max, 0.0, out, new, tmp, acc, digits)
 
@@ -308,7 +308,7 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L,
     (``fgl.stopping.passes``) with the same result as one: ``done`` counts
     the sweeps of the earlier calls and ``state`` carries [last residual,
     residual at the last stall check, damping]."""
-    log_pot, scaled, rho, psi, psi_at = pot.log_pot, pot.scaled, pot.rho, pot.psi, pot.psi_at
+    log_pot, rho, psi, psi_at = pot.log_pot, pot.rho, pot.psi, pot.psi_at
     card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
     e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
     V = card.shape[0]
@@ -358,7 +358,7 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L,
                                    out, digits, pending, stale, eps, seen, moved,
                                    acc, orders.toward, 0, vals, slots)
         for i in range(n_pending):
-            _update_message(pending[i], log_pot, scaled, psi, psi_at, rho, card, f_ptr, f_var,
+            _update_message(pending[i], log_pot, psi, psi_at, rho, card, f_ptr, f_var,
                             tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb,
                             lcav, cav, use_max, damping, out, new, tmp, acc, digits)
         visits += n_seen

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from fgl.engines.graph.factor_graph import GraphArrays
+from fgl.engines.vector_math import exp_neg
 from fgl.jit import njit
 
 TINY = 1e-280   # a probability-domain entry below this is redone in log space
@@ -38,7 +39,7 @@ def variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_e
                 lb[o + x] += r * L[m + x]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
 def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
     """Normalised variable and factor beliefs from the messages ``L``, and
     for sum-product the bound
@@ -48,7 +49,7 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
     (unary factors: <b_v, θ_f> and no entropy; 0 log 0 = 0).  Returns the
     bound (0 for max-product); ``pot``: ``trw.ReweightedPotentials``;
     ``lcav``: scratch of one entry per message."""
-    log_pot, scaled, rho = pot.log_pot, pot.scaled, pot.rho
+    log_pot, rho = pot.log_pot, pot.rho
     card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
     e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
     V = card.shape[0]
@@ -67,7 +68,7 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
             mx = 0.0
         z = 0.0
         for x in range(cv):
-            bv[o + x] = np.exp(lb[o + x] - mx) if lb[o + x] > -np.inf else 0.0
+            bv[o + x] = exp_neg(lb[o + x] - mx)
             z += bv[o + x]
         h = 0.0
         lz = np.log(z)
@@ -109,15 +110,16 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
                 lcav[m + x] = -np.inf if t == -np.inf else t - L[m + x]
         if k == 2:
             n0, n1, m0, m1 = card[f_var[a]], card[f_var[a + 1]], msg_ptr[a], msg_ptr[a + 1]
-            share = _scaled_pairwise_belief(log_pot, scaled, pot.psi, pot.psi_at[f], t0, n0, n1,
-                                            lcav, m0, m1, rho[f], bf, ecav)
+            share = _scaled_pairwise_belief(log_pot, pot.psi, pot.psi_at[f], t0, n0, n1, lcav,
+                                            m0, m1, rho[f], bf, ecav)
             if share != share:   # (NaN: underflow, redone in log space)
-                share = _pairwise_belief(log_pot, scaled, t0, n0, n1, lcav, m0, m1, rho[f], bf)
+                share = _pairwise_belief(log_pot, t0, n0, n1, lcav, m0, m1, rho[f], bf, ecav)
             total += share
             continue
         mx = -np.inf
+        r = rho[f]
         for i in range(n):
-            s = scaled[t0 + i]
+            s = log_pot[t0 + i] / r
             if s > -np.inf:
                 for e in range(a, a + k):
                     s += lcav[msg_ptr[e] + (i // e_stride[e]) % card[f_var[e]]]
@@ -128,7 +130,6 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
             if bf[t0 + i] > -np.inf:
                 z += np.exp(bf[t0 + i] - mx)
         lz = mx + np.log(z)
-        r = rho[f]
         for i in range(n):
             s = bf[t0 + i]
             if s > -np.inf:
@@ -143,14 +144,15 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _scaled_pairwise_belief(log_pot, scaled, psi, p0, t0, n0, n1, lcav, m0, m1, r, bf, c):
+def _scaled_pairwise_belief(log_pot, psi, p0, t0, n0, n1, lcav, m0, m1, r, bf, c):
     """``_pairwise_belief`` from the factor's scaled table ψ_f (at p0 in
     ``psi``, ``fgl.engines.graph.bp_scaled``) and the exponentials of its
-    two cavities: n0 + n1 exponentials and one logarithm instead of one
-    per entry (``c``: scratch of n0 + n1).  log b_f is θ_f/ρ_f plus the
-    log cavities less log z, with log z taken at the largest entry.  NaN
-    when the largest product falls below ``TINY`` (entries ψ_f lost to
-    underflow might then matter): ``_pairwise_belief`` redoes it."""
+    two cavities: n0 + n1 exponentials (in one loop) and one logarithm
+    instead of one per entry (``c``: scratch of n0 + n1).  log b_f is
+    θ_f/ρ_f plus the log cavities less log z, with log z taken at the
+    largest entry.  NaN when the largest product falls below ``TINY``
+    (entries ψ_f lost to underflow might then matter): ``_pairwise_belief``
+    redoes it."""
     for k, m, n in ((0, m0, n0), (n0, m1, n1)):
         mx = -np.inf
         for x in range(n):
@@ -158,7 +160,9 @@ def _scaled_pairwise_belief(log_pot, scaled, psi, p0, t0, n0, n1, lcav, m0, m1, 
         if mx == -np.inf:
             return np.nan
         for x in range(n):
-            c[k + x] = np.exp(lcav[m + x] - mx)
+            c[k + x] = lcav[m + x] - mx
+    for x in range(n0 + n1):
+        c[x] = exp_neg(c[x])
     z = 0.0
     top = 0.0
     at = 0
@@ -171,19 +175,20 @@ def _scaled_pairwise_belief(log_pot, scaled, psi, p0, t0, n0, n1, lcav, m0, m1, 
                 top, at = q, x0 * n1 + x1
     if not (top >= TINY and z < np.inf):
         return np.nan
-    lz = scaled[t0 + at] + lcav[m0 + at // n1] + lcav[m1 + at % n1] - np.log(top / z)
-    return _normalised_share(log_pot, scaled, t0, n0, n1, lcav, m0, m1, r, z, lz, bf)
+    lz = log_pot[t0 + at] / r + lcav[m0 + at // n1] + lcav[m1 + at % n1] - np.log(top / z)
+    return _normalised_share(t0, n0, n1, lcav, m0, m1, r, z, lz, bf, c)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pairwise_belief(log_pot, scaled, t0, n0, n1, lcav, m0, m1, r, bf):
+def _pairwise_belief(log_pot, t0, n0, n1, lcav, m0, m1, r, bf, c):
     """``beliefs`` of one pairwise factor (table at t0, n0 x n1, cavities at
     m0 and m1): b_f into bf, and its share <b_f, θ_f> + ρ_f H(b_f) of the
-    bound — one exponential per entry, no index arithmetic."""
+    bound — one exponential per entry, no index arithmetic (``c``: scratch
+    of n0 + n1)."""
     mx = -np.inf
     for x0 in range(n0):
         for x1 in range(n1):
-            s = scaled[t0 + x0 * n1 + x1] + lcav[m0 + x0] + lcav[m1 + x1]
+            s = log_pot[t0 + x0 * n1 + x1] / r + lcav[m0 + x0] + lcav[m1 + x1]
             bf[t0 + x0 * n1 + x1] = s
             mx = max(mx, s)
     z = 0.0
@@ -192,24 +197,37 @@ def _pairwise_belief(log_pot, scaled, t0, n0, n1, lcav, m0, m1, r, bf):
         z += bf[i]
     if z == 0.0:   # (no assignment possible: the bound is -inf elsewhere)
         return 0.0
-    return _normalised_share(log_pot, scaled, t0, n0, n1, lcav, m0, m1, r, z, mx + np.log(z), bf)
+    return _normalised_share(t0, n0, n1, lcav, m0, m1, r, z, mx + np.log(z), bf, c)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _normalised_share(log_pot, scaled, t0, n0, n1, lcav, m0, m1, r, z, lz, bf):
+def _normalised_share(t0, n0, n1, lcav, m0, m1, r, z, lz, bf, marg):
     """Divide a pairwise factor's unnormalised belief (in bf, summing to z)
-    by z and return its share <b_f, θ_f> + ρ_f H(b_f) of the bound, with
-    log b_f = θ_f/ρ_f + the log cavities - lz."""
+    by z and return its share <b_f, θ_f> + ρ_f H(b_f) of the bound.  With
+    log b_f = θ_f/ρ_f + lcav_0 + lcav_1 - lz the θ_f terms cancel:
+
+        <b_f, θ_f> - ρ_f <b_f, log b_f> = -ρ_f (<b_0, lcav_0> + <b_1, lcav_1> - lz)
+
+    over the belief's marginals b_0, b_1 (into ``marg``, n0 + n1): a
+    multiply-add per entry and none of θ's rounding."""
     inv = 1.0 / z
-    total = 0.0
+    for x in range(n0 + n1):
+        marg[x] = 0.0
     for x0 in range(n0):
         for x1 in range(n1):
             i = t0 + x0 * n1 + x1
             p = bf[i] * inv
             bf[i] = p
-            if p > 0.0:
-                total += p * (log_pot[i] - r * (scaled[i] + lcav[m0 + x0] + lcav[m1 + x1] - lz))
-    return total
+            marg[x0] += p
+            marg[n0 + x1] += p
+    total = 0.0
+    for x in range(n0):
+        if marg[x] > 0.0:
+            total += marg[x] * lcav[m0 + x]
+    for x in range(n1):
+        if marg[n0 + x] > 0.0:
+            total += marg[n0 + x] * lcav[m1 + x]
+    return -r * (total - lz)
 
 
 @njit(cache=True, nogil=True)

@@ -1,5 +1,5 @@
 """The potentials of a tree-reweighted BP run (``fgl.engines.graph.trw``):
-θ, θ_f / ρ_f, and the scaled tables ψ_f = exp(θ_f / ρ_f - max) that the
+θ, ρ, and the scaled tables ψ_f = exp(θ_f / ρ_f - max) that the
 probability-domain kernels of ``fgl.engines.graph.bp_scaled`` read
 (Wainwright, Jaakkola & Willsky 2005 §5.2: the messages take θ_f / ρ_f)."""
 from __future__ import annotations
@@ -10,14 +10,16 @@ import numpy as np
 
 from fgl.engines.graph import bp_scaled
 from fgl.engines.graph.factor_graph import FactorGraph
+from fgl.engines.vector_math import exp_neg
 from fgl.jit import njit
 
 
 class ReweightedPotentials(NamedTuple):
-    """The potentials of one TRW run, as one argument of its kernels."""
+    """The potentials of one TRW run, as one argument of its kernels
+    (θ_f / ρ_f is taken where it is read, from θ and ρ: a table of it per
+    run cost as much as the ψ tables)."""
 
     log_pot: np.ndarray   # θ, flat (tab_ptr layout)
-    scaled: np.ndarray    # θ_f / ρ_f
     rho: np.ndarray       # [F] appearance probabilities
     psi: np.ndarray       # exp(θ_f / ρ_f - max), factors of 2+ variables, tied tables once
     psi_at: np.ndarray    # [F] offset of factor f's table in psi
@@ -25,40 +27,36 @@ class ReweightedPotentials(NamedTuple):
 
 def reweighted_potentials(graph: FactorGraph, log_pot: np.ndarray,
                           rho: np.ndarray) -> ReweightedPotentials:
-    """θ, θ_f / ρ_f and its scaled form ψ for ``graph``'s factors
+    """θ with its scaled reweighted tables ψ for ``graph``'s factors
     (``_reweighted``)."""
-    scaled = np.empty(graph.n_table)
     psi = np.empty(graph.n_table)
     psi_at = np.zeros(graph.n_factors, dtype=np.int64)
-    used = _reweighted(log_pot, rho, graph.tab_ptr, graph.f_ptr, scaled, psi, psi_at)
-    return ReweightedPotentials(log_pot, scaled, rho, psi[:used], psi_at)
+    used = _reweighted(log_pot, rho, graph.tab_ptr, graph.f_ptr, psi, psi_at)
+    return ReweightedPotentials(log_pot, rho, psi[:used], psi_at)
 
 
 # ψ tables shared through a direct-mapped cache of this many slots, keyed by size and ρ
 TIE_SLOTS = 64
 
 
-@njit(cache=True, nogil=True)
-def _reweighted(log_pot, rho, tab_ptr, f_ptr, scaled, psi, psi_at):
-    """scaled = θ_f / ρ_f per factor, and for factors of two or more
-    variables ψ_f = exp(θ_f / ρ_f - max) at psi[psi_at[f]:] (the scaled
-    kernels' tables, ``fgl.engines.graph.bp_scaled``; a unary factor's θ
-    joins its variable's belief and needs none).  Templates tie θ, and a
-    forest cover gives few distinct ρ (on 150 CoNLL-2003 skip-chain
-    articles 20): a factor whose θ and ρ equal those of the last factor in
-    its slot of a small cache keyed by table size and ρ shares that one's ψ
-    instead of taking an exponential per entry.  Returns how much of
-    ``psi`` is used."""
+@njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+def _reweighted(log_pot, rho, tab_ptr, f_ptr, psi, psi_at):
+    """For factors of two or more variables ψ_f = exp((θ_f - max θ_f) / ρ_f)
+    = exp(θ_f / ρ_f - max) at psi[psi_at[f]:] (the scaled kernels' tables,
+    ``fgl.engines.graph.bp_scaled``; a unary factor's θ joins its
+    variable's belief and needs none).  Templates tie θ, and a forest cover
+    gives few distinct ρ (on 150 CoNLL-2003 skip-chain articles 20): a
+    factor whose θ and ρ equal those of the last factor in its slot of a
+    small cache keyed by table size and ρ shares that one's ψ instead of
+    taking an exponential per entry.  Returns how much of ``psi`` is used."""
     recent = np.full(TIE_SLOTS, -1, dtype=np.int64)
     used = 0
     for f in range(tab_ptr.shape[0] - 1):
+        if f_ptr[f + 1] - f_ptr[f] < 2:
+            continue
         t0 = tab_ptr[f]
         n = tab_ptr[f + 1] - t0
         r = rho[f]
-        for i in range(t0, t0 + n):
-            scaled[i] = log_pot[i] if r == 1.0 else log_pot[i] / r
-        if f_ptr[f + 1] - f_ptr[f] < 2:
-            continue
         slot = (n * 7919 + int(r * 1048576.0)) % TIE_SLOTS
         g = recent[slot]
         if (g >= 0 and rho[g] == r and tab_ptr[g + 1] - tab_ptr[g] == n
@@ -66,9 +64,13 @@ def _reweighted(log_pot, rho, tab_ptr, f_ptr, scaled, psi, psi_at):
             psi_at[f] = psi_at[g]
             continue
         recent[slot] = f
-        bp_scaled.exp_shifted(scaled, t0, n, psi, used)
+        m = -np.inf
+        for i in range(t0, t0 + n):
+            m = max(m, log_pot[i])
+        if m == -np.inf:   # (no assignment possible: ψ all 0)
+            m = 0.0
+        for i in range(n):
+            psi[used + i] = exp_neg((log_pot[t0 + i] - m) / r)
         psi_at[f] = used
         used += n
     return used
-
-
