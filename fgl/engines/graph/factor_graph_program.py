@@ -23,6 +23,7 @@ of the weights alone.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -73,9 +74,13 @@ class FactorGraphData:
 
 
 @njit(cache=True, nogil=True)
-def _factor_tables(f0, f1, tab_ptr, fac_ptr, fac_row, fac_val, row_ptr, feat_config, w, out):
+def _factor_tables(f0, f1, tab_ptr, fac_ptr, fac_row, fac_val, row_ptr, feat_config, dense, w,
+                   out):
     """θ_f(x) = Σ over the factor's attributes of value · w[k] for the
-    feature k with configuration x (Sutton & McCallum eq. 1.54)."""
+    feature k with configuration x (Sutton & McCallum eq. 1.54).  A
+    ``dense`` row (configurations 0, 1, ... in order: a template without
+    observations weights its whole table, as a chain's transitions do) is
+    added as one block, which vectorises; the same sums, in the same order."""
     out[:] = 0.0
     # _feature_expectations walks the rows alike to gather beliefs; one loop for
     # scatter and gather would branch in the innermost loop
@@ -84,14 +89,20 @@ def _factor_tables(f0, f1, tab_ptr, fac_ptr, fac_row, fac_val, row_ptr, feat_con
         for j in range(fac_ptr[f], fac_ptr[f + 1]):
             r = fac_row[j]
             v = fac_val[j]
-            for k in range(row_ptr[r], row_ptr[r + 1]):
+            k0 = row_ptr[r]
+            if dense[r]:
+                for i in range(row_ptr[r + 1] - k0):
+                    out[base + i] += v * w[k0 + i]
+                continue
+            for k in range(k0, row_ptr[r + 1]):
                 out[base + feat_config[k]] += v * w[k]
 
 
 @njit(cache=True, nogil=True)
 def _feature_expectations(f0, f1, tab_ptr, fac_ptr, fac_row, fac_val, row_ptr, feat_config,
-                          beliefs, grad):
-    """E[f_k] = Σ_factors value · b_f(configuration of k)."""
+                          dense, beliefs, grad):
+    """E[f_k] = Σ_factors value · b_f(configuration of k) (a ``dense`` row
+    as one block, as in ``_factor_tables``)."""
     # the walk of _factor_tables, gathering where it scatters (kept apart: one
     # loop for both would branch in the innermost loop)
     for f in range(f0, f1):
@@ -99,8 +110,26 @@ def _feature_expectations(f0, f1, tab_ptr, fac_ptr, fac_row, fac_val, row_ptr, f
         for j in range(fac_ptr[f], fac_ptr[f + 1]):
             r = fac_row[j]
             v = fac_val[j]
-            for k in range(row_ptr[r], row_ptr[r + 1]):
+            k0 = row_ptr[r]
+            if dense[r]:
+                for i in range(row_ptr[r + 1] - k0):
+                    grad[k0 + i] += v * beliefs[base + i]
+                continue
+            for k in range(k0, row_ptr[r + 1]):
                 grad[k] += v * beliefs[base + feat_config[k]]
+
+
+@njit(cache=True, nogil=True)
+def _dense_rows(row_ptr, feat_config):
+    """Per attribute row, whether its features weight configurations 0, 1,
+    ... in order."""
+    out = np.zeros(row_ptr.shape[0] - 1, dtype=np.bool_)
+    for r in range(out.shape[0]):
+        ok = True
+        for k in range(row_ptr[r], row_ptr[r + 1]):
+            ok = ok and feat_config[k] == k - row_ptr[r]
+        out[r] = ok
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -277,6 +306,12 @@ class FactorGraphProgram:
     def n_features(self) -> int:
         return len(self.feat_config)
 
+    @cached_property
+    def dense_rows(self) -> np.ndarray:
+        """Per attribute row, whether it weights its template's table from
+        configuration 0 in order (``_factor_tables`` adds it as a block)."""
+        return _dense_rows(self.row_ptr, self.feat_config)
+
     def pattern_bounds(self) -> np.ndarray:
         """Per feature, one past the largest configuration of its template's
         table (a model file's arrays are checked against it)."""
@@ -289,7 +324,7 @@ class FactorGraphProgram:
         out = np.empty(g.n_table)
         _factor_tables(int(data.inst_fptr[i]), int(data.inst_fptr[i + 1]), g.tab_ptr,
                        data.fac_ptr, data.fac_row, data.fac_val, self.row_ptr, self.feat_config,
-                       w, out)
+                       self.dense_rows, w, out)
         return out
 
     def evidence_tables(self, w: np.ndarray, data: FactorGraphData, i: int) -> np.ndarray:
@@ -310,7 +345,7 @@ class FactorGraphProgram:
         g = data.graphs[i]
         _feature_expectations(int(data.inst_fptr[i]), int(data.inst_fptr[i + 1]), g.tab_ptr,
                               data.fac_ptr, data.fac_row, data.fac_val, self.row_ptr,
-                              self.feat_config, table_weights, out)
+                              self.feat_config, self.dense_rows, table_weights, out)
 
     def warm_start(self, data: FactorGraphData, carry: bool = True) -> WarmStart | None:
         """A fresh (cold) ``WarmStart`` for ``data`` with the spec's BP

@@ -1,0 +1,73 @@
+"""The factor tables θ_f and expected counts of ``FactorGraphProgram``'s
+kernels, rows added as blocks where their configurations run 0, 1, ... in
+order, against the same sums taken feature by feature in numpy."""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fgl.engines.graph.factor_graph_program import (
+    _dense_rows,
+    _factor_tables,
+    _feature_expectations,
+)
+
+
+@st.composite
+def programs(draw):
+    """(row_ptr, feat_config, sizes, fac_ptr, fac_row, fac_val): attribute
+    rows over tables of 4 or 9 entries, some weighting the whole table in
+    order (dense), some a prefix, some scattered; factors holding rows."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    n_fac = draw(st.integers(1, 6))
+    sizes = rng.choice([4, 9], n_fac)
+    configs, fac_rows = [], []
+    for f in range(n_fac):
+        rows = []
+        for _ in range(draw(st.integers(0, 4))):
+            kind = draw(st.sampled_from(["all", "prefix", "scattered"]))
+            n = int(sizes[f])
+            if kind == "all":
+                cfg = np.arange(n)
+            elif kind == "prefix":
+                cfg = np.arange(int(rng.integers(1, n + 1)))
+            else:
+                cfg = np.sort(rng.choice(n, int(rng.integers(1, n + 1)), replace=False))
+            rows.append(len(configs))
+            configs.append(cfg)
+        fac_rows.append(rows)
+    row_ptr = np.concatenate([[0], np.cumsum([len(c) for c in configs])]).astype(np.int64)
+    feat_config = (np.concatenate(configs) if configs else np.zeros(0)).astype(np.int64)
+    fac_ptr = np.concatenate([[0], np.cumsum([len(r) for r in fac_rows])]).astype(np.int64)
+    fac_row = np.array([r for rows in fac_rows for r in rows], dtype=np.int64)
+    fac_val = rng.normal(0.0, 1.0, len(fac_row))
+    return row_ptr, feat_config, sizes, fac_ptr, fac_row, fac_val, rng
+
+
+@settings(max_examples=60, deadline=None)
+@given(programs())
+def test_tables_and_counts_equal_the_feature_by_feature_sums(case):
+    row_ptr, feat_config, sizes, fac_ptr, fac_row, fac_val, rng = case
+    dense = _dense_rows(row_ptr, feat_config)
+    for r in range(len(row_ptr) - 1):
+        cfg = feat_config[row_ptr[r]:row_ptr[r + 1]]
+        assert dense[r] == np.array_equal(cfg, np.arange(len(cfg)))
+    tab_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    w = rng.normal(0.0, 1.0, len(feat_config))
+    beliefs = rng.uniform(0.0, 1.0, int(tab_ptr[-1]))
+    want_table = np.zeros(int(tab_ptr[-1]))
+    want_counts = np.zeros(len(feat_config))
+    for f in range(len(sizes)):
+        for j in range(fac_ptr[f], fac_ptr[f + 1]):
+            for k in range(row_ptr[fac_row[j]], row_ptr[fac_row[j] + 1]):
+                want_table[tab_ptr[f] + feat_config[k]] += fac_val[j] * w[k]
+                want_counts[k] += fac_val[j] * beliefs[tab_ptr[f] + feat_config[k]]
+    table = np.empty(int(tab_ptr[-1]))
+    _factor_tables(0, len(sizes), tab_ptr, fac_ptr, fac_row, fac_val, row_ptr, feat_config,
+                   dense, w, table)
+    counts = np.zeros(len(feat_config))
+    _feature_expectations(0, len(sizes), tab_ptr, fac_ptr, fac_row, fac_val, row_ptr,
+                          feat_config, dense, beliefs, counts)
+    np.testing.assert_array_equal(table, want_table)
+    np.testing.assert_array_equal(counts, want_counts)
