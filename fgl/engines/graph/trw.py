@@ -63,7 +63,7 @@ sweep can move none while the messages still swap the factor beliefs'
 modes (the bound off by hundreds): so a run is converged only when its
 factor beliefs also agree with its variable beliefs (their marginals
 within ``GROSS_INCONSISTENCY`` and ``INCONSISTENCY_PER_TOL`` x tol,
-``trw_beliefs.inconsistency``), else it sweeps on.  Beliefs and the
+``trw_beliefs._factor_gap``), else it sweeps on.  Beliefs and the
 bound: ``fgl.engines.graph.trw_beliefs``.
 
 The cover, and so ρ, comes from ``fgl.engines.graph.forest_cover``.
@@ -90,7 +90,6 @@ from fgl.engines.graph.peeling import SweepOrders, sweep_orders
 from fgl.engines.graph.trw_beliefs import (
     TINY,
     beliefs,
-    inconsistency,
     log_cavity_messages,
     variable_log_belief,
 )
@@ -99,7 +98,7 @@ from fgl.engines.graph.trw_sweep import sweep
 from fgl.engines.vector_math import exp_neg, log_pos
 from fgl.jit import njit
 
-# a run whose factor beliefs disagree with its variable beliefs (L1, ``inconsistency``)
+# a run whose factor beliefs disagree with its variable beliefs (L1, ``trw_beliefs._factor_gap``)
 # by more than GROSS_INCONSISTENCY, or INCONSISTENCY_PER_TOL x its tol, has not converged,
 # however little its last sweep moved a belief: with potentials in the hundreds the beliefs
 # are near-deterministic and a sweep can move none while the messages still swap the
@@ -430,18 +429,17 @@ def trw(graph: FactorGraph, log_pot: np.ndarray, *, rho: np.ndarray | None = Non
     bv = np.empty(int(graph.var_ptr[-1]))
     bf = np.empty(graph.n_table)
     lcav = np.empty(M)
-    log_z = float(beliefs(pot, graph.arrays, L, lb, bool(use_max), bv, bf, lcav))
-    marg = np.empty(2 * int(graph.card.max(initial=1)))
+    log_z, gap = beliefs(pot, graph.arrays, L, lb, bool(use_max), bv, bf, lcav)
     worst = min(GROSS_INCONSISTENCY, INCONSISTENCY_PER_TOL * tol)
-    agree = use_max or inconsistency(graph.arrays, bv, bf, marg) <= worst
+    agree = use_max or gap <= worst
     more = 1
     while not agree and sweeps.done < max_iter:   # (converged too early: GROSS_INCONSISTENCY)
         _, res = sweeps.run(min(more, max_iter - sweeps.done), 0.0)
         more *= 2
         if not res < tol:
             _, res = sweeps.until(tol, max_iter - sweeps.done)
-        log_z = float(beliefs(pot, graph.arrays, L, lb, False, bv, bf, lcav))
-        agree = inconsistency(graph.arrays, bv, bf, marg) <= worst
+        log_z, gap = beliefs(pot, graph.arrays, L, lb, False, bv, bf, lcav)
+        agree = gap <= worst
     map_state = map_score = None
     if use_max or by_marginals:
         map_state = _decode(graph, log_pot, L, lb, bv, lcav, use_max)

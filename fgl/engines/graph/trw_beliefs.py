@@ -2,7 +2,7 @@
 messages (``fgl.engines.graph.trw``): b_v, b_f and log Z_ρ of Wainwright,
 Jaakkola & Willsky 2005 §5.2 (the module docstring of ``trw`` has the
 equations), the local consistency of b_f with b_v a fixed point has
-(``inconsistency``), and the cavity messages max-product back-tracking
+(``_factor_gap``), and the cavity messages max-product back-tracking
 reads.  Log space, but for the pairwise factor beliefs, which are taken
 from the scaled tables of ``fgl.engines.graph.bp_scaled`` (one exponential
 per variable value, not per table entry) unless they underflow."""
@@ -46,8 +46,10 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
 
         Σ_f <b_f, θ_f> + Σ_f ρ_f H(b_f) + Σ_v (1 - Σ_{f ∋ v} ρ_f) H(b_v)
 
-    (unary factors: <b_v, θ_f> and no entropy; 0 log 0 = 0).  Returns the
-    bound (0 for max-product); ``pot``: ``trw.ReweightedPotentials``;
+    (unary factors: <b_v, θ_f> and no entropy; 0 log 0 = 0).  Returns (the
+    bound, the largest disagreement of a factor's belief with its
+    variables', ``_factor_gap``, each taken while the factor's belief is at
+    hand), both 0 for max-product; ``pot``: ``trw.ReweightedPotentials``;
     ``lcav``: scratch of one entry per message."""
     log_pot, rho = pot.log_pot, pot.rho
     card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
@@ -56,6 +58,7 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
     F = f_ptr.shape[0] - 1
     ecav = np.empty(2 * card.max()) if V else np.empty(0)   # (scratch: pairwise beliefs)
     total = 0.0
+    worst = 0.0
     for v in range(V):
         variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
                             msg_ptr, var_ptr, L, lb)
@@ -115,6 +118,9 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
             if share != share:   # (NaN: underflow, redone in log space)
                 share = _pairwise_belief(log_pot, t0, n0, n1, lcav, m0, m1, rho[f], bf, ecav)
             total += share
+            if not use_max:
+                worst = max(worst, _factor_gap(f, card, f_ptr, f_var, tab_ptr, e_stride,
+                                               var_ptr, bv, bf, ecav))
             continue
         mx = -np.inf
         r = rho[f]
@@ -140,7 +146,10 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
                     total += p * (log_pot[t0 + i] - r * lp)
             else:
                 bf[t0 + i] = 0.0
-    return 0.0 if use_max else total
+        if not use_max:
+            worst = max(worst, _factor_gap(f, card, f_ptr, f_var, tab_ptr, e_stride, var_ptr,
+                                           bv, bf, ecav))
+    return (0.0, 0.0) if use_max else (total, worst)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -230,47 +239,40 @@ def _normalised_share(t0, n0, n1, lcav, m0, m1, r, z, lz, bf, marg):
     return -r * (total - lz)
 
 
-@njit(cache=True, nogil=True)
-def inconsistency(g: GraphArrays, bv, bf, marg):
-    """How far the factor beliefs are from agreeing with the variable
-    beliefs: the largest Σ_x |Σ_{x_f: x_v = x} b_f(x_f) - b_v(x)| over the
-    factors f of two or more variables and their variables v (0 at a fixed
-    point, where beliefs are locally consistent).  ``marg``: scratch of
-    twice the largest domain."""
-    card, f_ptr, f_var, tab_ptr, e_stride, var_ptr = (g.card, g.f_ptr, g.f_var, g.tab_ptr,
-                                                      g.e_stride, g.var_ptr)
+@njit(cache=True, nogil=True, inline="always")
+def _factor_gap(f, card, f_ptr, f_var, tab_ptr, e_stride, var_ptr, bv, bf, marg):
+    """How far factor f's belief is from agreeing with its variables':
+    the largest Σ_x |Σ_{x_f: x_v = x} b_f(x_f) - b_v(x)| over its variables
+    v (0 at a fixed point, where beliefs are locally consistent).
+    ``marg``: scratch of twice the largest domain."""
+    a, k = f_ptr[f], f_ptr[f + 1] - f_ptr[f]
+    t0, n = tab_ptr[f], tab_ptr[f + 1] - tab_ptr[f]
+    if k == 2:   # (row and column sums, no index arithmetic)
+        n0, n1 = card[f_var[a]], card[f_var[a + 1]]
+        for x in range(n0 + n1):
+            marg[x] = 0.0
+        for x0 in range(n0):
+            for x1 in range(n1):
+                p = bf[t0 + x0 * n1 + x1]
+                marg[x0] += p
+                marg[n0 + x1] += p
+        gap0, gap1 = 0.0, 0.0
+        for x in range(n0):
+            gap0 += abs(marg[x] - bv[var_ptr[f_var[a]] + x])
+        for x in range(n1):
+            gap1 += abs(marg[n0 + x] - bv[var_ptr[f_var[a + 1]] + x])
+        return max(gap0, gap1)
     worst = 0.0
-    for f in range(f_ptr.shape[0] - 1):
-        a, k = f_ptr[f], f_ptr[f + 1] - f_ptr[f]
-        if k < 2:
-            continue
-        t0, n = tab_ptr[f], tab_ptr[f + 1] - tab_ptr[f]
-        if k == 2:   # (row and column sums, no index arithmetic)
-            n0, n1 = card[f_var[a]], card[f_var[a + 1]]
-            for x in range(n0 + n1):
-                marg[x] = 0.0
-            for x0 in range(n0):
-                for x1 in range(n1):
-                    p = bf[t0 + x0 * n1 + x1]
-                    marg[x0] += p
-                    marg[n0 + x1] += p
-            gap0, gap1 = 0.0, 0.0
-            for x in range(n0):
-                gap0 += abs(marg[x] - bv[var_ptr[f_var[a]] + x])
-            for x in range(n1):
-                gap1 += abs(marg[n0 + x] - bv[var_ptr[f_var[a + 1]] + x])
-            worst = max(worst, gap0, gap1)
-            continue
-        for e in range(a, a + k):
-            v = f_var[e]
-            for x in range(card[v]):
-                marg[x] = 0.0
-            for i in range(n):
-                marg[(i // e_stride[e]) % card[v]] += bf[t0 + i]
-            gap = 0.0
-            for x in range(card[v]):
-                gap += abs(marg[x] - bv[var_ptr[v] + x])
-            worst = max(worst, gap)
+    for e in range(a, a + k):
+        v = f_var[e]
+        for x in range(card[v]):
+            marg[x] = 0.0
+        for i in range(n):
+            marg[(i // e_stride[e]) % card[v]] += bf[t0 + i]
+        gap = 0.0
+        for x in range(card[v]):
+            gap += abs(marg[x] - bv[var_ptr[v] + x])
+        worst = max(worst, gap)
     return worst
 
 

@@ -36,8 +36,8 @@ def test_every_factor_reads_its_own_scaled_table_and_tied_ones_share_it(seed, V,
         t = log_pot[g.tab_ptr[f]:g.tab_ptr[f + 1]] / rho[f]
         want = np.exp(t - t.max())
         got = pot.psi[pot.psi_at[f]:pot.psi_at[f] + 9]
-        # (to a few ulp of the exponent: θ/ρ - max and (θ - max θ)/ρ round apart)
-        ulps = 4 * np.finfo(float).eps * (2 + np.abs(np.where(want > 0, t - t.max(), 0)))
+        # (to a few ulp of the exponent's terms: θ/ρ - max and (θ - max θ)/ρ round apart)
+        ulps = 4 * np.finfo(float).eps * (2 + np.abs(np.where(want > 0, t, 0)) + abs(t.max()))
         assert np.all(np.abs(got - want) <= ulps * want)
     # one θ for every pair (a template without observations): one ψ per ρ
     tied = np.concatenate([log_pot[:3 * V]] + [shared[0]] * len(pairs))
