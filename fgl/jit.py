@@ -29,23 +29,20 @@ from numba.extending import intrinsic  # noqa: E402
 __all__ = ["bits_to_float", "float_to_bits", "njit"]
 
 
-@intrinsic
-def bits_to_float(typingctx, bits):
-    """In compiled code, the float64 whose bits are the int64 ``bits``."""
-    if bits != types.int64:
-        return None
+def _bitcast(source, target):
+    """An intrinsic reinterpreting a ``source`` value's bits as ``target``
+    (a register move in compiled code)."""
+    @intrinsic
+    def cast(typingctx, x):
+        if x != source:
+            return None
 
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
-    return types.float64(types.int64), codegen
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], context.get_value_type(target))
+        return target(source), codegen
+    return cast
 
 
-@intrinsic
-def float_to_bits(typingctx, x):
-    """In compiled code, the int64 holding the bits of the float64 ``x``."""
-    if x != types.float64:
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int64))
-    return types.int64(types.float64), codegen
+# in compiled code: the float64 whose bits are an int64, and the int64 holding a float64's bits
+bits_to_float = _bitcast(types.int64, types.float64)
+float_to_bits = _bitcast(types.float64, types.int64)
