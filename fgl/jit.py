@@ -11,6 +11,9 @@ imports numba with that one module hidden.  numba then compiles a 1-D
 ``np.dot`` as a loop; a matrix product or ``np.linalg`` call compiled later
 imports SciPy as usual.  Where numba was imported before fgl, nothing
 changes.
+
+Also the two bitcasts between float64 and int64 that
+``fgl.engines.vector_math``'s exp and log take a number apart with.
 """
 from __future__ import annotations
 
