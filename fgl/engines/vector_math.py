@@ -2,13 +2,15 @@
 that a loop of them compiles to SIMD code.
 
 libm's ``exp`` and ``log`` are a call per value.  Inline, with no branch and
-no call, a loop over a few dozen values runs several at a time: a
-tree-reweighted BP visit (``fgl.engines.graph.trw``) takes the
-exponentials of all its cavities, then the logarithms of all its new
-messages, in one such loop each.  A caller's loop vectorises only when
-compiled with ``error_model="numpy"`` (no division check), and contracts
-to fused multiply-adds with ``fastmath={"contract"}`` — never ``reassoc``,
-which would undo the argument reductions.
+no call, a loop over a few dozen values runs several at a time: the
+chain's factored path (``fgl.engines.sequence.chain._exps``) takes a
+sequence's label factors so, and a tree-reweighted BP visit
+(``fgl.engines.graph.trw_sweep``) the exponentials of all its cavities,
+then the logarithms of all its new messages, in one such loop each.  A
+caller's loop vectorises only when compiled with ``error_model="numpy"``
+(no division check), and contracts to fused multiply-adds with
+``fastmath={"contract"}`` — never ``reassoc``, which would undo the
+argument reductions.
 
 * ``exp_neg(x)``, x <= 0: Cody & Waite 1980, ch. 6 (EXP): exp(x) = 2^k ·
   exp(r), r = x - k·ln 2 with ln 2 in two parts (k·LN2_HI exact), exp(r) by

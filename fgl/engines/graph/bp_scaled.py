@@ -121,9 +121,12 @@ def equal_tables(a, s0, t0, n):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def exp_shifted(a, t0, n, psi, at):
-    """psi[at:at + n] = exp(a[t0:t0 + n] - m) with m their largest entry (0
-    when all are -inf: ψ all 0); returns m."""
+def exp_shifted(a, t0, n, psi, at, r=1.0):
+    """psi[at:at + n] = exp((a[t0:t0 + n] - m) / r) with m their largest
+    entry (0 when all are -inf: ψ all 0); returns m.  ``r``:
+    tree-reweighted BP's ρ_f (its tables are θ_f / ρ_f, shifted by m /
+    ρ_f).  libm's exp: an entry far below the largest must underflow to
+    0, which the kernels' checks read, not stop at exp(-708)."""
     m = -np.inf
     for i in range(t0, t0 + n):
         if a[i] > m:
@@ -131,7 +134,7 @@ def exp_shifted(a, t0, n, psi, at):
     if m == -np.inf:
         m = 0.0
     for i in range(n):
-        psi[at + i] = np.exp(a[t0 + i] - m)
+        psi[at + i] = np.exp((a[t0 + i] - m) / r)
     return m
 
 

@@ -2,7 +2,7 @@
 messages (``fgl.engines.graph.trw``): b_v, b_f and log Z_ρ of Wainwright,
 Jaakkola & Willsky 2005 §5.2 (the module docstring of ``trw`` has the
 equations), the local consistency of b_f with b_v a fixed point has
-(``_factor_gap``), and the cavity messages max-product back-tracking
+(``_factor_gap``, ``_marginal_gap``), and the cavity messages max-product back-tracking
 reads.  Log space, but for the pairwise factor beliefs, which are taken
 from the scaled tables of ``fgl.engines.graph.bp_scaled`` (one exponential
 per variable value, not per table entry) unless they underflow."""
@@ -118,9 +118,9 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
             if share != share:   # (NaN: underflow, redone in log space)
                 share = _pairwise_belief(log_pot, t0, n0, n1, lcav, m0, m1, rho[f], bf, ecav)
             total += share
-            if not use_max:
-                worst = max(worst, _factor_gap(f, card, f_ptr, f_var, tab_ptr, e_stride,
-                                               var_ptr, bv, bf, ecav))
+            if not use_max:   # (the belief's marginals are in ecav)
+                worst = max(worst, _marginal_gap(ecav, 0, n0, bv, var_ptr[f_var[a]]),
+                            _marginal_gap(ecav, n0, n1, bv, var_ptr[f_var[a + 1]]))
             continue
         mx = -np.inf
         r = rho[f]
@@ -193,7 +193,8 @@ def _pairwise_belief(log_pot, t0, n0, n1, lcav, m0, m1, r, bf, c):
     """``beliefs`` of one pairwise factor (table at t0, n0 x n1, cavities at
     m0 and m1): b_f into bf, and its share <b_f, θ_f> + ρ_f H(b_f) of the
     bound — one exponential per entry, no index arithmetic (``c``: scratch
-    of n0 + n1)."""
+    of n0 + n1, left holding the belief's marginals, as
+    ``_normalised_share`` leaves them)."""
     mx = -np.inf
     for x0 in range(n0):
         for x1 in range(n1):
@@ -205,6 +206,8 @@ def _pairwise_belief(log_pot, t0, n0, n1, lcav, m0, m1, r, bf, c):
         bf[i] = np.exp(bf[i] - mx) if bf[i] > -np.inf else 0.0
         z += bf[i]
     if z == 0.0:   # (no assignment possible: the bound is -inf elsewhere)
+        for x in range(n0 + n1):
+            c[x] = 0.0
         return 0.0
     return _normalised_share(t0, n0, n1, lcav, m0, m1, r, z, mx + np.log(z), bf, c)
 
@@ -240,28 +243,25 @@ def _normalised_share(t0, n0, n1, lcav, m0, m1, r, z, lz, bf, marg):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _marginal_gap(marg, at, n, bv, o):
+    """Σ_x |marg[at + x] - bv[o + x]| over a variable's n values: how far a
+    factor belief's marginal is from the variable's belief."""
+    gap = 0.0
+    for x in range(n):
+        gap += abs(marg[at + x] - bv[o + x])
+    return gap
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _factor_gap(f, card, f_ptr, f_var, tab_ptr, e_stride, var_ptr, bv, bf, marg):
-    """How far factor f's belief is from agreeing with its variables':
-    the largest Σ_x |Σ_{x_f: x_v = x} b_f(x_f) - b_v(x)| over its variables
-    v (0 at a fixed point, where beliefs are locally consistent).
-    ``marg``: scratch of twice the largest domain."""
+    """How far the belief of factor f (over three or more variables) is
+    from agreeing with its variables': the largest ``_marginal_gap`` of its
+    marginals, Σ_{x_f: x_v = x} b_f(x_f), over its variables v (0 at a
+    fixed point, where beliefs are locally consistent; pairwise factors'
+    come with their beliefs, ``_normalised_share``).  ``marg``: scratch of
+    the largest domain."""
     a, k = f_ptr[f], f_ptr[f + 1] - f_ptr[f]
     t0, n = tab_ptr[f], tab_ptr[f + 1] - tab_ptr[f]
-    if k == 2:   # (row and column sums, no index arithmetic)
-        n0, n1 = card[f_var[a]], card[f_var[a + 1]]
-        for x in range(n0 + n1):
-            marg[x] = 0.0
-        for x0 in range(n0):
-            for x1 in range(n1):
-                p = bf[t0 + x0 * n1 + x1]
-                marg[x0] += p
-                marg[n0 + x1] += p
-        gap0, gap1 = 0.0, 0.0
-        for x in range(n0):
-            gap0 += abs(marg[x] - bv[var_ptr[f_var[a]] + x])
-        for x in range(n1):
-            gap1 += abs(marg[n0 + x] - bv[var_ptr[f_var[a + 1]] + x])
-        return max(gap0, gap1)
     worst = 0.0
     for e in range(a, a + k):
         v = f_var[e]
@@ -269,10 +269,7 @@ def _factor_gap(f, card, f_ptr, f_var, tab_ptr, e_stride, var_ptr, bv, bf, marg)
             marg[x] = 0.0
         for i in range(n):
             marg[(i // e_stride[e]) % card[v]] += bf[t0 + i]
-        gap = 0.0
-        for x in range(card[v]):
-            gap += abs(marg[x] - bv[var_ptr[v] + x])
-        worst = max(worst, gap)
+        worst = max(worst, _marginal_gap(marg, 0, card[v], bv, var_ptr[v]))
     return worst
 
 

@@ -10,7 +10,6 @@ import numpy as np
 
 from fgl.engines.graph import bp_scaled
 from fgl.engines.graph.factor_graph import FactorGraph
-from fgl.engines.vector_math import exp_neg
 from fgl.jit import njit
 
 
@@ -64,13 +63,7 @@ def _reweighted(log_pot, rho, tab_ptr, f_ptr, psi, psi_at):
             psi_at[f] = psi_at[g]
             continue
         recent[slot] = f
-        m = -np.inf
-        for i in range(t0, t0 + n):
-            m = max(m, log_pot[i])
-        if m == -np.inf:   # (no assignment possible: ψ all 0)
-            m = 0.0
-        for i in range(n):
-            psi[used + i] = exp_neg((log_pot[t0 + i] - m) / r)
+        bp_scaled.exp_shifted(log_pot, t0, n, psi, used, r)
         psi_at[f] = used
         used += n
     return used

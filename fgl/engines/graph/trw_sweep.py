@@ -38,7 +38,9 @@ def sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, 
     value); the messages into v depend on the other variables' cavities
     alone, so computing them all before committing any changes nothing.
     ``vals`` and ``slots``: scratch of twice v's degree times its domain,
-    and twice its degree.
+    and twice its degree (per slot of v: where its cavity is, -1 for a
+    factor of three or more variables, -2 for one not renewed; then where
+    its new message is, -1 for none).
 
     Selective sweeps (when ``stale`` is not empty): a variable is visited
     only when ``stale``, what its inputs have moved since its last visit,
@@ -73,8 +75,11 @@ def sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, 
             f = e_fac[e]
             a = f_ptr[f]
             n = f_ptr[f + 1] - a
-            slots[j - j0] = -1
-            if n != 2 or (mode != 0 and (f == toward[v]) == (mode == 1)):
+            if n < 2 or (mode != 0 and (f == toward[v]) == (mode == 1)):
+                slots[j - j0] = -2   # (not renewed in this pass)
+                continue
+            if n > 2:
+                slots[j - j0] = -1   # (cavities taken in place, below)
                 continue
             s = a + 1 if e == a else a
             ou = var_ptr[f_var[s]]
@@ -98,18 +103,19 @@ def sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, 
             vals[i] = exp_neg(vals[i])
         nm = 0   # the new messages, normalised, at vals[half + nm:]
         for j in range(j0, j1):
+            slots[deg + j - j0] = -1
+            at = slots[j - j0]
+            if at == -2:
+                continue
             e = v_edge[j]
             f = e_fac[e]
             a = f_ptr[f]
             n = f_ptr[f + 1] - a
-            slots[deg + j - j0] = -1
-            if n < 2 or (mode != 0 and (f == toward[v]) == (mode == 1)):
-                continue
             m = msg_ptr[e]
-            if n == 2:
+            if at >= 0:
                 s = a + 1 if e == a else a
-                bp_scaled.pairwise_message(psi, psi_at[f], cv, card[f_var[s]], e == a, vals,
-                                           slots[j - j0], use_max, out)
+                bp_scaled.pairwise_message(psi, psi_at[f], cv, card[f_var[s]], e == a, vals, at,
+                                           use_max, out)
             else:
                 for s in range(a, a + n):   # cavities of f's other variables, in place
                     if s == e:

@@ -50,6 +50,7 @@ from fgl.engines.sequence.scaling import (
     static_tables,
 )
 from fgl.engines.sequence.structure import ChainStructure
+from fgl.engines.vector_math import exp_neg
 from fgl.jit import njit
 
 
@@ -277,42 +278,22 @@ def _scaled_sequence(pot, tables, sc, epsi, alpha, beta, scale, marg):
 
 
 
-# Cody & Waite 1980, ch. 6 (EXP): exp(x) = 2^k · exp(r), r = x - k·ln 2 with ln 2 in two
-# parts (k·LN2_HI exact), exp(r) by its Taylor series to r^13/13! (|r| <= ln2/2: the
-# remainder is below 1e-17); its error is within one ulp of libm's
-_LOG2E = 1.4426950408889634
-_LN2_HI = 6.93147180369123816490e-01
-_LN2_LO = 1.90821492927058770002e-10
-_EXP_TAYLOR = np.array([1.0 / float(np.prod(np.arange(1, k + 1))) for k in range(13, -1, -1)])
 # the factored path logs the product of its scales when it leaves [1/LOG_BAND, LOG_BAND]
 LOG_BAND = 1e50
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
-def _exps(x, bits):
-    """``x[i] = exp(x[i])`` in place for x <= 0 (``bits``: int64 scratch as
-    long), as one vectorised loop — libm's ``exp`` is a call per value.
-    Values below -708 give exp(-708) (the callers' range checks reject
-    them); NaN stays NaN.  Without ``reassoc``: the argument reduction
-    (Cody & Waite 1980, ch. 6) must not be reassociated."""
-    c = _EXP_TAYLOR
+def _exps(x):
+    """``x[i] = exp(x[i])`` in place for x <= 0, as one vectorised loop
+    (``fgl.engines.vector_math.exp_neg``) — libm's ``exp`` is a call per
+    value.  Values below -708 give exp(-708), -inf gives 0 (the callers'
+    range checks reject both); NaN stays NaN."""
     for i in range(x.shape[0]):
-        v = -708.0 if x[i] < -708.0 else x[i]
-        k = np.floor(v * _LOG2E + 0.5)
-        r = (v - k * _LN2_HI) - k * _LN2_LO
-        p = c[0]
-        for j in range(1, c.shape[0]):   # (Horner; unrolled by the compiler)
-            p = p * r + c[j]
-        x[i] = p
-        bits[i] = (np.int64(k) + 1023) << 52  # the bits of 2^k
-    scale = bits[:x.shape[0]].view(np.float64)
-    for i in range(x.shape[0]):
-        x[i] *= scale[i]
+        x[i] = exp_neg(x[i])
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
-def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, lab_marg, taken,
-                       bits):
+def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, lab_marg, taken):
     """The scaled path (Sutton & McCallum §1.4.6) when only block ε varies
     with t — every pattern longer than one label is observation-free, as in
     a first-order CRF with plain transition weights.  Each transition factor
@@ -329,7 +310,7 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
     not be exact — the range checks of ``_scaled_sequence``, with ``c_lo``
     the smallest ``cum_lo`` (``low[t]``, the smallest factor of step t, is
     ``_exps`` of the smallest exponent: exact to the ulp, far inside TINY's
-    margin).  ``bits``: int64 scratch of T·n."""
+    margin)."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     T = pot.shape[0]
     n = tables.n_labels
@@ -356,8 +337,8 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
         for y in range(n):
             row[y] -= m
         low[t] = mn - m
-    _exps(e.reshape(T * n), bits)
-    _exps(low, bits)
+    _exps(e.reshape(T * n))
+    _exps(low)
     for t in range(T):
         low[t] *= c_lo
         if not low[t] >= lo:
@@ -635,7 +616,6 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
     cum = static_cumulative(sc.static_exp, tables)
     c_lo = min(1.0, sc.cum_lo[1:].min()) if P > 1 else 1.0
     e_lab = np.empty((max_t, n))
-    exp_bits = np.empty(max_t * n, dtype=np.int64)
     lab = np.empty(n)
     lab_marg = np.empty((max_t, n))
     g = np.empty((max_t, P))
@@ -664,7 +644,7 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
         if path == _FACTORED:
             log_z = _factored_sequence(pot2[:T], tables, cum, c_lo, e_lab[:T], low[:T],
                                        alpha[:T + 1], beta[:T + 1], scale[:T], g[:T],
-                                       lab_marg[:T], own_sum, exp_bits)
+                                       lab_marg[:T], own_sum)
         elif path == _SCALED:
             log_z = _scaled_sequence(pot2[:T], tables, sc, epsi[:T], alpha[:T + 1],
                                      beta[:T + 1], scale[:T], marg[:T])
