@@ -1,9 +1,12 @@
 """Limited-memory BFGS with a strong-Wolfe line search, for the learner.
 
-Nocedal & Wright, *Numerical Optimization* (2nd ed., 2006): the two-loop
-recursion (Algorithm 7.4) with the initial scaling γ = sᵀy / yᵀy (eq. 7.20),
-L-BFGS (Algorithm 7.5), and the line search of Algorithm 3.5 with ``zoom``
-(Algorithm 3.6) using safeguarded cubic interpolation (§3.5).  The defaults
+Nocedal & Wright, *Numerical Optimization* (2nd ed., 2006): L-BFGS
+(Algorithm 7.5) with the initial scaling γ = sᵀy / yᵀy (eq. 7.20), its
+direction −H·g from the compact representation of H (Byrd, Nocedal &
+Schnabel 1994; ``fgl.learn.compact_form``: the two-loop recursion's
+matrix, in two passes over the pairs rather than 2m + 1), and the line
+search of Algorithm 3.5 with ``zoom`` (Algorithm 3.6) using safeguarded
+cubic interpolation (§3.5).  The defaults
 follow CRFsuite's L-BFGS (6 corrections, c1 = 1e-4, c2 = 0.9, first step
 1/‖g‖), so both trainers take comparable paths.
 
@@ -49,7 +52,7 @@ from typing import Callable
 import numpy as np
 
 from fgl.jit import njit
-from fgl.learn.two_loop import two_loop
+from fgl.learn.compact_form import compact_direction
 
 Function = Callable[[np.ndarray], tuple[float, np.ndarray]]
 Callback = Callable[[int, float, np.ndarray, np.ndarray, int], bool]
@@ -81,16 +84,21 @@ class History:
 
     They are stored in single precision — 2·m vectors are the optimiser's
     largest buffers, and L-BFGS needs only an approximation of the inverse
-    Hessian — while ρ = 1/(sᵀy), yᵀy and every sum of the recursion are
-    computed in double precision."""
+    Hessian — while ρ = 1/(sᵀy), yᵀy and every sum of the direction are
+    computed in double precision.  The products of the stored rows with one
+    another that the compact form reads (s_iᵀy_j, y_iᵀy_j) are kept with
+    them, a new pair's taken by the next ``direction``."""
 
     def __init__(self, m: int, jobs: int = 1):
-        self.m, self.jobs = m, jobs        # (jobs: threads of the two-loop recursion)
+        self.m, self.jobs = m, jobs        # (jobs: threads of the direction's passes)
         self.s: np.ndarray | None = None  # [m, n] float32, allocated at first use
         self.y: np.ndarray | None = None
         self.order: list[int] = []        # rows in use, oldest first
         self.rho = np.zeros(m)
         self.yy = np.zeros(m)
+        self.sty = np.zeros((m, m))       # s_iᵀy_j of rows i, j (pairs in use, i older)
+        self.yty = np.zeros((m, m))       # y_iᵀy_j
+        self.new: list[int] = []          # rows in use whose products are not taken yet
         self.parked: int | None = None    # the free row holding a gradient's bits
 
     def _free_row(self, n: int) -> int:
@@ -105,7 +113,9 @@ class History:
         """Forget the oldest pair when all ``m`` are in use (the next pair
         replaces it; after the direction that used it last)."""
         if len(self.order) == self.m:
-            self.order.pop(0)
+            row = self.order.pop(0)
+            if row in self.new:
+                self.new.remove(row)
 
     def park(self, g: np.ndarray) -> None:
         """Keep ``g``'s bits in a free row — the low 32 bits of each entry
@@ -140,6 +150,7 @@ class History:
         self.parked = None
         if sy > 1e-10 * yy:
             self.order.append(row)
+            self.new.append(row)
             self.rho[row], self.yy[row] = 1.0 / sy, yy
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -163,16 +174,19 @@ class History:
             history.s[:count], history.y[:count] = arrays["s"], arrays["y"]
             history.rho[:count], history.yy[:count] = arrays["rho"], arrays["yy"]
             history.order = list(range(count))
+            history.new = list(range(count))
         return history
 
     def direction(self, g: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """out = -H·g by the two-loop recursion (Algorithm 7.4), with
-        H₀ = γI, γ = sᵀy / yᵀy of the newest pair (eq. 7.20), on up to
-        ``jobs`` threads (``fgl.learn.two_loop``: the same bits for any
+        """out = -H·g, H the L-BFGS matrix of the pairs (the two-loop
+        recursion's, Algorithm 7.4) with H₀ = γI, γ = sᵀy / yᵀy of the
+        newest pair (eq. 7.20), from its compact representation on up to
+        ``jobs`` threads (``fgl.learn.compact_form``: the same bits for any
         number)."""
         if not self.order:
             return np.negative(g, out=out)
-        return two_loop(g, self.s, self.y, self.rho, self.yy, self.order, out, self.jobs)
+        return compact_direction(g, self.s, self.y, self.rho, self.yy, self.order, self.sty,
+                                 self.yty, self.new, out, self.jobs)
 
 
 @njit(cache=True, nogil=True)
@@ -229,6 +243,13 @@ def _store_parked_pair(x_new, x, g_new, s_words, y_words):
         sy += a * b
         yy += b * b
     return sy, yy
+
+
+@njit(cache=True, nogil=True)
+def _step_to(x, d, step, out):
+    """out = x + step·d in one pass (numpy's takes two)."""
+    for i in range(x.shape[0]):
+        out[i] = x[i] + step * d[i]
 
 
 @dataclass
@@ -296,8 +317,7 @@ class _LineSearch:
         self.evaluations = 0
 
     def _point(self, x, d, step, trial):
-        np.multiply(d, step, out=trial)
-        trial += x
+        _step_to(x, d, float(step), trial)
 
     def _eval(self, x, d, step, trial):
         self._point(x, d, step, trial)
@@ -472,7 +492,8 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
                    max_recoveries: int = 5,
                    checkpoint: Callable[[LBFGSState], None] | None = None,
                    resume: LBFGSState | None = None, jobs: int = 1) -> LBFGSResult:
-    """Minimise ``fun`` (f and a fresh gradient array) from ``x0`` (``jobs``: two-loop threads).
+    """Minimise ``fun`` (f and a fresh gradient array) from ``x0`` (``jobs``:
+    the direction's threads).
 
     Stops after ``max_iter`` iterations, when ‖g‖ ≤ ``epsilon``·max(1, ‖x‖)
     (CRFsuite's test), when the line search finds no acceptable step and

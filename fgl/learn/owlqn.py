@@ -142,7 +142,7 @@ def minimize_owlqn(fun: Function, x0: np.ndarray | None, l1: np.ndarray, *, m: i
                    checkpoint: Callable[[LBFGSState], None] | None = None,
                    resume: LBFGSState | None = None, jobs: int = 1) -> LBFGSResult:
     """Minimise ``fun(x)`` (ℓ and its gradient) + Σ l1_k |x_k| from ``x0``
-    (the two-loop recursion on up to ``jobs`` threads).
+    (the L-BFGS direction on up to ``jobs`` threads).
 
     As ``minimize_lbfgs``, but ``f`` in results, callbacks and states is the
     whole objective with its L1 term, ``g`` the gradient of ℓ, and the
