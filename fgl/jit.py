@@ -12,8 +12,9 @@ imports numba with that one module hidden.  numba then compiles a 1-D
 imports SciPy as usual.  Where numba was imported before fgl, nothing
 changes.
 
-Also the two bitcasts between float64 and int64 that
-``fgl.engines.vector_math``'s exp and log take a number apart with.
+Also the bitcasts between float64 and int64 that
+``fgl.engines.vector_math``'s exp and log take a number apart with, and
+from float32 to uint32, which the L-BFGS history stores words with.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ if "numba.np.arraymath" not in sys.modules and "scipy.linalg.cython_blas" not in
 from numba import njit, types  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
-__all__ = ["bits_to_float", "float_to_bits", "njit"]
+__all__ = ["bits_to_float", "float_to_bits", "njit", "single_to_bits"]
 
 
 def _bitcast(source, target):
@@ -49,3 +50,5 @@ def _bitcast(source, target):
 # in compiled code: the float64 whose bits are an int64, and the int64 holding a float64's bits
 bits_to_float = _bitcast(types.int64, types.float64)
 float_to_bits = _bitcast(types.float64, types.int64)
+# and the uint32 holding a float32's bits
+single_to_bits = _bitcast(types.float32, types.uint32)

@@ -23,8 +23,8 @@ upper triangle, YᵀY) are kept between directions: a pair added since the
 last direction has its column taken in the first pass, from rows that pass
 reads anyway.
 
-Every product is summed over fixed chunks of ``CHUNK`` weights, split
-between the threads, each chunk over blocks of ``BLOCK`` weights (a block
+Every product is summed over the fixed chunks of ``fgl.learn.chunked``,
+split between the threads, each chunk over blocks of ``BLOCK`` weights (a block
 of g and of every row stays in cache while the pass takes its products) in
 the vector lanes the compiler chooses — the same order for every block of
 a length —; the chunks' sums are added exactly (``math.fsum``).  So a
@@ -34,16 +34,12 @@ the one recomputed when a saved history is restored).
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from fgl.engines.parallel import contiguous_runs, pooled, resolve_jobs
 from fgl.jit import njit
+from fgl.learn.chunked import exact_sums, n_chunks, run_chunked
 
-CHUNK = 1 << 16        # weights per chunk of a pass
-BLOCK = 1024           # weights per block of a chunk (a block of every row stays in cache)
-THREADED_CHUNKS = 4    # fewer chunks than this run on the calling thread
+BLOCK = 1024   # weights per block of a chunk (a block of every row stays in cache)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -117,21 +113,9 @@ def compact_direction(g: np.ndarray, s: np.ndarray, y: np.ndarray, rho: np.ndarr
     n, k = g.shape[0], len(order)
     rows = np.array(order, dtype=np.int64)
     fresh = np.array(new, dtype=np.int64)
-    chunks = max(1, -(-n // CHUNK))
-    threads = min(resolve_jobs(jobs), chunks) if chunks >= THREADED_CHUNKS else 1
-    runs = contiguous_runs(np.arange(chunks + 1), threads)
-    partial = np.empty((chunks, 2 * k * (1 + len(fresh))))
-
-    def on_threads(kernel, *args) -> None:
-        def part(cut: tuple[int, int]) -> None:
-            kernel(*args, *cut, CHUNK)
-        if threads == 1:
-            part((0, chunks))
-        else:
-            pooled(threads, part, runs)
-
-    on_threads(_products, g, s, y, rows, fresh, partial)
-    sums = [math.fsum(partial[:, i].tolist()) for i in range(partial.shape[1])]
+    partial = np.empty((n_chunks(n), 2 * k * (1 + len(fresh))))
+    run_chunked(_products, n, jobs, g, s, y, rows, fresh, partial)
+    sums = exact_sums(partial)
     for u, r in enumerate(fresh):
         base = 2 * k * (u + 1)
         for j, a in enumerate(rows):
@@ -146,5 +130,5 @@ def compact_direction(g: np.ndarray, s: np.ndarray, y: np.ndarray, rho: np.ndarr
     p, q = np.array(sums[:k]), np.array(sums[k:2 * k])
     r = np.linalg.solve(R, p)
     t = np.linalg.solve(R.T, (np.diag(1.0 / rho[rows]) + gamma * yty_k) @ r - gamma * q)
-    on_threads(_combine, g, s, y, rows, t, -gamma * r, gamma, out)
+    run_chunked(_combine, n, jobs, g, s, y, rows, t, -gamma * r, gamma, out)
     return out

@@ -51,7 +51,8 @@ from typing import Callable
 
 import numpy as np
 
-from fgl.jit import njit
+from fgl.jit import bits_to_float, float_to_bits, njit, single_to_bits
+from fgl.learn.chunked import exact_sums, n_chunks, run_chunked
 from fgl.learn.compact_form import compact_direction
 
 Function = Callable[[np.ndarray], tuple[float, np.ndarray]]
@@ -90,7 +91,7 @@ class History:
     them, a new pair's taken by the next ``direction``."""
 
     def __init__(self, m: int, jobs: int = 1):
-        self.m, self.jobs = m, jobs        # (jobs: threads of the direction's passes)
+        self.m, self.jobs = m, jobs        # (jobs: threads of its passes)
         self.s: np.ndarray | None = None  # [m, n] float32, allocated at first use
         self.y: np.ndarray | None = None
         self.order: list[int] = []        # rows in use, oldest first
@@ -122,7 +123,8 @@ class History:
         in ``s``, the high 32 in ``y`` — until ``record`` forms the next
         pair over them (``unpark`` gives a copy back)."""
         row = self._free_row(len(g))
-        _park(g.view(np.uint64), self.s[row].view(np.uint32), self.y[row].view(np.uint32))
+        run_chunked(_park, len(g), self.jobs, g, self.s[row].view(np.uint32),
+                    self.y[row].view(np.uint32))
         self.parked = row
 
     def unpark(self) -> np.ndarray:
@@ -140,13 +142,16 @@ class History:
         with sᵀy <= 1e-10·yᵀy (no positive curvature) is left out.  ``g``
         None: the previous gradient is the parked one, each entry read just
         before the pair's entry takes its place."""
+        partial = np.empty((n_chunks(len(x)), 2))
         if g is not None:
             row = self._free_row(len(x))
-            sy, yy = _store_pair(x_new, x, g_new, g, self.s[row], self.y[row])
+            run_chunked(_store_pair, len(x), self.jobs, x_new, x, g_new, g, self.s[row],
+                        self.y[row], partial)
         else:
             row = self.parked
-            sy, yy = _store_parked_pair(x_new, x, g_new, self.s[row].view(np.uint32),
-                                        self.y[row].view(np.uint32))
+            run_chunked(_store_parked_pair, len(x), self.jobs, x_new, x, g_new,
+                        self.s[row].view(np.uint32), self.y[row].view(np.uint32), partial)
+        sy, yy = exact_sums(partial)
         self.parked = None
         if sy > 1e-10 * yy:
             self.order.append(row)
@@ -190,27 +195,34 @@ class History:
 
 
 @njit(cache=True, nogil=True)
-def _store_pair(x_new, x, g_new, g, s, y):
-    """s = x_new - x, y = g_new - g (stored as float32); returns sᵀy and
-    yᵀy of the double-precision differences."""
-    sy = 0.0
-    yy = 0.0
-    for i in range(x.shape[0]):
-        a = x_new[i] - x[i]
-        b = g_new[i] - g[i]
-        s[i] = a
-        y[i] = b
-        sy += a * b
-        yy += b * b
-    return sy, yy
+def _store_pair(x_new, x, g_new, g, s, y, partial, c0, c1, chunk):
+    """s = x_new - x, y = g_new - g (stored as float32) over chunks
+    ``c0``..``c1``-1; ``partial[c]`` = chunk c's sᵀy and yᵀy of the
+    double-precision differences."""
+    n = x.shape[0]
+    for c in range(c0, c1):
+        sy = 0.0
+        yy = 0.0
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+            a = x_new[i] - x[i]
+            b = g_new[i] - g[i]
+            s[i] = a
+            y[i] = b
+            sy += a * b
+            yy += b * b
+        partial[c, 0] = sy
+        partial[c, 1] = yy
 
 
 @njit(cache=True, nogil=True)
-def _park(g_bits, lo_words, hi_words):
-    """Each float64's bits (``g_bits``, uint64) as its low and high 32-bit words."""
-    for i in range(g_bits.shape[0]):
-        lo_words[i] = np.uint32(g_bits[i] & np.uint64(0xFFFFFFFF))
-        hi_words[i] = np.uint32(g_bits[i] >> np.uint64(32))
+def _park(g, lo_words, hi_words, c0, c1, chunk):
+    """Each float64's bits as its low and high 32-bit words, over chunks
+    ``c0``..``c1``-1."""
+    n = g.shape[0]
+    for i in range(c0 * chunk, min(n, c1 * chunk)):
+        bits = np.uint64(float_to_bits(g[i]))
+        lo_words[i] = np.uint32(bits & np.uint64(0xFFFFFFFF))
+        hi_words[i] = np.uint32(bits >> np.uint64(32))
 
 
 @njit(cache=True, nogil=True)
@@ -221,34 +233,33 @@ def _unpark(lo_words, hi_words, out_bits):
 
 
 @njit(cache=True, nogil=True)
-def _store_parked_pair(x_new, x, g_new, s_words, y_words):
+def _store_parked_pair(x_new, x, g_new, s_words, y_words, partial, c0, c1, chunk):
     """``_store_pair`` with the previous gradient parked in the row itself
     (``_park``: low words in ``s_words``, high in ``y_words``, both the
     row's uint32 views): each entry of g is read before s and y take its
     place (the row is reached only through these views)."""
-    wide = np.empty(1, np.float64)
-    wide_bits = wide.view(np.uint64)
-    narrow = np.empty(2, np.float32)
-    narrow_bits = narrow.view(np.uint32)
-    sy = 0.0
-    yy = 0.0
-    for i in range(x.shape[0]):
-        wide_bits[0] = (np.uint64(y_words[i]) << np.uint64(32)) | np.uint64(s_words[i])
-        a = x_new[i] - x[i]
-        b = g_new[i] - wide[0]
-        narrow[0] = a
-        narrow[1] = b
-        s_words[i] = narrow_bits[0]
-        y_words[i] = narrow_bits[1]
-        sy += a * b
-        yy += b * b
-    return sy, yy
+    n = x.shape[0]
+    for c in range(c0, c1):
+        sy = 0.0
+        yy = 0.0
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+            bits = (np.uint64(y_words[i]) << np.uint64(32)) | np.uint64(s_words[i])
+            a = x_new[i] - x[i]
+            b = g_new[i] - bits_to_float(np.int64(bits))
+            s_words[i] = single_to_bits(np.float32(a))
+            y_words[i] = single_to_bits(np.float32(b))
+            sy += a * b
+            yy += b * b
+        partial[c, 0] = sy
+        partial[c, 1] = yy
 
 
 @njit(cache=True, nogil=True)
-def _step_to(x, d, step, out):
-    """out = x + step·d in one pass (numpy's takes two)."""
-    for i in range(x.shape[0]):
+def _step_to(x, d, step, out, c0, c1, chunk):
+    """out = x + step·d over chunks ``c0``..``c1``-1, in one pass (numpy's
+    takes two)."""
+    n = x.shape[0]
+    for i in range(c0 * chunk, min(n, c1 * chunk)):
         out[i] = x[i] + step * d[i]
 
 
@@ -312,12 +323,12 @@ class _LineSearch:
     (the iterate's and the trial's); the rare search that runs out of
     evaluations evaluates its best point once more (``_best``)."""
 
-    def __init__(self, fun: Function, c1: float, c2: float, max_evals: int):
-        self.fun, self.c1, self.c2, self.max_evals = fun, c1, c2, max_evals
+    def __init__(self, fun: Function, c1: float, c2: float, max_evals: int, jobs: int = 1):
+        self.fun, self.c1, self.c2, self.max_evals, self.jobs = fun, c1, c2, max_evals, jobs
         self.evaluations = 0
 
     def _point(self, x, d, step, trial):
-        _step_to(x, d, float(step), trial)
+        run_chunked(_step_to, len(x), self.jobs, x, d, float(step), trial)
 
     def _eval(self, x, d, step, trial):
         self._point(x, d, step, trial)
@@ -509,7 +520,7 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
     optimiser then treats it as a state it handed over (it may set its
     ``direction``, park its gradient and drop its oldest pair).
     """
-    search = _LineSearch(fun, c1, c2, max_linesearch)
+    search = _LineSearch(fun, c1, c2, max_linesearch, jobs)
     converged = f"gradient norm below {epsilon:g}·max(1, |x|)"
     if resume is None:
         x = np.array(x0, dtype=np.float64)  # (a copy: the caller's x0 is left as it was)

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fgl.learn import chunked
 from fgl.learn import compact_form as cf
 from fgl.learn.lbfgs import History, minimize_lbfgs
 
@@ -79,12 +80,12 @@ def test_across_chunks_it_is_minus_h_g_of_the_bfgs_updates(seed, count, off):
     s, y, rho, yy, order = _pairs(rng, n, 6, count)
     rho = rho * (1.0 + off)
     g = rng.normal(size=n)
-    old = cf.CHUNK, cf.BLOCK, cf.THREADED_CHUNKS
-    cf.CHUNK, cf.BLOCK, cf.THREADED_CHUNKS = 32, 8, 2
+    old = chunked.CHUNK, cf.BLOCK, chunked.THREADED_CHUNKS
+    chunked.CHUNK, cf.BLOCK, chunked.THREADED_CHUNKS = 32, 8, 2
     try:
         out = _direction(g, s, y, rho, yy, order, jobs=3)
     finally:
-        cf.CHUNK, cf.BLOCK, cf.THREADED_CHUNKS = old
+        chunked.CHUNK, cf.BLOCK, chunked.THREADED_CHUNKS = old
     newest = order[-1]
     H = _bfgs_inverse(s, y, rho, order, 1.0 / (rho[newest] * yy[newest]))
     np.testing.assert_allclose(out, -H @ g, rtol=1e-9, atol=1e-12 * np.abs(H @ g).max())
@@ -93,7 +94,7 @@ def test_across_chunks_it_is_minus_h_g_of_the_bfgs_updates(seed, count, off):
 @pytest.mark.parametrize("jobs", [2, 3, 8])
 def test_the_same_bits_on_any_number_of_threads(jobs):
     rng = np.random.default_rng(jobs)
-    n = 9 * cf.CHUNK + 1234          # nine chunks and a part
+    n = 9 * chunked.CHUNK + 1234          # nine chunks and a part
     s, y, rho, yy, order = _pairs(rng, n, 6, 6)
     g = rng.normal(size=n)
     one = _direction(g, s, y, rho, yy, order, jobs=1)
@@ -108,7 +109,7 @@ def test_products_kept_from_earlier_passes_give_the_same_bits():
     after it came (as in training), give the direction of the same pairs
     all taken at once (as after a checkpoint is restored)."""
     rng = np.random.default_rng(3)
-    n = 3 * cf.CHUNK + 99
+    n = 3 * chunked.CHUNK + 99
     s, y, rho, yy, order = _pairs(rng, n, 6, 5)
     sty, yty = np.zeros((6, 6)), np.zeros((6, 6))
     for k in range(1, len(order) + 1):
@@ -123,9 +124,10 @@ def test_products_kept_from_earlier_passes_give_the_same_bits():
 
 def test_training_runs_are_the_same_bits_on_one_thread_and_on_three():
     """A whole L-BFGS run on a problem of several chunks: every iterate the
-    same whatever the threads of its direction."""
+    same whatever the threads of its passes (the direction, the trial
+    points, the parked gradient and the pairs with their sᵀy and yᵀy)."""
     rng = np.random.default_rng(5)
-    n = 3 * cf.CHUNK + 77
+    n = 3 * chunked.CHUNK + 77
     d = rng.uniform(0.5, 20.0, n)
     b = rng.normal(size=n)
 
@@ -133,12 +135,12 @@ def test_training_runs_are_the_same_bits_on_one_thread_and_on_three():
         r = x - b
         return float(0.5 * (d * r) @ r + np.sum(np.log1p(x * x))), d * r + 2 * x / (1 + x * x)
 
-    old = cf.THREADED_CHUNKS
-    cf.THREADED_CHUNKS = 2
+    old = chunked.THREADED_CHUNKS
+    chunked.THREADED_CHUNKS = 2
     try:
         runs = [minimize_lbfgs(fun, np.zeros(n), max_iter=15, jobs=jobs) for jobs in (1, 3)]
     finally:
-        cf.THREADED_CHUNKS = old
+        chunked.THREADED_CHUNKS = old
     assert runs[0].iterations == runs[1].iterations == 15
     assert np.array_equal(runs[0].x, runs[1].x) and runs[0].f == runs[1].f
 
@@ -148,7 +150,7 @@ def test_history_keeps_the_products_of_its_pairs():
     forgets a dropped pair's, and gives the one-thread bits with ``jobs``
     set; a restored history takes them all again, to the same bits."""
     rng = np.random.default_rng(11)
-    n = 5 * cf.CHUNK
+    n = 5 * chunked.CHUNK
     h1, h2 = History(3), History(3, jobs=2)
     x, g = np.zeros(n), rng.normal(size=n)
     for _ in range(5):
