@@ -503,8 +503,7 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
                    max_recoveries: int = 5,
                    checkpoint: Callable[[LBFGSState], None] | None = None,
                    resume: LBFGSState | None = None, jobs: int = 1) -> LBFGSResult:
-    """Minimise ``fun`` (f and a fresh gradient array) from ``x0`` (``jobs``:
-    the direction's threads).
+    """Minimise ``fun`` (f and a fresh gradient array) from ``x0`` on ``jobs`` threads.
 
     Stops after ``max_iter`` iterations, when ‖g‖ ≤ ``epsilon``·max(1, ‖x‖)
     (CRFsuite's test), when the line search finds no acceptable step and
