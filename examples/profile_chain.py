@@ -27,12 +27,15 @@ matrix) and random for the rest, so they have no streaming floor; their
 bytes per token are printed beside it.
 
 Data: CoNLL-2000 train (../shared/data/conll2000) with CRFsuite's chunking
-features (``stdlib/crfsuite_chunking.fgl``, as examples/bench_conll2000.py),
+features (``stdlib/crfsuite_chunking.fgl``, as examples/bench_conll2000.py;
+``--spec`` another chain spec over its columns, e.g. the one
+``fgl convert crfpp`` writes of CRF++'s chunking template),
 the weights after --train-iter L-BFGS iterations (the paths the kernels take
 depend on them).  Skips with a note when the data is absent.
 
     python examples/profile_chain.py                  # ~1 minute
     python examples/profile_chain.py --sentences 2000 --train-iter 5
+    python examples/profile_chain.py --spec crfpp.fgl   # a spec of yours
 """
 from __future__ import annotations
 
@@ -90,8 +93,8 @@ def read_bandwidth(mb: int, repeats: int) -> float:
     return x.nbytes / best_cpu(lambda: _stream_sum(x), repeats)
 
 
-def trained_model(sentences: int | None, iters: int):
-    """The CRFsuite chunking model on CoNLL-2000 train and its weights after
+def trained_model(spec: Path, sentences: int | None, iters: int):
+    """The chain model of ``spec`` on CoNLL-2000 train and its weights after
     ``iters`` L-BFGS iterations (one thread)."""
     from fgl.io.conll import read_conll
     from fgl.lang.parser import read_spec
@@ -99,7 +102,7 @@ def trained_model(sentences: int | None, iters: int):
     from fgl.registry import compile_model
 
     train = read_conll(DATA)[:sentences]
-    model, data = compile_model(read_spec(SPEC), train, SPEC.parent)
+    model, data = compile_model(read_spec(spec), train, spec.parent)
     w = train_lbfgs(model.program, data, model.feat_sigma, max_iter=iters, jobs=1)[0] \
         if iters else np.zeros(model.program.n_features)
     return model, data, w
@@ -124,18 +127,19 @@ def profile(prog, data, w, repeats: int) -> dict:
 
 def attribute_bytes(prog, data) -> dict:
     """Bytes per token: streamed (the encoded attributes) and gathered (the
-    weights of their rows: a dense row's label vector, else its features'
-    patterns and weights)."""
+    weights of their rows: a dense or full row's label vector, else its
+    features' patterns and weights)."""
     n_tok = data.n_tokens
     streamed = (data.tok_row.nbytes + data.tok_val.nbytes + data.tok_ptr.nbytes) / n_tok
     rows = data.tok_row
     dense = prog.row_dense[rows] >= 0
+    full = prog.row_dense[rows] == chain.FULL_ROW
     n = prog.structure.n_labels
     per_feature = prog.feat_pattern.itemsize + 8
-    sparse_feats = np.diff(prog.row_ptr)[rows[~dense]].sum()
-    gathered = (dense.sum() * n * 8 + sparse_feats * per_feature) / n_tok
-    return {"streamed": streamed, "gathered": gathered,
-            "attributes": len(rows) / n_tok, "dense_share": float(dense.mean())}
+    sparse_feats = np.diff(prog.row_ptr)[rows[~dense & ~full]].sum()
+    gathered = ((dense.sum() + full.sum()) * n * 8 + sparse_feats * per_feature) / n_tok
+    return {"streamed": streamed, "gathered": gathered, "attributes": len(rows) / n_tok,
+            "dense_share": float(dense.mean()), "full_share": float(full.mean())}
 
 
 def print_table(parts: dict, sizes: dict, bandwidth: float, n_tok: int) -> None:
@@ -149,7 +153,8 @@ def print_table(parts: dict, sizes: dict, bandwidth: float, n_tok: int) -> None:
         fl_txt = f"{fl:10.2f}{ns[key] / fl:9.1f}" if fl else f"{'-':>10}{'-':>9}"
         print(f"{name:<18}{ns[key]:10.1f}{share:8.0%}{fl_txt}")
     print(f"\n{sizes['attributes']:.1f} attributes per token ({sizes['dense_share']:.0%} in "
-          f"dense rows): {sizes['streamed']:.0f} bytes streamed per token by scoring and again "
+          f"dense rows, {sizes['full_share']:.0%} in full rows): {sizes['streamed']:.0f} "
+          f"bytes streamed per token by scoring and again "
           f"by counting, {sizes['gathered']:.0f} bytes of weights gathered per token (and as "
           f"many counts scattered); streaming read bandwidth {bandwidth / 1e9:.1f} GB/s on one "
           f"thread.  forward-backward+: the recursions, marginals and the rest (module "
@@ -163,14 +168,17 @@ def main() -> int:
                     help="L-BFGS iterations before profiling (0: zero weights)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--bandwidth-mb", type=int, default=512)
+    ap.add_argument("--spec", type=Path, default=SPEC,
+                    help="a chain spec over CoNLL-2000's columns (default: CRFsuite's features)")
     a = ap.parse_args()
     if not DATA.exists():
         print(f"skipped: {DATA} is absent (see ../shared/data/README)")
         return 0
     t0 = time.perf_counter()
-    model, data, w = trained_model(a.sentences, a.train_iter)
+    model, data, w = trained_model(a.spec, a.sentences, a.train_iter)
     prog = model.program
-    print(f"CoNLL-2000 train, {data.n_sequences} sentences, {data.n_tokens} tokens; "
+    print(f"{a.spec.name} on CoNLL-2000 train, {data.n_sequences} sentences, "
+          f"{data.n_tokens} tokens; "
           f"{prog.n_features} features, {len(model.labels)} labels; weights after "
           f"{a.train_iter} L-BFGS iterations; one thread, CPU time, best of {a.repeats}\n")
     parts = profile(prog, data, w, a.repeats)

@@ -8,6 +8,7 @@ from support.gradcheck import assert_gradient_matches_central_differences
 from fgl.api import CRF
 from fgl.compile.segmentation import segments_from_tags, tags_from_segments
 from fgl.data.sentence import Sentence
+from fgl.engines.sequence.chain import FULL_ROW
 from fgl.errors import DataError, SpecError
 from fgl.io.evaluate import evaluate
 from fgl.io.synth import segment_sequences
@@ -32,7 +33,7 @@ CHAIN_L1 = """
 columns word, label
 output label
 {segments}
-template state: {var} ~ bias, word[{pos}]
+template state: {var} ~ bias, word[{pos}]{support}
 template trans: {var2}
 template ho: {var3} patterns observed
 """
@@ -111,21 +112,31 @@ def _data(n=8, seed=3):
                              seed=seed)[0]
 
 
-def test_gradient_matches_central_differences():
-    model, enc = compile_model(validate(parse_spec(SEMI, "<t>")), _data())
+@pytest.mark.parametrize("support", ["", " (support = all)"])
+def test_gradient_matches_central_differences(support, monkeypatch):
+    spec = SEMI.replace("inside, word[u-1], length", "inside, word[u-1], length" + support)
+    if support:   # (no dense rows: the full rows take the semi-Markov kernels' paths)
+        monkeypatch.setattr("fgl.engines.sequence.chain_program.DENSE_BYTES", 0)
+    model, enc = compile_model(validate(parse_spec(spec, "<t>")), _data())
+    if support:
+        assert (model.program.table.row_dense == FULL_ROW).any()
     objective = Objective(model.program, enc, model.feat_sigma, jobs=1)
     assert_gradient_matches_central_differences(objective, model.program.n_features, scale=0.7)
 
 
-def test_segments_of_length_one_equal_the_chain_model():
+@pytest.mark.parametrize("support", ["", " (support = all)"])
+def test_segments_of_length_one_equal_the_chain_model(support, monkeypatch):
     """A semi-Markov spec with L = 1 and `change` boundaries is the chain
     spec: same features, same log Z, same gradient, same decoding.  (Every
     tag gets its position's parity, so that no run of one tag is longer than
-    1, as `from change` reads runs as segments.)"""
+    1, as `from change` reads runs as segments.)  With ``support = all``
+    the state rows are full rows in both (no dense rows)."""
+    if support:
+        monkeypatch.setattr("fgl.engines.sequence.chain_program.DENSE_BYTES", 0)
     semi = CHAIN_L1.format(segments="segments max 1 from change", var="s[j]", pos="u",
-                           var2="s[j-1..j]", var3="s[j-2..j]")
+                           var2="s[j-1..j]", var3="s[j-2..j]", support=support)
     chain = CHAIN_L1.format(segments="", var="y[t]", pos="t", var2="y[t-1..t]",
-                            var3="y[t-2..t]")
+                            var3="y[t-2..t]", support=support)
     data = [Sentence([[w, f"{y}{t % 2}"] for t, (w, y) in enumerate(s.rows)], s.lines, s.doc,
                      s.file) for s in _data(n=10, seed=5)]
     models = [compile_model(validate(parse_spec(text, "<t>")), data) for text in (semi, chain)]

@@ -53,13 +53,17 @@ from fgl.engines.sequence.structure import ChainStructure
 from fgl.engines.vector_math import exp_neg
 from fgl.jit import njit
 
+# row_dense of a row whose n features are the labels' single-label patterns in label order
+FULL_ROW = -2
+
 
 class ChainFeatures(NamedTuple):
     """A chain program's feature table: the fields of
     ``spans.FeatureTable``, plus ``dynamic[z]``, whether some per-token row
     feeds pattern z (every single label counts as dynamic), and
     ``row_dense[r]``, the dense row d >= 0 that scores and counts row r as
-    one vector over the labels (else -1)."""
+    one vector over the labels, ``FULL_ROW`` when row r's own features are
+    that vector (one per label, in label order), else -1."""
 
     row_ptr: np.ndarray
     feat_pattern: np.ndarray
@@ -478,7 +482,8 @@ def viterbi(st: ChainStructure, pot: np.ndarray) -> tuple[np.ndarray, float]:
 # only by them has a position-independent potential whose exp is computed
 # once (``dynamic`` False) — CRFsuite's trick for transition weights.
 # Frequent rows whose features all have single-label patterns are *dense*
-# (``row_dense[r]`` >= 0): scored and counted as one vector over the labels
+# (``row_dense[r]`` >= 0), rows of one feature per label in label order *full*
+# (``FULL_ROW``): either is scored and counted as one vector over the labels
 # (``fgl.engines.sequence.chain_program.ChainProgram._dense_rows``).  The gold counts
 # are the span kernel's (``spans.gold_counts`` with L = 1).
 
@@ -500,7 +505,8 @@ def potentials(a, T, units, features, tables, w, static, fill, w_dense, lab, pot
     of T tokens from token ``a``, for the patterns in ``fill`` (every pattern
     a per-token row can touch must be among them).  A dense row d =
     ``row_dense[r]`` >= 0 adds its weight vector ``w_dense[d]`` over the
-    labels in one vector operation (``lab`` is scratch of n_labels)."""
+    labels in one vector operation, a full row its features' weights
+    (``lab`` is scratch of n_labels)."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     n = tables.n_labels
     label_z = tables.label_z
@@ -523,6 +529,10 @@ def potentials(a, T, units, features, tables, w, static, fill, w_dense, lab, pot
             d = row_dense[r]
             if d >= 0:
                 src = w_dense[d]
+                for y in range(n):
+                    lab[y] += v * src[y]
+            elif d == FULL_ROW:
+                src = w[row_ptr[r]:row_ptr[r] + n]
                 for y in range(n):
                     lab[y] += v * src[y]
             else:
@@ -673,6 +683,10 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
                 d = row_dense[r]
                 if d >= 0:
                     dst = grad_dense[d]
+                    for y in range(n):
+                        dst[y] += v * labels[y]
+                elif d == FULL_ROW:
+                    dst = grad[grad_ptr[r]:grad_ptr[r] + n]
                     for y in range(n):
                         dst[y] += v * labels[y]
                 else:

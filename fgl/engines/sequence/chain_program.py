@@ -79,13 +79,17 @@ class ChainProgram(SequenceProgram):
                                             self.const_feats, self.dynamic, self.row_dense)
 
     def _dense_rows(self) -> None:
-        """Pick the rows scored and counted as dense label vectors: per-token
-        rows whose features all have single-label patterns and cover at least
-        a quarter of the labels, most frequent first (rows are numbered by
-        frequency), while their weights fit in ``DENSE_BYTES``.  Most feature
-        touches fall in a few such rows (on CoNLL-2000 chunking, 86 % in
-        2,978 rows), and a dense row is one vector operation instead of a
-        gather per feature."""
+        """Pick the rows scored and counted as label vectors.  A *full* row
+        (``chain.FULL_ROW``) has one feature per label, in label order, each
+        of its label's single-label pattern (every row of a CRF++ template's
+        unigram: the features are the vector, read where they are).  A
+        *dense* row: of the others, per-token rows whose features all have
+        single-label patterns and cover at least a quarter of the labels,
+        most frequent first (rows are numbered by frequency), while their
+        weights fit in ``DENSE_BYTES``, copied into one matrix per
+        evaluation.  Most feature touches fall in a few such rows (on
+        CoNLL-2000 chunking, 86 % in 2,978 rows), and a row is one vector
+        operation instead of a gather per feature."""
         st = self.structure
         n = st.n_labels
         lengths = np.diff(self.row_ptr)
@@ -99,14 +103,30 @@ class ChainProgram(SequenceProgram):
             multi[nonempty] = np.logical_or.reduceat(longer, self.row_ptr[:-1][nonempty])
         del longer
         ok = nonempty & (4 * lengths >= n) & ~multi & ~self.row_is_const
+        full = self._full_rows(ok & (lengths == n), pattern_label)
         rows = np.flatnonzero(ok)[:DENSE_BYTES // (8 * n)]
         self.row_dense = np.full(len(lengths), -1, dtype=np.int32)
+        self.row_dense[full] = chain.FULL_ROW
         self.row_dense[rows] = np.arange(len(rows), dtype=np.int32)
         counts = lengths[rows]
         self.dense_feats = (np.repeat(self.row_ptr[rows] - np.cumsum(counts) + counts, counts)
                             + np.arange(counts.sum())).astype(np.int64)
         self.dense_slot = (np.repeat(np.arange(len(rows)), counts) * n
                            + pattern_label[self.feat_pattern[self.dense_feats]]).astype(np.int64)
+
+    def _full_rows(self, candidates: np.ndarray, pattern_label: np.ndarray) -> np.ndarray:
+        """Which ``candidates`` (rows of n single-label features) are full:
+        feature y of the row has label y's pattern, whose state is y (the
+        label's marginal, where the kernels count it)."""
+        n = self.structure.n_labels
+        rows = np.flatnonzero(candidates)
+        full = np.zeros(len(candidates), dtype=np.bool_)
+        if len(rows):
+            at = self.row_ptr[rows][:, None] + np.arange(n)
+            label = np.arange(n)
+            full[rows] = ((pattern_label[self.feat_pattern[at]] == label)
+                          & (self.feat_s[at] == label)).all(axis=1)
+        return full
 
     def dense_weights(self, w: np.ndarray) -> np.ndarray:
         """The dense rows' weights as [rows, n_labels] (0 where a row has no

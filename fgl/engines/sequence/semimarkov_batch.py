@@ -193,6 +193,10 @@ def _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w
                     if d >= 0:
                         for y in range(n):
                             grad_dense[d, y] += v * M[k, y]
+                    elif d == chain.FULL_ROW:
+                        dst = grad[row_ptr[r]:row_ptr[r] + n]
+                        for y in range(n):
+                            dst[y] += v * M[k, y]
                     else:
                         for f in range(row_ptr[r], row_ptr[r + 1]):
                             grad[f] += v * M[k, feat_s[f]]

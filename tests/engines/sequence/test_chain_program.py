@@ -6,8 +6,9 @@ pattern longer than one label is observation-free (a first-order CRF with
 plain transitions, or unobserved high-order patterns), the block-by-block
 scaled path when some longer pattern carries observations, and the log-space
 fallback when weights are huge.  Attribute rows are scored and counted
-either as dense label vectors or feature by feature (``DENSE_BYTES`` decides
-how many rows are dense).  Each combination is checked here through compiled
+as dense label vectors (``DENSE_BYTES`` decides how many rows are dense), as
+full rows (one feature per label, ``support = all``) or feature by
+feature.  Each combination is checked here through compiled
 specs and random weights: Σ log Z, every expected feature count
 E[f_k] = Σ_t value · P(pattern of k ends at t | x) and the Viterbi labelling
 must equal brute force.
@@ -54,11 +55,19 @@ obs w = word[t]
 template state: y[t] ~ w
 template trans: y[t-1..t]
 """,
+    "first order, every label": HEADER + """
+template state: y[t] ~ bias, w (support = all)
+template trans: y[t-1..t]
+""",
     # block by block: a transition carries an observation
     "observed transitions": HEADER + """
 template state: y[t] ~ bias, w
 template trans: y[t-1..t] ~ bias, word[t]
 template ho: y[t-2..t] patterns observed
+""",
+    "observed transitions, every label": HEADER + """
+template state: y[t] ~ w (support = all)
+template trans: y[t-1..t] ~ bias, word[t] (support = all)
 """,
 }
 
@@ -136,6 +145,8 @@ def test_expectations_match_enumeration(problem):
     program = model.program
     if dense_bytes == 0:
         assert (program.row_dense < 0).all()
+        if "every label" in name:   # (support = all: every row full)
+            assert (program.row_dense == chain.FULL_ROW).any()
     w = np.random.default_rng(seed).normal(0.0, scale, program.n_features)
     result = program.expectations(w, enc, 1)
     total, grad = result.log_z, result.counts
@@ -164,7 +175,7 @@ def test_each_spec_takes_its_path(name):
     static = np.zeros(len(st_.patterns))
     block_dynamic = scaling.static_tables(static, program.dynamic, st_.tables).block_dynamic
     assert block_dynamic[0]
-    assert block_dynamic[1:].any() == (name == "observed transitions")
+    assert block_dynamic[1:].any() == name.startswith("observed transitions")
 
 
 def test_unseen_label_gets_no_mass_from_garbage():
