@@ -65,10 +65,12 @@ def test_api_resume_reaches_the_uninterrupted_weights(tmp_path, spec):
     full = CRF(spec, max_iter=total, tol=1e-12, jobs=1).fit(X, y)
     refined = [r["iteration"] for r in full.training_log.iterations if "refined" in r]
     assert bool(refined) == ("trw" in spec), refined
-    # TRW: resumed after its last refinement (where it falls depends on the machine's
-    # rounding), from the BP tolerance saved
-    stop = refined[-1] + 2 if refined else 9
-    assert stop < len(full.training_log.iterations), (refined, full.training_log.message)
+    # TRW: resumed after a refinement (where they fall depends on the machine's rounding),
+    # the last one that leaves iterations after it, from the BP tolerance saved
+    n_iter = len(full.training_log.iterations)
+    room = [r for r in refined if r + 2 < n_iter]
+    assert room or not refined, (refined, full.training_log.message)
+    stop = room[-1] + 2 if refined else 9
     ck = tmp_path / "ck.fglm"
     part = CRF(spec, max_iter=stop, tol=1e-12, jobs=1, checkpoint=ck, checkpoint_every=4
                ).fit(X, y)
