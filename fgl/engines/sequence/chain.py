@@ -186,17 +186,38 @@ def _may_underflow(prev, low):
 def _forward_push(prev, factor, s_next, p_next_run, run_blocks, gather_blocks, n, out):
     """out[next(p·y)] += prev[p] · factor[p·n + y] for every forward state p
     and label y.  A block whose successors are a run of states
-    (``run_blocks``) is one vector update; the others (``gather_blocks``)
-    gather — separate loops, as a loop that may take either form is not
-    vectorised.  (Per-step helpers take their arrays, not the tables
-    bundle: a bundle passed to a call that is not inlined is copied.)"""
-    for p in run_blocks:
-        a = prev[p]
-        q0 = p_next_run[p]
+    (``run_blocks``) is one vector update, four consecutive blocks onto the
+    same run (every block of a first-order chain) one update of four terms:
+    a short label loop's overhead and the run's loads and stores are paid
+    once for the four.  The others (``gather_blocks``) gather — separate
+    loops, as a loop that may take either form is not vectorised.
+    (Per-step helpers take their arrays, not the tables bundle: a bundle
+    passed to a call that is not inlined is copied.)"""
+    m = run_blocks.shape[0]
+    i = 0
+    while i < m:
+        q0 = p_next_run[run_blocks[i]]
+        j = i + 1  # blocks i..j-1 push onto the same run
+        while j < m and p_next_run[run_blocks[j]] == q0:
+            j += 1
         dst = out[q0:q0 + n]
-        src = factor[p * n:(p + 1) * n]
-        for y in range(n):
-            dst[y] += a * src[y]
+        while i + 4 <= j:
+            p0, p1, p2, p3 = run_blocks[i], run_blocks[i + 1], run_blocks[i + 2], run_blocks[i + 3]
+            a0, a1, a2, a3 = prev[p0], prev[p1], prev[p2], prev[p3]
+            s0 = factor[p0 * n:(p0 + 1) * n]
+            s1 = factor[p1 * n:(p1 + 1) * n]
+            s2 = factor[p2 * n:(p2 + 1) * n]
+            s3 = factor[p3 * n:(p3 + 1) * n]
+            for y in range(n):
+                dst[y] += a0 * s0[y] + a1 * s1[y] + a2 * s2[y] + a3 * s3[y]
+            i += 4
+        while i < j:
+            p = run_blocks[i]
+            a = prev[p]
+            src = factor[p * n:(p + 1) * n]
+            for y in range(n):
+                dst[y] += a * src[y]
+            i += 1
     for p in gather_blocks:
         a = prev[p]
         base = p * n
@@ -207,9 +228,33 @@ def _forward_push(prev, factor, s_next, p_next_run, run_blocks, gather_blocks, n
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _backward_step(factor, nxt, inv, s_next, p_next_run, run_blocks, gather_blocks, n, out):
     """out[p] = inv · Σ_y factor[p·n + y] · nxt[next(p·y)] for every forward
-    state p, run blocks and gather blocks in separate loops; False when a
-    value reached HUGE (the scaled path would lose precision)."""
-    for p in run_blocks:
+    state p, run blocks four at a time (four sums in one label loop) and
+    gather blocks in separate loops; False when a value reached HUGE (the
+    scaled path would lose precision)."""
+    m = run_blocks.shape[0]
+    i = 0
+    while i + 4 <= m:
+        p0, p1, p2, p3 = run_blocks[i], run_blocks[i + 1], run_blocks[i + 2], run_blocks[i + 3]
+        s0 = factor[p0 * n:(p0 + 1) * n]
+        s1 = factor[p1 * n:(p1 + 1) * n]
+        s2 = factor[p2 * n:(p2 + 1) * n]
+        s3 = factor[p3 * n:(p3 + 1) * n]
+        t0 = nxt[p_next_run[p0]:p_next_run[p0] + n]
+        t1 = nxt[p_next_run[p1]:p_next_run[p1] + n]
+        t2 = nxt[p_next_run[p2]:p_next_run[p2] + n]
+        t3 = nxt[p_next_run[p3]:p_next_run[p3] + n]
+        c0 = c1 = c2 = c3 = 0.0
+        for y in range(n):
+            c0 += s0[y] * t0[y]
+            c1 += s1[y] * t1[y]
+            c2 += s2[y] * t2[y]
+            c3 += s3[y] * t3[y]
+        out[p0] = c0 * inv
+        out[p1] = c1 * inv
+        out[p2] = c2 * inv
+        out[p3] = c3 * inv
+        i += 4
+    for p in run_blocks[i:]:
         q0 = p_next_run[p]
         src = factor[p * n:(p + 1) * n]
         tgt = nxt[q0:q0 + n]
@@ -389,20 +434,9 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
                               gather_blocks, n, beta[t]):
             return np.nan
     for t in range(T):
-        inv = 1.0 / scale[t]
-        gt = g[t]
-        for p in run_blocks:  # no test for a = 0: a branch here stops vectorisation
-            a = alpha[t, p] * inv
-            q0 = p_next_run[p]
-            dst = taken[p * n:(p + 1) * n]
-            src = gt[q0:q0 + n]
-            for y in range(n):
-                dst[y] += a * src[y]
-        for p in gather_blocks:
-            a = alpha[t, p] * inv
-            base = p * n
-            for y in range(n):
-                taken[base + y] += a * gt[s_next[base + y]]
+        low[t] = 1.0 / scale[t]  # (low is free once the forward pass has run)
+    _add_taken(alpha, g, low, s_next, p_next_run, run_blocks, gather_blocks, n, taken)
+    for t in range(T):
         m_row = lab_marg[t]
         m_row[:] = 0.0
         na = alpha[t + 1]
@@ -410,6 +444,43 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
         for q in range(1, P):
             m_row[p_label[q]] += na[q] * nb[q]
     return log_scale + shift
+
+
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
+def _add_taken(alpha, g, inv, s_next, p_next_run, run_blocks, gather_blocks, n, taken):
+    """taken[p·n + y] += Σ_t inv[t] · alpha[t, p] · g[t, next(p·y)]: a run
+    block's sum four positions at a time (one update of four terms, as in
+    ``_forward_push``), gather blocks one by one.  No test for alpha = 0: a
+    branch here stops vectorisation."""
+    T = inv.shape[0]
+    for p in run_blocks:
+        q0 = p_next_run[p]
+        dst = taken[p * n:(p + 1) * n]
+        t = 0
+        while t + 4 <= T:
+            a0 = alpha[t, p] * inv[t]
+            a1 = alpha[t + 1, p] * inv[t + 1]
+            a2 = alpha[t + 2, p] * inv[t + 2]
+            a3 = alpha[t + 3, p] * inv[t + 3]
+            g0 = g[t, q0:q0 + n]
+            g1 = g[t + 1, q0:q0 + n]
+            g2 = g[t + 2, q0:q0 + n]
+            g3 = g[t + 3, q0:q0 + n]
+            for y in range(n):
+                dst[y] += a0 * g0[y] + a1 * g1[y] + a2 * g2[y] + a3 * g3[y]
+            t += 4
+        for t in range(t, T):
+            a = alpha[t, p] * inv[t]
+            src = g[t, q0:q0 + n]
+            for y in range(n):
+                dst[y] += a * src[y]
+    for p in gather_blocks:
+        base = p * n
+        for t in range(T):
+            a = alpha[t, p] * inv[t]
+            gt = g[t]
+            for y in range(n):
+                taken[base + y] += a * gt[s_next[base + y]]
 
 
 # --------------------------------------------------------------------------
