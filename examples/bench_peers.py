@@ -87,11 +87,21 @@ during line searches and the heap trimmed once the objective is built)
 Wapiti 70.9 s and 923 MB, fgl 35.3 s (0.50x) and 957 MB (1.04x; 1,015 MB
 before the last two cuts, on a shared machine), F1 93.52 and the objective
 after 50 iterations 8872.41 unchanged (the same bits).  With the optimiser's
-two-loop recursion on the training's threads (``fgl.learn.two_loop``), three
-runs on the shared machine on 2026-11-28: fgl 44.6, 47.8 and 59.6 s against
-Wapiti's 158.2, 158.0 and 139.6 s (0.28x, 0.30x, 0.43x; Wapiti at 1.7-1.9x its
-quiet-machine time, fgl near its own), 882-883 MB against 923 MB, F1 93.52,
-the objective after 50 iterations 8872.22.
+two-loop recursion on the training's threads, three runs on the shared
+machine on 2026-11-28: fgl 44.6, 47.8 and 59.6 s against Wapiti's 158.2,
+158.0 and 139.6 s (0.28x, 0.30x, 0.43x; Wapiti at 1.7-1.9x its quiet-machine
+time, fgl near its own), 882-883 MB against 923 MB, F1 93.52, the objective
+after 50 iterations 8872.22.  With the direction from the compact
+representation (``fgl.learn.compact_form``), the optimiser's other passes
+chunked on the threads (``fgl.learn.chunked``), full rows (CRF++'s
+``support = all`` rows read as one label vector) and the chain's label
+loops four blocks at a time, the full run on 2026-12-04:
+
+    tool        train s   tag s  peak MB      F1  fgl/tool time  fgl/tool MB
+    CRF++         194.5     0.5     1040   93.67          0.16x        0.85x
+    Wapiti         92.8     3.0      923   93.53          0.33x        0.96x
+    CRFsuite       27.8     0.7      219   93.44          1.09x        4.03x
+    fgl            30.3     3.3      884   93.52          1.00x        1.00x
 """
 from __future__ import annotations
 
