@@ -182,14 +182,21 @@ def _may_underflow(prev, low):
     return risky
 
 
+@njit(nogil=True, fastmath=SAFE_FAST, error_model="numpy", inline="always")
+def _add_four(dst, a0, s0, a1, s1, a2, s2, a3, s3):
+    """dst += a0·s0 + a1·s1 + a2·s2 + a3·s3 in one loop over dst: a short
+    loop's overhead and dst's loads and stores paid once for four terms."""
+    for y in range(dst.shape[0]):
+        dst[y] += a0 * s0[y] + a1 * s1[y] + a2 * s2[y] + a3 * s3[y]
+
+
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _forward_push(prev, factor, s_next, p_next_run, run_blocks, gather_blocks, n, out):
     """out[next(p·y)] += prev[p] · factor[p·n + y] for every forward state p
     and label y.  A block whose successors are a run of states
     (``run_blocks``) is one vector update, four consecutive blocks onto the
-    same run (every block of a first-order chain) one update of four terms:
-    a short label loop's overhead and the run's loads and stores are paid
-    once for the four.  The others (``gather_blocks``) gather — separate
+    same run (every block of a first-order chain) one update of four terms
+    (``_add_four``).  The others (``gather_blocks``) gather — separate
     loops, as a loop that may take either form is not vectorised.
     (Per-step helpers take their arrays, not the tables bundle: a bundle
     passed to a call that is not inlined is copied.)"""
@@ -204,12 +211,8 @@ def _forward_push(prev, factor, s_next, p_next_run, run_blocks, gather_blocks, n
         while i + 4 <= j:
             p0, p1, p2, p3 = run_blocks[i], run_blocks[i + 1], run_blocks[i + 2], run_blocks[i + 3]
             a0, a1, a2, a3 = prev[p0], prev[p1], prev[p2], prev[p3]
-            s0 = factor[p0 * n:(p0 + 1) * n]
-            s1 = factor[p1 * n:(p1 + 1) * n]
-            s2 = factor[p2 * n:(p2 + 1) * n]
-            s3 = factor[p3 * n:(p3 + 1) * n]
-            for y in range(n):
-                dst[y] += a0 * s0[y] + a1 * s1[y] + a2 * s2[y] + a3 * s3[y]
+            _add_four(dst, a0, factor[p0 * n:(p0 + 1) * n], a1, factor[p1 * n:(p1 + 1) * n],
+                      a2, factor[p2 * n:(p2 + 1) * n], a3, factor[p3 * n:(p3 + 1) * n])
             i += 4
         while i < j:
             p = run_blocks[i]
@@ -449,8 +452,8 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _add_taken(alpha, g, inv, s_next, p_next_run, run_blocks, gather_blocks, n, taken):
     """taken[p·n + y] += Σ_t inv[t] · alpha[t, p] · g[t, next(p·y)]: a run
-    block's sum four positions at a time (one update of four terms, as in
-    ``_forward_push``), gather blocks one by one.  No test for alpha = 0: a
+    block's sum four positions at a time (``_add_four``), gather blocks one
+    by one.  No test for alpha = 0: a
     branch here stops vectorisation."""
     T = inv.shape[0]
     for p in run_blocks:
@@ -462,12 +465,8 @@ def _add_taken(alpha, g, inv, s_next, p_next_run, run_blocks, gather_blocks, n, 
             a1 = alpha[t + 1, p] * inv[t + 1]
             a2 = alpha[t + 2, p] * inv[t + 2]
             a3 = alpha[t + 3, p] * inv[t + 3]
-            g0 = g[t, q0:q0 + n]
-            g1 = g[t + 1, q0:q0 + n]
-            g2 = g[t + 2, q0:q0 + n]
-            g3 = g[t + 3, q0:q0 + n]
-            for y in range(n):
-                dst[y] += a0 * g0[y] + a1 * g1[y] + a2 * g2[y] + a3 * g3[y]
+            _add_four(dst, a0, g[t, q0:q0 + n], a1, g[t + 1, q0:q0 + n], a2, g[t + 2, q0:q0 + n],
+                      a3, g[t + 3, q0:q0 + n])
             t += 4
         for t in range(t, T):
             a = alpha[t, p] * inv[t]
