@@ -52,8 +52,9 @@ from fgl.data.schemes import chunks
 from fgl.data.sentence import Sentence
 from fgl.engines.graph.clique_tree import junction_tree_plan
 from fgl.engines.graph.factor_graph import FactorGraph
-from fgl.engines.graph.factor_graph_program import FactorGraphData, FactorGraphProgram, clamp
+from fgl.engines.graph.factor_graph_program import FactorGraphData, FactorGraphProgram
 from fgl.engines.graph.peeling import core_and_trees
+from fgl.engines.graph.table_kernels import clamp
 from fgl.engines.parallel import map_instances
 from fgl.engines.sequence.encoded import unit_ones
 from fgl.errors import DataError

@@ -30,9 +30,9 @@ _KERNELS = {
     ("segments", "train"): ("fgl.engines.sequence.semimarkov_batch",
                             ("_expectations_factored", "_expectations_scaled"), 12),
     ("segments", "tag"): ("fgl.engines.sequence.semimarkov_batch", ("batch_viterbi",), 6),
-    ("factor graph", "train"): ("fgl.engines.graph.factor_graph_program",
-                                ("_feature_expectations",), 10),
-    ("factor graph", "tag"): ("fgl.engines.graph.factor_graph_program", ("_factor_tables",), 8),
+    ("factor graph", "train"): ("fgl.engines.graph.table_kernels",
+                                ("feature_expectations",), 10),
+    ("factor graph", "tag"): ("fgl.engines.graph.table_kernels", ("factor_tables",), 8),
 }
 _noted: set[tuple[str, str]] = set()
 

@@ -30,12 +30,19 @@ import numpy as np
 
 from fgl import stopping
 from fgl.engines import parallel
-from fgl.engines.graph import clique_tree, forest_cover, junction_tree, loopy, trw
+from fgl.engines.graph import (
+    clique_tree,
+    forest_cover,
+    junction_tree,
+    loopy,
+    table_kernels,
+    trw,
+    trw_training,
+)
 from fgl.engines.graph.factor_graph import FactorGraph
 from fgl.engines.parallel import blocks, map_instances, ordered_reduce
 from fgl.engines.program import Decoding, Expectations, InferenceStats, Marginals
 from fgl.errors import FglError
-from fgl.jit import njit
 
 
 class RunSummary(NamedTuple):
@@ -63,6 +70,8 @@ class FactorGraphData:
     # per instance, labels given as evidence (-1: free) that decode and marginals clamp
     # (a partially labelled graph's), or None for none; training reads gold, not this
     evidence: list | None = None
+    # what programs derive from these instances once (``FactorGraphProgram.trw_blocks``)
+    cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def n_sequences(self) -> int:
@@ -71,87 +80,6 @@ class FactorGraphData:
     @property
     def n_tokens(self) -> int:
         return int(sum(self.sizes))
-
-
-@njit(cache=True, nogil=True)
-def _factor_tables(f0, f1, tab_ptr, fac_ptr, fac_row, fac_val, row_ptr, feat_config, dense, w,
-                   out):
-    """θ_f(x) = Σ over the factor's attributes of value · w[k] for the
-    feature k with configuration x (Sutton & McCallum eq. 1.54).  A
-    ``dense`` row (configurations 0, 1, ... in order: a template without
-    observations weights its whole table, as a chain's transitions do) is
-    added as one block, which vectorises; the same sums, in the same order."""
-    out[:] = 0.0
-    # _feature_expectations walks the rows alike to gather beliefs; one loop for
-    # scatter and gather would branch in the innermost loop
-    for f in range(f0, f1):
-        base = tab_ptr[f - f0]
-        for j in range(fac_ptr[f], fac_ptr[f + 1]):
-            r = fac_row[j]
-            v = fac_val[j]
-            k0 = row_ptr[r]
-            if dense[r]:
-                for i in range(row_ptr[r + 1] - k0):
-                    out[base + i] += v * w[k0 + i]
-                continue
-            for k in range(k0, row_ptr[r + 1]):
-                out[base + feat_config[k]] += v * w[k]
-
-
-@njit(cache=True, nogil=True)
-def _feature_expectations(f0, f1, tab_ptr, fac_ptr, fac_row, fac_val, row_ptr, feat_config,
-                          dense, beliefs, grad):
-    """E[f_k] = Σ_factors value · b_f(configuration of k) (a ``dense`` row
-    as one block, as in ``_factor_tables``)."""
-    # the walk of _factor_tables, gathering where it scatters (kept apart: one
-    # loop for both would branch in the innermost loop)
-    for f in range(f0, f1):
-        base = tab_ptr[f - f0]
-        for j in range(fac_ptr[f], fac_ptr[f + 1]):
-            r = fac_row[j]
-            v = fac_val[j]
-            k0 = row_ptr[r]
-            if dense[r]:
-                for i in range(row_ptr[r + 1] - k0):
-                    grad[k0 + i] += v * beliefs[base + i]
-                continue
-            for k in range(k0, row_ptr[r + 1]):
-                grad[k] += v * beliefs[base + feat_config[k]]
-
-
-@njit(cache=True, nogil=True)
-def _dense_rows(row_ptr, feat_config):
-    """Per attribute row, whether its features weight configurations 0, 1,
-    ... in order."""
-    out = np.zeros(row_ptr.shape[0] - 1, dtype=np.bool_)
-    for r in range(out.shape[0]):
-        ok = True
-        for k in range(row_ptr[r], row_ptr[r + 1]):
-            ok = ok and feat_config[k] == k - row_ptr[r]
-        out[r] = ok
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _gold_index(gold, f_ptr, f_var, e_stride, out):
-    """Each factor's gold configuration (flat index into its table)."""
-    for f in range(f_ptr.shape[0] - 1):
-        x = 0
-        for e in range(f_ptr[f], f_ptr[f + 1]):
-            x += gold[f_var[e]] * e_stride[e]
-        out[f] = x
-
-
-@njit(cache=True, nogil=True)
-def clamp(card, f_ptr, f_var, tab_ptr, e_stride, gold, table):
-    """Set θ_f(x) = -inf wherever x disagrees with an observed variable."""
-    for f in range(tab_ptr.shape[0] - 1):
-        for i in range(tab_ptr[f + 1] - tab_ptr[f]):
-            for e in range(f_ptr[f], f_ptr[f + 1]):
-                g = gold[f_var[e]]
-                if g >= 0 and (i // e_stride[e]) % card[f_var[e]] != g:
-                    table[tab_ptr[f] + i] = -np.inf
-                    break
 
 
 # how far WarmStart.tighten goes: the tolerance (messages are log-space doubles), the
@@ -247,9 +175,13 @@ class WarmStart:
 
     def record(self, i: int, result: loopy.BPResult) -> None:
         """Keep what instance i's run leaves for the following ones."""
-        self.converged[i] = result.converged
+        self.keep(i, result.converged, result.messages)
+
+    def keep(self, i: int, converged: bool, messages: tuple) -> None:
+        """``record`` of a run that ended with ``messages``."""
+        self.converged[i] = converged
         if self.carry:
-            self.latest[i] = result.messages if result.converged else None
+            self.latest[i] = messages if converged else None
 
     def tighten(self) -> str | None:
         """tol / 10 and twice the passes (at most ``TIGHTEST_TOL`` and
@@ -309,8 +241,8 @@ class FactorGraphProgram:
     @cached_property
     def dense_rows(self) -> np.ndarray:
         """Per attribute row, whether it weights its template's table from
-        configuration 0 in order (``_factor_tables`` adds it as a block)."""
-        return _dense_rows(self.row_ptr, self.feat_config)
+        configuration 0 in order (``table_kernels.factor_tables`` adds it as a block)."""
+        return table_kernels.dense_rows(self.row_ptr, self.feat_config)
 
     def pattern_bounds(self) -> np.ndarray:
         """Per feature, one past the largest configuration of its template's
@@ -322,9 +254,9 @@ class FactorGraphProgram:
         """The flat log-potential tables θ_f of instance i."""
         g = data.graphs[i]
         out = np.empty(g.n_table)
-        _factor_tables(int(data.inst_fptr[i]), int(data.inst_fptr[i + 1]), g.tab_ptr,
-                       data.fac_ptr, data.fac_row, data.fac_val, self.row_ptr, self.feat_config,
-                       self.dense_rows, w, out)
+        table_kernels.factor_tables(int(data.inst_fptr[i]), int(data.inst_fptr[i + 1]),
+                                    g.tab_ptr, data.fac_ptr, data.fac_row, data.fac_val,
+                                    self.row_ptr, self.feat_config, self.dense_rows, w, out)
         return out
 
     def evidence_tables(self, w: np.ndarray, data: FactorGraphData, i: int) -> np.ndarray:
@@ -333,7 +265,7 @@ class FactorGraphProgram:
         ev = data.evidence[i] if data.evidence is not None else None
         if ev is not None:
             g = data.graphs[i]
-            clamp(g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, ev, table)
+            table_kernels.clamp(g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, ev, table)
         return table
 
     def add_counts(self, data: FactorGraphData, i: int, table_weights: np.ndarray,
@@ -343,9 +275,10 @@ class FactorGraphProgram:
         ``factor_tables``: beliefs give expected counts, a one-hot table the
         gold counts)."""
         g = data.graphs[i]
-        _feature_expectations(int(data.inst_fptr[i]), int(data.inst_fptr[i + 1]), g.tab_ptr,
-                              data.fac_ptr, data.fac_row, data.fac_val, self.row_ptr,
-                              self.feat_config, self.dense_rows, table_weights, out)
+        table_kernels.feature_expectations(
+            int(data.inst_fptr[i]), int(data.inst_fptr[i + 1]), g.tab_ptr, data.fac_ptr,
+            data.fac_row, data.fac_val, self.row_ptr, self.feat_config, self.dense_rows,
+            table_weights, out)
 
     def warm_start(self, data: FactorGraphData, carry: bool = True) -> WarmStart | None:
         """A fresh (cold) ``WarmStart`` for ``data`` with the spec's BP
@@ -437,7 +370,8 @@ class FactorGraphProgram:
             g = data.graphs[i]
             table = self.factor_tables(w, data, i)
             if clamped:
-                clamp(g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride, data.gold[i], table)
+                table_kernels.clamp(g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride,
+                                    data.gold[i], table)
             if warm is None:
                 res = self.infer(g, table)
             else:
@@ -450,15 +384,30 @@ class FactorGraphProgram:
         # blocks fixed by the data, their counts added in order: the same sums for any jobs
         # (fgl.engines.parallel.ordered_reduce); one count array per thread, not per instance
         cuts = blocks(np.concatenate([[0], np.cumsum([g.n_table for g in data.graphs])]),
-               parallel.GRAPH_BLOCK_COST)
+                      parallel.GRAPH_BLOCK_COST)
+        batch = self.trw_blocks(data)
+        msgs = np.empty(int(batch[0].msg_at[-1])) if batch is not None else None
         counts = np.zeros(self.n_features)
         runs: list[RunSummary] = []
 
         def compute(k: int, scratch: np.ndarray) -> tuple[np.ndarray, list]:
             scratch.fill(0.0)
             found: list[RunSummary] = []
-            for i in range(*cuts[k]):
-                work(i, scratch, found)
+            stopping.check()
+            i0, i1 = cuts[k]
+            picks = batch[2] if batch is not None else np.zeros(i1, dtype=bool)
+            i = i0
+            while i < i1:   # (in data order: runs of kernel instances, the others one by one)
+                j = i
+                while j < i1 and picks[j]:
+                    j += 1
+                if j > i:
+                    found.extend(self._trw_block(w, batch, np.arange(i, j), clamped, warm,
+                                                 msgs, scratch))
+                    i = j
+                else:
+                    work(i, scratch, found)
+                    i += 1
             return scratch, found
 
         def combine(k: int, result: tuple[np.ndarray, list]) -> None:
@@ -467,6 +416,66 @@ class FactorGraphProgram:
 
         ordered_reduce(jobs, len(cuts), compute, combine, lambda: (np.zeros(self.n_features),))
         return Expectations(float(sum(r.log_z for r in runs)), counts, InferenceStats.of(runs))
+
+    def trw_blocks(self, data: FactorGraphData
+                   ) -> tuple[trw_training.InstanceArrays, trw_training.FeatureRows,
+                              np.ndarray] | None:
+        """What ``trw_training.expect_block`` reads of ``data`` (built once
+        per data set and ρ setting) and which instances it runs: those
+        under tree-reweighted BP (``infer trw``; ``auto``: the instances too
+        big to run exactly).  None when there are none."""
+        if self.method not in ("trw", "auto"):
+            return None
+        s = self.settings
+        key = ("trw_blocks", s.rho, s.forests, s.max_table if self.method == "auto" else None)
+        if key not in data.cache:
+            picks = np.array([self.junction_tree_plan(g) is None for g in data.graphs],
+                             dtype=bool)
+            data.cache[key] = None if not picks.any() else (
+                trw_training.instance_arrays(
+                    data.graphs, [self.appearance_probabilities(g) for g in data.graphs],
+                    data.gold),
+                trw_training.FeatureRows(
+                    np.asarray(data.inst_fptr, dtype=np.int64), data.fac_ptr, data.fac_row,
+                    data.fac_val, self.row_ptr, self.feat_config, self.dense_rows),
+                picks)
+        return data.cache[key]
+
+    def _trw_block(self, w: np.ndarray, batch: tuple, picks: np.ndarray, clamped: bool,
+                   warm: WarmStart | None, msgs: np.ndarray, counts: np.ndarray
+                   ) -> list[RunSummary]:
+        """Instances ``picks`` through ``trw_training.expect_block`` (one
+        kernel call): their counts added to ``counts`` in order, their
+        messages into ``msgs`` (kept by ``warm``); the summary of each run."""
+        arrays, feats, _ = batch
+        s = self.settings
+        starts = [warm.start[i] if warm is not None else None for i in picks]
+        init_at = np.full(len(picks), -1, dtype=np.int64)
+        parts = []
+        at = 0
+        for k, start in enumerate(starts):
+            if start is not None:
+                init_at[k] = at
+                parts.append(start[0])
+                at += len(start[0])
+        inits = np.concatenate(parts) if parts else np.empty(0)
+        n = len(picks)
+        log_z, residual = np.empty(n), np.empty(n)
+        sweeps, converged = np.empty(n, dtype=np.int64), np.empty(n, dtype=bool)
+        tol = float(s.tol if warm is None else warm.tol)
+        bad = trw_training.expect_block(
+            picks.astype(np.int64), arrays, feats, w, inits, init_at, msgs,
+            float((s.damping or 0.0) if warm is None else warm.damping), tol,
+            int(s.max_iter if warm is None else warm.max_iter), clamped, counts, log_z, sweeps,
+            residual, converged)
+        if bad >= 0:
+            raise ValueError("log-potentials must be finite or -inf")
+        if warm is not None:
+            for k, i in enumerate(picks):
+                warm.keep(int(i), bool(converged[k]),
+                          (msgs[arrays.msg_at[i]:arrays.msg_at[i + 1]],))
+        return [RunSummary(float(log_z[k]), int(sweeps[k]), float(residual[k]),
+                           bool(converged[k])) for k in range(n)]
 
     def expectations(self, w: np.ndarray, data: FactorGraphData, jobs: int = 1,
                      warm: WarmStart | None = None) -> Expectations:
@@ -481,7 +490,7 @@ class FactorGraphProgram:
         index into the factor's table)."""
         g = data.graphs[i]
         out = np.empty(g.n_factors, dtype=np.int64)
-        _gold_index(data.gold[i], g.f_ptr, g.f_var, g.e_stride, out)
+        table_kernels.gold_index(data.gold[i], g.f_ptr, g.f_var, g.e_stride, out)
         return out
 
     def mistakes(self, w: np.ndarray, data: FactorGraphData, i0: int, i1: int
@@ -506,7 +515,7 @@ class FactorGraphProgram:
         """out += ``weight`` times the feature counts of ``assignment`` of instance i."""
         g = data.graphs[i]
         config = np.empty(g.n_factors, dtype=np.int64)
-        _gold_index(assignment, g.f_ptr, g.f_var, g.e_stride, config)
+        table_kernels.gold_index(assignment, g.f_ptr, g.f_var, g.e_stride, config)
         onehot = np.zeros(g.n_table)
         onehot[g.tab_ptr[:-1] + config] = weight
         self.add_counts(data, i, onehot, out)

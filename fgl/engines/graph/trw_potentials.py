@@ -27,10 +27,10 @@ class ReweightedPotentials(NamedTuple):
 def reweighted_potentials(graph: FactorGraph, log_pot: np.ndarray,
                           rho: np.ndarray) -> ReweightedPotentials:
     """θ with its scaled reweighted tables ψ for ``graph``'s factors
-    (``_reweighted``)."""
+    (``reweighted_tables``)."""
     psi = np.empty(graph.n_table)
     psi_at = np.zeros(graph.n_factors, dtype=np.int64)
-    used = _reweighted(log_pot, rho, graph.tab_ptr, graph.f_ptr, psi, psi_at)
+    used = reweighted_tables(log_pot, rho, graph.tab_ptr, graph.f_ptr, psi, psi_at)
     return ReweightedPotentials(log_pot, rho, psi[:used], psi_at)
 
 
@@ -39,7 +39,7 @@ TIE_SLOTS = 64
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
-def _reweighted(log_pot, rho, tab_ptr, f_ptr, psi, psi_at):
+def reweighted_tables(log_pot, rho, tab_ptr, f_ptr, psi, psi_at):
     """For factors of two or more variables ψ_f = exp((θ_f - max θ_f) / ρ_f)
     = exp(θ_f / ρ_f - max) at psi[psi_at[f]:] (the scaled kernels' tables,
     ``fgl.engines.graph.bp_scaled``; a unary factor's θ joins its

@@ -1,17 +1,14 @@
-"""The factor tables θ_f and expected counts of ``FactorGraphProgram``'s
-kernels, rows added as blocks where their configurations run 0, 1, ... in
-order, against the same sums taken feature by feature in numpy."""
+"""The factor tables θ_f and expected counts of
+``fgl.engines.graph.table_kernels``, rows added as blocks where their
+configurations run 0, 1, ... in order, against the same sums taken feature
+by feature in numpy."""
 from __future__ import annotations
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fgl.engines.graph.factor_graph_program import (
-    _dense_rows,
-    _factor_tables,
-    _feature_expectations,
-)
+from fgl.engines.graph.table_kernels import dense_rows, factor_tables, feature_expectations
 
 
 @st.composite
@@ -49,7 +46,7 @@ def programs(draw):
 @given(programs())
 def test_tables_and_counts_equal_the_feature_by_feature_sums(case):
     row_ptr, feat_config, sizes, fac_ptr, fac_row, fac_val, rng = case
-    dense = _dense_rows(row_ptr, feat_config)
+    dense = dense_rows(row_ptr, feat_config)
     for r in range(len(row_ptr) - 1):
         cfg = feat_config[row_ptr[r]:row_ptr[r + 1]]
         assert dense[r] == np.array_equal(cfg, np.arange(len(cfg)))
@@ -64,10 +61,10 @@ def test_tables_and_counts_equal_the_feature_by_feature_sums(case):
                 want_table[tab_ptr[f] + feat_config[k]] += fac_val[j] * w[k]
                 want_counts[k] += fac_val[j] * beliefs[tab_ptr[f] + feat_config[k]]
     table = np.empty(int(tab_ptr[-1]))
-    _factor_tables(0, len(sizes), tab_ptr, fac_ptr, fac_row, fac_val, row_ptr, feat_config,
+    factor_tables(0, len(sizes), tab_ptr, fac_ptr, fac_row, fac_val, row_ptr, feat_config,
                    dense, w, table)
     counts = np.zeros(len(feat_config))
-    _feature_expectations(0, len(sizes), tab_ptr, fac_ptr, fac_row, fac_val, row_ptr,
+    feature_expectations(0, len(sizes), tab_ptr, fac_ptr, fac_row, fac_val, row_ptr,
                           feat_config, dense, beliefs, counts)
     np.testing.assert_array_equal(table, want_table)
     np.testing.assert_array_equal(counts, want_counts)

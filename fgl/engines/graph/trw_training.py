@@ -1,0 +1,202 @@
+"""Tree-reweighted BP over a block of training instances in one kernel call.
+
+A training evaluation under ``infer trw`` runs, per instance, the factor
+tables θ_f from the weights (Sutton & McCallum eq. 1.54), the reweighted
+tables ψ, the sweeps of ``fgl.engines.graph.trw.propagate`` to the
+tolerance, the beliefs and the bound (``trw_beliefs.beliefs``), and the
+belief-expected feature counts.  Each step is a compiled kernel; called
+instance by instance from Python they cost as much again in the
+interpreter (argument checks, allocations, a dozen calls), which on 150
+CoNLL-2003 skip-chain articles was a quarter of an evaluation, and which
+holds the GIL, so that two threads gained a tenth.  ``expect_block`` makes
+the same calls, with the same arguments and in the same order as
+``fgl.engines.graph.trw.trw`` (sum-product) and the factor-graph program's
+per-instance path, for a whole block of instances without leaving compiled
+code: the same messages, bound and counts, bit for bit
+(``tests/engines/graph/test_trw_training.py``).
+
+The kernel reads the instances' graphs from flat arrays: every
+``GraphArrays`` and ``SweepOrders`` field of every instance concatenated,
+with offsets (``InstanceArrays``, built once per data set and counting
+numbers ρ), and writes the messages of every instance into one flat
+array, whose slices a ``WarmStart`` keeps.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from fgl.engines.graph.factor_graph import FactorGraph, GraphArrays
+from fgl.engines.graph.peeling import SweepOrders, sweep_orders
+from fgl.engines.graph.table_kernels import clamp, factor_tables, feature_expectations
+from fgl.engines.graph.trw import GROSS_INCONSISTENCY, INCONSISTENCY_PER_TOL, propagate
+from fgl.engines.graph.trw_beliefs import beliefs
+from fgl.engines.graph.trw_potentials import ReweightedPotentials, reweighted_tables
+from fgl.jit import njit
+
+GRAPH_FIELDS = GraphArrays._fields
+ORDER_FIELDS = SweepOrders._fields
+
+
+class InstanceArrays(NamedTuple):
+    """Every instance's graph arrays and sweep orders, concatenated field
+    by field (``graph[k]`` is ``GRAPH_FIELDS[k]``, ``orders[k]``
+    ``ORDER_FIELDS[k]``), instance i's part of field k at
+    ``graph_at[k, i]:graph_at[k, i + 1]``; ``rho`` and ``gold`` (-1:
+    hidden) likewise at ``rho_at`` and ``gold_at``; instance i's messages
+    at ``msg_at[i]:msg_at[i + 1]`` of a flat message array."""
+
+    graph: tuple
+    graph_at: np.ndarray
+    orders: tuple
+    orders_at: np.ndarray
+    rho: np.ndarray
+    rho_at: np.ndarray
+    gold: np.ndarray
+    gold_at: np.ndarray
+    msg_at: np.ndarray
+
+
+class FeatureRows(NamedTuple):
+    """The factor graph program's attribute rows (``FactorGraphData`` and
+    ``FactorGraphProgram``) that ``table_kernels`` read, as one argument."""
+
+    inst_fptr: np.ndarray
+    fac_ptr: np.ndarray
+    fac_row: np.ndarray
+    fac_val: np.ndarray
+    row_ptr: np.ndarray
+    feat_config: np.ndarray
+    dense: np.ndarray
+
+
+def _joined(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The arrays ``parts`` concatenated, and where each starts (and the end)."""
+    at = np.zeros(len(parts) + 1, dtype=np.int64)
+    at[1:] = np.cumsum([len(p) for p in parts])
+    return (np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)), at
+
+
+def instance_arrays(graphs: list[FactorGraph], rhos: list[np.ndarray],
+                    gold: list[np.ndarray]) -> InstanceArrays:
+    """The flat ``InstanceArrays`` of ``graphs`` under counting numbers
+    ``rhos`` (one array per graph), with their ``gold`` labels."""
+    graph, graph_at = zip(*(_joined([getattr(g.arrays, f) for g in graphs])
+                            for f in GRAPH_FIELDS))
+    orders = [sweep_orders(g, r) for g, r in zip(graphs, rhos)]
+    order, order_at = zip(*(_joined([getattr(o, f) for o in orders]) for f in ORDER_FIELDS))
+    rho, rho_at = _joined([np.ascontiguousarray(r, dtype=np.float64) for r in rhos])
+    labels, gold_at = _joined([np.asarray(y, dtype=np.int64) for y in gold])
+    msg_at = np.zeros(len(graphs) + 1, dtype=np.int64)
+    msg_at[1:] = np.cumsum([int(g.msg_ptr[-1]) for g in graphs])
+    return InstanceArrays(tuple(graph), np.stack(graph_at), tuple(order), np.stack(order_at),
+                          rho, rho_at, labels, gold_at, msg_at)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _graph(a: InstanceArrays, i):
+    """Instance i's ``GraphArrays`` (views)."""
+    g, at = a.graph, a.graph_at
+    return GraphArrays(g[0][at[0, i]:at[0, i + 1]], g[1][at[1, i]:at[1, i + 1]],
+                       g[2][at[2, i]:at[2, i + 1]], g[3][at[3, i]:at[3, i + 1]],
+                       g[4][at[4, i]:at[4, i + 1]], g[5][at[5, i]:at[5, i + 1]],
+                       g[6][at[6, i]:at[6, i + 1]], g[7][at[7, i]:at[7, i + 1]],
+                       g[8][at[8, i]:at[8, i + 1]], g[9][at[9, i]:at[9, i + 1]])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _orders(a: InstanceArrays, i):
+    """Instance i's ``SweepOrders`` (views)."""
+    o, at = a.orders, a.orders_at
+    return SweepOrders(o[0][at[0, i]:at[0, i + 1]], o[1][at[1, i]:at[1, i + 1]],
+                       o[2][at[2, i]:at[2, i + 1]], o[3][at[3, i]:at[3, i + 1]],
+                       o[4][at[4, i]:at[4, i + 1]])
+
+
+@njit(cache=True, nogil=True)
+def _run(pot, g, orders, L, lb, last, stale, state, done, tol, n):
+    """At most ``n`` more sweeps after ``done`` (``trw._Sweeps.run``):
+    (sweeps run, residual)."""
+    k, res, _ = propagate(pot, g, orders, L, lb, last, stale, done == 0, state, done, False,
+                          tol, n)
+    return k, res
+
+
+@njit(cache=True, nogil=True)
+def _finite_or_ruled_out(table):
+    """Whether every log-potential is finite or -inf (``loopy.check_potentials``)."""
+    for x in table:
+        if not x < np.inf:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def expect_block(picks, a: InstanceArrays, feats: FeatureRows, w, inits, init_at, msgs,
+                 damping, tol, max_iter, clamped, counts, log_z, sweeps, residual, converged):
+    """Tree-reweighted sum-product on each instance ``picks[k]``: the
+    steps of ``trw.trw`` (undecoded) from the factor tables of weights
+    ``w`` (``feats``; with ``clamped``, clamped to the gold labels), from
+    the messages ``inits[init_at[k]:]`` when ``init_at[k] >= 0``, else
+    from zeros, with ``damping``, ``tol`` and ``max_iter``.  Writes the
+    final messages into ``msgs`` (at ``a.msg_at``), adds the
+    belief-expected feature counts to ``counts`` and per pick its bound,
+    sweeps, last residual and whether it converged to the out arrays.
+    Returns -1, or the first k whose log-potentials hold NaN or +inf
+    (nothing from it on is run)."""
+    worst = min(GROSS_INCONSISTENCY, INCONSISTENCY_PER_TOL * tol)
+    for k in range(picks.shape[0]):
+        i = picks[k]
+        g = _graph(a, i)
+        orders = _orders(a, i)
+        rho = a.rho[a.rho_at[i]:a.rho_at[i + 1]]
+        f0, f1 = feats.inst_fptr[i], feats.inst_fptr[i + 1]
+        n_table = g.tab_ptr[g.tab_ptr.shape[0] - 1]
+        table = np.empty(n_table)
+        factor_tables(f0, f1, g.tab_ptr, feats.fac_ptr, feats.fac_row, feats.fac_val,
+                      feats.row_ptr, feats.feat_config, feats.dense, w, table)
+        if clamped:
+            clamp(g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride,
+                  a.gold[a.gold_at[i]:a.gold_at[i + 1]], table)
+        if not _finite_or_ruled_out(table):
+            return k
+        L = msgs[a.msg_at[i]:a.msg_at[i + 1]]
+        if init_at[k] >= 0:
+            L[:] = inits[init_at[k]:init_at[k] + L.shape[0]]
+        else:
+            L[:] = 0.0
+        psi = np.empty(n_table)
+        psi_at = np.zeros(g.f_ptr.shape[0] - 1, dtype=np.int64)
+        used = reweighted_tables(table, rho, g.tab_ptr, g.f_ptr, psi, psi_at)
+        pot = ReweightedPotentials(table, rho, psi[:used], psi_at)
+        n_flat = g.var_ptr[g.var_ptr.shape[0] - 1]
+        lb = np.empty(n_flat)
+        last = np.zeros(n_flat)
+        stale = np.zeros(g.card.shape[0])
+        state = np.array([np.inf, np.inf, damping])
+        done, res = _run(pot, g, orders, L, lb, last, stale, state, 0, tol, max_iter)
+        bv = np.empty(n_flat)
+        bf = np.empty(n_table)
+        lcav = np.empty(L.shape[0])
+        bound, gap = beliefs(pot, g, L, lb, False, bv, bf, lcav)
+        agree = gap <= worst
+        more = 1
+        while not agree and done < max_iter:   # (converged too early: trw.GROSS_INCONSISTENCY)
+            n, res = _run(pot, g, orders, L, lb, last, stale, state, done, 0.0,
+                          min(more, max_iter - done))
+            done += n
+            more *= 2
+            if not res < tol:
+                n, res = _run(pot, g, orders, L, lb, last, stale, state, done, tol,
+                              max_iter - done)
+                done += n
+            bound, gap = beliefs(pot, g, L, lb, False, bv, bf, lcav)
+            agree = gap <= worst
+        feature_expectations(f0, f1, g.tab_ptr, feats.fac_ptr, feats.fac_row, feats.fac_val,
+                             feats.row_ptr, feats.feat_config, feats.dense, bf, counts)
+        log_z[k] = bound
+        sweeps[k] = done
+        residual[k] = res
+        converged[k] = res < tol and agree
+    return -1

@@ -1,0 +1,128 @@
+"""Training evaluations under tree-reweighted BP run a block of instances
+per kernel call (``fgl.engines.graph.trw_training``).  The kernel makes the
+calls ``trw.trw`` makes, in the same order: its bound, counts, run
+statistics and warm-start messages must equal, bit for bit, those of the
+instance-by-instance path (``FactorGraphProgram.infer`` per instance), which
+``tests/engines/graph/test_trw.py`` checks against brute-force enumeration."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support.specs import LATENT, SKIP_EQUAL_WORDS, TRAINED_CHAIN_FORMAT
+
+from fgl.engines.graph.factor_graph_program import FactorGraphProgram
+from fgl.io.synth import segment_sequences
+from fgl.lang.checks import validate
+from fgl.lang.parser import parse_spec
+from fgl.registry import compile_model
+
+
+def _compiled(text: str, n: int = 10, length: int = 9, vocab: int = 6, seed: int = 3):
+    data = segment_sequences(n_types=2, max_len=3, vocab=vocab, n_train=n, n_test=1,
+                             length=length, seed=seed)[0]
+    return compile_model(validate(parse_spec(text, "<test>")), data)
+
+
+def _skip_chain(infer: str):
+    return _compiled(TRAINED_CHAIN_FORMAT.format(extra=SKIP_EQUAL_WORDS, infer=infer, train=""))
+
+
+def _weights(model, scale: float, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).normal(0, scale, model.program.n_features)
+
+
+def _same(a, b) -> None:
+    """Two ``Expectations`` equal bit for bit."""
+    assert a.log_z == b.log_z
+    np.testing.assert_array_equal(a.counts, b.counts)
+    assert (a.stats.instances, a.stats.not_converged, a.stats.max_iterations,
+            a.stats.max_residual) == (b.stats.instances, b.stats.not_converged,
+                                      b.stats.max_iterations, b.stats.max_residual)
+
+
+@pytest.fixture
+def instance_by_instance(monkeypatch):
+    """Runs a callable with the block kernel switched off (the per-instance path)."""
+    def run(f, *args, **kwargs):
+        with monkeypatch.context() as m:
+            m.setattr(FactorGraphProgram, "trw_blocks", lambda self, data: None)
+            return f(*args, **kwargs)
+    return run
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("scale", [0.3, 3.0])
+def test_block_kernel_equals_the_per_instance_runs(instance_by_instance, jobs, scale):
+    model, enc = _skip_chain("infer trw(tol = 1e-8, max_iter = 400)")
+    program = model.program
+    assert sum(g.n_cycles() for g in enc.graphs) > 0
+    assert program.trw_blocks(enc)[2].all()
+    w = _weights(model, scale)
+    got = program.expectations(w, enc, jobs)
+    want = instance_by_instance(program.expectations, w, enc, jobs)
+    _same(got, want)
+    assert got.stats.max_iterations > 1
+
+
+def test_block_kernel_keeps_and_starts_from_the_same_messages(instance_by_instance):
+    """Warm starts: each run starts from the accepted messages and leaves
+    its own, as the per-instance runs do; a loose tolerance leaves some
+    instances unconverged (nothing kept for them)."""
+    model, enc = _skip_chain("infer trw(tol = 1e-3, max_iter = 8)")
+    program = model.program
+    w = _weights(model, 0.5)
+
+    def path(run):
+        warm = program.warm_start(enc)
+        first = run(program.expectations, w, enc, 1, warm=warm)
+        warm.accept()
+        second = run(program.expectations, w + 0.05, enc, 1, warm=warm)
+        return warm, first, second
+
+    warm_a, *got = path(lambda f, *a, **k: f(*a, **k))
+    warm_b, *want = path(instance_by_instance)
+    for a, b in zip(got, want):
+        _same(a, b)
+    assert warm_a.converged == warm_b.converged
+    assert 0 < sum(warm_a.converged) < len(warm_a.converged)
+    for a, b in zip(warm_a.latest, warm_b.latest):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_array_equal(a[0], b[0])
+
+
+def test_block_kernel_clamps_the_gold_labels_of_a_hidden_layer(instance_by_instance):
+    model, enc = _compiled(LATENT.replace("infer exact(max_states = 300000)",
+                                          "infer trw(tol = 1e-9, max_iter = 500)"),
+                           n=4, length=6, vocab=5)
+    program = model.program
+    assert program.has_hidden and sum(g.n_cycles() for g in enc.graphs) > 0
+    w = _weights(model, 1.0)
+    _same(program.clamped_expectations(w, enc, 1),
+          instance_by_instance(program.clamped_expectations, w, enc, 1))
+    assert program.clamped_expectations(w, enc, 1).log_z < program.expectations(w, enc, 1).log_z
+
+
+def test_auto_runs_the_instances_too_big_for_the_junction_tree_in_blocks(instance_by_instance):
+    """``infer auto``: instances whose cliques fit ``max_table`` run exactly,
+    the others in the block kernel, in data order either way."""
+    model, enc = _skip_chain("infer auto(max_table = 1000, tol = 1e-8, max_iter = 400)")
+    program = model.program
+    picks = program.trw_blocks(enc)[2]
+    assert picks.any() and not picks.all()
+    w = _weights(model, 1.0)
+    _same(program.expectations(w, enc, 2), instance_by_instance(program.expectations, w, enc, 2))
+
+
+def test_bethe_programs_have_no_blocks():
+    model, enc = _skip_chain("infer trp")
+    assert model.program.trw_blocks(enc) is None
+
+
+def test_non_finite_weights_are_refused_as_on_the_per_instance_path(instance_by_instance):
+    model, enc = _skip_chain("infer trw")
+    w = _weights(model, 1.0)
+    w[:] = np.nan
+    for run in (lambda f, *a: f(*a), instance_by_instance):
+        with pytest.raises(ValueError, match="finite or -inf"):
+            run(model.program.expectations, w, enc, 1)
