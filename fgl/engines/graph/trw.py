@@ -283,7 +283,7 @@ def _tree_pass(visit, toward, mode, pot: ReweightedPotentials, g: GraphArrays, L
                             lcav, cav, use_max, 0.0, out, new, tmp, acc, digits)
 
 
-@njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+@njit(cache=True, nogil=True)
 def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L, lb, last, stale,
               fresh, state, done, use_max, tol, max_iter):
     """Sweeps over the core variables (in index order, then reversed,
@@ -307,6 +307,19 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L,
     (``fgl.stopping.passes``) with the same result as one: ``done`` counts
     the sweeps of the earlier calls and ``state`` carries [last residual,
     residual at the last stall check, damping]."""
+    M = g.msg_ptr[g.msg_ptr.shape[0] - 1]
+    return propagate_into(pot, g, orders, L, lb, last, stale, fresh, state, done, use_max, tol,
+                          max_iter, np.zeros(M), np.zeros(M), np.empty(g.card.shape[0], np.int64),
+                          np.empty(g.e_fac.shape[0], np.int64))
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
+def propagate_into(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L, lb, last,
+                   stale, fresh, state, done, use_max, tol, max_iter, lcav, cav, seen, pending):
+    """``propagate`` with its largest scratch given: ``lcav`` and ``cav``
+    (zeros, one entry per message), ``seen`` (one per variable) and
+    ``pending`` (one per edge); a caller running many instances reuses
+    them (``fgl.engines.graph.trw_training``)."""
     log_pot, rho, psi, psi_at = pot.log_pot, pot.rho, pot.psi, pot.psi_at
     card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
     e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
@@ -320,16 +333,12 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L,
     max_tab = 1
     for f in range(F):
         max_tab = max(max_tab, tab_ptr[f + 1] - tab_ptr[f])
-    M = msg_ptr[msg_ptr.shape[0] - 1]
-    lcav = np.zeros(M)
-    cav = np.zeros(M)
     out = np.empty(2 * max_card)
     new = np.empty(max_card)
     core = orders.core
     if fresh:
         _belief_shift(lb, var_ptr, last, new, core)
         stale[:] = np.inf
-    seen = np.empty(V, dtype=np.int64)
     moved = np.empty(max_deg * max_card)
     vals = np.empty(2 * max_deg * max_card)
     slots = np.empty(2 * max_deg, dtype=np.int64)
@@ -337,7 +346,6 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L,
     acc = np.empty(max_card)
     tmp = np.empty(max_tab)
     digits = np.zeros(max_arity, dtype=np.int64)
-    pending = np.empty(e_fac.shape[0], dtype=np.int64)
     if max_arity < 2:   # (nothing to pass: unary factors are the variables' own)
         return 0, 0.0, 0
     if fresh:

@@ -30,7 +30,7 @@ import numpy as np
 from fgl.engines.graph.factor_graph import FactorGraph, GraphArrays
 from fgl.engines.graph.peeling import SweepOrders, sweep_orders
 from fgl.engines.graph.table_kernels import clamp, factor_tables, feature_expectations
-from fgl.engines.graph.trw import GROSS_INCONSISTENCY, INCONSISTENCY_PER_TOL, propagate
+from fgl.engines.graph.trw import GROSS_INCONSISTENCY, INCONSISTENCY_PER_TOL, propagate_into
 from fgl.engines.graph.trw_beliefs import beliefs
 from fgl.engines.graph.trw_potentials import ReweightedPotentials, reweighted_tables
 from fgl.jit import njit
@@ -115,11 +115,18 @@ def _orders(a: InstanceArrays, i):
 
 
 @njit(cache=True, nogil=True)
-def _run(pot, g, orders, L, lb, last, stale, state, done, tol, n):
+def _run(pot, g, orders, L, lb, last, stale, state, done, tol, n, scratch):
     """At most ``n`` more sweeps after ``done`` (``trw._Sweeps.run``):
-    (sweeps run, residual)."""
-    k, res, _ = propagate(pot, g, orders, L, lb, last, stale, done == 0, state, done, False,
-                          tol, n)
+    (sweeps run, residual).  ``scratch``: (lcav, cav, seen, pending) of
+    ``trw.propagate_into``, at least as long as it needs (zeroed here, as
+    ``trw.propagate`` makes them)."""
+    lcav, cav, seen, pending = scratch
+    M = L.shape[0]
+    lcav[:M] = 0.0
+    cav[:M] = 0.0
+    k, res, _ = propagate_into(pot, g, orders, L, lb, last, stale, done == 0, state, done,
+                               False, tol, n, lcav[:M], cav[:M], seen[:g.card.shape[0]],
+                               pending[:g.e_fac.shape[0]])
     return k, res
 
 
@@ -146,6 +153,24 @@ def expect_block(picks, a: InstanceArrays, feats: FeatureRows, w, inits, init_at
     Returns -1, or the first k whose log-potentials hold NaN or +inf
     (nothing from it on is run)."""
     worst = min(GROSS_INCONSISTENCY, INCONSISTENCY_PER_TOL * tol)
+    # scratch for the largest instance, reused by each (fresh arrays per instance cost
+    # page faults: a few MB each)
+    most_table, most_flat, most_vars, most_factors, most_msgs, most_edges = 1, 1, 1, 1, 1, 1
+    for k in range(picks.shape[0]):
+        i = picks[k]
+        at = a.graph_at
+        most_table = max(most_table, a.graph[3][at[3, i + 1] - 1])    # tab_ptr[-1]
+        most_flat = max(most_flat, a.graph[9][at[9, i + 1] - 1])     # var_ptr[-1]
+        most_vars = max(most_vars, at[0, i + 1] - at[0, i])          # card
+        most_factors = max(most_factors, at[1, i + 1] - at[1, i])    # f_ptr
+        most_msgs = max(most_msgs, a.msg_at[i + 1] - a.msg_at[i])
+        most_edges = max(most_edges, at[4, i + 1] - at[4, i])       # e_fac
+    table_s, psi_s, bf_s = np.empty(most_table), np.empty(most_table), np.empty(most_table)
+    lb_s, last_s, bv_s = np.empty(most_flat), np.empty(most_flat), np.empty(most_flat)
+    stale_s, lcav_s = np.empty(most_vars), np.empty(most_msgs)
+    psi_at_s = np.empty(most_factors, dtype=np.int64)
+    sweep_s = (np.empty(most_msgs), np.empty(most_msgs), np.empty(most_vars, dtype=np.int64),
+               np.empty(most_edges, dtype=np.int64))
     for k in range(picks.shape[0]):
         i = picks[k]
         g = _graph(a, i)
@@ -153,7 +178,7 @@ def expect_block(picks, a: InstanceArrays, feats: FeatureRows, w, inits, init_at
         rho = a.rho[a.rho_at[i]:a.rho_at[i + 1]]
         f0, f1 = feats.inst_fptr[i], feats.inst_fptr[i + 1]
         n_table = g.tab_ptr[g.tab_ptr.shape[0] - 1]
-        table = np.empty(n_table)
+        table = table_s[:n_table]
         factor_tables(f0, f1, g.tab_ptr, feats.fac_ptr, feats.fac_row, feats.fac_val,
                       feats.row_ptr, feats.feat_config, feats.dense, w, table)
         if clamped:
@@ -166,30 +191,33 @@ def expect_block(picks, a: InstanceArrays, feats: FeatureRows, w, inits, init_at
             L[:] = inits[init_at[k]:init_at[k] + L.shape[0]]
         else:
             L[:] = 0.0
-        psi = np.empty(n_table)
-        psi_at = np.zeros(g.f_ptr.shape[0] - 1, dtype=np.int64)
+        psi = psi_s[:n_table]
+        psi_at = psi_at_s[:g.f_ptr.shape[0] - 1]
+        psi_at[:] = 0
         used = reweighted_tables(table, rho, g.tab_ptr, g.f_ptr, psi, psi_at)
         pot = ReweightedPotentials(table, rho, psi[:used], psi_at)
         n_flat = g.var_ptr[g.var_ptr.shape[0] - 1]
-        lb = np.empty(n_flat)
-        last = np.zeros(n_flat)
-        stale = np.zeros(g.card.shape[0])
+        lb = lb_s[:n_flat]
+        last = last_s[:n_flat]
+        last[:] = 0.0
+        stale = stale_s[:g.card.shape[0]]
+        stale[:] = 0.0
         state = np.array([np.inf, np.inf, damping])
-        done, res = _run(pot, g, orders, L, lb, last, stale, state, 0, tol, max_iter)
-        bv = np.empty(n_flat)
-        bf = np.empty(n_table)
-        lcav = np.empty(L.shape[0])
+        done, res = _run(pot, g, orders, L, lb, last, stale, state, 0, tol, max_iter, sweep_s)
+        bv = bv_s[:n_flat]
+        bf = bf_s[:n_table]
+        lcav = lcav_s[:L.shape[0]]
         bound, gap = beliefs(pot, g, L, lb, False, bv, bf, lcav)
         agree = gap <= worst
         more = 1
         while not agree and done < max_iter:   # (converged too early: trw.GROSS_INCONSISTENCY)
             n, res = _run(pot, g, orders, L, lb, last, stale, state, done, 0.0,
-                          min(more, max_iter - done))
+                          min(more, max_iter - done), sweep_s)
             done += n
             more *= 2
             if not res < tol:
                 n, res = _run(pot, g, orders, L, lb, last, stale, state, done, tol,
-                              max_iter - done)
+                              max_iter - done, sweep_s)
                 done += n
             bound, gap = beliefs(pot, g, L, lb, False, bv, bf, lcav)
             agree = gap <= worst
