@@ -5,15 +5,17 @@ tables θ_f from the weights (Sutton & McCallum eq. 1.54), the reweighted
 tables ψ, the sweeps of ``fgl.engines.graph.trw.propagate`` to the
 tolerance, the beliefs and the bound (``trw_beliefs.beliefs``), and the
 belief-expected feature counts.  Each step is a compiled kernel; called
-instance by instance from Python they cost as much again in the
-interpreter (argument checks, allocations, a dozen calls), which on 150
-CoNLL-2003 skip-chain articles was a quarter of an evaluation, and which
-holds the GIL, so that two threads gained a tenth.  ``expect_block`` makes
-the same calls, with the same arguments and in the same order as
-``fgl.engines.graph.trw.trw`` (sum-product) and the factor-graph program's
-per-instance path, for a whole block of instances without leaving compiled
-code: the same messages, bound and counts, bit for bit
-(``tests/engines/graph/test_trw_training.py``).
+instance by instance from Python, each call checks and unpacks its
+arguments and allocates fresh arrays (a few MB per article: page faults),
+all while holding the GIL.  ``expect_block`` makes the same calls, with
+the same arguments and in the same order as ``fgl.engines.graph.trw.trw``
+(sum-product) and the factor-graph program's per-instance path, for a
+whole block of instances without leaving compiled code, with scratch sized
+for the block's largest instance and reused by each: the same messages,
+bound and counts, bit for bit (``tests/engines/graph/test_trw_training.py``).
+On 150 CoNLL-2003 skip-chain articles (a clique per name) an evaluation
+took 0.85-0.98x the per-instance path's time on one thread, 0.88-0.93x on
+two (docs/language.md, "What a sweep visits").
 
 The kernel reads the instances' graphs from flat arrays: every
 ``GraphArrays`` and ``SweepOrders`` field of every instance concatenated,
