@@ -116,6 +116,11 @@ def _orders(a: InstanceArrays, i):
                        o[4][at[4, i]:at[4, i + 1]])
 
 
+# (constants passed to a kernel go as np.int64(0), np.bool_(False): a bare 0 or False is typed
+# as a literal, and numba compiles the callee once more for it, ~10 s on a cold cache, where the
+# per-instance path's compilation of the same kernels serves both)
+
+
 @njit(cache=True, nogil=True)
 def _run(pot, g, orders, L, lb, last, stale, state, done, tol, n, scratch):
     """At most ``n`` more sweeps after ``done`` (``trw._Sweeps.run``):
@@ -127,7 +132,7 @@ def _run(pot, g, orders, L, lb, last, stale, state, done, tol, n, scratch):
     lcav[:M] = 0.0
     cav[:M] = 0.0
     k, res, _ = propagate_into(pot, g, orders, L, lb, last, stale, done == 0, state, done,
-                               False, tol, n, lcav[:M], cav[:M], seen[:g.card.shape[0]],
+                               np.bool_(False), tol, n, lcav[:M], cav[:M], seen[:g.card.shape[0]],
                                pending[:g.e_fac.shape[0]])
     return k, res
 
@@ -205,11 +210,12 @@ def expect_block(picks, a: InstanceArrays, feats: FeatureRows, w, inits, init_at
         stale = stale_s[:g.card.shape[0]]
         stale[:] = 0.0
         state = np.array([np.inf, np.inf, damping])
-        done, res = _run(pot, g, orders, L, lb, last, stale, state, 0, tol, max_iter, sweep_s)
+        done, res = _run(pot, g, orders, L, lb, last, stale, state, np.int64(0), tol, max_iter,
+                         sweep_s)
         bv = bv_s[:n_flat]
         bf = bf_s[:n_table]
         lcav = lcav_s[:L.shape[0]]
-        bound, gap = beliefs(pot, g, L, lb, False, bv, bf, lcav)
+        bound, gap = beliefs(pot, g, L, lb, np.bool_(False), bv, bf, lcav)
         agree = gap <= worst
         more = 1
         while not agree and done < max_iter:   # (converged too early: trw.GROSS_INCONSISTENCY)
@@ -221,7 +227,7 @@ def expect_block(picks, a: InstanceArrays, feats: FeatureRows, w, inits, init_at
                 n, res = _run(pot, g, orders, L, lb, last, stale, state, done, tol,
                               max_iter - done, sweep_s)
                 done += n
-            bound, gap = beliefs(pot, g, L, lb, False, bv, bf, lcav)
+            bound, gap = beliefs(pot, g, L, lb, np.bool_(False), bv, bf, lcav)
             agree = gap <= worst
         feature_expectations(f0, f1, g.tab_ptr, feats.fac_ptr, feats.fac_row, feats.fac_val,
                              feats.row_ptr, feats.feat_config, feats.dense, bf, counts)
