@@ -49,7 +49,7 @@ def test_every_engine_and_task_names_cached_kernels():
             for name in names:
                 index = first_run.cache_index(getattr(importlib.import_module(module), name))
                 assert index is not None and index.suffix == ".nbi", (engine.name, task, name)
-            assert 0 < seconds <= 20
+            assert 0 < seconds <= 60   # (the longest: a skip chain's TRW and junction trees)
 
 
 def run_on_a_terminal(argv: list[str], env: dict) -> str:
