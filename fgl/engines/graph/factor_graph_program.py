@@ -395,11 +395,10 @@ class FactorGraphProgram:
             found: list[RunSummary] = []
             stopping.check()
             i0, i1 = cuts[k]
-            picks = batch[2] if batch is not None else np.zeros(i1, dtype=bool)
             i = i0
             while i < i1:   # (in data order: runs of kernel instances, the others one by one)
                 j = i
-                while j < i1 and picks[j]:
+                while batch is not None and j < i1 and batch[2][j]:
                     j += 1
                 if j > i:
                     found.extend(self._trw_block(w, batch, np.arange(i, j), clamped, warm,
@@ -449,11 +448,11 @@ class FactorGraphProgram:
         messages into ``msgs`` (kept by ``warm``); the summary of each run."""
         arrays, feats, _ = batch
         s = self.settings
-        starts = [warm.start[i] if warm is not None else None for i in picks]
-        init_at = np.full(len(picks), -1, dtype=np.int64)
+        init_at = np.full(len(picks), -1, dtype=np.int64)   # (-1: a cold start)
         parts = []
         at = 0
-        for k, start in enumerate(starts):
+        for k, i in enumerate(picks):
+            start = warm.start[i] if warm is not None else None
             if start is not None:
                 init_at[k] = at
                 parts.append(start[0])
@@ -464,7 +463,7 @@ class FactorGraphProgram:
         sweeps, converged = np.empty(n, dtype=np.int64), np.empty(n, dtype=bool)
         tol = float(s.tol if warm is None else warm.tol)
         bad = trw_training.expect_block(
-            picks.astype(np.int64), arrays, feats, w, inits, init_at, msgs,
+            picks, arrays, feats, w, inits, init_at, msgs,
             float((s.damping or 0.0) if warm is None else warm.damping), tol,
             int(s.max_iter if warm is None else warm.max_iter), clamped, counts, log_z, sweeps,
             residual, converged)
