@@ -9,7 +9,10 @@ keys; ``ConjunctionIndex`` finds them at encoding time.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:
+    from fgl.compile.vocabulary import Vocabulary
 
 SEP = " & "
 
@@ -22,12 +25,11 @@ def conjunction_key(parts: Iterable[str]) -> str:
 class ConjunctionIndex:
     """The conjunction keys of one template's vocabulary, by first part."""
 
-    def __init__(self, vocab: dict[str, int]):
+    def __init__(self, vocab: Vocabulary):
         self.by_first: dict[str, list[tuple[list[str], int]]] = {}
-        for key, row in vocab.items():
-            if SEP in key:
-                first, *rest = key.split(SEP)
-                self.by_first.setdefault(first, []).append((rest, row))
+        for key, row in vocab.items_with(SEP):
+            first, *rest = key.split(SEP)
+            self.by_first.setdefault(first, []).append((rest, row))
 
     def __bool__(self) -> bool:
         return bool(self.by_first)

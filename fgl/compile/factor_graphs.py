@@ -38,6 +38,7 @@ from fgl.compile.frontend import (
     row_templates,
     vocab_from_json,
     vocab_json,
+    vocabularies,
 )
 from fgl.compile.unrolling import (
     AttributeKeys,
@@ -84,12 +85,12 @@ class FactorGraphModel:
                  row_ptr: np.ndarray, feat_config: np.ndarray,
                  lexicons: dict[str, frozenset[str]] | None = None):
         self.spec, self.base_dir, self.layers = spec, base_dir, layers
-        self.templates, self.vocabs = templates, vocabs
-        self.feat_sigma = feature_sigma(templates, vocabs, row_ptr)
+        self.templates, self.vocabs = templates, vocabularies(vocabs)
+        self.feat_sigma = feature_sigma(templates, self.vocabs, row_ptr)
         cards = [int(np.prod([len(layers[li].labels) for li in t.layers])) for t in templates]
         settings = resolve_infer(spec)
         self.program = FactorGraphProgram(row_ptr, feat_config,
-                                          row_templates(vocabs, len(row_ptr) - 1),
+                                          row_templates(self.vocabs, len(row_ptr) - 1),
                                           np.array(cards, dtype=np.int64), settings.method,
                                           settings,
                                           any(layer.hidden for layer in layers))
@@ -152,8 +153,8 @@ class FactorGraphModel:
         dropped."""
         key_row = np.full(len(keys.template), -1, dtype=np.int32)
         for vocab, known in zip(keys.vocabs, self.vocabs):
-            for key, k in vocab.items():
-                key_row[k] = known.get(key, -1)
+            if vocab:
+                key_row[list(vocab.values())] = known.lookup(list(vocab))
         graphs, fac_ptr, rows, vals = [], [np.zeros(1, dtype=np.int64)], [], []
         for inst, u in zip(instances, unrolled):
             card = [len(layer.labels) for layer in self.layers for _ in range(inst.size)]

@@ -18,10 +18,12 @@ from typing import Callable, Iterable, Protocol
 import numpy as np
 
 from fgl.compile import footprint as sizes
+from fgl.compile.budget import release_freed_memory
 from fgl.compile.footprint import SizedOnly, only_sizing
 from fgl.compile.frontend import TemplatePlan, keep_counted
 from fgl.compile.sequence_budget import model_footprint
 from fgl.compile.unit_rows import KeyRows, UnitRows, append_units, batches
+from fgl.compile.vocabulary import Vocabulary
 from fgl.data.sentence import Sentence
 from fgl.engines.sequence.structure import ChainStructure
 from fgl.errors import DataError
@@ -69,7 +71,7 @@ class FeatureTable:
         z_index = {z: i for i, z in enumerate(z_list)}
         self.pattern_sets = [{z: z_index[z] for z in p.patterns} for p in plans]
         self.lengths = [sorted({len(z) for z in p.patterns}) for p in plans]
-        self.vocabs: list[dict[str, int]] = [{} for _ in plans]
+        self.vocabs = [Vocabulary() for _ in plans]
         # supported patterns per row: the first in row_first (-1: none yet),
         # any others as codes row·|Z| + pattern in row_more — most rows have
         # one, and a set per row is costly
@@ -181,10 +183,7 @@ class FeatureTable:
         new = np.full(n, -1, dtype=np.int64)
         new[keep] = np.arange(int(keep.sum()))
         for vocab in self.vocabs:
-            for key in [k for k, r in vocab.items() if not keep[r]]:
-                del vocab[key]
-            for key, r in vocab.items():
-                vocab[key] = int(new[r])
+            vocab.renumber(new)
         self.row_first = array("q", np.frombuffer(self.row_first, dtype=np.int64)[keep]
                                .tobytes())
         self.row_template = array("i", template[keep].tobytes())
@@ -216,13 +215,13 @@ class FeatureTable:
                                np.full(len(uniq), ti), where[first], uniq))
         sent, tpl, item, ids = (np.concatenate(k) for k in zip(*order_keys))
         order = np.lexsort((item, tpl, sent))
-        names = self.attributes.keys.keys
-        start = len(self.row_first)
-        for row, (ti, k) in enumerate(zip(tpl[order].tolist(), ids[order].tolist()), start):
-            self.key_rows.by_id[ti][k] = row
-            self.vocabs[ti][names[k]] = row
+        tpl, ids = tpl[order], ids[order]
+        rows = len(self.row_first) + np.arange(len(order), dtype=np.int64)
+        for ti in range(len(self.vocabs)):   # (the vocabularies are filled by finish)
+            mine = tpl == ti
+            self.key_rows.table(ti)[ids[mine]] = rows[mine]
         self.row_first.extend([-1] * len(order))
-        self.row_template.extend(tpl[order].tolist())
+        self.row_template.extend(tpl.tolist())
 
     def _support(self, ti: int, seqs: list[list[int]], r: np.ndarray, j_item: np.ndarray
                  ) -> None:
@@ -258,6 +257,9 @@ class FeatureTable:
         tokens share cache lines (about 10% faster per evaluation on
         CoNLL-2000).  Rows below their template's ``min_count`` are dropped
         first."""
+        if self.key_rows is not None:
+            release_freed_memory()   # (what reading freed: before the vocabularies' keys)
+            self._fill_vocabularies()
         if self.row_count is not None:
             self._cut()
         unit_ptr, unit_rows, values = self.units.arrays()
@@ -270,6 +272,18 @@ class FeatureTable:
             block[:] = new_id[block]
         row_ptr, feat_pattern = self.renumber(new_id)
         return row_ptr, feat_pattern, self.vocabs, (unit_ptr, unit_rows, values)
+
+    def _fill_vocabularies(self) -> None:
+        """Each template's vocabulary from the rows ``_new_rows`` gave the
+        key table's ids (while reading, only these are kept: a vocabulary's
+        copy of the keys would double the keys' memory at the peak)."""
+        keys = self.attributes.keys
+        for ti, vocab in enumerate(self.vocabs):
+            by_id = self.key_rows.table(ti)[:len(keys)]
+            ids = np.flatnonzero(by_id >= 0)
+            ids = ids[np.argsort(by_id[ids], kind="stable")]   # (keys in row order)
+            vocab.assign_from(keys, ids, by_id[ids])
+        self.key_rows = None
 
     def merge_row(self, ti: int, key: str, patterns: Iterable[int]) -> None:
         """Template ``ti``'s attribute ``key`` met at gold units with
@@ -292,8 +306,7 @@ class FeatureTable:
         """Renumber the vocabularies' rows by ``new_id`` and make the
         features: (row_ptr, feat_pattern) over the new numbering."""
         for vocab in self.vocabs:
-            for key, r in vocab.items():
-                vocab[key] = int(new_id[r])
+            vocab.renumber(new_id)
         return self._table(new_id)
 
     def check_size(self) -> None:

@@ -13,13 +13,16 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 import numpy as np
 
 from fgl.errors import DataError, SpecError
 from fgl.lang import ast
 from fgl.lang.settings import template_options
+
+if TYPE_CHECKING:   # (imported where used: this module loads without numba, for `fgl explain`)
+    from fgl.compile.vocabulary import Vocabulary
 
 # the most label patterns (configurations) one template may enumerate
 MAX_PATTERNS = 200_000
@@ -196,14 +199,28 @@ def feature_sigma(templates: list[TemplatePlan], vocabs: list[dict[str, int]],
     return np.repeat(sigma[rows] if len(templates) else np.zeros(len(rows)), np.diff(row_ptr))
 
 
-def vocab_json(vocabs: list[dict[str, int]]) -> list[dict]:
+def vocab_json(vocabs: list[Vocabulary]) -> list[dict]:
     """Attribute vocabularies as JSON (keys in row order)."""
     out = []
     for vocab in vocabs:
-        keys = sorted(vocab, key=vocab.__getitem__)
-        out.append({"keys": keys, "rows": [vocab[k] for k in keys]})
+        keys, rows = vocab.keys_by_row()
+        out.append({"keys": keys, "rows": rows.tolist()})
     return out
 
 
-def vocab_from_json(items: list[dict]) -> list[dict[str, int]]:
-    return [dict(zip(v["keys"], (int(r) for r in v["rows"]))) for v in items]
+def vocab_from_json(items: list[dict]) -> list[Vocabulary]:
+    from fgl.compile.vocabulary import Vocabulary
+
+    out = []
+    for v in items:
+        vocab = Vocabulary()
+        vocab.assign(v["keys"], np.array(v["rows"], dtype=np.int64))
+        out.append(vocab)
+    return out
+
+
+def vocabularies(vocabs: list[Mapping[str, int]]) -> list[Vocabulary]:
+    """``vocabs`` as ``Vocabulary`` objects (those that are not, copied)."""
+    from fgl.compile.vocabulary import Vocabulary
+
+    return [v if isinstance(v, Vocabulary) else Vocabulary(v) for v in vocabs]

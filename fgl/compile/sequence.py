@@ -40,6 +40,7 @@ from fgl.compile.frontend import (
     pattern_list,
     vocab_from_json,
     vocab_json,
+    vocabularies,
     window_plans,
 )
 from fgl.compile.segmentation import segments_from_tags, span_limit, tags_from_segments
@@ -87,14 +88,14 @@ class SequenceModel:
                  vocabs: list[dict[str, int]], row_ptr: np.ndarray, feat_pattern: np.ndarray,
                  lexicons: dict[str, frozenset[str]] | None = None):
         self.spec, self.base_dir, self.layers = spec, base_dir, [layer]
-        self.templates, self.vocabs = templates, vocabs
+        self.templates, self.vocabs = templates, vocabularies(vocabs)
         states_footprint(len(layer.labels), patterns, spec.templates, "loading").check(
             spec.templates)   # (a model file's labels and patterns: before they are built)
         self.structure = ChainStructure.build(len(layer.labels), patterns)
         self.program = self._program(row_ptr, feat_pattern)
-        self.feat_sigma = uniform_view(feature_sigma(templates, vocabs, row_ptr))
+        self.feat_sigma = uniform_view(feature_sigma(templates, self.vocabs, row_ptr))
         self.attributes = TemplateAttributes(spec, base_dir, lexicons)
-        self.conjunctions = [ConjunctionIndex(vocab) for vocab in vocabs]
+        self.conjunctions = [ConjunctionIndex(vocab) for vocab in self.vocabs]
         self._key_rows: KeyRows | None = None   # vocabularies over attribute ids, for encode
 
     # ------------------------------------------------------------ per engine

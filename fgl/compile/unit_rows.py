@@ -6,14 +6,16 @@ compile (``fgl.compile.feature_table``) and the models' ``encode``
 from __future__ import annotations
 
 from array import array
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import numpy as np
 
 from fgl.compile.conjunctions import ConjunctionIndex
+from fgl.compile.vocabulary import Vocabulary
 from fgl.data.sentence import Sentence
 from fgl.engines.sequence.encoded import unit_ones
-from fgl.features.span_arrays import KeyTable, Rows
+from fgl.features.key_table import KeyTable
+from fgl.features.span_arrays import Rows
 
 
 class UnitRows:
@@ -109,44 +111,49 @@ def _raw(buffer) -> memoryview:
 
 class KeyRows:
     """Per template, the vocabulary as an array over attribute ids of a
-    ``KeyTable``: the row of each id, -1 for none (grown with the table)."""
+    ``KeyTable``: the row of each id, -1 for none.  Ids are looked up in
+    the vocabulary as the table grows (``table``); the compile sets the
+    rows it gives new attributes itself."""
 
-    def __init__(self, keys: KeyTable, vocabs: list[dict[str, int]]):
-        self.keys = keys
-        self.by_id = []
-        for vocab in vocabs:
-            ids = np.array([keys.key_id(k) for k in vocab], dtype=np.int64)
-            by_id = np.full(len(keys), -1, dtype=np.int64)
-            by_id[ids] = np.fromiter(vocab.values(), dtype=np.int64, count=len(vocab))
-            self.by_id.append(by_id)
+    def __init__(self, keys: KeyTable, vocabs: list[Mapping[str, int]]):
+        self.keys, self.vocabs = keys, vocabs
+        self.by_id = [np.zeros(0, dtype=np.int64) for _ in vocabs]
+        self.filled = [0] * len(vocabs)
 
     def table(self, ti: int) -> np.ndarray:
-        """Template ``ti``'s array, grown to every id of the key table."""
-        by_id = self.by_id[ti]
-        if len(by_id) < len(self.keys):
-            grown = np.full(max(len(self.keys), 2 * len(by_id)), -1, dtype=np.int64)
-            grown[:len(by_id)] = by_id
-            by_id = self.by_id[ti] = grown
-        return by_id
+        """Template ``ti``'s array, over every id of the key table so far."""
+        n, lo = len(self.keys), self.filled[ti]
+        if lo < n:
+            by_id = self.by_id[ti]
+            if len(by_id) < n:
+                grown = np.full(max(n, 2 * len(by_id)), -1, dtype=np.int64)
+                grown[:lo] = by_id[:lo]
+                by_id = self.by_id[ti] = grown
+            vocab = self.vocabs[ti]
+            if isinstance(vocab, Vocabulary):
+                by_id[lo:n] = vocab.rows_of(self.keys, lo, n)
+            else:
+                by_id[lo:n] = [vocab.get(k, -1) for k in self.keys.names(range(lo, n))]
+            self.filled[ti] = n
+        return self.by_id[ti]
 
     def rows(self, ti: int, ids: np.ndarray) -> np.ndarray:
         return self.table(ti)[ids]
 
     def scored(self, ids: np.ndarray, const_key: str | None) -> np.ndarray | bool:
         """Which of ``ids`` are scored per unit (all but the constant key's)."""
-        const = self.keys.index.get(const_key) if const_key is not None else None
+        const = self.keys.find(const_key) if const_key is not None else None
         return True if const is None else ids != const
 
 
 def conjunction_rows(conj: ConjunctionIndex, rows: Rows, keys: KeyTable
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(unit, row, value) of the induced conjunctions present in each unit."""
-    names, vals = keys.keys, rows.val.tolist()
-    ids = rows.key.tolist()
+    names, vals = keys.names(rows.key.tolist()), rows.val.tolist()
     unit, row, val = [], [], []
     for n, (a, b) in enumerate(zip(rows.ptr[:-1].tolist(), rows.ptr[1:].tolist())):
         if a < b:
-            for r, v in conj.rows(dict(zip([names[k] for k in ids[a:b]], vals[a:b]))):
+            for r, v in conj.rows(dict(zip(names[a:b], vals[a:b]))):
                 unit.append(n)
                 row.append(r)
                 val.append(v)

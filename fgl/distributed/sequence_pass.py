@@ -165,6 +165,7 @@ def encode_shard(plan: SequencePlan, vocabs: list[dict[str, int]], sentences: li
                 len(plan.spec.templates), sentences, 1, purpose="training on this worker")
     shard = _Shard(plan, sentences)
     const_key, L = shard.cls.const_key, plan.L
+    vocabs = [dict(v.items()) for v in vocabs]   # (a key at a time below: a dict's lookups)
     units = UnitRows()
     seq_ptr, gold, starts = [0], [], []
     for seq, spans, gold_unit, per_template in shard:

@@ -28,7 +28,8 @@ from fgl.features.builtins import (
     shifted,
     text_function,
 )
-from fgl.features.span_arrays import KeyTable, Rows
+from fgl.features.key_table import KeyTable
+from fgl.features.span_arrays import Rows
 from fgl.features.span_streams import evaluate_span_streams, template_span_streams
 from fgl.features.spec_context import SpecContext
 from fgl.features.streams import evaluate_streams, stream_rows, template_streams
@@ -384,10 +385,9 @@ class TemplateAttributes:
         """``out[template][i]`` on every candidate segment (u, u + d - 1),
         d ≤ L, u then d ascending (Cuong et al. 2014 §2), as (attribute key,
         value) lists (``segment_rows`` with the keys spelled out)."""
-        keys = self.keys.keys
         out = []
         for rows in self.segment_rows([cols], [T], L)[0]:
-            key, val = [keys[k] for k in rows.key.tolist()], rows.val.tolist()
+            key, val = self.keys.names(rows.key.tolist()), rows.val.tolist()
             out.append([list(zip(key[a:b], val[a:b]))
                         for a, b in zip(rows.ptr[:-1].tolist(), rows.ptr[1:].tolist())])
         return out
@@ -426,7 +426,7 @@ class TemplateAttributes:
         items = [kv for row in rows for kv in row]
         ptr = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum([len(row) for row in rows], out=ptr[1:])
-        return Rows(ptr, np.array(self.keys.ids([k for k, _ in items]), dtype=np.int64),
+        return Rows(ptr, self.keys.ids([k for k, _ in items]),
                     np.array([v for _, v in items], dtype=np.float64))
 
     def token_rows(self, cols: dict[str, list], T: int) -> list[Rows]:

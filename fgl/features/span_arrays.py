@@ -1,6 +1,6 @@
 """Array work behind the span fast path (``fgl.features.span_streams``).
 
-Attributes are interned once to integer ids (``KeyTable``) and a table of
+Attributes are interned once to integer ids (``fgl.features.key_table``) and a table of
 rows — per token or per candidate span — is kept as CSR arrays
 (``Rows``: row pointers, key ids, values).  Bags over spans, summing equal
 keys within a row and reading rows at other positions are array or numba
@@ -14,42 +14,6 @@ from typing import NamedTuple
 import numpy as np
 
 from fgl.jit import njit
-
-
-class KeyTable:
-    """Attribute keys ``name=text`` (``name`` when the text is None) and
-    integer ids, in the order first met."""
-
-    def __init__(self) -> None:
-        self.index: dict[str, int] = {}
-        self.keys: list[str] = []
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def id(self, name: str, text: str | None) -> int:
-        return self.key_id(name if text is None else f"{name}={text}")
-
-    def key_id(self, key: str) -> int:
-        i = self.index.get(key)
-        if i is None:
-            i = self.index[key] = len(self.keys)
-            self.keys.append(key)
-        return i
-
-    def ids(self, keys: list[str]) -> list[int]:
-        """The id of every key (new keys numbered as met)."""
-        get = self.index.get
-        ids = [get(k, -1) for k in keys]
-        if -1 in ids:
-            ids = [i if i >= 0 else self.key_id(k) for i, k in zip(ids, keys)]
-        return ids
-
-    def parts(self, i: int) -> tuple[str, str | None]:
-        """(name, text) of key ``i``, whose name holds no ``=`` (the span
-        fast path's names never do)."""
-        name, eq, text = self.keys[i].partition("=")
-        return name, text if eq else None
 
 
 class Rows(NamedTuple):

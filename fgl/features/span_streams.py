@@ -45,8 +45,8 @@ from fgl.features.builtins import (
     regex_classes,
     text_function,
 )
+from fgl.features.key_table import KeyTable
 from fgl.features.span_arrays import (
-    KeyTable,
     Rows,
     bag,
     concat,

@@ -31,7 +31,8 @@ from fgl.features.builtins import (
     shifted,
     text_function,
 )
-from fgl.features.span_arrays import KeyTable, Rows
+from fgl.features.key_table import KeyTable
+from fgl.features.span_arrays import Rows
 from fgl.features.spec_context import SpecContext
 from fgl.lang import ast
 from fgl.lang.builtins import call_tag, ref_text
@@ -169,7 +170,7 @@ def stream_rows(streams: list[Stream], cols: dict[str, list], T: int, keys: KeyT
     else:   # (every stream gives a key at every token: pad without a reach, as a rule)
         ptr = np.arange(T + 1, dtype=np.int64) * len(keyed)
         flat = [k for at in zip(*keyed) for k in at]
-    return Rows(ptr, np.array(keys.ids(flat), dtype=np.int64), np.ones(len(flat)))
+    return Rows(ptr, keys.ids(flat), np.ones(len(flat)))
 
 
 def _keyed(streams: list[Stream], cols: dict[str, list], T: int) -> list[list[str | None]]:
