@@ -139,8 +139,8 @@ class SpanStreams(NamedTuple):
 def _summed_ids(items, keys: KeyTable) -> tuple[list[int], list[float]]:
     """Items summed by key in first-seen order, as (ids, values)."""
     row: dict[int, float] = {}
-    for name, text, v in items:
-        k = keys.id(name, text)
+    ids = keys.ids([name if text is None else f"{name}={text}" for name, text, _ in items])
+    for k, (_, _, v) in zip(ids.tolist(), items):
         row[k] = row.get(k, 0.0) + v
     return list(row), list(row.values())
 

@@ -407,7 +407,7 @@ class FeatureDictSpec:
             self._keys, self._ids = keys, {}
             self._weighted = [keys.key_id(k) for k in self._weighted_keys()]
         ids, column = self._ids, self.column
-        bag_ptr, bag_key, bag_val = [0], [], []
+        bag_ptr, bag_name, bag_val = [0], [], []
         num_ptr, num_key, num_val = [0], [], []
         for t, token in enumerate(tokens):
             attrs = token_attributes(token, _where(index, t))
@@ -423,18 +423,18 @@ class FeatureDictSpec:
                 k = column.get(name)
                 if k is not None:          # (in training, every number has its column)
                     weights[k] = weights.get(k, 0.0) + weight
-            for name, count in counts.items():
-                key = ids.get(name)
-                if key is None:
-                    key = ids[name] = keys.key_id(BAG_KEY + escape(name))
-                bag_key.append(key)
-                bag_val.append(count)
+            bag_name.extend(counts)
+            bag_val.extend(counts.values())
             for k in sorted(weights):
                 num_key.append(self._weighted[k])
                 num_val.append(weights[k])
-            bag_ptr.append(len(bag_key))
+            bag_ptr.append(len(bag_name))
             num_ptr.append(len(num_key))
         T = len(tokens)
+        new = [name for name in dict.fromkeys(bag_name) if name not in ids]
+        if new:   # (new names interned together: a key table call per batch)
+            ids.update(zip(new, keys.ids([BAG_KEY + escape(name) for name in new]).tolist()))
+        bag_key = [ids[name] for name in bag_name]
 
         def rows(ptr: list, key: list, val: list) -> Rows:
             return Rows(np.array(ptr, dtype=np.int64), np.array(key, dtype=np.int64),
