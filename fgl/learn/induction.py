@@ -170,11 +170,10 @@ class FeatureInduction:
         self.cand = _candidate_template(model.spec)
         self.max_parts = int(next(o.value for o in model.spec.templates[self.cand].options
                                   if o.key == "induce"))
-        vocab = model.vocabs[self.cand]
-        self.atom_keys = sorted(vocab, key=vocab.__getitem__)
+        self.atom_keys, atom_rows = model.vocabs[self.cand].keys_by_row()
         n_rows = len(model.program.row_ptr) - 1
         self.atom_of_row = np.full(n_rows, -1, dtype=np.int64)
-        self.atom_of_row[[vocab[k] for k in self.atom_keys]] = np.arange(len(self.atom_keys))
+        self.atom_of_row[atom_rows] = np.arange(len(self.atom_keys))
         self.base_rows = np.flatnonzero(self.atom_of_row < 0)
         self.new_base = np.full(n_rows, -1, dtype=np.int64)
         self.new_base[self.base_rows] = np.arange(len(self.base_rows))
