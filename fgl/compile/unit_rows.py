@@ -6,16 +6,18 @@ compile (``fgl.compile.feature_table``) and the models' ``encode``
 from __future__ import annotations
 
 from array import array
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
 from fgl.compile.conjunctions import ConjunctionIndex
-from fgl.compile.vocabulary import Vocabulary
 from fgl.data.sentence import Sentence
 from fgl.engines.sequence.encoded import unit_ones
 from fgl.features.key_table import KeyTable
 from fgl.features.span_arrays import Rows
+
+if TYPE_CHECKING:
+    from fgl.compile.vocabulary import Vocabulary
 
 
 class UnitRows:
@@ -115,7 +117,7 @@ class KeyRows:
     the vocabulary as the table grows (``table``); the compile sets the
     rows it gives new attributes itself."""
 
-    def __init__(self, keys: KeyTable, vocabs: list[Mapping[str, int]]):
+    def __init__(self, keys: KeyTable, vocabs: list[Vocabulary]):
         self.keys, self.vocabs = keys, vocabs
         self.by_id = [np.zeros(0, dtype=np.int64) for _ in vocabs]
         self.filled = [0] * len(vocabs)
@@ -129,11 +131,7 @@ class KeyRows:
                 grown = np.full(max(n, 2 * len(by_id)), -1, dtype=np.int64)
                 grown[:lo] = by_id[:lo]
                 by_id = self.by_id[ti] = grown
-            vocab = self.vocabs[ti]
-            if isinstance(vocab, Vocabulary):
-                by_id[lo:n] = vocab.rows_of(self.keys, lo, n)
-            else:
-                by_id[lo:n] = [vocab.get(k, -1) for k in self.keys.names(range(lo, n))]
+            by_id[lo:n] = self.vocabs[ti].rows_of(self.keys, lo, n)
             self.filled[ti] = n
         return self.by_id[ti]
 

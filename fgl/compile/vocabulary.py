@@ -93,11 +93,6 @@ class Vocabulary(MutableMapping):
         rows[have] = new_row[rows[have]]
         self._len = int(np.count_nonzero(rows >= 0))
 
-    def row_array(self) -> np.ndarray:
-        """Every row, in the order of ``keys()``."""
-        rows = self._rows[:len(self._keys)]
-        return rows[rows >= 0]
-
     def keys_by_row(self) -> tuple[list[str], np.ndarray]:
         """(keys, rows) in ascending row order."""
         rows = self._rows[:len(self._keys)]
@@ -112,10 +107,6 @@ class Vocabulary(MutableMapping):
         ids = self._ids()
         ids = ids[_containing(data, ptr, ids, needle)]
         return list(zip(self._keys.names(ids.tolist()), self._rows[ids].tolist()))
-
-    @property
-    def nbytes(self) -> int:
-        return self._keys.nbytes + self._rows.nbytes
 
     # -- the mapping
 

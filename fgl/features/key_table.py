@@ -192,10 +192,6 @@ class KeyTable:
         """(bytes, offsets) of the keys, as ``encoded`` gives them (views)."""
         return self._blob, self._ptr[:self._n + 1]
 
-    @property
-    def nbytes(self) -> int:
-        return self._blob.nbytes + self._ptr.nbytes + self._slots.nbytes
-
 
 def _grown(a: np.ndarray, need: int) -> np.ndarray:
     out = np.empty(max(need, 2 * len(a)), dtype=a.dtype)

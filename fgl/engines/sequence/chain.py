@@ -371,7 +371,8 @@ def _exps(x):
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
-def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, lab_marg, taken):
+def _factored_sequence(pot, tables, cum, cum_t, c_lo, e, low, alpha, beta, scale, g, lab_marg,
+                       taken):
     """The scaled path (Sutton & McCallum §1.4.6) when only block ε varies
     with t — every pattern longer than one label is observation-free, as in
     a first-order CRF with plain transition weights.  Each transition factor
@@ -388,7 +389,7 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
     not be exact — the range checks of ``_scaled_sequence``, with ``c_lo``
     the smallest ``cum_lo`` (``low[t]``, the smallest factor of step t, is
     ``_exps`` of the smallest exponent: exact to the ulp, far inside TINY's
-    margin)."""
+    margin).  ``cum_t``: ``first_order_factors(tables, cum)``."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     T = pot.shape[0]
     n = tables.n_labels
@@ -399,15 +400,9 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
     s_next = tables.s_next
     run_blocks = tables.run_blocks
     gather_blocks = tables.gather_blocks
-    # a first-order chain: state q >= 1 ends in label q - 1, and the loops over the states
-    # below read and write contiguous slices instead of going through p_label (vectorised)
-    first_order = P == n + 1 and gather_blocks.shape[0] == 0
-    for q in range(1, P):
-        first_order &= p_label[q] == q - 1
-    for p in run_blocks:
-        first_order &= p_next_run[p] == 1
-    # (there, _backward_first_order reads the transition factors label by label)
-    cum_t = cum.reshape((P, n)).T.copy() if first_order else cum.reshape((P, n))
+    # a first-order chain (cum_t not empty): the loops over the states below read and write
+    # contiguous slices instead of going through p_label (vectorised)
+    first_order = cum_t.shape[0] > 0
     lo = np.exp(MIN_EXPONENT)
     shift = 0.0
     for t in range(T):
@@ -505,6 +500,25 @@ def _factored_sequence(pot, tables, cum, c_lo, e, low, alpha, beta, scale, g, la
             for q in range(1, P):
                 m_row[p_label[q]] += na[q] * nb[q]
     return log_scale + shift
+
+
+@njit(cache=True, nogil=True)
+def first_order_factors(tables, cum):
+    """``cum`` as [n, P], transposed, when the chain is first order — state
+    q >= 1 ends in label q - 1 and every block is a run onto state 1 —
+    for ``_factored_sequence``'s first-order loops and
+    ``_backward_first_order``; else an empty [0, P] array (the general
+    loops).  Made once per evaluation, as ``cum`` is."""
+    n = tables.n_labels
+    P = tables.n_forward
+    first_order = P == n + 1 and tables.gather_blocks.shape[0] == 0
+    for q in range(1, P):
+        first_order &= tables.p_label[q] == q - 1
+    for p in tables.run_blocks:
+        first_order &= tables.p_next_run[p] == 1
+    if not first_order:
+        return np.empty((0, P))
+    return cum.reshape((P, n)).T.copy()
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
@@ -752,6 +766,7 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
     static_patterns = np.flatnonzero(~dynamic)
     sc = static_tables(static, dynamic, tables)
     cum = static_cumulative(sc.static_exp, tables)
+    cum_t = first_order_factors(tables, cum) if path == _FACTORED else np.empty((0, P))
     c_lo = min(1.0, sc.cum_lo[1:].min()) if P > 1 else 1.0
     e_lab = np.empty((max_t, n))
     lab = np.empty(n)
@@ -780,7 +795,7 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
         potentials(a, T, units, features, tables, w, static, dynamic_patterns, w_dense, lab,
                    pot2)
         if path == _FACTORED:
-            log_z = _factored_sequence(pot2[:T], tables, cum, c_lo, e_lab[:T], low[:T],
+            log_z = _factored_sequence(pot2[:T], tables, cum, cum_t, c_lo, e_lab[:T], low[:T],
                                        alpha[:T + 1], beta[:T + 1], scale[:T], g[:T],
                                        lab_marg[:T], own_sum)
         elif path == _SCALED:
