@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fgl.compile.budget import budget_source, memory_budget
-from fgl.engines.parallel import resolve_jobs
+from fgl.engines.parallel import GRAPH_SETS, resolve_jobs
 from fgl.errors import SpecError
 from fgl.lang import ast
 from fgl.sizes import format_size
@@ -248,7 +248,8 @@ def factor_graph_footprint(counts: GraphCounts, widths: list[int], tables: list[
     n = len(counts.positions)
     threads = _threads(jobs, n)
     largest = np.sort(scratch_i)[::-1][:threads]
-    runs = threads + 1   # count arrays: one per thread and the sum (ordered_reduce)
+    # count arrays: the sum and GRAPH_SETS per thread (ordered_reduce; one on one thread)
+    runs = 1 + (GRAPH_SETS * threads if threads > 1 else 1)
     per_feature = BYTES_PER_FEATURE + 8 * runs if training else 16
     feat = np.asarray(features, dtype=np.float64) * per_feature
     parts = {"unrolling": float(unroll.sum()),

@@ -83,31 +83,48 @@ def map_instances(jobs: int, n: int, fn: Callable[[int], object]) -> list:
 BLOCK_COST = 20_000          # tokens of a chain or segment block, at least
 GRAPH_BLOCK_COST = 200_000   # factor-table entries of a factor-graph block, at least
 MAX_BLOCKS = 64              # blocks at most
+BLOCK_MULTIPLE = 4           # blocks come in multiples of this (blocks)
+# scratch sets per thread for factor-graph blocks (ordered_reduce): on 150 CoNLL-2003
+# skip-chain articles under TRW, two threads took 0.84x the time of one set each
+GRAPH_SETS = 2
 
 
 def blocks(ptr: np.ndarray, least: int | None = None) -> list[tuple[int, int]]:
     """Items 0..n-1 of costs ``ptr`` (as for ``contiguous_runs``) cut into
     contiguous blocks of about equal cost, how many depending on the data
     only: ``least`` (default ``BLOCK_COST``) each at least, ``MAX_BLOCKS``
-    at most, one per item at most."""
+    at most, one per item at most, and when more than one, a multiple of
+    ``BLOCK_MULTIPLE`` where the items allow (on CoNLL-2000, 12 blocks
+    instead of 11: with 11, one of two threads ran the last block alone)."""
     n = len(ptr) - 1
     if n <= 0:
         return []
     least = BLOCK_COST if least is None else least
     total = float(ptr[-1])
     k = max(1, min(n, MAX_BLOCKS, int(np.ceil(total / least)) if total > 0 else 1))
+    if k > 1:   # (a multiple of BLOCK_MULTIPLE: 2 or 4 threads end together)
+        k = min(n, MAX_BLOCKS, -(-k // BLOCK_MULTIPLE) * BLOCK_MULTIPLE)
     return contiguous_runs(ptr, k)
 
 
 def ordered_reduce(jobs: int, n_blocks: int, compute: Callable, combine: Callable[[int, object],
-                   None], scratch: Callable[[], tuple] | None = None) -> None:
+                   None], scratch: Callable[[], tuple] | None = None, sets: int = 1) -> None:
     """``combine(k, compute(k, *s))`` for k = 0, 1, ..., n_blocks - 1 on up
-    to ``jobs`` threads, each computing blocks into scratch arrays ``s`` of
-    its own (made here, in the calling thread: see ``run_parallel``) and
-    combining them *in block order*, one at a time, before it takes the next
-    block: what ``combine`` adds up is the same, bit for bit, for any
-    ``jobs``.  ``compute`` must give a block's result from its scratch
-    alone (zero what it reuses).  An error in one thread — a stop request:
+    to ``jobs`` threads, each computing blocks into scratch arrays ``s``
+    (made here, in the calling thread: see ``run_parallel``), while the
+    results are combined *in block order*, one at a time: what ``combine``
+    adds up is the same, bit for bit, for any ``jobs``.  ``compute`` must
+    give a block's result from its scratch alone (zero what it reuses); a
+    result may be the scratch itself, which is not reused before it is
+    combined.
+
+    There are ``sets`` scratch sets per thread.  A thread whose block is
+    done before an earlier one leaves its result to be combined in turn and
+    takes the next block into a free set; it waits only when every set
+    holds a result still waiting for an earlier block.  With one set per
+    thread it waits for every earlier block; blocks of very unequal cost —
+    loopy inference, whose sweeps vary by instance — want more
+    (``GRAPH_SETS``).  An error in one thread — a stop request:
     ``fgl.stopping`` — ends the others at their next block and is raised."""
     threads = min(resolve_jobs(jobs), n_blocks)
     if threads <= 1:
@@ -115,27 +132,31 @@ def ordered_reduce(jobs: int, n_blocks: int, compute: Callable, combine: Callabl
         for k in range(n_blocks):
             combine(k, compute(k, *s))
         return
-    scratches = [scratch() if scratch else () for _ in range(threads)]
+    free = [scratch() if scratch else () for _ in range(max(1, sets) * threads)]
+    ready: dict[int, tuple] = {}   # block -> (result, its scratch), waiting for its turn
     turn = threading.Condition()
     state = {"taken": 0, "done": 0, "failed": False}
 
-    def worker(t: int) -> None:
-        s = scratches[t]
+    def worker(_: int) -> None:
         while True:
             with turn:
+                while not (state["failed"] or state["taken"] >= n_blocks or free):
+                    turn.wait()
                 if state["failed"] or state["taken"] >= n_blocks:
                     return
                 k = state["taken"]
                 state["taken"] += 1
+                s = free.pop()
             try:
                 result = compute(k, *s)
                 with turn:
-                    while state["done"] != k and not state["failed"]:
-                        turn.wait()
-                    if state["failed"]:
-                        return
-                    combine(k, result)
-                    state["done"] += 1
+                    ready[k] = (result, s)
+                    while state["done"] in ready and not state["failed"]:
+                        j = state["done"]
+                        result_j, s_j = ready.pop(j)
+                        combine(j, result_j)
+                        state["done"] += 1
+                        free.append(s_j)
                     turn.notify_all()
             except BaseException:
                 with turn:

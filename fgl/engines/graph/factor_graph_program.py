@@ -413,7 +413,8 @@ class FactorGraphProgram:
             np.add(counts, result[0], out=counts)
             runs.extend(result[1])
 
-        ordered_reduce(jobs, len(cuts), compute, combine, lambda: (np.zeros(self.n_features),))
+        ordered_reduce(jobs, len(cuts), compute, combine, lambda: (np.zeros(self.n_features),),
+                       parallel.GRAPH_SETS)
         return Expectations(float(sum(r.log_z for r in runs)), counts, InferenceStats.of(runs))
 
     def trw_blocks(self, data: FactorGraphData
