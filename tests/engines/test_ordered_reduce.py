@@ -1,7 +1,7 @@
 """``fgl.engines.parallel.ordered_reduce`` and ``blocks``: results combined
 in block order whatever order the threads finish them in, a thread not held
 up by an earlier block still running, scratch not reused before its result
-is combined, errors raised; block counts in multiples of BLOCK_MULTIPLE."""
+is combined, errors raised; block counts even, from 8 on multiples of 4."""
 from __future__ import annotations
 
 import threading
@@ -84,13 +84,14 @@ def test_an_error_in_one_block_is_raised_and_ends_the_rest():
 
 @pytest.mark.parametrize("items, cost, count", [
     (1000, 7, 1),          # less than one block's cost: one block
-    (100, 2000, 12),       # 10 blocks' cost: 12
+    (100, 500, 4),         # 2.5 blocks' cost: 4 (even)
+    (100, 1300, 8),        # 6.5: 8
+    (100, 2000, 12),       # 10: 12 (from 8 on, a multiple of 4)
     (100, 4200, 24),       # 21: 24
-    (100, 3000, 16),       # 15: 16
     (6, 10**6, 6),         # one block per item at most
     (500, 10**6, 64)])     # MAX_BLOCKS at most
 def test_block_counts_come_in_multiples(items, cost, count):
-    assert parallel.BLOCK_COST == 20_000 and parallel.BLOCK_MULTIPLE == 4
+    assert parallel.BLOCK_COST == 20_000
     ptr = np.cumsum([0] + [cost] * items)
     cuts = parallel.blocks(ptr)
     assert len(cuts) == count
