@@ -20,6 +20,7 @@ from fgl.engines.sequence.encoded import (
     BlockLayout,
     EncodedData,
     SequenceProgram,
+    group_unit_rows,
     row_block_sums,
     run_parallel,
     sequence_log_z,
@@ -162,13 +163,33 @@ class ChainProgram(SequenceProgram):
 
     def _layout(self, data: EncodedData) -> BlockLayout:
         """``data``'s blocks and their rows, made at its first evaluation and
-        kept while it lives (a training run evaluates the same data)."""
+        kept while it lives (a training run evaluates the same data); its
+        rows are then grouped (``_group_rows``)."""
         cuts = blocks(data.seq_ptr)
         held = self._held_layout
         if held is None or held[0]() is not data or held[1].cuts != cuts:
+            self._group_rows(data)
             held = self._held_layout = (weakref.ref(data), BlockLayout.build(
                 data, cuts, self.row_ptr, self.first_rows, self.scattered))
         return held[1]
+
+    def _group_rows(self, data: EncodedData) -> None:
+        """Each token's attribute rows in place, the rows scored as one
+        vector (dense and full) first, then the others, each group in the
+        order it had: the kernels branch on a row's kind, and in template
+        order (5.1 changes of kind per token on CoNLL-2000 with CRFsuite's
+        features, 2.0 grouped) the branch is mispredicted; an evaluation
+        there took 0.95x the time.  The same sums, bit for bit: the vector
+        rows add into one vector and the others into their own entries, each
+        in its order.  Data whose arrays are read-only is left as it is."""
+        kind = np.where((self.row_dense >= 0) | (self.row_dense == chain.FULL_ROW), 0,
+                        1).astype(np.int8)
+        with_values = data.tok_val.strides != (0,)
+        if (kind.min(initial=0) == kind.max(initial=0) or not data.tok_row.flags.writeable
+                or (with_values and not data.tok_val.flags.writeable)):
+            return   # (one kind of row: nothing to group)
+        group_unit_rows(data.tok_ptr, data.tok_row, data.tok_val if with_values else np.empty(0),
+                        kind, np.int64(2))
 
     def gold_counts(self, data: EncodedData) -> np.ndarray:
         """Feature counts of the gold labelling: the span kernel's walk with

@@ -211,6 +211,33 @@ def block_rows(tok_ptr, tok_row, unit_cuts, scattered):
 
 
 @njit(cache=True, nogil=True)
+def group_unit_rows(tok_ptr, tok_row, tok_val, row_class, n_classes):
+    """Within each unit, its attribute rows grouped by ``row_class`` (class
+    0 first), stably, in place, with their values (``tok_val`` empty: none
+    to move, every value being 1 as ``unit_ones`` stores them)."""
+    with_values = tok_val.shape[0] > 0
+    most = 0
+    for u in range(tok_ptr.shape[0] - 1):
+        most = max(most, tok_ptr[u + 1] - tok_ptr[u])
+    rows = np.empty(most, dtype=tok_row.dtype)
+    vals = np.empty(most, dtype=tok_val.dtype)
+    for u in range(tok_ptr.shape[0] - 1):
+        a, b = tok_ptr[u], tok_ptr[u + 1]
+        for j in range(a, b):
+            rows[j - a] = tok_row[j]
+            if with_values:
+                vals[j - a] = tok_val[j]
+        at = a
+        for c in range(n_classes):
+            for i in range(b - a):
+                if row_class[rows[i]] == c:
+                    tok_row[at] = rows[i]
+                    if with_values:
+                        tok_val[at] = vals[i]
+                    at += 1
+
+
+@njit(cache=True, nogil=True)
 def local_layout(rows, row_ptr, grad_ptr):
     """``grad_ptr[r]``: where row r's features start when ``rows`` are laid
     out one after another; returns the length of that layout."""

@@ -247,3 +247,45 @@ def test_potential_api_stays_on_the_scaled_path(monkeypatch):
     want_z, want_marg, _, _ = chain_brute_force(3, st_.patterns, pot)
     assert log_z == pytest.approx(want_z, rel=1e-12)
     np.testing.assert_allclose(marg, want_marg, rtol=1e-9, atol=1e-12)
+
+
+GROUPING = """columns word, a:number, label
+output label
+obs w = word[t-1..t]
+obs v = value(a[t])
+template state: y[t] ~ w, v
+template other: y[t] ~ word[t+1] (support = all)
+template trans: y[t-1..t]
+"""
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.tuples(st.sampled_from("pqrstu"), st.sampled_from(["1", "2", "-0.5"]),
+                                   st.sampled_from("AB")), min_size=1, max_size=6),
+                min_size=1, max_size=6),
+       st.sampled_from([16, 48, 1 << 19]), st.integers(0, 2**16))
+def test_rows_grouped_in_place_with_the_same_sums(seqs, dense_bytes, seed):
+    """A training evaluation groups each token's rows in place, the vector
+    rows (dense and full) first, each group in the order it had, values
+    alongside; the sums are the bits of the ungrouped data's (a read-only
+    copy, which is left as it is)."""
+    rows = [[(wd, a, lab) for wd, a, lab in s] for s in seqs]
+    with _dense_budget(dense_bytes):
+        model, enc = compile_model(validate(parse_spec(GROUPING, "<test>")), _sentences(rows))
+    program = model.program
+    frozen = dataclasses.replace(enc, tok_row=enc.tok_row.copy(), tok_val=enc.tok_val.copy())
+    frozen.tok_row.flags.writeable = False
+    frozen.tok_val.flags.writeable = False
+    before = enc.tok_row.copy(), enc.tok_val.copy()
+    w = np.random.default_rng(seed).normal(0.0, 1.0, program.n_features)
+    grouped = program.expectations(w, enc, 1)
+    ungrouped = program.expectations(w, frozen, 1)
+    assert grouped.log_z == ungrouped.log_z
+    assert grouped.counts.tobytes() == ungrouped.counts.tobytes()
+    np.testing.assert_array_equal(frozen.tok_row, before[0])
+    vector = (program.row_dense >= 0) | (program.row_dense == chain.FULL_ROW)
+    for u in range(len(enc.tok_ptr) - 1):
+        a, b = enc.tok_ptr[u], enc.tok_ptr[u + 1]
+        old = list(zip(before[0][a:b], before[1][a:b]))
+        want = [x for x in old if vector[x[0]]] + [x for x in old if not vector[x[0]]]
+        assert list(zip(enc.tok_row[a:b], enc.tok_val[a:b])) == want
