@@ -19,9 +19,11 @@ underflow the sequence goes to the span kernel.  When only single labels
 carry observations (a first-order CRF with plain transition weights, or
 unobserved high-order patterns), every transition factor is a label factor
 times a constant, and ``_factored_sequence`` needs one ``exp`` per label and
-token and no per-token transition table.
+token and no per-token transition table; in a first-order chain, the
+expected transition counts of a whole sequence are then one matrix product
+(``_add_taken_first_order``, BLAS).
 
-Why one module of some 750 lines: the scaled and the factored path share
+Why one module of some 900 lines: the scaled and the factored path share
 their block loops (``_forward_push``, ``_backward_step``) and the checks
 that decide when to fall back (their bounds in ``fgl.engines.sequence.
 scaling``; the factored path's vectorised ``_exps`` is bounded by the same
@@ -372,7 +374,7 @@ def _exps(x):
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _factored_sequence(pot, tables, cum, cum_t, c_lo, e, low, alpha, beta, scale, g, lab_marg,
-                       taken):
+                       taken, product):
     """The scaled path (Sutton & McCallum §1.4.6) when only block ε varies
     with t — every pattern longer than one label is observation-free, as in
     a first-order CRF with plain transition weights.  Each transition factor
@@ -389,7 +391,8 @@ def _factored_sequence(pot, tables, cum, cum_t, c_lo, e, low, alpha, beta, scale
     not be exact — the range checks of ``_scaled_sequence``, with ``c_lo``
     the smallest ``cum_lo`` (``low[t]``, the smallest factor of step t, is
     ``_exps`` of the smallest exponent: exact to the ulp, far inside TINY's
-    margin).  ``cum_t``: ``first_order_factors(tables, cum)``."""
+    margin).  ``cum_t``: ``first_order_factors(tables, cum)``; ``product``:
+    ``taken_scratch`` for as many tokens."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     T = pot.shape[0]
     n = tables.n_labels
@@ -485,7 +488,10 @@ def _factored_sequence(pot, tables, cum, cum_t, c_lo, e, low, alpha, beta, scale
             return np.nan
     for t in range(T):
         low[t] = 1.0 / scale[t]  # (low is free once the forward pass has run)
-    _add_taken(alpha, g, low, s_next, p_next_run, run_blocks, gather_blocks, n, taken)
+    if first_order:
+        _add_taken_first_order(alpha, g, low, run_blocks, n, taken, product)
+    else:
+        _add_taken(alpha, g, low, s_next, p_next_run, run_blocks, gather_blocks, n, taken)
     for t in range(T):
         m_row = lab_marg[t]
         na = alpha[t + 1]
@@ -552,6 +558,40 @@ def _add_taken(alpha, g, inv, s_next, p_next_run, run_blocks, gather_blocks, n, 
             gt = g[t]
             for y in range(n):
                 taken[base + y] += a * gt[s_next[base + y]]
+
+
+@njit(cache=True, nogil=True)
+def taken_scratch(max_t, tables, cum_t):
+    """Scratch of ``_add_taken_first_order`` for up to ``max_t`` tokens
+    (none when ``cum_t`` is empty: not a first-order chain)."""
+    P, n = tables.n_forward, tables.n_labels
+    rows = max_t if cum_t.shape[0] > 0 else 0
+    return np.empty((rows, P)), np.empty((rows, n)), np.empty((P, n))
+
+
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
+def _add_taken_first_order(alpha, g, inv, run_blocks, n, taken, product):
+    """``_add_taken`` of a first-order chain, where every block is a run onto
+    state 1: taken[p·n + y] += Σ_t inv[t]·alpha[t, p]·g[t, 1 + y] is one
+    matrix product Âᵀ·G over the sequence, made by BLAS (dgemm, register
+    blocked, where the loops of ``_add_taken`` wait on their loads and
+    stores: on T = 24 tokens and n = 22 labels, 34 against 106 ns per
+    token).  ``product``: ``taken_scratch``."""
+    a, gy, out = product
+    T = inv.shape[0]
+    P = alpha.shape[1]
+    for t in range(T):
+        it = inv[t]
+        for p in range(P):
+            a[t, p] = alpha[t, p] * it
+        for y in range(n):
+            gy[t, y] = g[t, 1 + y]
+    np.dot(a[:T].T, gy[:T], out)
+    for p in run_blocks:
+        src = out[p]
+        dst = taken[p * n:(p + 1) * n]
+        for y in range(n):
+            dst[y] += src[y]
 
 
 # --------------------------------------------------------------------------
@@ -767,6 +807,7 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
     sc = static_tables(static, dynamic, tables)
     cum = static_cumulative(sc.static_exp, tables)
     cum_t = first_order_factors(tables, cum) if path == _FACTORED else np.empty((0, P))
+    product = taken_scratch(max_t, tables, cum_t)
     c_lo = min(1.0, sc.cum_lo[1:].min()) if P > 1 else 1.0
     e_lab = np.empty((max_t, n))
     lab = np.empty(n)
@@ -797,7 +838,7 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
         if path == _FACTORED:
             log_z = _factored_sequence(pot2[:T], tables, cum, cum_t, c_lo, e_lab[:T], low[:T],
                                        alpha[:T + 1], beta[:T + 1], scale[:T], g[:T],
-                                       lab_marg[:T], own_sum)
+                                       lab_marg[:T], own_sum, product)
         elif path == _SCALED:
             log_z = _scaled_sequence(pot2[:T], tables, sc, epsi[:T], alpha[:T + 1],
                                      beta[:T + 1], scale[:T], marg[:T])

@@ -149,10 +149,11 @@ def test_factored_path_equals_span_kernel(model):
     fast_pot[:, longer] = np.nan  # read from ``cum``, never from pot
     lab_marg = np.empty((T, n))
     taken = np.zeros(S)
-    fast_z = chain._factored_sequence(fast_pot, tables, cum, chain.first_order_factors(tables, cum),
-                                      c_lo, np.empty((T, n)),
+    cum_t = chain.first_order_factors(tables, cum)
+    fast_z = chain._factored_sequence(fast_pot, tables, cum, cum_t, c_lo, np.empty((T, n)),
                                       np.empty(T), np.empty((T + 1, P)), np.empty((T + 1, P)),
-                                      np.empty(T), np.empty((T, P)), lab_marg, taken)
+                                      np.empty(T), np.empty((T, P)), lab_marg, taken,
+                                      chain.taken_scratch(T, tables, cum_t))
     if np.abs(pot).max() < 5.0:
         assert np.isfinite(fast_z)
     event("factored path exact" if np.isfinite(fast_z) else "factored path gave up")
@@ -175,10 +176,11 @@ def factored_log_z(st_: ChainStructure, pot: np.ndarray) -> float:
     sc = scaling.static_tables(np.where(longer, pot[0], 0.0), ~longer, tables)
     cum = scaling.static_cumulative(sc.static_exp, tables)
     c_lo = min(1.0, sc.cum_lo[1:].min())
-    return chain._factored_sequence(pot, tables, cum, chain.first_order_factors(tables, cum),
-                                    c_lo, np.empty((T, n)), np.empty(T),
+    cum_t = chain.first_order_factors(tables, cum)
+    return chain._factored_sequence(pot, tables, cum, cum_t, c_lo, np.empty((T, n)), np.empty(T),
                                     np.empty((T + 1, P)), np.empty((T + 1, P)), np.empty(T),
-                                    np.empty((T, P)), np.empty((T, n)), np.zeros(P * n))
+                                    np.empty((T, P)), np.empty((T, n)), np.zeros(P * n),
+                                    chain.taken_scratch(T, tables, cum_t))
 
 
 @pytest.mark.parametrize("transition", [-6.0, 6.0])
