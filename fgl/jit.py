@@ -1,16 +1,17 @@
-"""numba's ``njit``, imported without SciPy's BLAS.
+"""numba's ``njit``, with SciPy's BLAS but not the rest of ``scipy.linalg``.
 
-When SciPy is installed, importing numba loads ``scipy.linalg.cython_blas``
-(numba's array math looks for a BLAS for ``np.dot`` in compiled code).
-fgl's kernels call neither ``np.dot`` nor ``np.linalg``, and that import
-alone holds 17 MB of resident memory in every process that runs a kernel:
-a chain training on five toy sentences peaks at 160 MB with it hidden, 177
-MB without (``examples/bench_conll2000.py`` prints the full breakdown).
-Every kernel module takes ``njit`` from here, so the first of them to load
-imports numba with that one module hidden.  numba then compiles a 1-D
-``np.dot`` as a loop; a matrix product or ``np.linalg`` call compiled later
-imports SciPy as usual.  Where numba was imported before fgl, nothing
-changes.
+numba's compiled code reaches a BLAS (``np.dot`` of matrices: the
+first-order chain's transition counts, ``fgl.engines.sequence.chain``)
+through the extension module ``scipy.linalg.cython_blas``; imported the
+usual way it brings its package, ``scipy.linalg``, which fgl never uses and
+which holds 17 MB of resident memory in every process that runs a kernel.
+So the first kernel module to load (every one takes ``njit`` from here)
+loads that extension alone, from its file, under its own name, before
+numba is imported: 1.7 MB.  numba finds it there; a later ``import
+scipy.linalg`` reuses it.  Should SciPy's layout differ, numba is imported
+with the module hidden (a 1-D ``np.dot`` then compiles as a loop, and a
+matrix product imports SciPy as usual).  Where numba was imported before
+fgl, nothing changes.
 
 Also the bitcasts between float64 and int64 that
 ``fgl.engines.vector_math``'s exp and log take a number apart with, and
@@ -18,14 +19,42 @@ from float32 to uint32, which the L-BFGS history stores words with.
 """
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import sys
+from pathlib import Path
 
-if "numba.np.arraymath" not in sys.modules and "scipy.linalg.cython_blas" not in sys.modules:
-    sys.modules["scipy.linalg.cython_blas"] = None  # an import of it raises ImportError
+BLAS_MODULE = "scipy.linalg.cython_blas"
+
+
+def _load_blas_alone() -> bool:
+    """``BLAS_MODULE`` loaded from its file into ``sys.modules`` without its
+    package; False when it cannot be found or loaded."""
+    try:
+        spec = importlib.util.find_spec("scipy")
+        if spec is None or not spec.submodule_search_locations:
+            return False
+        folder = Path(next(iter(spec.submodule_search_locations))) / "linalg"
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = folder / f"cython_blas{suffix}"
+            if path.is_file():
+                blas = importlib.util.spec_from_file_location(BLAS_MODULE, path)
+                module = importlib.util.module_from_spec(blas)
+                blas.loader.exec_module(module)
+                sys.modules[BLAS_MODULE] = module
+                return True
+    except Exception:   # (any failure: numba is imported with it hidden instead)
+        return False
+    return False
+
+
+if "numba.np.arraymath" not in sys.modules and BLAS_MODULE not in sys.modules \
+        and not _load_blas_alone():
+    sys.modules[BLAS_MODULE] = None  # an import of it raises ImportError
     try:
         import numba.np.arraymath  # noqa: F401
     finally:
-        del sys.modules["scipy.linalg.cython_blas"]
+        del sys.modules[BLAS_MODULE]
 
 from numba import njit, types  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
