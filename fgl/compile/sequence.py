@@ -423,7 +423,7 @@ class ChainModel(SequenceModel):
     @classmethod
     def unit_rows(cls, attributes: TemplateAttributes, cols: list[dict[str, list]],
                   lengths: list[int], L: int) -> list[list[Rows]]:
-        return [attributes.token_rows(c, T) for c, T in zip(cols, lengths)]
+        return attributes.token_rows(cols, lengths)
 
     def _tags(self, labels: np.ndarray, starts: np.ndarray | None) -> list[str]:
         return [self.labels[i] for i in labels]

@@ -32,7 +32,7 @@ from fgl.features.key_table import KeyTable
 from fgl.features.span_arrays import Rows
 from fgl.features.span_streams import evaluate_span_streams, template_span_streams
 from fgl.features.spec_context import SpecContext
-from fgl.features.streams import evaluate_streams, stream_rows, template_streams
+from fgl.features.streams import evaluate_streams, stream_keys, template_streams
 from fgl.lang import ast
 from fgl.lang.builtins import call_tag, expr_text, ref_text
 from fgl.lang.items import MAX_ITEMS, bag_conjunctions, longest_segment, most_items
@@ -429,12 +429,41 @@ class TemplateAttributes:
         return Rows(ptr, self.keys.ids([k for k, _ in items]),
                     np.array([v for _, v in items], dtype=np.float64))
 
-    def token_rows(self, cols: dict[str, list], T: int) -> list[Rows]:
-        """``out[template]``: the rows of key ids (``interned``) of every
-        token, from the streams where a template has them."""
-        return [stream_rows(streams, cols, T, self.keys) if streams is not None
-                else self.interned(self.evaluate(ti, cols, T))
-                for ti, streams in enumerate(self._streams)]
+    def token_rows(self, cols: list[dict[str, list]], lengths: list[int]) -> list[list[Rows]]:
+        """``out[sentence][template]``: the rows of key ids (``interned``) of
+        every token of each sentence, from the streams where a template has
+        them.  The keys of all the sentences are interned in one call, in
+        the order a call per sentence and template meets them (sentence,
+        template, token, item): the same ids, with one hash-table call and
+        one encoding per batch (per sentence and template, their overhead
+        was a third of compiling CoNLL-2000 with CRF++'s template)."""
+        keys: list[str] = []
+        layout: list[tuple[np.ndarray, np.ndarray | None]] = []   # (row offsets, values)
+        for c, T in zip(cols, lengths):
+            for ti, streams in enumerate(self._streams):
+                if streams is not None:
+                    ptr, flat = stream_keys(streams, c, T)
+                    keys.extend(flat)
+                    layout.append((ptr, None))
+                    continue
+                rows = self.evaluate(ti, c, T)
+                ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+                np.cumsum([len(row) for row in rows], out=ptr[1:])
+                keys.extend(k for row in rows for k, _ in row)
+                layout.append((ptr, np.array([v for row in rows for _, v in row],
+                                             dtype=np.float64)))
+        ids = self.keys.ids(keys)
+        out: list[list[Rows]] = []
+        at = 0
+        per_sentence = len(self._streams)
+        for s in range(len(cols)):
+            one = []
+            for ptr, vals in layout[s * per_sentence:(s + 1) * per_sentence]:
+                n = int(ptr[-1])
+                one.append(Rows(ptr, ids[at:at + n], np.ones(n) if vals is None else vals))
+                at += n
+            out.append(one)
+        return out
 
 
 def sentence_columns(spec: ast.Spec, rows: list[list[str]], lines: list[int], file: str,

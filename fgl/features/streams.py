@@ -9,8 +9,8 @@ conjunction of such (``pos[t-1] & pos[t]``), a text built-in applied to one
 outside the sequence: the specs ``fgl convert crfpp`` writes), or
 ``bias``/``bos``/``eos``.  Each is a *stream*: a fixed attribute name and,
 per token, the item's text (None where there is no item) — a few list
-operations per sentence instead of a Python step per item; ``stream_rows``
-turns them into key ids with no Python step per item either.
+operations per sentence instead of a Python step per item; ``stream_keys``
+lays their keys out as rows, to be turned into ids a batch at a time.
 
 ``template_streams`` gives a template's streams, or None when one of its
 observations needs the general evaluator; the attribute keys, and their
@@ -31,8 +31,6 @@ from fgl.features.builtins import (
     shifted,
     text_function,
 )
-from fgl.features.key_table import KeyTable
-from fgl.features.span_arrays import Rows
 from fgl.features.spec_context import SpecContext
 from fgl.lang import ast
 from fgl.lang.builtins import call_tag, ref_text
@@ -158,19 +156,18 @@ def evaluate_streams(streams: list[Stream], cols: dict[str, list], T: int
     return [[(k, 1.0) for k in keys if k is not None] for keys in zip(*_keyed(streams, cols, T))]
 
 
-def stream_rows(streams: list[Stream], cols: dict[str, list], T: int, keys: KeyTable) -> Rows:
-    """``evaluate_streams`` as rows of key ids in ``keys`` (one row per
-    token), with no pair per item."""
+def stream_keys(streams: list[Stream], cols: dict[str, list], T: int
+                ) -> tuple[np.ndarray, list[str]]:
+    """``evaluate_streams`` as rows of keys, one row per token: (row
+    offsets, the keys end to end), with no pair per item."""
     keyed = _keyed(streams, cols, T)
     if any(None in column for column in keyed):
         per_token = [[k for k in at if k is not None] for at in zip(*keyed)]
         ptr = np.zeros(T + 1, dtype=np.int64)
         np.cumsum([len(at) for at in per_token], out=ptr[1:])
-        flat = [k for at in per_token for k in at]
-    else:   # (every stream gives a key at every token: pad without a reach, as a rule)
-        ptr = np.arange(T + 1, dtype=np.int64) * len(keyed)
-        flat = [k for at in zip(*keyed) for k in at]
-    return Rows(ptr, keys.ids(flat), np.ones(len(flat)))
+        return ptr, [k for at in per_token for k in at]
+    # (every stream gives a key at every token: pad without a reach, as a rule)
+    return np.arange(T + 1, dtype=np.int64) * len(keyed), [k for at in zip(*keyed) for k in at]
 
 
 def _keyed(streams: list[Stream], cols: dict[str, list], T: int) -> list[list[str | None]]:
