@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, MutableMapping
 
 import numpy as np
 
-from fgl.features.key_table import KeyTable, encoded
+from fgl.features.key_table import KeyTable
 from fgl.jit import njit
 
 
@@ -48,9 +48,7 @@ class Vocabulary(MutableMapping):
 
     def assign(self, keys: list[str], rows: np.ndarray) -> None:
         """``self[keys[i]] = rows[i]`` for every i."""
-        data, ptr = encoded(keys)
-        self._set(self._keys.ids_of(data, ptr, np.arange(len(keys), dtype=np.int64), True),
-                  rows)
+        self._set(self._keys.ids(keys), rows)
 
     def assign_from(self, table: KeyTable, ids: np.ndarray, rows: np.ndarray) -> None:
         """``self[table.key(ids[i])] = rows[i]`` for every i, the keys

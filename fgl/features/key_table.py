@@ -176,8 +176,10 @@ class KeyTable:
 
     def names(self, ids: Iterable[int]) -> list[str]:
         """The key of every id."""
-        blob, ptr = self._blob, self._ptr.tolist()
-        return [bytes(blob[ptr[i]:ptr[i + 1]]).decode("utf-8", "surrogatepass") for i in ids]
+        at = np.fromiter(ids, dtype=np.int64)
+        blob = self._blob
+        return [bytes(blob[a:b]).decode("utf-8", "surrogatepass")
+                for a, b in zip(self._ptr[at].tolist(), self._ptr[at + 1].tolist())]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names(range(self._n)))

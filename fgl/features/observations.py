@@ -423,11 +423,8 @@ class TemplateAttributes:
 
     def interned(self, rows: list[list[tuple[str, float]]]) -> Rows:
         """(attribute key, value) lists as rows of ids in ``self.keys``."""
-        items = [kv for row in rows for kv in row]
-        ptr = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum([len(row) for row in rows], out=ptr[1:])
-        return Rows(ptr, self.keys.ids([k for k, _ in items]),
-                    np.array([v for _, v in items], dtype=np.float64))
+        ptr, keys, vals = _laid_out(rows)
+        return Rows(ptr, self.keys.ids(keys), vals)
 
     def token_rows(self, cols: list[dict[str, list]], lengths: list[int]) -> list[list[Rows]]:
         """``out[sentence][template]``: the rows of key ids (``interned``) of
@@ -446,12 +443,9 @@ class TemplateAttributes:
                     keys.extend(flat)
                     layout.append((ptr, None))
                     continue
-                rows = self.evaluate(ti, c, T)
-                ptr = np.zeros(len(rows) + 1, dtype=np.int64)
-                np.cumsum([len(row) for row in rows], out=ptr[1:])
-                keys.extend(k for row in rows for k, _ in row)
-                layout.append((ptr, np.array([v for row in rows for _, v in row],
-                                             dtype=np.float64)))
+                ptr, flat, vals = _laid_out(self.evaluate(ti, c, T))
+                keys.extend(flat)
+                layout.append((ptr, vals))
         ids = self.keys.ids(keys)
         out: list[list[Rows]] = []
         at = 0
@@ -464,6 +458,14 @@ class TemplateAttributes:
                 at += n
             out.append(one)
         return out
+
+
+def _laid_out(rows: list[list[tuple[str, float]]]) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """(attribute key, value) lists as (row offsets, keys end to end, values)."""
+    ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([len(row) for row in rows], out=ptr[1:])
+    return (ptr, [k for row in rows for k, _ in row],
+            np.array([v for row in rows for _, v in row], dtype=np.float64))
 
 
 def sentence_columns(spec: ast.Spec, rows: list[list[str]], lines: list[int], file: str,
