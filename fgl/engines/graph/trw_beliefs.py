@@ -17,7 +17,7 @@ from fgl.jit import njit
 TINY = 1e-280   # a probability-domain entry below this is redone in log space
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge, msg_ptr,
                         var_ptr, L, lb):
     """lb_v = Σ_{unary f ∋ v} θ_f + Σ_{other f ∋ v} ρ_f L_{f->v} (unnormalised)."""
@@ -157,11 +157,16 @@ def _scaled_pairwise_belief(log_pot, psi, p0, t0, n0, n1, lcav, m0, m1, r, bf, c
     """``_pairwise_belief`` from the factor's scaled table ψ_f (at p0 in
     ``psi``, ``fgl.engines.graph.bp_scaled``) and the exponentials of its
     two cavities: n0 + n1 exponentials (in one loop) and one logarithm
-    instead of one per entry (``c``: scratch of n0 + n1).  log b_f is
-    θ_f/ρ_f plus the log cavities less log z, with log z taken at the
-    largest entry.  NaN when the largest product falls below ``TINY``
-    (entries ψ_f lost to underflow might then matter): ``_pairwise_belief``
-    redoes it."""
+    instead of one per entry (``c``: scratch of n0 + n1, left holding the
+    belief's marginals).  log b_f is θ_f/ρ_f plus the log cavities less
+    log z, with log z taken at an anchor entry at least 1/(n0·n1) of z (the
+    largest entry of the row of largest mass).  NaN when that entry falls
+    below ``TINY`` (entries ψ_f lost to underflow might then matter):
+    ``_pairwise_belief`` redoes it.
+
+    The row sums are the first marginal; the second is summed label by
+    label across each row (a vector update), the same pass that divides by
+    z: no sum is carried through memory from one entry to the next."""
     for k, m, n in ((0, m0, n0), (n0, m1, n1)):
         mx = -np.inf
         for x in range(n):
@@ -173,19 +178,40 @@ def _scaled_pairwise_belief(log_pot, psi, p0, t0, n0, n1, lcav, m0, m1, r, bf, c
     for x in range(n0 + n1):
         c[x] = exp_neg(c[x])
     z = 0.0
-    top = 0.0
-    at = 0
-    for x0 in range(n0):
+    a0 = 0
+    for x0 in range(n0):   # (c[x0] becomes row x0's mass once the row is made)
+        c0 = c[x0]
+        row = t0 + x0 * n1
+        s = 0.0
         for x1 in range(n1):
-            q = psi[p0 + x0 * n1 + x1] * c[x0] * c[n0 + x1]
-            bf[t0 + x0 * n1 + x1] = q
-            z += q
-            if q > top:
-                top, at = q, x0 * n1 + x1
+            q = psi[p0 + x0 * n1 + x1] * c0 * c[n0 + x1]
+            bf[row + x1] = q
+            s += q
+        c[x0] = s
+        z += s
+        if s > c[a0]:
+            a0 = x0
+    row = t0 + a0 * n1
+    a1 = 0
+    for x1 in range(1, n1):
+        if bf[row + x1] > bf[row + a1]:
+            a1 = x1
+    top = bf[row + a1]
     if not (top >= TINY and z < np.inf):
         return np.nan
-    lz = log_pot[t0 + at] / r + lcav[m0 + at // n1] + lcav[m1 + at % n1] - np.log(top / z)
-    return _normalised_share(t0, n0, n1, lcav, m0, m1, r, z, lz, bf, c)
+    lz = log_pot[row + a1] / r + lcav[m0 + a0] + lcav[m1 + a1] - np.log(top / z)
+    inv = 1.0 / z
+    for x0 in range(n0):
+        c[x0] *= inv
+    second = c[n0:n0 + n1]
+    second[:] = 0.0
+    for x0 in range(n0):
+        cells = bf[t0 + x0 * n1:t0 + (x0 + 1) * n1]
+        for x1 in range(n1):
+            p = cells[x1] * inv
+            cells[x1] = p
+            second[x1] += p
+    return _share(n0, n1, lcav, m0, m1, r, lz, c)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -232,6 +258,13 @@ def _normalised_share(t0, n0, n1, lcav, m0, m1, r, z, lz, bf, marg):
             bf[i] = p
             marg[x0] += p
             marg[n0 + x1] += p
+    return _share(n0, n1, lcav, m0, m1, r, lz, marg)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _share(n0, n1, lcav, m0, m1, r, lz, marg):
+    """-ρ_f (<b_0, lcav_0> + <b_1, lcav_1> - lz) (``_normalised_share``)
+    from the belief's marginals ``marg`` (n0 + n1)."""
     total = 0.0
     for x in range(n0):
         if marg[x] > 0.0:

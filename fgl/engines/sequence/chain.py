@@ -230,6 +230,28 @@ def _forward_push(prev, factor, s_next, p_next_run, run_blocks, gather_blocks, n
             out[s_next[base + y]] += a * factor[base + y]
 
 
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy", inline="always")
+def _forward_first_order(prev, factor, run_blocks, n, dst):
+    """``_forward_push`` of a first-order chain, where every block is a run
+    onto state 1 (``dst``: the row from state 1 on): the same updates, four
+    blocks at a time, in the same order, without looking for where each
+    run of blocks ends (on CoNLL-2000, n = 22, that search was a sixth of
+    the forward pass)."""
+    m = run_blocks.shape[0]
+    i = 0
+    while i + 4 <= m:
+        p0, p1, p2, p3 = run_blocks[i], run_blocks[i + 1], run_blocks[i + 2], run_blocks[i + 3]
+        _add_four(dst, prev[p0], factor[p0 * n:(p0 + 1) * n], prev[p1],
+                  factor[p1 * n:(p1 + 1) * n], prev[p2], factor[p2 * n:(p2 + 1) * n],
+                  prev[p3], factor[p3 * n:(p3 + 1) * n])
+        i += 4
+    for p in run_blocks[i:]:
+        a = prev[p]
+        src = factor[p * n:(p + 1) * n]
+        for y in range(n):
+            dst[y] += a * src[y]
+
+
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
 def _backward_step(factor, nxt, inv, s_next, p_next_run, run_blocks, gather_blocks, n, out):
     """out[p] = inv · Σ_y factor[p·n + y] · nxt[next(p·y)] for every forward
@@ -444,9 +466,9 @@ def _factored_sequence(pot, tables, cum, cum_t, c_lo, e, low, alpha, beta, scale
                 for y in range(n):
                     if a != 0.0 and a * e[t, y] * cum[q * n + y] < TINY:
                         return np.nan
-        _forward_push(prev, cum, s_next, p_next_run, run_blocks, gather_blocks, n, row)
         c = 0.0
         if first_order:
+            _forward_first_order(prev, cum, run_blocks, n, row[1:])
             r1 = row[1:]
             et = e[t]
             for y in range(n):
@@ -454,6 +476,7 @@ def _factored_sequence(pot, tables, cum, cum_t, c_lo, e, low, alpha, beta, scale
                 r1[y] = v
                 c += v
         else:
+            _forward_push(prev, cum, s_next, p_next_run, run_blocks, gather_blocks, n, row)
             for q in range(1, P):  # every state but ε ends in its label's factor (ε gets none)
                 v = row[q] * e[t, p_label[q]]
                 row[q] = v
