@@ -162,11 +162,7 @@ def _scaled_pairwise_belief(log_pot, psi, p0, t0, n0, n1, lcav, m0, m1, r, bf, c
     log z, with log z taken at an anchor entry at least 1/(n0·n1) of z (the
     largest entry of the row of largest mass).  NaN when that entry falls
     below ``TINY`` (entries ψ_f lost to underflow might then matter):
-    ``_pairwise_belief`` redoes it.
-
-    The row sums are the first marginal; the second is summed label by
-    label across each row (a vector update), the same pass that divides by
-    z: no sum is carried through memory from one entry to the next."""
+    ``_pairwise_belief`` redoes it."""
     for k, m, n in ((0, m0, n0), (n0, m1, n1)):
         mx = -np.inf
         for x in range(n):
@@ -200,18 +196,7 @@ def _scaled_pairwise_belief(log_pot, psi, p0, t0, n0, n1, lcav, m0, m1, r, bf, c
     if not (top >= TINY and z < np.inf):
         return np.nan
     lz = log_pot[row + a1] / r + lcav[m0 + a0] + lcav[m1 + a1] - np.log(top / z)
-    inv = 1.0 / z
-    for x0 in range(n0):
-        c[x0] *= inv
-    second = c[n0:n0 + n1]
-    second[:] = 0.0
-    for x0 in range(n0):
-        cells = bf[t0 + x0 * n1:t0 + (x0 + 1) * n1]
-        for x1 in range(n1):
-            p = cells[x1] * inv
-            cells[x1] = p
-            second[x1] += p
-    return _share(n0, n1, lcav, m0, m1, r, lz, c)
+    return _normalised_share(t0, n0, n1, lcav, m0, m1, r, z, lz, bf, c)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -247,31 +232,29 @@ def _normalised_share(t0, n0, n1, lcav, m0, m1, r, z, lz, bf, marg):
         <b_f, θ_f> - ρ_f <b_f, log b_f> = -ρ_f (<b_0, lcav_0> + <b_1, lcav_1> - lz)
 
     over the belief's marginals b_0, b_1 (into ``marg``, n0 + n1): a
-    multiply-add per entry and none of θ's rounding."""
+    multiply-add per entry and none of θ's rounding.  A row's sum is kept
+    in a register and the second marginal is added to label by label
+    across each row (a vector update): no sum is carried through memory
+    from one entry to the next."""
     inv = 1.0 / z
-    for x in range(n0 + n1):
-        marg[x] = 0.0
+    second = marg[n0:n0 + n1]
+    second[:] = 0.0
     for x0 in range(n0):
+        cells = bf[t0 + x0 * n1:t0 + (x0 + 1) * n1]
+        s = 0.0
         for x1 in range(n1):
-            i = t0 + x0 * n1 + x1
-            p = bf[i] * inv
-            bf[i] = p
-            marg[x0] += p
-            marg[n0 + x1] += p
-    return _share(n0, n1, lcav, m0, m1, r, lz, marg)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _share(n0, n1, lcav, m0, m1, r, lz, marg):
-    """-ρ_f (<b_0, lcav_0> + <b_1, lcav_1> - lz) (``_normalised_share``)
-    from the belief's marginals ``marg`` (n0 + n1)."""
+            p = cells[x1] * inv
+            cells[x1] = p
+            s += p
+            second[x1] += p
+        marg[x0] = s
     total = 0.0
     for x in range(n0):
         if marg[x] > 0.0:
             total += marg[x] * lcav[m0 + x]
     for x in range(n1):
-        if marg[n0 + x] > 0.0:
-            total += marg[n0 + x] * lcav[m1 + x]
+        if second[x] > 0.0:
+            total += second[x] * lcav[m1 + x]
     return -r * (total - lz)
 
 

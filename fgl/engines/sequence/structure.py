@@ -43,6 +43,7 @@ class StateTables(NamedTuple):
     p_next_run: np.ndarray     # [P] q0 when next(p·y) = q0 + y for every y, else -1
     p_label: np.ndarray        # [P] the last label of p (-1 for ε)
     run_blocks: np.ndarray     # the forward states p with p_next_run[p] >= 0
+    run_ptr: np.ndarray        # where each stretch of run_blocks onto the same run starts
     gather_blocks: np.ndarray  # the others
     label_z: np.ndarray        # [n] the pattern id of each single label
 
@@ -68,10 +69,13 @@ class ChainStructure:
     tables: StateTables = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        run_blocks = np.flatnonzero(self.p_next_run >= 0)
+        onto = self.p_next_run[run_blocks]
+        run_ptr = np.append(np.flatnonzero(np.diff(onto, prepend=-1) != 0), len(onto))
         self.tables = StateTables(
             self.n_labels, self.n_forward, len(self.patterns), self.s_prev, self.s_label,
             self.s_next, self.s_pattern, self.s_parent, self.p_suffix, self.p_order,
-            self.p_next_run, self.p_label, np.flatnonzero(self.p_next_run >= 0),
+            self.p_next_run, self.p_label, run_blocks, run_ptr,
             np.flatnonzero(self.p_next_run < 0), self.s_pattern[:self.n_labels].copy())
 
     @property
