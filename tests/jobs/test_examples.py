@@ -62,6 +62,11 @@ RUNS: dict[str, tuple[list[str], str | None, list[str]]] = {
     "profile_chain.py": (["--sentences", "300", "--train-iter", "1", "--repeats", "1",
                           "--bandwidth-mb", "32"], "conll2000", [
         r"scoring +[0-9.]+", r"counting +[0-9.]+", r"GB/s on one thread"]),
+    "profile_trw.py": (["--train-docs", "10", "--train-iter", "2", "--repeats", "1",
+                        "--reference-sweeps", "200"], "conll2003", [
+        r"factor tables +[0-9.]+ +[0-9.]+", r"(?m)^sweeps +[0-9.]+ +[0-9.]+",
+        r"linear chain, whole +[0-9.]+", r"whole / linear chain: cold [0-9.]+x, warm [0-9.]+x",
+        r"(?m)^ +\d+ +\d+ +\d+ +[0-9.]+ +[0-9.]+ +1e-03 +\d+ +[0-9.e+-]+ +[0-9.e+-]+$"]),
     "learners_conll2000.py": (["--quick", "--max-iter", "3", "--epochs", "1"], "conll2000", [
         r"L2 \(L-BFGS\)\s+\d+\.\d+", r"averaged perceptron\s+\d+\.\d+"]),
     "punctuation_table6.py": (["--quick", "--models", "C1,SC1", "--test-texts", "100",
