@@ -48,9 +48,11 @@ from skip_chain_ner import CORPORA, SKIP_FEATURES, SKIP_WHERE, load, spec_texts 
 
 from fgl.engines.graph import trw, trw_training  # noqa: E402
 from fgl.engines.graph.peeling import sweep_orders  # noqa: E402
-from fgl.engines.graph.table_kernels import factor_tables, feature_expectations  # noqa: E402
 from fgl.engines.graph.trw_beliefs import beliefs  # noqa: E402
-from fgl.engines.graph.trw_potentials import ReweightedPotentials, reweighted_tables  # noqa: E402
+from fgl.engines.graph.trw_potentials import (  # noqa: E402
+    ReweightedPotentials,
+    reweighted_potentials,
+)
 from fgl.lang.parser import parse_spec  # noqa: E402
 from fgl.learn.learner import train_lbfgs  # noqa: E402
 from fgl.registry import compile_model  # noqa: E402
@@ -76,7 +78,8 @@ def compiled(text: str, train: list, iters: list[int]):
 
 class Articles:
     """Each article's graph, counting numbers and sweep orders, and the
-    feature rows the kernels read."""
+    program's per-article steps (``trw_training.expect_block`` makes the
+    same calls for a block of articles)."""
 
     def __init__(self, model, data):
         prog = model.program
@@ -84,24 +87,13 @@ class Articles:
         self.graphs = data.graphs
         self.rho = [prog.appearance_probabilities(g) for g in self.graphs]
         self.orders = [sweep_orders(g, r) for g, r in zip(self.graphs, self.rho)]
-        self.feats = trw_training.FeatureRows(
-            np.asarray(data.inst_fptr, dtype=np.int64), data.fac_ptr, data.fac_row,
-            data.fac_val, prog.row_ptr, prog.feat_config, prog.dense_rows)
         self.tol = float(prog.settings.tol)
 
     def tables(self, w: np.ndarray, i: int) -> np.ndarray:
-        g, f = self.graphs[i], self.feats
-        out = np.empty(g.n_table)
-        factor_tables(f.inst_fptr[i], f.inst_fptr[i + 1], g.tab_ptr, f.fac_ptr, f.fac_row,
-                      f.fac_val, f.row_ptr, f.feat_config, f.dense, w, out)
-        return out
+        return self.prog.factor_tables(w, self.data, i)
 
     def potentials(self, table: np.ndarray, i: int) -> ReweightedPotentials:
-        g = self.graphs[i]
-        psi = np.empty(g.n_table)
-        psi_at = np.zeros(g.n_factors, dtype=np.int64)
-        used = reweighted_tables(table, self.rho[i], g.tab_ptr, g.f_ptr, psi, psi_at)
-        return ReweightedPotentials(table, self.rho[i], psi[:used], psi_at)
+        return reweighted_potentials(self.graphs[i], table, self.rho[i])
 
     def sweep(self, pot, i: int, init: np.ndarray | None, max_iter: int):
         """``trw.propagate`` of article i from ``init`` (None: cold):
@@ -121,9 +113,7 @@ class Articles:
         return bf
 
     def counts(self, bf: np.ndarray, i: int, grad: np.ndarray) -> None:
-        g, f = self.graphs[i], self.feats
-        feature_expectations(f.inst_fptr[i], f.inst_fptr[i + 1], g.tab_ptr, f.fac_ptr,
-                             f.fac_row, f.fac_val, f.row_ptr, f.feat_config, f.dense, bf, grad)
+        self.prog.add_counts(self.data, i, bf, grad)
 
 
 def parts(arts: Articles, w: np.ndarray, starts: list | None, max_iter: int,
@@ -157,7 +147,7 @@ def parts(arts: Articles, w: np.ndarray, starts: list | None, max_iter: int,
 def whole(arts: Articles, w: np.ndarray, starts: list | None, max_iter: int,
           repeats: int) -> float:
     """Seconds of ``trw_training.expect_block`` over every article in one call."""
-    a = arts.prog.trw_blocks(arts.data)[0]
+    a, feats, _ = arts.prog.trw_blocks(arts.data)
     n = len(arts.graphs)
     picks = np.arange(n)
     if starts is None:
@@ -167,7 +157,7 @@ def whole(arts: Articles, w: np.ndarray, starts: list | None, max_iter: int,
     msgs = np.empty(int(a.msg_at[-1]))
 
     def run():
-        trw_training.expect_block(picks, a, arts.feats, w, inits, init_at, msgs, 0.0, arts.tol,
+        trw_training.expect_block(picks, a, feats, w, inits, init_at, msgs, 0.0, arts.tol,
                                   max_iter, False, np.zeros(arts.prog.n_features),
                                   np.empty(n), np.empty(n, dtype=np.int64), np.empty(n),
                                   np.empty(n, dtype=bool))
