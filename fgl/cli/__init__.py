@@ -139,10 +139,75 @@ def _out_of_memory(e: MemoryError) -> str:
             f"machine can hold, so that a model too large is refused before it is made")
 
 
+class _ClosedStream(io.TextIOBase):
+    """Standard output or input where the process was started without one
+    (``fgl tag ... >&-``): using it is an error naming it, writing nothing
+    anywhere else."""
+
+    def __init__(self, name: str, use: str):
+        self.name, self.use = name, use
+
+    def _closed(self, *args, **kwargs):
+        raise FglError(f"{self.name}: it is closed (the command was started with "
+                       f"{'>&-' if self.name == '<stdout>' else '<&-'}); {self.use}")
+
+    write = read = readline = writelines = _closed
+
+    @property
+    def buffer(self):
+        return self
+
+    def flush(self) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _standard_streams():
+    """Stand-ins for standard streams the process was started without:
+    a closed stdout or stdin is a message where the command uses it; a
+    closed stderr loses fgl's messages but never sends them to stdout."""
+    saved = sys.stdin, sys.stdout, sys.stderr
+    if sys.stdout is None:
+        sys.stdout = _ClosedStream("<stdout>", "give -o FILE where the command has it, or "
+                                               "redirect standard output (> FILE, > /dev/null)")
+    if sys.stdin is None:
+        sys.stdin = _ClosedStream("<stdin>", "give a file name instead of -")
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")
+    try:
+        yield
+    finally:
+        if saved[2] is None:
+            sys.stderr.close()
+        sys.stdin, sys.stdout, sys.stderr = saved
+
+
+def _numba_environment() -> None:
+    """Refuse numba settings from the environment that numba fails on (a
+    traceback at its import) or that fgl cannot run under; before numba is
+    imported."""
+    threads = os.environ.get("NUMBA_NUM_THREADS")
+    if threads is not None and not (threads.strip().isdigit() and int(threads) >= 1):
+        raise FglError(f"NUMBA_NUM_THREADS: {shorten(repr(threads), 60)} is not a number of "
+                       "threads; set a whole number from 1, or unset it (numba then uses "
+                       "every core)")
+    jit = os.environ.get("NUMBA_DISABLE_JIT", "").strip()
+    if jit not in ("", "0"):
+        raise FglError(f"NUMBA_DISABLE_JIT: {shorten(repr(jit), 60)}: fgl's kernels need "
+                       "numba's compiler (without it they would run as Python, thousands of "
+                       "times slower); unset it or set 0")
+
+
 def main(argv: list[str] | None = None) -> int:
+    with _standard_streams():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     command = _command(args.command).run
     try:
+        _numba_environment()
         with warnings.catch_warnings(), _memory_budget(getattr(args, "max_memory", None)):
             warnings.simplefilter("always", ShortLineWarning)
             warnings.showwarning = _show_warning

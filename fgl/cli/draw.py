@@ -6,7 +6,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from fgl.cli.options import encoding_arg, memory_arg, short_lines_arg
+from fgl.cli.options import encoding_arg, memory_arg, short_lines_arg, spec_file
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +46,8 @@ def run(a: argparse.Namespace) -> None:
     tokens = parse_tokens(a.tokens) if a.tokens is not None else None
     if a.output:
         picture_format(a.output)     # a bad suffix or path fails before any work
-        check_output(a.output, "drawing", [(a.spec, "the spec or model"), (a.file, "the data")])
+        check_output(a.output, "drawing", [(spec_file(a.spec), "the spec or model"),
+                                           (a.file, "the data")])
     if a.spec.endswith(".fglm") or zipfile.is_zipfile(a.spec):   # a model file (npz)
         crf = CRF.load(a.spec)
         trained, base_dir = crf, Path(a.spec).parent

@@ -74,3 +74,17 @@ def label_list(text: str) -> list[str]:
             "as in --label ,")
     return labels
 
+
+def spec_file(spec: str) -> str:
+    """The file a spec argument names, for the checks that an output is not
+    one of the inputs: ``stdlib:NAME`` is the installed spec file (an unknown
+    name is left as given, for the command to report)."""
+    from fgl.errors import FglError
+    from fgl.lang.stdlib import is_stdlib_name, resolve_spec_path
+
+    if not is_stdlib_name(spec):
+        return spec
+    try:
+        return str(resolve_spec_path(spec))
+    except FglError:
+        return spec

@@ -104,7 +104,8 @@ def run(a: argparse.Namespace) -> None:
     from fgl.io.sources import expand
 
     if a.output is not None:   # a path fgl will not write is refused before any work
-        check_output(a.output, "tagged output", [(a.model, "the model"), (a.file, "the data")],
+        check_output(a.output, "tagged output", [(a.model, "the model"),
+                                                 (expand(a.file), "the data")],
                      allow_stdout=True)
     crf = CRF.load(a.model, jobs=a.jobs)
     from fgl.engines.first_run import note_first_compile

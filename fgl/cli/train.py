@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from fgl.cli.options import data_args
+from fgl.cli.options import data_args, spec_file
 from fgl.cli.reporting import report, warn_convergence
 
 
@@ -76,11 +76,14 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(a: argparse.Namespace) -> None:
     from fgl.api import CRF
     from fgl.io.model_files import check_writable
+    from fgl.io.sources import expand
 
-    inputs = [(a.spec, "the spec"), (a.train, "the training data"),
-              (a.dev, "the development data")]
-    check_writable(a.output, "model", inputs)  # before training, not after
-    if a.checkpoint is not None:
+    inputs = [(spec_file(a.spec), "the spec"), (expand(a.train, "training"),
+                                                 "the training data"),
+              (a.dev and expand(a.dev, "development"), "the development data")]
+    check_writable(a.output, "model", [*inputs, (a.resume, "the checkpoint --resume reads"),
+                                       (a.checkpoint, "the --checkpoint file")])
+    if a.checkpoint is not None:     # (before training, not after; --resume's file may be it)
         check_writable(a.checkpoint, "checkpoint", inputs)
     if a.sigma_grid is not None:
         _sigma_grid(a)

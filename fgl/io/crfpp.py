@@ -31,9 +31,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from fgl.errors import FglError, SpecError
+from fgl.errors import FglError, SpecError, shorten
 
 MAX_ROW = 8   # CRF++ reads rows -8..8 (its boundary symbols _B-1.._B-8, _B+1.._B+8)
+MAX_COLUMN_DIGITS = 6   # a column number of a macro (no data file has a million columns)
 
 _MACRO = re.compile(r"%x\[\s*(-?\d+)\s*,\s*(\d+)\s*\]")
 _NAME = re.compile(r"[^\W\d]\w*")
@@ -66,6 +67,7 @@ def parse_templates(text: str, file: str = "<template>") -> list[TemplateLine]:
     """The template lines of a CRF++ / Wapiti template file; a malformed
     line is a SpecError at its ``file:line:col``."""
     out = []
+    text = text.removeprefix("\ufeff")   # (a byte-order mark some editors write first)
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -81,10 +83,16 @@ def parse_templates(text: str, file: str = "<template>") -> list[TemplateLine]:
             m = _MACRO.match(line, pos)
             if m is None:
                 raise SpecError(_bad_macro(line, pos), file, lineno, indent + pos + 1)
-            row, col = int(m.group(1)), int(m.group(2))
-            if abs(row) > MAX_ROW:
-                raise SpecError(f"row {row} in '{m.group(0)}' is out of range: CRF++ reads rows "
-                                f"-{MAX_ROW}..{MAX_ROW}", file, lineno, indent + pos + 1)
+            row_digits, col_digits = (g.lstrip("-").lstrip("0") for g in m.groups())
+            if len(col_digits) > MAX_COLUMN_DIGITS:
+                raise SpecError(f"column {shorten(m.group(2), 20)} in '{shorten(m.group(0), 40)}' "
+                                "is out of range: a template reads the data's columns 0, 1, ...",
+                                file, lineno, indent + pos + 1)
+            row, col = int(m.group(1)) if len(row_digits) <= 3 else None, int(m.group(2))
+            if row is None or abs(row) > MAX_ROW:
+                raise SpecError(f"row {shorten(m.group(1), 20)} in '{shorten(m.group(0), 40)}' "
+                                f"is out of range: CRF++ reads rows -{MAX_ROW}..{MAX_ROW}",
+                                file, lineno, indent + pos + 1)
             cells.append((Cell(row, col), indent + pos + 1))
             pos = m.end()
         colon = line.find(":")

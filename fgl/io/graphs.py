@@ -33,6 +33,7 @@ from fgl.errors import DataError, shorten
 from fgl.lang import ast
 
 WITHHELD = "withheld"   # the node attribute marking a label as a gold answer only
+MAX_DIGITS = 4300       # the longest whole number a graph line may hold (Python's own limit)
 
 
 @dataclass
@@ -93,6 +94,23 @@ def _lone_surrogate(obj: object) -> str | None:
     return None
 
 
+class _LongNumber(Exception):
+    """A whole number too long to read, in a JSON line."""
+
+    def __init__(self, text: str):
+        super().__init__(text[:12])
+        self.digits = len(text.lstrip("-"))
+        self.shown = f"{text[:12]}..."
+
+
+def _whole_number(text: str) -> int:
+    """A JSON integer, refused past ``MAX_DIGITS`` digits (where ``int``
+    itself fails)."""
+    if len(text) > MAX_DIGITS:
+        raise _LongNumber(text)
+    return int(text)
+
+
 def read_graphs(path: str | Path, spec: ast.Spec, encoding: str = "utf-8") -> list[GraphInstance]:
     """Read a JSON-lines graph file; errors name ``file:line``."""
     from fgl.data.inputs import display_name, read_bytes
@@ -108,7 +126,11 @@ def read_graphs(path: str | Path, spec: ast.Spec, encoding: str = "utf-8") -> li
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, parse_int=_whole_number)
+        except _LongNumber as e:
+            raise DataError(f"a whole number of {e.digits:,} digits ({e.shown}); a graph file "
+                            f"holds numbers of at most {MAX_DIGITS:,} digits", name,
+                            lineno) from None
         except json.JSONDecodeError as e:
             raise DataError(f"not valid JSON ({e.msg} at column {e.colno})", name, lineno) from None
         except RecursionError:

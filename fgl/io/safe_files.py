@@ -110,9 +110,16 @@ def _folder_problem(p: Path) -> str | None:
 
 
 def _same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same file where both
+    exist, else the same path once links and ``..`` are resolved (an
+    output and a checkpoint not yet written, say)."""
     try:
         return os.path.samefile(a, b)
     except OSError:
+        pass
+    try:
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):
         return False
 
 
@@ -127,19 +134,22 @@ def check_output(path: str | Path, what: str = "output", inputs: Iterable = (),
         return name
     if name == "":
         raise OutputError(f"an empty file name for the {what}", "''")
+    end = "/" if name.endswith(os.sep) else os.path.basename(name)
+    if end in ("/", ".", ".."):   # (a trailing / would be dropped: keep.txt/ is keep.txt)
+        raise OutputError(f"names a folder (it ends in {end}); give a file name for the "
+                          f"{what}", name)
     p = Path(path)
     problem = _target_problem(p, what) or _folder_problem(p)
     if problem:
         raise OutputError(problem, name)
-    if p.exists():
-        for item in inputs:
-            given, role = item if isinstance(item, tuple) else (item, "an input")
-            if given is None or str(given) == STDOUT:
-                continue
-            for one in ([given] if isinstance(given, (str, Path)) else given):
-                if _same_file(p, Path(one)):
-                    raise OutputError(f"is also {role} of this command; write the {what} to "
-                                      "another file", name)
+    for item in inputs:
+        given, role = item if isinstance(item, tuple) else (item, "an input")
+        if given is None or str(given) == STDOUT:
+            continue
+        for one in ([given] if isinstance(given, (str, Path)) else given):
+            if _same_file(p, Path(one)):
+                raise OutputError(f"is also {role} of this command; write the {what} to "
+                                  "another file", name)
     return name
 
 
@@ -224,14 +234,32 @@ def _alive(pid: int) -> bool:
     return True
 
 
+_TEMP_EXTRA = len("..") + len(".XXXXXXXX.tmp")   # a temporary name's bytes besides NAME, PID
+
+
+def _temp_stem(p: Path) -> str:
+    """The NAME of ``p``'s temporary files (``.NAME.PID.XXXXXXXX.tmp``):
+    its file name, cut short (by bytes) where the whole would be longer
+    than its folder allows, so that a temporary file fits wherever the
+    file itself does."""
+    try:
+        longest = os.pathconf(p.parent if str(p.parent) else ".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        longest = 255
+    room = longest - _TEMP_EXTRA - len(str(os.getpid()))
+    raw = os.fsencode(p.name)
+    return p.name if len(raw) <= room else os.fsdecode(raw[:max(room, 1)])
+
+
 def _remove_stale_temporaries(p: Path) -> None:
     """Remove the temporary files a killed write of ``p`` left beside it
     (``.NAME.PID.XXXXXXXX.tmp`` whose process PID is gone: SIGKILL, a crash).
     A live writer's file, and anything not shaped so, is left alone."""
     folder = p.parent if str(p.parent) else Path(".")
+    stem = _temp_stem(p)
     with contextlib.suppress(OSError):
-        for tmp in folder.glob(f".{glob.escape(p.name)}.*.tmp"):
-            parts = tmp.name[len(p.name) + 2:].split(".")
+        for tmp in folder.glob(f".{glob.escape(stem)}.*.tmp"):
+            parts = tmp.name[len(stem) + 2:].split(".")
             if len(parts) == 3 and parts[0].isdigit() and tmp.is_file() \
                     and not tmp.is_symlink() and not _alive(int(parts[0])):
                 with contextlib.suppress(OSError):
@@ -257,7 +285,7 @@ def atomic_output(path: str | Path, what: str = "output", *, text: bool = False,
     with signals_held():
         existed = p.exists()
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.{os.getpid()}.", suffix=".tmp",
+            fd, tmp = tempfile.mkstemp(prefix=f".{_temp_stem(p)}.{os.getpid()}.", suffix=".tmp",
                                        dir=p.parent if str(p.parent) else ".")
         except OSError as e:
             raise OutputError(_write_failed(e, what, existed), name) from None

@@ -99,6 +99,7 @@ def load_checkpoint(path: str | Path) -> tuple[object, TrainingState]:
             raise ValueError(f"m = {m!r}: L-BFGS keeps 1 to {MAX_STATE_PAIRS} correction pairs")
         direction = _direction(saved, arrays, n)
         history = History.restore(m, n, {k: arrays[f"lbfgs_{k}"] for k in ("s", "y", "rho", "yy")})
+        _check_pairs(history, gradient)
         f = float(saved["objective"])
         if not math.isfinite(f):
             raise ValueError("the objective is not finite")
@@ -112,6 +113,26 @@ def load_checkpoint(path: str | Path) -> tuple[object, TrainingState]:
     except (KeyError, TypeError, ValueError) as e:
         raise ModelFileError(f"corrupt checkpoint: {type(e).__name__}: {e}", name) from None
     return model, state
+
+
+def _check_pairs(history: History, gradient: np.ndarray) -> None:
+    """ValueError unless the saved correction pairs are ones L-BFGS keeps
+    (ρ = 1/sᵀy and yᵀy positive and finite) and give a finite direction:
+    an edited checkpoint's ρ = inf, say, makes the compact form's matrix
+    singular at the first step of the resumed run."""
+    rows = history.order
+    if not rows:
+        return
+    if not (np.isfinite(history.rho[rows]).all() and (history.rho[rows] > 0).all()
+            and np.isfinite(history.yy[rows]).all() and (history.yy[rows] > 0).all()):
+        raise ValueError("its L-BFGS pairs' rho or yy are not positive finite numbers")
+    with np.errstate(all="ignore"):
+        try:
+            direction = history.direction(gradient, np.empty_like(gradient))
+        except np.linalg.LinAlgError:
+            direction = None
+    if direction is None or not np.isfinite(direction).all():
+        raise ValueError("its L-BFGS pairs give no finite direction")
 
 
 def _direction(saved: dict, arrays: dict[str, np.ndarray], n: int) -> np.ndarray | None:

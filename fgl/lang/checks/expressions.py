@@ -3,6 +3,7 @@ context allows), names, built-in calls and either(...) (Sutton & McCallum
 eq. 1.61)."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from fgl.lang.ast import SKIP_COLUMN, Call, ColumnRef, Conj, Disj, NameRef
@@ -23,6 +24,17 @@ from fgl.lang.regexes import check_regex
 
 _GIVES = {"text": "text", "number": "numbers", "test": "a yes/no test"}
 MAX_OFFSET = 500  # the farthest a column may be read from its position (word[t+500])
+_SATURATED = 10 ** 30  # item counts at least this are "more than" it (never multiplied further)
+
+
+class _Saturating(dict):
+    """Named observations' item counts, each held at ``_SATURATED`` at most:
+    a chain of self-conjunctions (``obs o2 = o1 & o1``) squares the count
+    at every step, which exact integers would follow to millions of digits."""
+
+    def __setitem__(self, name: str, count: int) -> None:
+        super().__setitem__(name, min(count, _SATURATED))
+
 
 class ExpressionChecks(IndexChecks):
     def expr(self, e) -> str | None:
@@ -51,7 +63,8 @@ class ExpressionChecks(IndexChecks):
             return          # checked where it is defined
         n = self.items(e)
         if n > MAX_ITEMS:
-            shown = f"{n:,}" if n < 10**15 else f"about 10^{len(str(n)) - 1}"
+            shown = (f"{n:,}" if n < 10**15 else f"about 10^{int(math.log10(n))}"
+                     if n < _SATURATED else f"more than 10^{int(math.log10(_SATURATED))}")
             self.error(e.loc, f"this expression gives up to {shown} items per position (a "
                               f"conjunction & multiplies the items of its parts), more than "
                               f"the {MAX_ITEMS:,} allowed; conjoin fewer or narrower parts")
@@ -59,7 +72,10 @@ class ExpressionChecks(IndexChecks):
     def items(self, e) -> int:
         """The most items ``e`` gives at one position (a text read by
         tokens(...) counting as one word)."""
-        return most_items(e, self.obs, longest_segment(self.spec), memo=self._items)
+        if not isinstance(self._items, _Saturating):
+            self._items = _Saturating(self._items)
+        return min(most_items(e, self.obs, longest_segment(self.spec), memo=self._items),
+                   _SATURATED)
 
     def cross_product(self, e: Conj) -> None:
         """Warn when a conjunction crosses two ranges of several positions:
