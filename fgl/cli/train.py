@@ -95,32 +95,38 @@ def run(a: argparse.Namespace) -> None:
               checkpoint_seconds=a.checkpoint_seconds, dask=a.dask,
               dask_workers=a.dask_workers, min_count=a.min_count)
     t0 = time.perf_counter()
-    with _stop_on_signals(crf):
+    with _signals_of_training(crf) as hold:
         crf.fit_file(a.train, encoding=a.encoding, short_lines=a.short_lines, resume=a.resume,
                      dev=a.dev)
+        hold()   # a trained model: signals wait until it is written
+        _trained(crf, time.perf_counter() - t0)
+        crf.save(a.output)
+        print(f"wrote {a.output}", file=sys.stderr)
+    if a.dev:
+        report(crf, a.dev, a)
+
+
+def _trained(crf, seconds: float) -> None:
+    """What the training run did, on stderr."""
     log = crf.training_log
     if log.iterations and "mistakes" in log.iterations[-1]:   # the perceptron
-        print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} epochs, "
+        print(f"trained in {seconds:.1f}s: {len(log.iterations)} epochs, "
               f"{log.iterations[-1]['mistakes']} mistakes in the last ({log.message})",
               file=sys.stderr)
     elif log.iterations and "bigrams" in log.iterations[-1]:   # the ECRN
         row = log.iterations[-1]
-        print(f"trained in {time.perf_counter() - t0:.1f}s: ECRN (Zhu et al., eq. 5) of "
+        print(f"trained in {seconds:.1f}s: ECRN (Zhu et al., eq. 5) of "
               f"{row['features']} features counted over {row['tokens']} tokens and "
               f"{row['bigrams']} bigrams in {log.seconds:.2f}s; -log eq. 5 on the training "
               f"data {log.objective:.6g}", file=sys.stderr)
     else:
-        print(f"trained in {time.perf_counter() - t0:.1f}s: {len(log.iterations)} iterations, "
+        print(f"trained in {seconds:.1f}s: {len(log.iterations)} iterations, "
               f"{log.evaluations} evaluations, {len(log.recoveries)} line-search recoveries, "
               f"objective {log.objective:.6g} ({log.message})", file=sys.stderr)
     warn_convergence(crf.spec, log.inference, "the last training evaluation")
     if crf.checkpoint:
         print(f"checkpoint {crf.checkpoint} (iteration {len(log.iterations)}; "
               f"--resume {crf.checkpoint} continues it)", file=sys.stderr)
-    crf.save(a.output)
-    print(f"wrote {a.output}", file=sys.stderr)
-    if a.dev:
-        report(crf, a.dev, a)
 
 
 def _sigma_grid(a: argparse.Namespace) -> None:
@@ -152,32 +158,54 @@ def _sigma_grid(a: argparse.Namespace) -> None:
 
 
 @contextlib.contextmanager
-def _stop_on_signals(crf):
-    """While training: the first SIGINT or SIGTERM asks the run to stop at
-    its next safe point (after the current iteration, or inside a long
-    evaluation: ``fgl.stopping``) and the model reached is then written; a
-    second one interrupts as usual.  Before the optimiser starts — reading
-    the data, extracting features, encoding — there is no model to keep:
-    the signal ends the run there (``Interrupted``), writing nothing."""
+def _signals_of_training(crf):
+    """SIGINT and SIGTERM from reading the data to writing the model.
+
+    Before the optimiser starts — reading the data, extracting features,
+    encoding — there is no model to keep: a signal ends the run there
+    (``Interrupted``), writing nothing.  While training, the first one asks
+    the run to stop at its next safe point (after the current iteration,
+    or inside a long evaluation: ``fgl.stopping``) and the model reached is
+    then written; a second one interrupts as usual.  Once training is over
+    (the block calls the ``hold`` it is given) they are held until the
+    block ends, after the model file's rename, and then delivered as they
+    would have been: no signal loses a trained model.  A signal the process
+    inherited as ignored stays ignored."""
     from fgl.stopping import Interrupted
 
-    def handler(signum, frame) -> None:
-        name = signal.Signals(signum).name
+    caught = [s for s in (signal.SIGINT, signal.SIGTERM)
+              if signal.getsignal(s) is not signal.SIG_IGN]
+    old = {s: signal.getsignal(s) for s in caught}
+    pending: list[int] = []
+    holding = False
+
+    def restore() -> None:
         for s in caught:
-            signal.signal(s, old[s])
+            signal.signal(s, old[s] if old[s] is not None else signal.SIG_DFL)
+
+    def handler(signum, frame) -> None:
+        if holding:
+            pending.append(signum)
+            return
+        name = signal.Signals(signum).name
+        restore()
         if not getattr(crf, "training_started", False):
             raise Interrupted(signum, "before training (while reading and compiling)")
         print(f"fgl: {name}: stopping at the next safe point and writing the model reached "
               "(again to abort)", file=sys.stderr)
         crf.request_stop(f"stopped by {name}")
 
-    caught = [signal.SIGINT, signal.SIGTERM]
-    old = {s: signal.getsignal(s) for s in caught}
+    def hold() -> None:
+        nonlocal holding
+        holding = True
+        for s in caught:     # (again: a first signal while training put the old ones back)
+            signal.signal(s, handler)
+
     for s in caught:
         signal.signal(s, handler)
     try:
-        yield
+        yield hold
     finally:
-        for s in caught:
-            signal.signal(s, old[s])
-
+        restore()
+        for s in dict.fromkeys(pending):
+            signal.raise_signal(s)
