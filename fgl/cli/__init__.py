@@ -18,6 +18,7 @@ import warnings
 from fgl import __version__
 from fgl.errors import FglError, TrainingError, shorten
 from fgl.io.conll import ShortLineWarning
+from fgl.lang.lexicons import lexicon_folders
 from fgl.stopping import Interrupted
 
 COMMANDS = ("train", "tag", "eval", "compare", "inspect", "check", "draw", "explain",
@@ -208,7 +209,8 @@ def _main(argv: list[str] | None) -> int:
     command = _command(args.command).run
     try:
         _numba_environment()
-        with warnings.catch_warnings(), _memory_budget(getattr(args, "max_memory", None)):
+        with warnings.catch_warnings(), _memory_budget(getattr(args, "max_memory", None)), \
+                lexicon_folders(getattr(args, "lexicon_path", None) or ()):
             warnings.simplefilter("always", ShortLineWarning)
             warnings.showwarning = _show_warning
             _cap_jobs(args)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from fgl.cli.options import lexicon_path_arg
 from fgl.errors import SpecError
 
 
@@ -11,6 +12,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="validate a spec", description="Parse and check a spec; "
                        "report every error as file:line:col.")
     p.add_argument("spec", help="a spec file (.fgl), stdlib:NAME, or - for standard input")
+    lexicon_path_arg(p)
 
 
 def run(a: argparse.Namespace) -> int:

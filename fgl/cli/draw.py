@@ -6,7 +6,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from fgl.cli.options import encoding_arg, memory_arg, short_lines_arg, spec_file
+from fgl.cli.options import encoding_arg, lexicon_path_arg, memory_arg, short_lines_arg, spec_file
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -32,6 +32,7 @@ def add(sub: argparse._SubParsersAction) -> None:
                         "graph input); default: the whole instance, or its first 30 "
                         "positions when it is longer")
     memory_arg(p)
+    lexicon_path_arg(p)
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write here (.svg, .png, .pdf or .dot) instead of DOT on stdout")
     p.add_argument("--encoding", default="utf-8", type=encoding_arg)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from fgl.cli.options import encoding_arg, memory_arg, short_lines_arg
+from fgl.cli.options import encoding_arg, lexicon_path_arg, memory_arg, short_lines_arg
 from fgl.errors import FglError
 
 
@@ -17,6 +17,7 @@ def add(sub: argparse._SubParsersAction) -> None:
                    help="training data to compile against (- for standard input, a quoted "
                         "glob, or repeated: read in order as one file)")
     memory_arg(p)
+    lexicon_path_arg(p)
     p.add_argument("--encoding", default="utf-8", type=encoding_arg)
     short_lines_arg(p)
     where = p.add_mutually_exclusive_group()

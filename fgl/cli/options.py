@@ -21,6 +21,12 @@ def memory_arg(sp: argparse.ArgumentParser) -> None:
                          "responsible, before anything is allocated")
 
 
+def lexicon_path_arg(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--lexicon-path", action="append", metavar="FOLDER",
+                    help="also read the spec's lexicon files from under FOLDER (by default "
+                         "only from under the spec's own folder; docs/files.md); repeatable")
+
+
 # codecs Python knows as text encodings that cannot read a data file (they code domain
 # names, or nothing): refused by name
 _NOT_FOR_FILES = {"idna", "punycode", "undefined"}

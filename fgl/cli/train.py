@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from fgl.cli.options import data_args, spec_file
+from fgl.cli.options import data_args, lexicon_path_arg, spec_file
 from fgl.cli.reporting import report, warn_convergence
 
 
@@ -65,6 +65,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     where.add_argument("--dask-workers", type=int, metavar="N",
                        help="a Dask cluster of N worker processes on this machine")
     data_args(p)
+    lexicon_path_arg(p)
     plain = p.format_help
 
     def format_help() -> str:   # the trainers, from their registry, when help is asked for

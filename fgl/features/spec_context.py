@@ -7,6 +7,7 @@ from pathlib import Path
 from fgl.data.inputs import InputError, read_capped
 from fgl.errors import SpecError
 from fgl.lang import ast
+from fgl.lang.lexicons import LexiconRefused, lexicon_file
 
 
 class SpecContext:
@@ -22,15 +23,18 @@ class SpecContext:
         self.lexicons: dict[str, frozenset[str]] = dict(lexicons or {})
 
     def lexicon(self, call: ast.Call) -> frozenset[str]:
-        """The lexicon named in the spec, read once (relative to the spec's
-        directory) or taken from a saved model."""
+        """The lexicon named in the spec, read once (from under the spec's
+        folder: ``fgl.lang.lexicons``) or taken from a saved model."""
         key = call.params[0]
         if key not in self.lexicons:
-            path = Path(key) if Path(key).is_absolute() else self.base_dir / key
+            at = (call.loc.file, call.loc.line, call.loc.col)
+            try:
+                path = lexicon_file(key, self.base_dir)
+            except LexiconRefused as e:
+                raise SpecError(str(e), *at) from None
             try:
                 lines = read_capped(path).decode("utf-8").splitlines()
             except (OSError, UnicodeDecodeError, InputError) as e:
-                raise SpecError(f"cannot read lexicon '{path}': {e}", call.loc.file,
-                                call.loc.line, call.loc.col) from None
+                raise SpecError(f"cannot read lexicon '{path}': {e}", *at) from None
             self.lexicons[key] = frozenset(w.strip() for w in lines if w.strip())
         return self.lexicons[key]

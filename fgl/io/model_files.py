@@ -1,11 +1,19 @@
 """Model files: safe, versioned, portable — never pickle.
 
 A model file is a zip archive (numpy ``.npz``, loaded with
-``allow_pickle=False``) holding a JSON header — format name, version, the
-spec text, labels, templates, patterns, attribute vocabularies and lexicons —
-and the numeric arrays: feature table and weights.  A SHA-256 digest over
-header and arrays is checked on load, so a truncated or edited file is
-refused with a clear message rather than giving silent nonsense.
+``allow_pickle=False``) holding a small JSON header — format name,
+version, engine, layers, templates, training metadata and the counts of
+everything that grows with the data — and arrays: the embedded spec, the
+labels, label patterns, attribute vocabularies and lexicons (laid out in
+``fgl.io.model_layout``), the feature table and the weights.  A SHA-256
+digest over every member is checked on load, so a truncated or edited file
+is refused with a clear message rather than giving silent nonsense.
+
+A file is read no further than it declares, and it declares no more than
+its header's counts allow: the zip directory's entries and size, each
+member's declared size and array shape against the counts, and what the
+model will take in memory against the budget are all checked before any
+member is decompressed (docs/files.md, "Model files").
 
 A training checkpoint (``fgl.learn.checkpoint``) is a model file with
 extra arrays named ``state_*`` (the optimiser's), covered by the same
@@ -17,6 +25,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import zipfile
 from pathlib import Path
 
@@ -24,26 +33,20 @@ import numpy as np
 
 from fgl import registry
 from fgl.compile.footprint import OverBudgetError
-from fgl.data.inputs import kind
+from fgl.data.inputs import input_limit, kind
 from fgl.errors import FglError, ModelFileError
+from fgl.io.model_layout import (ARRAYS, FORMAT, STATE, STATE_ARRAYS, TEXT_CODEC, VERSION,
+                                 digest, pack, strings)
+from fgl.io.model_members import (MAX_NPY_HEADER, Corrupt, array_header, declared_version,
+                                  directory_size, read_member)
 from fgl.io.safe_files import atomic_output, check_output
 from fgl.io.sources import check_model_file
 from fgl.lang.ast import Call
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 
-FORMAT = "fgl-model"
-VERSION = 2
-_ARRAYS = ("row_ptr", "feat_pattern", "weights")
-STATE = "state_"  # the prefix of a checkpoint's extra arrays
-
-
-def _digest(header: bytes, arrays: dict[str, np.ndarray]) -> str:
-    h = hashlib.sha256(header)
-    for name in (*_ARRAYS, *sorted(k for k in arrays if k.startswith(STATE))):
-        h.update(name.encode("ascii") if name.startswith(STATE) else b"")
-        h.update(np.ascontiguousarray(arrays[name]).tobytes())
-    return h.hexdigest()
+_ARRAYS = ARRAYS        # (the digest's order; tests craft files with it)
+_digest = digest
 
 
 def save_model(path: str | Path, model, weights: np.ndarray, meta: dict | None = None,
@@ -52,22 +55,21 @@ def save_model(path: str | Path, model, weights: np.ndarray, meta: dict | None =
     ``path``; ``state`` adds a checkpoint's arrays (stored as ``state_*``).
     The file is replaced atomically (``fgl.io.safe_files``): a failed write
     leaves any previous model in place."""
-    header = {"format": FORMAT, "version": VERSION, "engine": model.engine,
-              "spec_file": model.spec.file, "spec_text": model.spec.text,
-              "lexicons": {k: sorted(v) for k, v in model.lexicons.items()},
-              **model.header(), "meta": meta or {}}
-    raw = json.dumps(header, ensure_ascii=False).encode("utf-8")
     unknown = sorted(set(state or {}) - set(STATE_ARRAYS))
     if unknown:
         raise ValueError(f"a model file holds no state array {unknown[0]!r}; "
                          f"it holds {', '.join(STATE_ARRAYS)}")
-    arrays = {**model.arrays(), "weights": np.asarray(weights, dtype=np.float64),
+    raw, laid_out = pack({"engine": model.engine, "spec_file": model.spec.file,
+                          "spec_text": model.spec.text,
+                          "lexicons": {k: sorted(v) for k, v in model.lexicons.items()},
+                          **model.header(), "meta": meta or {}})
+    arrays = {**model.arrays(), "weights": np.asarray(weights, dtype=np.float64), **laid_out,
               **{STATE + k: np.asarray(v) for k, v in (state or {}).items()}}
-    digest = _digest(raw, arrays)
+    stored_digest = digest(raw, arrays)
     what = "checkpoint" if state else "model"
     with atomic_output(path, what) as fh:
         np.savez_compressed(fh, header=np.frombuffer(raw, dtype=np.uint8),
-                            digest=np.frombuffer(digest.encode("ascii"), dtype=np.uint8),
+                            digest=np.frombuffer(stored_digest.encode("ascii"), dtype=np.uint8),
                             **arrays)
 
 
@@ -84,42 +86,83 @@ def check_writable(path: str | Path, what: str = "model", inputs=()) -> str:
 # to fit, and members the format does not name are refused.
 
 MAX_MEMBERS = 64
+MAX_DIRECTORY_BYTES = 64 << 10  # the zip central directory (64 short names)
 MAX_MEMBER_BYTES = 2 << 30      # one array, whatever the header says
-MAX_HEADER_BYTES = 64 << 20     # the JSON header
-MAX_NPY_HEADER = 10_000         # an array member's own (numpy) header
-MAX_LABELS = 10_000             # labels of one layer
+MAX_HEADER_BYTES = 16 << 20     # the JSON header (counts and settings, no data)
+HEADER_BYTES_PER_NODE = 8       # the header's JSON: at most one object or list per 8 bytes
+MAX_LABEL_BYTES = 4096          # one label (UTF-8)
 MAX_VARIABLES = 1001            # label variables of one template (offsets reach 500 each way)
 MAX_STATE_PAIRS = 64            # L-BFGS correction pairs a checkpoint may hold
 MAX_DIGITS = 19                 # an integer in the header: int64 at most
 UNSIZED_CHECKSUM_BYTES = 64 << 20   # read to check the digest when the header cannot size them
-STATE_ARRAYS = ("gradient", "direction", "lbfgs_s", "lbfgs_y", "lbfgs_rho", "lbfgs_yy")
-_KINDS = {"header": "u", "digest": "u", "row_ptr": "iu", "feat_pattern": "iu", "weights": "f",
+# bytes of memory per item, beyond the arrays, while a model is loaded (measured on CPython
+# 3.11, rounded up): a label or lexicon word as a str in a list or set, a label pattern as
+# a tuple, a vocabulary key in its hash table, a header byte as parsed JSON, a spec byte
+# parsed and checked
+LOAD_COST = {"label": 100, "word": 130, "pattern": 120, "value": 8, "key": 40, "header": 16,
+             "spec": 300}
+_TEXT, _INT = "u", "iu"
+_KINDS = {"header": _TEXT, "digest": _TEXT, "row_ptr": _INT, "feat_pattern": _INT,
+          "weights": "f", "spec": _TEXT, "label_text": _TEXT, "label_ptr": _INT,
+          "pattern_values": _INT, "pattern_ptr": _INT, "key_text": _TEXT, "key_ptr": _INT,
+          "key_rows": _INT, "lexicon_text": _TEXT, "lexicon_ptr": _INT,
           **{STATE + k: "f" for k in STATE_ARRAYS}}
 _NDIM = {STATE + "lbfgs_s": 2, STATE + "lbfgs_y": 2}
-
-
+_V2_MEMBERS = ("header", "digest", "row_ptr", "feat_pattern", "weights")
 _JSON_KIND = {str: "a string", dict: "a JSON object", list: "a list"}
-
-
-class _Corrupt(Exception):
-    """What is wrong with a model file (the loader's message, after
-    "corrupt model file: ")."""
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
 def _bounded_int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_DIGITS:
-        raise _Corrupt(f"the header holds a {len(text.lstrip('-'))}-digit integer")
+        raise Corrupt(f"the header holds a {len(text.lstrip('-'))}-digit integer")
     return int(text)
 
 
 def _parse_header(raw: bytes) -> tuple[object, str | None]:
-    """The header's JSON (None when it is not JSON) and why it is not."""
+    """The header's JSON (None when it is not JSON) and why it is not.  JSON
+    denser in objects and lists than any header fgl writes is refused before
+    it is parsed (each costs some 60 bytes as a Python object)."""
+    nodes = _JSON_STRING.sub(b"", raw)
+    count = nodes.count(b"{") + nodes.count(b"[")
+    if count > len(nodes) // HEADER_BYTES_PER_NODE + 256:
+        return None, (f"the header is not a model file's: {count:,} JSON objects and lists "
+                      f"in {len(raw):,} bytes")
     try:
-        return json.loads(raw.decode("utf-8"), parse_int=_bounded_int), None
-    except _Corrupt as e:
+        return json.loads(raw.decode(*TEXT_CODEC), parse_int=_bounded_int), None
+    except Corrupt as e:
         return None, str(e)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
         return None, None
+
+
+def _directory_problem(path: Path) -> str | None:
+    """Why the zip directory is not a model file's, from its end records
+    (before ``zipfile`` reads it: an object per entry)."""
+    with open(path, "rb") as fp:
+        declared = directory_size(fp)
+    if declared is None:
+        return None                # (not a zip archive: zipfile says so)
+    entries, size = declared
+    if entries > MAX_MEMBERS:
+        return f"not an fgl model file ({entries} members, more than the {MAX_MEMBERS} allowed)"
+    if size > MAX_DIRECTORY_BYTES:
+        return (f"not an fgl model file (a zip directory of {size} bytes, more than the "
+                f"{MAX_DIRECTORY_BYTES} a model file's takes)")
+    return None
+
+
+def _old_version(zf: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo]) -> str | None:
+    """A message for a file of an earlier format (its members are version
+    2's), read from the first bytes of its header only."""
+    if not all(k in members for k in _V2_MEMBERS):
+        return None
+    version = declared_version(zf, members["header"])
+    if version is None or version == VERSION:
+        return None
+    return (f"model file version {version} is not supported (this fgl reads version "
+            f"{VERSION}, which keeps vocabularies, labels and lexicons as arrays); retrain "
+            "the model with this fgl")
 
 
 def _member_names(zf: zipfile.ZipFile, name: str) -> dict[str, zipfile.ZipInfo]:
@@ -137,18 +180,25 @@ def _member_names(zf: zipfile.ZipFile, name: str) -> dict[str, zipfile.ZipInfo]:
             raise ModelFileError(f"corrupt model file: member {info.filename} appears twice",
                                  name)
         members[key] = info
-    missing = [k for k in ("header", "digest", *_ARRAYS) if k not in members]
+    missing = [k for k in ("header", "digest", *ARRAYS) if k not in members]
     if missing:
+        old = _old_version(zf, members)
+        if old:
+            raise ModelFileError(old, name)
         raise ModelFileError(f"not an fgl model file (missing {', '.join(missing)})", name)
     extra = [i.filename for k, i in members.items() if k not in _KINDS]
     if extra:
         raise ModelFileError(f"not an fgl model file, or it is corrupt: it holds {extra[0]!r}, "
                              "which is no member of a model file", name)
+    spec_limit = input_limit(spec=True)
     for key, info in members.items():
-        limit = MAX_HEADER_BYTES if key == "header" else MAX_MEMBER_BYTES
-        if info.file_size > limit:
-            raise ModelFileError(f"corrupt model file: member {info.filename} declares "
-                                 f"{info.file_size} bytes, more than the {limit} allowed", name)
+        limit = {"header": MAX_HEADER_BYTES, "spec": spec_limit}.get(key, MAX_MEMBER_BYTES)
+        if info.file_size > limit + (MAX_NPY_HEADER if key == "spec" else 0):
+            what = (f"its embedded spec declares {info.file_size} bytes, more than the "
+                    f"{limit} a spec may have (FGL_MAX_SPEC)" if key == "spec" else
+                    f"member {info.filename} declares {info.file_size} bytes, more than the "
+                    f"{limit} allowed")
+            raise ModelFileError(f"corrupt model file: {what}", name)
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) \
                 or info.flag_bits & 0x1:
             raise ModelFileError(f"corrupt model file: member {info.filename} is encrypted or "
@@ -156,203 +206,290 @@ def _member_names(zf: zipfile.ZipFile, name: str) -> dict[str, zipfile.ZipInfo]:
     return members
 
 
-def _sizes_allowed(header: object) -> dict[str, int] | None:
-    """The most data bytes each member may hold, from the header's counts:
-    its vocabularies' rows and its templates' patterns (None when the
-    header is too broken to say; the checksum and the header's checks then
-    refuse the file)."""
-    try:
-        vocabs, templates = header["vocabs"], header["templates"]
-        if len(vocabs) != len(templates):
-            return None
-        rows = [len(v["rows"]) for v in vocabs]
-        patterns = [len(t["patterns"]) for t in templates]
-    except (TypeError, KeyError, IndexError):
-        return None
-    features = sum(r * max(p, 1) for r, p in zip(rows, patterns))
+# ---------------------------------------------------------------- the header's counts
+
+def _counts(header: dict) -> dict[str, int]:
+    """Totals of the header's counts (its structure checked first)."""
+    templates = header["templates"]
+    widths = [len(t["layers"]) for t in templates]
+    seq = header.get("patterns", 0)
+    return {"labels": sum(layer["labels"] for layer in header["layers"]),
+            "patterns": sum(t["patterns"] for t in templates) + seq,
+            "values": sum(t["patterns"] * w for t, w in zip(templates, widths))
+            + seq * max(widths, default=0),
+            "keys": sum(header["vocabs"]),
+            "words": sum(n for _, n in header["lexicons"]),
+            "features": sum(header["vocabs"])
+            * sum(max(t["patterns"], 1) for t in templates)}
+
+
+def _count_problem(value: object, what: str, least: int = 0) -> str | None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        return f"{what} is not a whole number from {least}"
+    return None
+
+
+def _header_problem(header: object) -> str | None:
+    """What is wrong with the header's structure and counts (checked before
+    any member is sized from them): types, layers and their label counts,
+    template widths and pattern counts, vocabulary and lexicon sizes."""
+    if not isinstance(header, dict):
+        return "the header is not a JSON object"
+    for key, json_kind in (("engine", str), ("spec_file", str), ("layers", list),
+                           ("templates", list), ("vocabs", list), ("lexicons", list)):
+        if not isinstance(header.get(key), json_kind):
+            return f"the header's {key} is not {_JSON_KIND[json_kind]}"
+    if "meta" in header and not isinstance(header["meta"], dict):
+        return "its metadata is not a JSON object"
+    layers = header["layers"]
+    if not layers:
+        return "the header names no label layers"
+    for layer in layers:
+        if not isinstance(layer, dict) or not isinstance(layer.get("name"), str) \
+                or not isinstance(layer.get("hidden", False), bool):
+            return "a label layer is not {name, labels, hidden}"
+        problem = _count_problem(layer.get("labels"), f"layer {layer['name']!r}'s label count",
+                                 1)
+        if problem:
+            return problem
+    for t in header["templates"]:
+        if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+            return "a template is not an object with a name"
+        tl = t.get("layers")
+        if not isinstance(tl, list) or not 1 <= len(tl) <= MAX_VARIABLES:
+            return (f"template {t['name']!r} joins {len(tl) if isinstance(tl, list) else 'no'} "
+                    f"labels (a template joins 1 to {MAX_VARIABLES})")
+        bad = next((k for k in tl if not isinstance(k, int) or isinstance(k, bool)
+                    or not 0 <= k < len(layers)), None)
+        if bad is not None or any(isinstance(k, bool) for k in tl):
+            return (f"template {t['name']!r} reads layer {bad!r}, and the header has "
+                    f"{len(layers)} (numbered from 0)")
+        problem = _count_problem(t.get("patterns"), f"template {t['name']!r}'s pattern count")
+        if problem:
+            return problem
+        if not isinstance(t.get("sigma"), (int, float)) or isinstance(t.get("sigma"), bool):
+            return f"template {t['name']!r}: its sigma is not a number"
+    if "patterns" in header:     # (sequence models: every template's patterns, one list)
+        problem = _count_problem(header["patterns"], "the header's pattern count")
+        if problem:
+            return problem
+    if len(header["vocabs"]) != len(header["templates"]):
+        return (f"its templates and vocabularies do not match ({len(header['templates'])} "
+                f"templates, {len(header['vocabs'])} vocabularies)")
+    for n in header["vocabs"]:
+        problem = _count_problem(n, "a vocabulary's size")
+        if problem:
+            return problem
+    names = set()
+    for lexicon in header["lexicons"]:
+        if not (isinstance(lexicon, list) and len(lexicon) == 2
+                and isinstance(lexicon[0], str)) or lexicon[0] in names:
+            return "a lexicon is not a [file, words] pair of its own file"
+        names.add(lexicon[0])
+        problem = _count_problem(lexicon[1], f"lexicon {lexicon[0]!r}'s word count")
+        if problem:
+            return problem
+    return None
+
+
+def _sizes_allowed(header: dict) -> tuple[dict[str, int], dict[str, tuple[int, str]]]:
+    """From the header's counts: the most data bytes each member may hold,
+    and the exact length each offsets array has (with why)."""
+    n = _counts(header)
+    features = n["features"]
     pairs = MAX_STATE_PAIRS * features
-    return {"header": MAX_HEADER_BYTES, "digest": 64, "row_ptr": 8 * (sum(rows) + 1),
-            "feat_pattern": 8 * features, "weights": 8 * features,
+    exact = {"label_ptr": (n["labels"] + 1, "its layers' labels, plus 1"),
+             "pattern_ptr": (n["patterns"] + 1, "its templates' patterns, plus 1"),
+             "key_ptr": (n["keys"] + 1, "its vocabularies' keys, plus 1"),
+             "key_rows": (n["keys"], "its vocabularies' keys"),
+             "lexicon_ptr": (n["words"] + 1, "its lexicons' words, plus 1"),
+             "digest": (64, "a SHA-256 digest's 64 characters")}
+    most = {"header": MAX_HEADER_BYTES, "spec": input_limit(spec=True),
+            "label_text": MAX_LABEL_BYTES * n["labels"], "pattern_values": 8 * n["values"],
+            "key_text": MAX_MEMBER_BYTES, "lexicon_text": MAX_MEMBER_BYTES,
+            "row_ptr": 8 * (n["keys"] + 1), "feat_pattern": 8 * features, "weights": 8 * features,
             STATE + "gradient": 8 * features, STATE + "direction": 8 * features,
-            STATE + "lbfgs_s": 4 * pairs,
-            STATE + "lbfgs_y": 4 * pairs, STATE + "lbfgs_rho": 8 * MAX_STATE_PAIRS,
-            STATE + "lbfgs_yy": 8 * MAX_STATE_PAIRS}
+            STATE + "lbfgs_s": 4 * pairs, STATE + "lbfgs_y": 4 * pairs,
+            STATE + "lbfgs_rho": 8 * MAX_STATE_PAIRS, STATE + "lbfgs_yy": 8 * MAX_STATE_PAIRS,
+            **{k: 8 * length for k, (length, _) in exact.items()}}
+    return most, exact
 
 
-def _check_sizes(members: dict[str, zipfile.ZipInfo], allowed: dict[str, int],
+def _load_estimate(header: dict, members: dict[str, zipfile.ZipInfo]) -> int:
+    """Bytes loading the model takes: its members as declared, and the
+    Python objects made of its labels, patterns, keys, lexicon words, header
+    and spec (``LOAD_COST``)."""
+    n = _counts(header)
+    return (sum(info.file_size for info in members.values())
+            + LOAD_COST["label"] * n["labels"] + LOAD_COST["pattern"] * n["patterns"]
+            + LOAD_COST["value"] * n["values"] + LOAD_COST["key"] * n["keys"]
+            + LOAD_COST["word"] * n["words"]
+            + LOAD_COST["header"] * members["header"].file_size
+            + LOAD_COST["spec"] * members["spec"].file_size)
+
+
+def _check_sizes(zf: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo], header: dict,
                  name: str) -> None:
-    """Refuse members that declare more than the header's counts allow, and
-    a model whose arrays together exceed the memory budget — before any is
-    decompressed."""
+    """Refuse members that declare more than the header's counts allow —
+    first by their declared bytes, then by the shapes their own numpy headers
+    declare (the offsets arrays exactly as long as the counts say, a
+    checkpoint's history at most MAX_STATE_PAIRS pairs of the weights'
+    length) — and a model that would take more than the memory budget to
+    load, before any member is decompressed."""
     from fgl.compile.budget import budget_source, memory_budget
     from fgl.sizes import format_size
 
+    most, exact = _sizes_allowed(header)
     for key, info in members.items():
-        if info.file_size > allowed[key] + MAX_NPY_HEADER:
+        if info.file_size > most[key] + MAX_NPY_HEADER:
             raise ModelFileError(
                 f"corrupt model file: member {info.filename} declares {info.file_size} bytes, "
-                f"more than the {allowed[key]} its header's counts allow", name)
-    total = sum(info.file_size for info in members.values())
-    if total > memory_budget():
-        raise ModelFileError(f"the model's arrays take {format_size(total)}, more than the "
-                             f"{format_size(memory_budget())} memory budget "
-                             f"({budget_source()})", name)
-
-
-def _array_header(fp, info: zipfile.ZipInfo, key: str) -> tuple[tuple[int, ...], np.dtype]:
-    """The shape and dtype a member's numpy header declares (only that
-    header is read), once they are what a model file holds there and fill
-    the member's declared size exactly."""
-    version = np.lib.format.read_magic(fp)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fp, MAX_NPY_HEADER)
-    elif version in ((2, 0), (3, 0)):
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fp, MAX_NPY_HEADER)
-    else:
-        raise _Corrupt(f"member {info.filename} is not a numpy array")
-    if dtype.hasobject or dtype.kind not in _KINDS[key] or dtype.itemsize > 8 \
-            or fortran or len(shape) != _NDIM.get(key, 1):
-        raise _Corrupt(f"member {info.filename} holds {dtype} {list(shape)} data, not "
-                       "what a model file holds there")
-    count = 1
-    for n in shape:
-        count *= int(n)
-    if count * dtype.itemsize != info.file_size - fp.tell():
-        raise _Corrupt(f"member {info.filename}: its array of {count} values does not "
-                       f"fill its {info.file_size} bytes")
-    return tuple(int(n) for n in shape), dtype
-
-
-def _check_shapes(zf: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo],
-                  header: dict, name: str) -> None:
-    """Refuse arrays whose declared shapes the header's counts do not allow
-    (at most as many features as its vocabularies' rows times the
-    templates' patterns; a checkpoint's history at most MAX_STATE_PAIRS
-    pairs of the weights' length) — reading only the arrays' own headers."""
+                f"more than the {most[key]} its header's counts allow", name)
     shapes = {}
     for key, info in members.items():
         if key != "header":
             with zf.open(info) as fp:
-                shapes[key] = _array_header(fp, info, key)[0]
-    rows = sum(len(v["rows"]) for v in header["vocabs"])
-    # (a row may pair with any template's patterns: induced conjunctions do)
-    features = rows * sum(max(len(t["patterns"]), 1) for t in header["templates"])
+                shapes[key] = array_header(fp, info, _KINDS[key], _NDIM.get(key, 1))[0]
     n = shapes["weights"][0]
     pairs = shapes.get(STATE + "lbfgs_rho", (0,))[0]
-    limits = {"digest": ((64,), "a SHA-256 digest's 64 characters"),
-              "row_ptr": ((rows + 1,), f"{rows + 1} (its vocabularies' rows, plus 1)"),
-              "weights": ((features,), f"{features} (rows times patterns)"),
-              "feat_pattern": ((features,), f"{features} (rows times patterns)"),
-              STATE + "gradient": ((n,), f"{n} (one per weight)"),
+    limits = {STATE + "gradient": ((n,), f"{n} (one per weight)"),
               STATE + "direction": ((n,), f"{n} (one per weight)"),
               STATE + "lbfgs_rho": ((MAX_STATE_PAIRS,), f"{MAX_STATE_PAIRS} correction pairs"),
               STATE + "lbfgs_yy": ((pairs,), f"{pairs} (as many as rho)"),
               STATE + "lbfgs_s": ((pairs, n), f"{pairs} pairs of {n} (one per weight)"),
               STATE + "lbfgs_y": ((pairs, n), f"{pairs} pairs of {n} (one per weight)")}
     for key, shape in shapes.items():
-        most, what = limits[key]
-        if any(a > b for a, b in zip(shape, most)):
+        if key in exact and shape != (exact[key][0],):
+            raise ModelFileError(f"corrupt model file: member {members[key].filename} holds "
+                                 f"{shape[0]} values, where its header's counts give "
+                                 f"{exact[key][0]} ({exact[key][1]})", name)
+        if key in limits and any(a > b for a, b in zip(shape, limits[key][0])):
             raise ModelFileError(f"corrupt model file: member {members[key].filename} declares "
                                  f"an array of {' x '.join(map(str, shape))}, more than its "
-                                 f"header's counts allow: {what}", name)
+                                 f"header's counts allow: {limits[key][1]}", name)
+    need = _load_estimate(header, members)
+    if need > memory_budget():
+        raise ModelFileError(f"the model would take about {format_size(need)} to load, more "
+                             f"than the {format_size(memory_budget())} memory budget "
+                             f"({budget_source()})", name)
 
 
-def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, key: str, digest=None,
-                 keep: bool = True) -> np.ndarray | None:
-    """The array stored in ``info`` (None when not ``keep``: only hashed),
-    read only as far as its numpy header says and its declared size allows;
-    its data bytes go into ``digest`` as they are read."""
-    with zf.open(info) as fp:
-        shape, dtype = _array_header(fp, info, key)
-        nbytes = info.file_size - fp.tell()
-        data = bytearray(nbytes) if keep else None
-        done = 0
-        while done < nbytes:
-            chunk = fp.read(min(1 << 22, nbytes - done))
-            if not chunk:
-                raise _Corrupt(f"member {info.filename} ends early")
-            if digest is not None:
-                digest.update(chunk)
-            if keep:
-                data[done:done + len(chunk)] = chunk
-            done += len(chunk)
-        fp.read(1)   # the end: zipfile checks the member's CRC there
-    if not keep:
-        return None
-    return np.frombuffer(data, dtype=dtype).reshape(shape)
+# ---------------------------------------------------------------- the arrays' values
 
-
-def _header_problem(header: object) -> str | None:
-    """What is wrong with the header's structure and counts (checked before
-    anything is built from them): types, label counts, template widths,
-    pattern lengths and labels, vocabulary shapes."""
-    if not isinstance(header, dict):
-        return "the header is not a JSON object"
-    for key, json_kind in (("engine", str), ("spec_file", str), ("lexicons", dict),
-                           ("layers", list), ("templates", list), ("vocabs", list)):
-        if not isinstance(header.get(key), json_kind):
-            return f"the header's {key} is not {_JSON_KIND[json_kind]}"
-    if "meta" in header and not isinstance(header["meta"], dict):
-        return "its metadata is not a JSON object"
-    for k, v in header["lexicons"].items():
-        if not (isinstance(v, list) and all(isinstance(w, str) for w in v)):
-            return f"lexicon {k!r} is not a list of words"
-    layers = header["layers"]
-    if not layers:
-        return "the header names no label layers"
-    sizes = []
-    for layer in layers:
-        if not isinstance(layer, dict) or not isinstance(layer.get("name"), str) \
-                or not isinstance(layer.get("labels"), list) \
-                or not isinstance(layer.get("hidden", False), bool):
-            return "a label layer is not {name, labels, hidden}"
-        labels = layer["labels"]
-        if not all(isinstance(y, str) for y in labels):
-            return f"layer {layer['name']!r} has a label that is not a string"
-        if not labels or len(labels) > MAX_LABELS:
-            return (f"layer {layer['name']!r} has {len(labels)} labels (a model has 1 to "
-                    f"{MAX_LABELS:,} per layer)")
-        if len(set(labels)) != len(labels):
-            return f"layer {layer['name']!r} names a label twice"
-        sizes.append(len(labels))
-    widest = 0
-    for t in header["templates"]:
-        if not isinstance(t, dict) or not isinstance(t.get("name"), str):
-            return "a template is not an object with a name"
-        tl, patterns = t.get("layers"), t.get("patterns")
-        if not isinstance(tl, list) or not 1 <= len(tl) <= MAX_VARIABLES:
-            return (f"template {t['name']!r} joins {len(tl) if isinstance(tl, list) else 'no'} "
-                    f"labels (a template joins 1 to {MAX_VARIABLES})")
-        bad = next((k for k in tl if not isinstance(k, int) or not 0 <= k < len(sizes)), None)
-        if bad is not None or any(isinstance(k, bool) for k in tl):
-            return (f"template {t['name']!r} reads layer {bad!r}, and the header has "
-                    f"{len(sizes)} (numbered from 0)")
-        widest = max(widest, len(tl))
-        if not isinstance(patterns, list):
-            return f"template {t['name']!r} has no list of patterns"
-        for z in patterns:
-            problem = _pattern_problem(z, [sizes[k] for k in tl])
-            if problem:
-                return f"template {t['name']!r}: {problem}"
-        if not isinstance(t.get("sigma"), (int, float)) or isinstance(t.get("sigma"), bool):
-            return f"template {t['name']!r}: its sigma is not a number"
-    if "patterns" in header:    # (sequence models: every template's patterns, one list)
-        if not isinstance(header["patterns"], list):
-            return "the header's patterns are not a list"
-        for z in header["patterns"]:
-            problem = _pattern_problem(z, [sizes[0]] * widest)
-            if problem:
-                return problem
-    if len(header["vocabs"]) != len(header["templates"]):
-        return (f"its templates and vocabularies do not match ({len(header['templates'])} "
-                f"templates, {len(header['vocabs'])} vocabularies)")
-    for v in header["vocabs"]:
-        if not isinstance(v, dict) or not isinstance(v.get("keys"), list) \
-                or not isinstance(v.get("rows"), list) or len(v["keys"]) != len(v["rows"]) \
-                or not all(isinstance(k, str) for k in v["keys"]) \
-                or not all(isinstance(r, int) for r in v["rows"]):
-            return "a vocabulary is not as many attribute names (strings) as rows (integers)"
+def _offsets_problem(ptr: np.ndarray, text: np.ndarray, what: str) -> str | None:
+    if ptr[0] != 0 or ptr[-1] != text.size or (np.diff(ptr) < 0).any():
+        return f"the {what} offsets must rise from 0 to the length of their text"
     return None
+
+
+def _array_problem(header: dict, arrays: dict[str, np.ndarray]) -> str | None:
+    """What is wrong with the arrays' values (an edited file is refused
+    before anything is built from them): the feature table, the offsets of
+    labels, patterns, keys and words, label lengths, key rows and bytes."""
+    row_ptr, feat, weights = arrays["row_ptr"], arrays["feat_pattern"], arrays["weights"]
+    text = next((k for k, v in _KINDS.items() if v == _TEXT and k in arrays
+                 and arrays[k].dtype != np.uint8), None)
+    if text:
+        return f"its {text} is not bytes (uint8)"
+    if weights.dtype != np.float64 or not np.isfinite(weights).all():
+        return "weights must be finite float64 numbers"
+    if row_ptr.size == 0 or row_ptr[0] != 0 or row_ptr[-1] != feat.size \
+            or (np.diff(row_ptr) < 0).any():
+        return "row_ptr must rise from 0 to the number of features"
+    if feat.size and feat.min() < 0:
+        return "feat_pattern holds a negative pattern"
+    for ptr, text, what in (("label_ptr", "label_text", "label"),
+                            ("pattern_ptr", "pattern_values", "pattern"),
+                            ("key_ptr", "key_text", "key"),
+                            ("lexicon_ptr", "lexicon_text", "lexicon")):
+        problem = _offsets_problem(arrays[ptr], arrays[text], what)
+        if problem:
+            return problem
+    longest = int(np.diff(arrays["label_ptr"]).max(initial=0))
+    if longest > MAX_LABEL_BYTES:
+        return f"a label of {longest} bytes (a label has at most {MAX_LABEL_BYTES})"
+    rows = arrays["key_rows"]
+    if rows.size and (rows.min() < 0 or rows.max() >= row_ptr.size - 1):
+        return f"a vocabulary row lies outside 0..{row_ptr.size - 2}"
+    key_ptr, key_text = arrays["key_ptr"], arrays["key_text"]
+    starts = key_ptr[:-1][np.diff(key_ptr) > 0]
+    if ((key_text[starts] & 0xC0) == 0x80).any():
+        return "an attribute key starts inside a character"
+    key_text.tobytes().decode(*TEXT_CODEC)   # (UnicodeDecodeError: not UTF-8)
+    return None
+
+
+def _pattern_problem(z: list, sizes: list[int]) -> str | None:
+    """What is wrong with a label pattern over variables with ``sizes``
+    labels (a pattern may cover the last few variables only)."""
+    if not 1 <= len(z) <= len(sizes):
+        return f"a label pattern of {len(z)} labels, where 1 to {len(sizes)} fit"
+    for v, n in zip(z, sizes[len(sizes) - len(z):]):
+        if not 0 <= v < n:
+            return f"a label pattern holds {v!r}, not a label number 0..{n - 1}"
+    return None
+
+
+def _patterns(values: np.ndarray, ptr: np.ndarray, lo: int, hi: int, sizes: list[int],
+              where: str) -> list[list[int]]:
+    """Patterns ``lo..hi-1``, each checked against variables of ``sizes``
+    labels (a ``Corrupt`` naming ``where`` otherwise)."""
+    flat, bounds = values.tolist(), ptr[lo:hi + 1].tolist()
+    out = []
+    for a, b in zip(bounds, bounds[1:]):
+        z = flat[a:b]
+        problem = _pattern_problem(z, sizes)
+        if problem:
+            raise Corrupt(f"{where}{problem}")
+        out.append(z)
+    return out
+
+
+def _built_parts(header: dict, arrays: dict[str, np.ndarray]) -> dict:
+    """The plain header ``Model.from_header`` reads (labels, patterns,
+    vocabularies as ``Vocabulary`` objects, lexicons as sets), built from
+    the checked arrays; a ``Corrupt`` for what only building shows."""
+    from fgl.compile.vocabulary import Vocabulary
+
+    layers, at = [], 0
+    for layer in header["layers"]:
+        labels = strings(arrays["label_text"], arrays["label_ptr"], at, at + layer["labels"])
+        at += layer["labels"]
+        if len(set(labels)) != len(labels):
+            raise Corrupt(f"layer {layer['name']!r} names a label twice")
+        layers.append({**layer, "labels": labels})
+    sizes = [len(layer["labels"]) for layer in layers]
+    values, ptr = arrays["pattern_values"], arrays["pattern_ptr"]
+    templates, at = [], 0
+    for t in header["templates"]:
+        patterns = _patterns(values, ptr, at, at + t["patterns"], [sizes[k] for k in t["layers"]],
+                             f"template {t['name']!r}: ")
+        at += t["patterns"]
+        templates.append({**t, "patterns": patterns})
+    built = {"layers": layers, "templates": templates}
+    if "patterns" in header:
+        widest = max((len(t["layers"]) for t in templates), default=1)
+        built["patterns"] = _patterns(values, ptr, at, at + header["patterns"],
+                                      [sizes[0]] * widest, "")
+    vocabs, at = [], 0
+    key_ptr, key_rows = arrays["key_ptr"], arrays["key_rows"]
+    for t, n in zip(header["templates"], header["vocabs"]):
+        vocab = Vocabulary()
+        vocab.assign_encoded(arrays["key_text"], key_ptr[at:at + n + 1],
+                             np.asarray(key_rows[at:at + n], dtype=np.int64))
+        at += n
+        if len(vocab) != n:
+            raise Corrupt(f"the vocabulary of template {t['name']!r} names a key twice")
+        vocabs.append(vocab)
+    built["vocabs"] = vocabs
+    lexicons, at = {}, 0
+    for file, n in header["lexicons"]:
+        lexicons[file] = frozenset(strings(arrays["lexicon_text"], arrays["lexicon_ptr"],
+                                           at, at + n))
+        at += n
+    built["lexicons"] = lexicons
+    built["spec_text"] = arrays["spec"].tobytes().decode(*TEXT_CODEC)
+    return built
 
 
 def _width_mismatch(spec, templates: list[dict]) -> str | None:
@@ -365,45 +502,6 @@ def _width_mismatch(spec, templates: list[dict]) -> str | None:
         if len(t["layers"]) != n:
             return (f"template {tpl.name!r} joins {len(t['layers'])} labels in the header and "
                     f"{n} in its embedded spec")
-    return None
-
-
-def _pattern_problem(z: object, sizes: list[int]) -> str | None:
-    """What is wrong with a label pattern over variables with ``sizes``
-    labels (a pattern may cover the last few variables only)."""
-    if not isinstance(z, list) or not 1 <= len(z) <= len(sizes):
-        n = len(z) if isinstance(z, list) else "no"
-        return f"a label pattern of {n} labels, where 1 to {len(sizes)} fit"
-    for v, n in zip(z, sizes[len(sizes) - len(z):]):
-        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < n:
-            return f"a label pattern holds {v!r}, not a label number 0..{n - 1}"
-    return None
-
-
-def _array_problem(header: dict, arrays: dict[str, np.ndarray]) -> str | None:
-    """What is wrong with the feature table's arrays and the vocabularies'
-    rows (an edited file is refused before anything is sized from them)."""
-    row_ptr, feat, weights = arrays["row_ptr"], arrays["feat_pattern"], arrays["weights"]
-    if not all(a.ndim == 1 for a in (row_ptr, feat, weights)):
-        return "row_ptr, feat_pattern and weights must be 1-D"
-    if row_ptr.dtype.kind not in "iu" or feat.dtype.kind not in "iu":
-        return "row_ptr and feat_pattern must be integer arrays"
-    if weights.dtype != np.float64 or not np.isfinite(weights).all():
-        return "weights must be finite float64 numbers"
-    if row_ptr.size == 0 or row_ptr[0] != 0 or row_ptr[-1] != feat.size \
-            or (np.diff(row_ptr) < 0).any():
-        return "row_ptr must rise from 0 to the number of features"
-    if feat.size and feat.min() < 0:
-        return "feat_pattern holds a negative pattern"
-    n_rows = row_ptr.size - 1
-    vocabs = header.get("vocabs")
-    if not isinstance(vocabs, list):
-        return "the header has no vocabularies"
-    for v in vocabs:
-        rows = v.get("rows") if isinstance(v, dict) else None
-        if not isinstance(rows, list) or not all(
-                isinstance(r, int) and 0 <= r < n_rows for r in rows):
-            return f"a vocabulary row lies outside 0..{n_rows - 1}"
     return None
 
 
@@ -427,11 +525,11 @@ def _lexicon_names(spec) -> set[str]:
 def _read_members(zf: zipfile.ZipFile, name: str) -> tuple[dict, dict[str, np.ndarray]]:
     """The header and arrays of an open model file, checked in this order:
     the zip directory (members, declared sizes), the header (JSON, format,
-    version), each member's declared size against the header's counts,
-    the checksum (over the members as they are read), then the header's
-    structure."""
+    version, structure and counts), each member's declared size and shape
+    against the counts and the model's memory against the budget, then the
+    checksum (over the members as they are read)."""
     members = _member_names(zf, name)
-    raw = _read_member(zf, members["header"], "header").tobytes()
+    raw = read_member(zf, members["header"], _TEXT).tobytes()
     header, why = _parse_header(raw)
     if isinstance(header, dict) and header.get("format") != FORMAT:
         raise ModelFileError("not an fgl model file (wrong format tag)", name)
@@ -440,28 +538,23 @@ def _read_members(zf: zipfile.ZipFile, name: str) -> tuple[dict, dict[str, np.nd
                              f"(this fgl reads version {VERSION}); retrain the model", name)
     if members["digest"].file_size > 64 + MAX_NPY_HEADER:
         raise ModelFileError("corrupt model file: its digest is not a SHA-256 digest", name)
-    allowed = _sizes_allowed(header)
-    if allowed is not None:
-        _check_sizes(members, allowed, name)
-        _check_shapes(zf, members, header, name)
+    problem = why or _header_problem(header)
+    if problem is None:
+        _check_sizes(zf, members, header, name)
     elif sum(i.file_size for i in members.values()) > UNSIZED_CHECKSUM_BYTES:
         # a header too broken to size the arrays: their checksum is worth computing (to
         # tell damage from an edit) only while it is cheap
-        problem = why or _header_problem(header) or "the header does not give its arrays' sizes"
         raise ModelFileError(f"corrupt model file: {problem}", name)
-    digest = hashlib.sha256(raw)
-    arrays = {"header": np.frombuffer(raw, dtype=np.uint8)}
+    hashed = hashlib.sha256(raw)
+    arrays = {}
     states = sorted(k for k in members if k.startswith(STATE))
-    for key in (*_ARRAYS, *states):   # in the digest's order; kept only when sized by the header
-        if key.startswith(STATE):
-            digest.update(key.encode("ascii"))
-        arrays[key] = _read_member(zf, members[key], key, digest, keep=allowed is not None)
-    stored = _read_member(zf, members["digest"], "digest").tobytes()
-    if digest.hexdigest().encode("ascii") != stored:
+    for key in (*ARRAYS, *states):   # in the digest's order; kept only when sized by the header
+        hashed.update(key.encode("ascii") + b"\0")
+        arrays[key] = read_member(zf, members[key], _KINDS[key], _NDIM.get(key, 1), hashed,
+                                  keep=problem is None)
+    stored = read_member(zf, members["digest"], _TEXT).tobytes()
+    if hashed.hexdigest().encode("ascii") != stored:
         raise ModelFileError("corrupt model file: checksum mismatch", name)
-    problem = why or _header_problem(header)
-    if problem is None and allowed is None:   # (the header's checks cover what sizes need)
-        problem = "the header does not give its arrays' sizes"
     if problem:
         raise ModelFileError(f"corrupt model file: {problem}", name)
     return header, arrays
@@ -487,27 +580,46 @@ def read_model_file(path: str | Path
         raise ModelFileError(f"is {kind(os.stat(path).st_mode)}, not a model file", name)
     check_model_file(path)   # a spec given for a model is named as such
     try:
+        problem = _directory_problem(path)
+        if problem:
+            raise ModelFileError(problem, name)
         with zipfile.ZipFile(path) as zf:
             header, arrays = _read_members(zf, name)
+        problem = _array_problem(header, arrays)
+        if problem:
+            raise ModelFileError(f"corrupt model file: {problem}", name)
+        header = {**header, **_built_parts(header, arrays)}
     except ModelFileError:
         raise
-    except _Corrupt as e:
+    except Corrupt as e:
         raise ModelFileError(f"corrupt model file: {e}", name) from None
+    except UnicodeDecodeError:
+        raise ModelFileError("corrupt model file: a label, key, word or its spec is not "
+                             "UTF-8 text", name) from None
+    except MemoryError:
+        raise ModelFileError("the model does not fit in this machine's memory", name) from None
     except Exception as e:  # noqa: BLE001 - any failure to read untrusted bytes means corrupt
         raise ModelFileError(f"not an fgl model file, or it is corrupt ({type(e).__name__})",
                              name) from None
-    problem = _array_problem(header, arrays)
-    if problem:
-        raise ModelFileError(f"corrupt model file: {problem}", name)
+    model = _built_model(header, arrays, name)
+    weights = arrays["weights"]
+    if weights.shape != (model.program.n_features,):
+        raise ModelFileError("corrupt model file: weights do not match the feature table", name)
+    meta = header.get("meta", {})
+    state = {k[len(STATE):]: v for k, v in arrays.items() if k.startswith(STATE)}
+    return model, weights, meta, state
+
+
+def _built_model(header: dict, arrays: dict[str, np.ndarray], name: str):
+    """The engine's model of a checked header and arrays: its embedded spec
+    parsed and checked, and matched against the header."""
     try:
         spec = validate(parse_spec(header["spec_text"], header["spec_file"]))
-        header["lexicons"] = {k: frozenset(v) for k, v in header["lexicons"].items()}
         missing = sorted(_lexicon_names(spec) - set(header["lexicons"]))
         if missing:  # a lexicon comes from the file, never from a path the file names
             raise ModelFileError(f"corrupt model file: its spec reads lexicon "
                                  f"'{missing[0]}', which the file does not hold", name)
-        if [t.get("name") if isinstance(t, dict) else None for t in header["templates"]] \
-                != [t.name for t in spec.templates] or len(header["vocabs"]) != len(spec.templates):
+        if [t["name"] for t in header["templates"]] != [t.name for t in spec.templates]:
             raise ModelFileError("corrupt model file: its templates and vocabularies do not "
                                  "match the templates of its embedded spec", name)
         wide = _width_mismatch(spec, header["templates"])
@@ -528,11 +640,4 @@ def read_model_file(path: str | Path
         raise ModelFileError(f"corrupt model file: {type(e).__name__}: {e}", name) from None
     except MemoryError:
         raise ModelFileError("the model does not fit in this machine's memory", name) from None
-    weights = arrays["weights"]
-    if weights.shape != (model.program.n_features,):
-        raise ModelFileError("corrupt model file: weights do not match the feature table", name)
-    meta = header.get("meta", {})
-    if not isinstance(meta, dict):
-        raise ModelFileError("corrupt model file: its metadata is not a JSON object", name)
-    state = {k[len(STATE):]: v for k, v in arrays.items() if k.startswith(STATE)}
-    return model, weights, meta, state
+    return model

@@ -17,13 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.cli import data_files, run, run_bounded
-from support.model_files import with_header
+from support.model_files import with_header, with_stored
 from support.paths import HMM
 
 from fgl.api import CRF
 from fgl.cli import main
 from fgl.errors import ModelFileError
-from fgl.io.model_files import MAX_LABELS, load_model
+from fgl.io.model_files import load_model
 from fgl.learn.checkpoint import load_checkpoint
 
 ZEROS = 100 << 20     # bytes of zeros a crafted member holds (about 100 KB deflated)
@@ -130,7 +130,7 @@ def test_a_broken_header_does_not_open_large_members(capsys, made, tmp_path, mem
     a member that claims 100 MB: refused for the header, the member never
     decompressed (the digest is a few bytes whatever the header says)."""
     model, _, _, test = made
-    edited = with_header(model, tmp_path / "edited.fglm", lambda h: h.pop("vocabs"))
+    edited = with_stored(model, tmp_path / "edited.fglm", lambda h: h.pop("vocabs"))
     items = members(edited)
     del items[f"{member}.npy"]
     bad = write_zip(tmp_path / "broken.fglm", items,
@@ -213,19 +213,21 @@ def _layers(h, value):
     h["templates"][0]["layers"] = value
 
 
+def _repeat_key(h):
+    keys = h["vocabs"][0]["keys"]
+    keys[1] = keys[0]
+
+
+# edits of the plain header (labels, patterns, keys as lists; laid out again)
 HEADER_BOMBS = {
     "5,000-digit integer": (lambda h: h["meta"].update(iterations=12345),
                             lambda t: t.replace("12345", "9" * 5000),
                             "the header holds a 5000-digit integer"),
-    "label a list": (lambda h: h["layers"][0]["labels"].__setitem__(0, [1, 2]), None,
-                     "layer 'label' has a label that is not a string"),
     "label repeated": (lambda h: h["layers"][0]["labels"].__setitem__(1, h["layers"][0]
                                                                       ["labels"][0]), None,
                        "layer 'label' names a label twice"),
-    "too many labels": (lambda h: h["layers"][0].update(
-        labels=[f"X{i}" for i in range(MAX_LABELS + 1)]), None,
-        f"layer 'label' has {MAX_LABELS + 1} labels (a model has 1 to {MAX_LABELS:,} per "
-        "layer)"),
+    "label too long": (lambda h: h["layers"][0]["labels"].__setitem__(0, "é" * 10_000), None,
+                       "a label of 20000 bytes (a label has at most 4096)"),
     "layers out of range": (lambda h: _layers(h, [5]), None,
                             "template 'emission' reads layer 5, and the header has 1"),
     "layers a bomb": (lambda h: _layers(h, [0] * 5000), None,
@@ -233,14 +235,44 @@ HEADER_BOMBS = {
     "layers beyond the spec": (lambda h: _layers(h, [0] * 2), None,
                                "template 'emission' joins 2 labels in the header and 1 in its "
                                "embedded spec"),
-    "pattern of 5,000": (lambda h: h["patterns"].append([0] * 5000), None,
-                         "a label pattern of 5000 labels, where 1 to 2 fit"),
+    "pattern of 3": (lambda h: h["patterns"].append([0] * 3), None,
+                     "a label pattern of 3 labels, where 1 to 2 fit"),
     "pattern label out of range": (lambda h: h["templates"][1]["patterns"].append([0, 99]),
                                    None, "template 'transition': a label pattern holds 99, "
                                          "not a label number 0..4"),
-    "vocabulary rows not numbers": (lambda h: h["vocabs"][0]["rows"].__setitem__(0, "x"), None,
-                                    "a vocabulary is not as many attribute names"),
+    "vocabulary key repeated": (_repeat_key, None,
+                                "the vocabulary of template 'emission' names a key twice"),
 }
+
+# edits of the stored header's counts (the arrays left as they are)
+COUNT_BOMBS = {
+    "label count a list": (lambda h: h["layers"][0].update(labels=[1, 2]),
+                           "layer 'label''s label count is not a whole number from 1"),
+    "no labels": (lambda h: h["layers"][0].update(labels=0),
+                  "layer 'label''s label count is not a whole number from 1"),
+    "a quadrillion labels": (lambda h: h["layers"][0].update(labels=10**15),
+                             "member label_ptr.npy holds 6 values, where its header's counts "
+                             "give 1000000000000001 (its layers' labels, plus 1)"),
+    "a quintillion keys": (lambda h: h["vocabs"].__setitem__(0, 10**18),
+                           "member key_ptr.npy holds 16 values, where its header's counts give "
+                           "1000000000000000002 (its vocabularies' keys, plus 1)"),
+    "keys negative": (lambda h: h["vocabs"].__setitem__(0, -1),
+                      "a vocabulary's size is not a whole number from 0"),
+    "a lexicon without its file": (lambda h: h["lexicons"].append([1, 2]),
+                                   "a lexicon is not a [file, words] pair of its own file"),
+    "patterns a string": (lambda h: h.update(patterns="7"),
+                          "the header's pattern count is not a whole number from 0"),
+}
+
+
+@pytest.mark.parametrize("bomb", list(COUNT_BOMBS))
+def test_header_counts_are_bounded_before_any_work(capsys, made, tmp_path, bomb):
+    model, _, _, test = made
+    edit, words = COUNT_BOMBS[bomb]
+    bad = with_stored(model, tmp_path / "bomb.fglm", edit)
+    peak = peak_while(lambda: pytest.raises(ModelFileError, load_model, bad))
+    assert peak < 8 << 20, peak
+    refused_everywhere(capsys, bad, test, f"corrupt model file: {words}")
 
 
 @pytest.mark.parametrize("bomb", list(HEADER_BOMBS))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 import struct
 import zipfile
 from pathlib import Path
@@ -14,12 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.cli import run, write_data
+from support.model_files import plain, with_header, with_stored, write
 from support.paths import HMM, REPO, STDLIB
 from support.sentences import segment_data
 
 from fgl.api import CRF
 from fgl.errors import ModelFileError
-from fgl.io.model_files import _digest, load_model
+from fgl.io.model_files import load_model
+from fgl.io.model_layout import pack
 from fgl.lang.parser import read_spec
 
 SPEC = REPO / "stdlib" / "linear_chain_obs_transitions.fgl"
@@ -128,13 +131,13 @@ def test_a_lexicon_is_never_read_from_a_path_the_file_names(tmp_path):
                     'template state: y[t] ~ lexicon(word[t], "lex.txt")\n', encoding="utf-8")
     model = tmp_path / "lex.fglm"
     CRF(spec, max_iter=3).fit([[["a"], ["c"]]], [["A", "B"]]).save(model)
-    arrays = _arrays(model)
-    header = json.loads(arrays["header"].tobytes().decode("utf-8"))
-    header["lexicons"] = {}
-    header["spec_file"] = str(tmp_path / "lex.fgl")     # where lex.txt does exist
-    arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+
+    def edit(header: dict) -> None:
+        header["lexicons"] = {}
+        header["spec_file"] = str(tmp_path / "lex.fgl")     # where lex.txt does exist
+
     with pytest.raises(ModelFileError, match="reads lexicon 'lex.txt', which the file does not"):
-        load_model(_redigested(arrays, model))
+        load_model(with_header(model, model, edit))
 
 
 def test_declared_sizes_and_counts_are_checked_before_reading(trained, tmp_path, monkeypatch):
@@ -150,15 +153,6 @@ def test_declared_sizes_and_counts_are_checked_before_reading(trained, tmp_path,
         load_model(model)
 
 
-def _redigested(arrays: dict[str, np.ndarray], path: Path) -> Path:
-    """``arrays`` written as a model file whose digest matches them (as an
-    edited file's author would make it)."""
-    raw = arrays["header"].tobytes()
-    arrays["digest"] = np.frombuffer(_digest(raw, arrays).encode("ascii"), dtype=np.uint8)
-    path.write_bytes(_npz(arrays))
-    return path
-
-
 @pytest.mark.parametrize("edit, message", [
     ("row_ptr_end", "row_ptr must rise from 0 to the number of features"),
     ("negative_row", "a vocabulary row lies outside"),
@@ -167,25 +161,24 @@ def _redigested(arrays: dict[str, np.ndarray], path: Path) -> Path:
 def test_edited_arrays_are_refused(trained, tmp_path, edit, message):
     arrays = _arrays(trained[1])
     if edit == "row_ptr_end":
-        arrays["row_ptr"] = arrays["row_ptr"].copy()
         arrays["row_ptr"][-1] = 10**9
     elif edit == "negative_row":
-        header = json.loads(arrays["header"].tobytes().decode("utf-8"))
-        header["vocabs"][0]["rows"][0] = -5
-        arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+        arrays["key_rows"][0] = -5
     else:
-        arrays["weights"] = arrays["weights"].copy()
         arrays["weights"][0] = np.nan
     with pytest.raises(ModelFileError, match=message):
-        load_model(_redigested(arrays, tmp_path / f"{edit}.fglm"))
+        load_model(write(arrays, tmp_path / f"{edit}.fglm"))
 
 
 def test_a_deeply_nested_header_is_refused(trained, tmp_path):
     arrays = _arrays(trained[1])
-    arrays["header"] = np.frombuffer(("[" * 200_000 + "]" * 200_000).encode("ascii"),
-                                     dtype=np.uint8)
+    raw = ("[" * 200_000 + "]" * 200_000).encode("ascii")
+    with pytest.raises(ModelFileError, match="the header is not a model file's: 200,000 JSON "
+                                             "objects and lists in 400,000 bytes"):
+        load_model(write(arrays, tmp_path / "deep.fglm", raw))
+    raw = ("[" * 20_000 + "]" * 20_000 + " " * 400_000).encode("ascii")   # sparse, but deep
     with pytest.raises(ModelFileError, match="the header is not a JSON object"):
-        load_model(_redigested(arrays, tmp_path / "deep.fglm"))
+        load_model(write(arrays, tmp_path / "deep.fglm", raw))
 
 
 # ---------------------------------------------------------------- corrupt and foreign files
@@ -340,16 +333,18 @@ def test_any_flipped_byte_is_refused_or_harmless(trained, tmp_path):
     assert not leaked, leaked[:10]
 
 
-def test_a_header_whose_spec_text_is_not_text_is_refused(trained, tmp_path):
-    """Found by the fuzzer: a number or list as the embedded spec text
-    reached the parser (AttributeError) instead of being refused."""
-    for value in (42, ["columns word, label"], None):
-        arrays = _arrays(trained[1])
-        header = json.loads(arrays["header"].tobytes().decode("utf-8"))
-        header["spec_text"] = value
-        arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
-        with pytest.raises(ModelFileError, match="spec's text must be a string"):
-            load_model(_redigested(arrays, tmp_path / "spec_text.fglm"))
+@pytest.mark.parametrize("spec, message", [
+    (np.arange(5, dtype=np.int64), "member spec.npy holds int64 [5] data"),
+    (np.arange(5, dtype=np.uint16), "its spec is not bytes (uint8)"),
+    (np.frombuffer(b"columns \xff", dtype=np.uint8), "its spec is not UTF-8 text"),
+], ids=["numbers", "wide", "not utf-8"])
+def test_an_embedded_spec_that_is_not_text_is_refused(trained, tmp_path, spec, message):
+    """(Found by the fuzzer in format 2: a number or list as the embedded
+    spec text reached the parser.)"""
+    bad = with_stored(trained[1], tmp_path / "spec.fglm",
+                      arrays_edit=lambda a: a.update(spec=spec))
+    with pytest.raises(ModelFileError, match=re.escape(message)):
+        load_model(bad)
 
 
 def _relational_model(tmp_path: Path) -> tuple[Path, Path]:
@@ -373,21 +368,19 @@ def _swap_templates(h: dict) -> None:
 @pytest.mark.parametrize("edit, message", [
     (lambda h, a: a["feat_pattern"].__setitem__(0, 1_000_000),
      "a feature's label pattern lies outside its template's"),
-    (lambda h, a: h.update(lexicons=[]), "the header's lexicons is not a JSON object"),
-    (lambda h, a: h["templates"][0]["patterns"][0].__setitem__(0, float("inf")),
-     "template 'node': a label pattern holds inf, not a label number 0..2"),
+    (lambda h, a: h["templates"][0]["patterns"][0].__setitem__(0, 99),
+     "template 'node': a label pattern holds 99, not a label number 0..2"),
     (lambda h, a: h["vocabs"].pop(1), "templates and vocabularies do not match"),
     (lambda h, a: _swap_templates(h), "do not match the templates of its embedded spec"),
-], ids=["pattern out of range", "lexicons a list", "infinite pattern", "vocabulary dropped",
+], ids=["pattern out of range", "pattern label out of range", "vocabulary dropped",
         "spec templates swapped"])
 def test_a_model_whose_parts_disagree_is_refused_before_tagging(tmp_path, edit, message):
     """Edits that keep the digest right but make the header, the embedded
     spec and the arrays disagree (found by tests/jobs/test_fuzz.py: some read
     out of bounds while tagging)."""
     model, data = _relational_model(tmp_path)
-    arrays = _arrays(model)
-    header = json.loads(arrays["header"].tobytes().decode("utf-8"))
+    header, arrays = plain(model)
     edit(header, arrays)
-    arrays["header"] = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+    raw, laid_out = pack(header)
     with pytest.raises(ModelFileError, match=message):
-        CRF.load(_redigested(arrays, tmp_path / "edited.fglm")).tag_file(data)
+        CRF.load(write({**arrays, **laid_out}, tmp_path / "edited.fglm", raw)).tag_file(data)

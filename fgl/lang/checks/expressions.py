@@ -4,7 +4,6 @@ eq. 1.61)."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from fgl.lang.ast import SKIP_COLUMN, Call, ColumnRef, Conj, Disj, NameRef
 from fgl.lang.builtins import BUILTINS, expr_text
@@ -20,6 +19,7 @@ from fgl.lang.items import (
     range_ref,
     range_width,
 )
+from fgl.lang.lexicons import LexiconRefused, lexicon_file
 from fgl.lang.regexes import check_regex
 
 _GIVES = {"text": "text", "number": "numbers", "test": "a yes/no test"}
@@ -286,9 +286,10 @@ class ExpressionChecks(IndexChecks):
                 if why is not None:
                     self.error(loc, f"bad regular expression {show(p)}: {why}")
             elif e.func == "lexicon" and self.base_dir is not None:
-                path = Path(p) if Path(p).is_absolute() else self.base_dir / p
-                if not path.is_file():
-                    self.error(loc, f"lexicon file {show(p)} not found (looked for {path})")
+                try:
+                    path = lexicon_file(p, self.base_dir)
+                except LexiconRefused as x:
+                    self.error(loc, str(x))
                 else:   # read as training will read it
                     from fgl.data.inputs import InputError, read_capped
 
