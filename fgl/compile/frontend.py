@@ -208,11 +208,16 @@ def vocab_json(vocabs: list[Vocabulary]) -> list[dict]:
     return out
 
 
-def vocab_from_json(items: list[dict]) -> list[Vocabulary]:
+def vocab_from_json(items: list) -> list[Vocabulary]:
+    """``vocab_json``'s inverse; a ``Vocabulary`` among ``items`` (a model
+    file's, built from its arrays) is taken as it is."""
     from fgl.compile.vocabulary import Vocabulary
 
     out = []
     for v in items:
+        if isinstance(v, Vocabulary):
+            out.append(v)
+            continue
         vocab = Vocabulary()
         vocab.assign(v["keys"], np.array(v["rows"], dtype=np.int64))
         out.append(vocab)

@@ -50,6 +50,12 @@ class Vocabulary(MutableMapping):
         """``self[keys[i]] = rows[i]`` for every i."""
         self._set(self._keys.ids(keys), rows)
 
+    def assign_encoded(self, data: np.ndarray, ptr: np.ndarray, rows: np.ndarray) -> None:
+        """``self[key i] = rows[i]`` for keys given as UTF-8 bytes and offsets
+        (``fgl.features.key_table.encoded``'s pair): no Python object per key."""
+        self._set(self._keys.ids_of(data, ptr, np.arange(len(rows), dtype=np.int64), True),
+                  rows)
+
     def assign_from(self, table: KeyTable, ids: np.ndarray, rows: np.ndarray) -> None:
         """``self[table.key(ids[i])] = rows[i]`` for every i, the keys
         copied as bytes."""
@@ -97,6 +103,16 @@ class Vocabulary(MutableMapping):
         ids = np.flatnonzero(rows >= 0)
         ids = ids[np.argsort(rows[ids], kind="stable")]
         return self._keys.names(ids.tolist()), rows[ids]
+
+    def id_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, rows) of the keys that have a row, as arrays (no Python
+        object per key); ``names`` gives the keys of chosen ids."""
+        ids = self._ids()
+        return ids, self._rows[ids]
+
+    def names(self, ids: np.ndarray) -> list[str]:
+        """The keys of ``ids`` (``id_rows``'s)."""
+        return self._keys.names(np.asarray(ids, dtype=np.int64).tolist())
 
     def items_with(self, part: str) -> list[tuple[str, int]]:
         """(key, row) of the keys that contain ``part``."""

@@ -35,18 +35,30 @@ from fgl import registry
 from fgl.compile.footprint import OverBudgetError
 from fgl.data.inputs import input_limit, kind
 from fgl.errors import FglError, ModelFileError
-from fgl.io.model_layout import (ARRAYS, FORMAT, STATE, STATE_ARRAYS, TEXT_CODEC, VERSION,
-                                 digest, pack, strings)
-from fgl.io.model_members import (MAX_NPY_HEADER, Corrupt, array_header, declared_version,
-                                  directory_size, read_member)
+from fgl.io.model_layout import (
+    ARRAYS,
+    FORMAT,
+    STATE,
+    STATE_ARRAYS,
+    TEXT_CODEC,
+    VERSION,
+    digest,
+    pack,
+    strings,
+)
+from fgl.io.model_members import (
+    MAX_NPY_HEADER,
+    Corrupt,
+    array_header,
+    declared_version,
+    directory_size,
+    read_member,
+)
 from fgl.io.safe_files import atomic_output, check_output
 from fgl.io.sources import check_model_file
 from fgl.lang.ast import Call
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
-
-_ARRAYS = ARRAYS        # (the digest's order; tests craft files with it)
-_digest = digest
 
 
 def save_model(path: str | Path, model, weights: np.ndarray, meta: dict | None = None,

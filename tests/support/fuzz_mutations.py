@@ -20,7 +20,7 @@ import numpy as np
 from hypothesis import note
 from hypothesis import strategies as st
 
-from fgl.io.model_files import _ARRAYS, _digest
+from fgl.io.model_layout import ARRAYS, digest
 from fgl.lang.settings import SETTINGS, SettingDef
 from support.paths import STDLIB
 
@@ -381,10 +381,12 @@ def mutate_model(raw: bytes, data: st.DataObject) -> bytes:
     if kind == "header":
         header = _edit_json(header, data)
     elif kind == "spec":
-        header["spec_text"] = mutate_spec(header["spec_text"], data, most=2)
-        note(f"embedded spec:\n{header['spec_text']}")
+        text = mutate_spec(arrays["spec"].tobytes().decode("utf-8"), data, most=2)
+        note(f"embedded spec:\n{text}")
+        arrays["spec"] = np.frombuffer(text.encode("utf-8", errors="surrogatepass"),
+                                       dtype=np.uint8)
     elif kind == "array":
-        name = data.draw(st.sampled_from(list(_ARRAYS)))
+        name = data.draw(st.sampled_from(list(ARRAYS)))
         note(f"edited array: {name}")
         arrays[name] = _edit_array(arrays[name], data)
     elif kind == "member":
@@ -395,12 +397,12 @@ def mutate_model(raw: bytes, data: st.DataObject) -> bytes:
             arrays[f"extra{k}"] = arrays[name]
     head = _dumps(header).encode("utf-8", errors="surrogatepass")
     arrays["header"] = np.frombuffer(head, dtype=np.uint8)
-    if kind != "stale" and all(n in arrays for n in _ARRAYS):
+    if kind != "stale" and all(n in arrays for n in ARRAYS):
         try:
-            digest = _digest(head, arrays)
+            stored = digest(head, arrays)
         except (TypeError, ValueError):
-            digest = "0" * 64
-        arrays["digest"] = np.frombuffer(digest.encode("ascii"), dtype=np.uint8)
+            stored = "0" * 64
+        arrays["digest"] = np.frombuffer(stored.encode("ascii"), dtype=np.uint8)
     elif kind == "stale":
         arrays["weights"] = arrays["weights"] + 1.0
     return _save(arrays)
