@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from fgl.cli.options import memory_arg
 from fgl.errors import FglError
 
 
@@ -16,6 +17,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top", type=int, default=10, help="weights shown per template (default 10)")
     p.add_argument("--template", metavar="NAME", help="only this template")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    memory_arg(p)
 
 
 def run(a: argparse.Namespace) -> None:
@@ -31,5 +33,8 @@ def run(a: argparse.Namespace) -> None:
     if a.template is not None and a.template not in names:
         raise FglError(f"{a.model}: no template '{a.template}'; the model has "
                        f"{', '.join(names)}")
-    info = crf.inspect(a.top, a.template)
+    try:
+        info = crf.inspect(a.top, a.template)
+    except FglError as e:   # (over the memory budget)
+        raise FglError(f"{a.model}: {e}") from None
     print(json.dumps(info, indent=1, ensure_ascii=False) if a.json else format_inspection(info))

@@ -68,36 +68,120 @@ def transition_features(model, w: np.ndarray) -> dict[tuple[str, str], float]:
     return out
 
 
+# bytes per feature of the template inspected at once: its feature numbers, their keys'
+# positions, weights and the selection's scratch
+BYTES_PER_FEATURE = 48
+
+
+def _template_features(model, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Template ``t``'s features as arrays: their numbers in the feature
+    table, the position of each one's key in ``ids`` (the vocabulary's keys
+    that have a row), and ``ids`` — no Python object per feature."""
+    row_ptr = model.arrays()["row_ptr"]
+    ids, rows = model.vocabs[t].id_rows()
+    counts = row_ptr[rows + 1] - row_ptr[rows]
+    owner = np.repeat(np.arange(len(rows), dtype=np.int64), counts)
+    first = np.cumsum(counts) - counts
+    numbers = np.arange(len(owner), dtype=np.int64) - first[owner] + row_ptr[rows][owner]
+    return numbers, owner, ids
+
+
+def _top(values: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` largest ``values``, largest first (ties by
+    position), found without sorting them all."""
+    if k <= 0 or not len(values):
+        return np.zeros(0, dtype=np.int64)
+    if k < len(values):
+        cut = np.partition(values, len(values) - k)[len(values) - k]
+        above = np.flatnonzero(values > cut)
+        at = np.concatenate([above, np.flatnonzero(values == cut)[:k - len(above)]])
+    else:
+        at = np.arange(len(values))
+    return at[np.lexsort((at, -values[at]))]
+
+
+def inspect_memory(model, template: str | None = None) -> tuple[int, str, int]:
+    """(bytes, template, features): what inspecting ``model`` (only
+    ``template``, if given) takes at most beyond the model — the template
+    with the most features, inspected at once."""
+    row_ptr = model.arrays()["row_ptr"]
+    most, name = 0, ""
+    for plan, vocab in zip(model.templates, model.vocabs):
+        if template is None or plan.name == template:
+            rows = vocab.id_rows()[1]
+            n = int((row_ptr[rows + 1] - row_ptr[rows]).sum())
+            if n >= most:
+                most, name = n, plan.name
+    return BYTES_PER_FEATURE * most, name, most
+
+
+def _check_memory(model, template: str | None) -> None:
+    """An FglError when inspecting takes more than the memory budget."""
+    from fgl.compile.budget import budget_source, memory_budget
+    from fgl.errors import FglError
+    from fgl.sizes import format_size
+
+    need, name, n = inspect_memory(model, template)
+    if need > memory_budget():
+        raise FglError(f"inspecting template '{name}' ({n:,} features) would take about "
+                       f"{format_size(need)}, more than the {format_size(memory_budget())} "
+                       f"memory budget ({budget_source()}); inspect another template with "
+                       "--template NAME")
+
+
+def _matrix(model, plan, t: int, numbers: np.ndarray, w: np.ndarray) -> dict | None:
+    """A two-label template without observations as its label matrix (None
+    when it is not one, or wider than MAX_MATRIX cells)."""
+    if plan.has_observations or len(plan.layers) != 2 or len(numbers) > MAX_MATRIX \
+            or math.prod(len(model.layers[k].labels) for k in plan.layers) > MAX_MATRIX:
+        return None
+    feat_pattern = model.arrays()["feat_pattern"]
+    labels = [model.pattern_labels(t, int(feat_pattern[k])) for k in numbers.tolist()]
+    if not all(len(y) == 2 for y in labels):
+        return None
+    rows = model.layers[plan.layers[0]].labels
+    cols = model.layers[plan.layers[1]].labels
+    matrix = dict(zip(labels, w[numbers].tolist()))
+    first, second = (model.layers[k].name for k in plan.layers)
+    reading = ("from (rows) → to (columns)" if first == second
+               else f"{first} (rows), {second} (columns)")
+    return {"rows": rows, "columns": cols, "reading": reading,
+            "weights": [[matrix.get((a, b)) for b in cols] for a in rows]}
+
+
 def inspection(model, w: np.ndarray, meta: dict | None = None, top: int = 10,
                template: str | None = None, name: Names = None) -> dict:
     """What ``fgl inspect`` shows, as plain data: per template its sizes
     and strongest weights (a matrix for a two-label template without
     observations), and the training metadata the model file keeps;
-    attributes shown by ``name`` (as in ``weights``)."""
-    all_weights = weights(model, w, name)
+    attributes shown by ``name`` (as in ``weights``).  One template's
+    features are handled at a time, as arrays (``BYTES_PER_FEATURE`` each):
+    an FglError when the largest would take more than the memory budget."""
+    _check_memory(model, template)
+    feat_pattern = model.arrays()["feat_pattern"]
     templates = []
-    for plan in model.templates:
+    for t, plan in enumerate(model.templates):
         if template is not None and plan.name != template:
             continue
-        mine = [x for x in all_weights if x.template == plan.name]
-        entry = {"name": plan.name, "features": len(mine),
-                 "non_zero": sum(x.weight != 0.0 for x in mine),
-                 "attributes": len({x.attribute for x in mine}), "sigma": plan.sigma}
-        if not plan.has_observations and len(plan.layers) == 2 \
-                and all(len(x.labels) == 2 for x in mine) \
-                and math.prod(len(model.layers[k].labels) for k in plan.layers) <= MAX_MATRIX:
-            rows = model.layers[plan.layers[0]].labels
-            cols = model.layers[plan.layers[1]].labels
-            matrix = {(x.labels[0], x.labels[1]): x.weight for x in mine}
-            first, second = (model.layers[k].name for k in plan.layers)
-            reading = ("from (rows) → to (columns)" if first == second
-                       else f"{first} (rows), {second} (columns)")
-            entry["matrix"] = {"rows": rows, "columns": cols, "reading": reading,
-                               "weights": [[matrix.get((a, b)) for b in cols] for a in rows]}
+        numbers, owner, ids = _template_features(model, t)
+        weights_t = w[numbers]
+        entry = {"name": plan.name, "features": len(numbers),
+                 "non_zero": int(np.count_nonzero(weights_t)),
+                 "attributes": int(np.count_nonzero(np.diff(owner))) + (len(owner) > 0),
+                 "sigma": plan.sigma}
+        matrix = _matrix(model, plan, t, numbers, w)
+        if matrix is not None:
+            entry["matrix"] = matrix
         else:
-            ranked = sorted(mine, key=lambda x: -x.weight)
-            entry["strongest"] = [asdict(x) for x in ranked[:top]]
-            entry["weakest"] = [asdict(x) for x in ranked[::-1][:top] if x.weight < 0]
+            negative = np.flatnonzero(weights_t < 0)
+            chosen = {"strongest": _top(weights_t, top),
+                      "weakest": negative[_top(-weights_t[negative], top)]}
+            for key, at in chosen.items():
+                keys = model.vocabs[t].names(ids[owner[at]])
+                entry[key] = [asdict(Weight(
+                    plan.name, k if name is None or k == "bias" else name(k),
+                    model.pattern_labels(t, int(feat_pattern[numbers[i]])), float(weights_t[i])))
+                    for k, i in zip(keys, at.tolist())]
         templates.append(entry)
     return {"engine": model.engine,
             "layers": {layer.name: layer.labels for layer in model.layers},

@@ -71,3 +71,62 @@ def test_cli_inspect_text_json_and_errors(capsys, tmp_path):
     assert np.isfinite(info["templates"][0]["strongest"][0]["weight"])
     code, _, err = run(capsys, "inspect", model, "--template", "emision")
     assert code == 2 and "no template 'emision'" in err and "emission" in err
+
+
+def test_inspection_agrees_with_the_full_listing():
+    """The arrays ``inspection`` works on give the sizes and the strongest
+    and most negative weights the per-feature listing gives."""
+    for spec in (str(HMM), CHAIN_FORMAT.format(extra=SKIP_EQUAL_WORDS, infer="infer trp")):
+        crf = _fitted(spec)
+        listed = weights(crf.model, crf.weights)
+        for t in crf.inspect(top=4)["templates"]:
+            mine = [x for x in listed if x.template == t["name"]]
+            assert t["features"] == len(mine)
+            assert t["non_zero"] == sum(x.weight != 0 for x in mine)
+            assert t["attributes"] == len({x.attribute for x in mine})
+            if "matrix" in t:
+                continue
+            ranked = sorted(x.weight for x in mine)
+            assert [x["weight"] for x in t["strongest"]] == ranked[::-1][:4]
+            assert [x["weight"] for x in t["weakest"]] == [v for v in ranked if v < 0][:4]
+            every = {(x.attribute, x.labels): x.weight for x in mine}
+            for x in t["strongest"] + t["weakest"]:
+                assert every[(x["attribute"], tuple(x["labels"]))] == x["weight"]
+
+
+def test_inspect_takes_no_python_object_per_feature():
+    """Inspecting 100,000 features holds arrays (48 bytes a feature), not a
+    listing of them (some 300 bytes a feature)."""
+    import tracemalloc
+
+    words = [[[f"w{i}_{j}"] for j in range(10)] for i in range(2000)]
+    labels = [["A", "B", "C", "D", "E"] * 2 for _ in range(2000)]
+    spec = "columns word, label\noutput label\n" \
+           "template emission: y[t] ~ word[t] (support = all)\n"
+    crf = CRF(spec, max_iter=1, jobs=1).fit(words, labels)
+    assert len(crf.weights) == 100_000
+    crf.inspect(top=5)       # (compiled once)
+    tracemalloc.start()
+    try:
+        info = crf.inspect(top=5)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert info["templates"][0]["features"] == 100_000
+    assert peak < 60 * 100_000, peak   # (a listing of them: 24 MB)
+
+
+def test_inspect_over_the_memory_budget_is_refused_with_the_estimate(capsys, tmp_path,
+                                                                       monkeypatch):
+    from fgl.io import inspect
+
+    model, _, _ = train_model(capsys, tmp_path, HMM, "--max-iter", "3")
+    monkeypatch.setattr(inspect, "BYTES_PER_FEATURE", 1 << 30)    # as if each took 1 GB
+    code, out, err = run(capsys, "inspect", model, "--max-memory", "500M")
+    assert code == 2 and out == "", err
+    assert err.startswith(f"fgl: {model}: inspecting template 'emission' (") and \
+        "features) would take about" in err and "more than the 500 MB memory budget (as " \
+        "set by --max-memory); inspect another template with --template NAME" in err, err
+    assert "Traceback" not in err and err.count("\n") == 1
+    code, out, err = run(capsys, "inspect", model, "--max-memory", "1T")
+    assert code == 0 and "template emission:" in out, err
