@@ -356,7 +356,11 @@ class CRF:
                   f"{model.program.n_features} features, {data.n_sequences} instances"
                   + (f", {free} unlabelled nodes (marginalised)" if free else ""),
                   file=sys.stderr)
+        compiled = time.perf_counter() - t0
         self.model, self.weights, self.training_log = run.fit(model, data)
+        self.training_log.compile_seconds = compiled
+        if self.verbose and self.training_log.evaluations:
+            print(self.training_log.time_account(), file=sys.stderr)
         return self
 
     def training_run(self, resume: str | Path | None = None, dev: Any = None,

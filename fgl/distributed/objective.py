@@ -28,6 +28,7 @@ import numpy as np
 from fgl.distributed.compile import EncodedShards
 from fgl.distributed.recipe import ModelRecipe
 from fgl.distributed.reduce import tree_reduce
+from fgl.engines.graph.factor_graph_program import ERROR_PER_VARIABLE
 from fgl.engines.program import InferenceStats
 from fgl.errors import FglError
 from fgl.learn.objective import Objective, add_prior, inverse_variance, same_evaluation
@@ -82,7 +83,7 @@ def _merge_stats(a: InferenceStats | None, b: InferenceStats | None) -> Inferenc
         return a or b
     return InferenceStats(a.instances + b.instances, a.not_converged + b.not_converged,
                           max(a.max_iterations, b.max_iterations),
-                          max(a.max_residual, b.max_residual))
+                          max(a.max_residual, b.max_residual), a.sweeps + b.sweeps)
 
 
 def refine_shard(objective: Objective, bp: dict | None, decrease: float, value: float,
@@ -224,6 +225,14 @@ class DistributedObjective:
 
     def resume_slack(self, f: float) -> float:
         return same_evaluation(f)   # (the workers start BP cold)
+
+    def precision(self, f: float) -> float:
+        """BP's error on each side, over every shard's variables
+        (``WarmStart.error``); 0 before the first refine counts them."""
+        if self.bp is None or not self.variables:
+            return 0.0
+        return sum(side["tol"] * max(abs(f), ERROR_PER_VARIABLE * self.variables)
+                   for side in self.bp.values())
 
     def release(self) -> None:
         """Let the workers free the shards."""

@@ -26,6 +26,7 @@ class InferenceStats:
     not_converged: int = 0
     max_iterations: int = 0
     max_residual: float = 0.0
+    sweeps: int = 0   # iterations (passes, sweeps) summed over the instances
     # per instance, in data order (``each``: decoding and marginals; training
     # keeps the summary only); 0 iterations: solved exactly (junction tree)
     iterations: list[int] | None = None
@@ -38,7 +39,8 @@ class InferenceStats:
         ``iterations`` and ``residual``."""
         return cls(len(results), sum(not r.converged for r in results),
                    max((r.iterations for r in results), default=0),
-                   max((r.residual for r in results), default=0.0))
+                   max((r.residual for r in results), default=0.0),
+                   sum(r.iterations for r in results))
 
     @classmethod
     def each(cls, results: list) -> "InferenceStats":

@@ -89,7 +89,8 @@ def _plain(words: list[str] | tuple[str, ...]) -> list[list[str]]:
     return [[w, "O"] for w in words]
 
 
-def _announcement(rng: np.random.Generator, pool: list[str]) -> list[tuple[str, list]]:
+def _announcement(rng: np.random.Generator, pool: list[str], repeats: tuple[int, int],
+                  sections: int) -> list[tuple[str, list]]:
     """One announcement as (part, rows) lines."""
     title_n = int(rng.choice(TITLE_LENGTHS))
     place_n = int(rng.choice(PLACE_LENGTHS))
@@ -103,6 +104,24 @@ def _announcement(rng: np.random.Generator, pool: list[str]) -> list[tuple[str, 
               + _plain([_ORG_CUES[rng.integers(len(_ORG_CUES))]]) + _field([org], "ORG")
               + _plain(["."]))
 
+    lines = [("header", header), *_body(rng, title, place)]
+    for _ in range(sections - 1):   # (more sections: fresh title and place words)
+        used = set(picked)
+        fresh = [w for w in (pool[i] for i in rng.permutation(len(pool))[:4 * len(picked)])
+                 if w not in used][:title_n + place_n]
+        lines += _body(rng, fresh[:title_n], fresh[title_n:])
+    count = int(rng.integers(repeats[0], repeats[1] + 1))
+    for k in rng.choice(len(_REPEAT_CONTEXTS), size=count,
+                        replace=count > len(_REPEAT_CONTEXTS)):
+        before, after = _REPEAT_CONTEXTS[k]
+        name = _field([last], "PER") if rng.random() < 0.5 else _field([org], "ORG")
+        lines.append(("repeat", _plain(before) + name + _plain(after)))
+    return lines
+
+
+def _body(rng: np.random.Generator, title: list[str], place: list[str]
+          ) -> list[tuple[str, list]]:
+    """An ``order`` line and a ``length`` line (title and place in either order)."""
     values = (rng.integers(1, 29), rng.integers(1, 13), rng.integers(1, 13),
               5 * rng.integers(0, 12))
     order = _plain(["When", ":"])
@@ -113,21 +132,16 @@ def _announcement(rng: np.random.Generator, pool: list[str]) -> list[tuple[str, 
     if rng.random() < 0.5:
         fields.reverse()
     length = _plain(["About", ":"]) + fields[0] + _plain([";"]) + fields[1] + _plain(["."])
-
-    lines = [("header", header), ("order", order), ("length", length)]
-    for k in rng.choice(len(_REPEAT_CONTEXTS), size=int(rng.integers(2, 4)), replace=False):
-        before, after = _REPEAT_CONTEXTS[k]
-        name = _field([last], "PER") if rng.random() < 0.5 else _field([org], "ORG")
-        lines.append(("repeat", _plain(before) + name + _plain(after)))
-    return lines
+    return [("order", order), ("length", length)]
 
 
-def _documents(rng: np.random.Generator, pool: list[str], count: int) -> Announcements:
+def _documents(rng: np.random.Generator, pool: list[str], count: int,
+               repeats: tuple[int, int], sections: int) -> Announcements:
     sentences, parts = [], []
     line = 1
     for doc in range(count):
         line += 2   # the -DOCSTART- line and its blank line
-        for part, rows in _announcement(rng, pool):
+        for part, rows in _announcement(rng, pool, repeats, sections):
             sentences.append(Sentence(rows, list(range(line, line + len(rows))), doc,
                                       GENERATED))
             parts.append(part)
@@ -136,22 +150,32 @@ def _documents(rng: np.random.Generator, pool: list[str], count: int) -> Announc
 
 
 def announcements(n_train: int = 200, n_test: int = 200, pool_size: int = 5000,
-                  seed: int = 0) -> tuple[Announcements, Announcements]:
+                  seed: int = 0, repeats: tuple[int, int] = (2, 3), sections: int = 1
+                  ) -> tuple[Announcements, Announcements]:
     """Train and test announcements (see the module docstring).
 
     The word pool (``pool_size`` made-up words) is drawn first, then the
     training announcements, then the test ones, all from
     ``default_rng(seed)``. Line numbers are those of the file
     :func:`write_announcement_files` writes (``-DOCSTART-`` before each).
+    Each announcement has between ``repeats[0]`` and ``repeats[1]``
+    ``repeat`` lines and ``sections`` pairs of ``order`` and ``length``
+    lines (e.g. ``repeats=(5, 20), sections=8``: documents of about 270
+    tokens whose names come back 5 to 20 times, like the seminar
+    announcements of Sutton & McCallum §1.5.3).
     """
     if n_train < 0 or n_test < 0:
         raise ValueError(f"need n_train and n_test >= 0, found {n_train} and {n_test}")
+    if not 0 <= repeats[0] <= repeats[1] or sections < 1:
+        raise ValueError(f"need 0 <= repeats[0] <= repeats[1] and sections >= 1, found "
+                         f"{repeats} and {sections}")
     need = 3 + max(TITLE_LENGTHS) + max(PLACE_LENGTHS)
     if pool_size < need:
         raise ValueError(f"pool_size must be at least {need}, found {pool_size}")
     rng = np.random.default_rng(seed)
     pool = made_up_words(rng, pool_size)
-    return _documents(rng, pool, n_train), _documents(rng, pool, n_test)
+    return (_documents(rng, pool, n_train, repeats, sections),
+            _documents(rng, pool, n_test, repeats, sections))
 
 
 def write_announcement_files(directory: str | Path, **kwargs) -> tuple[Path, Path]:

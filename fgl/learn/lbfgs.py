@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -336,11 +336,13 @@ class _LineSearch:
         self.evaluations += 1
         return f, g, float(g @ d)
 
-    def search(self, x, f0, d, dphi0, step, trial):
+    def search(self, x, f0, d, dphi0, step, trial, slack=0.0):
         """(f, g) at an accepted step, or None when ``max_evals`` run out
-        without any step of sufficient decrease."""
+        without any step of sufficient decrease.  ``slack``: twice the
+        objective's error, which the sufficient-decrease test allows (the
+        relaxed Armijo condition of Shi, Xie, Byrd & Nocedal 2022 §2)."""
         self.evaluations = 0
-        self.f0, self.dphi0 = f0, dphi0
+        self.f0, self.dphi0, self.slack = f0, dphi0, slack
         lo = (0.0, f0, dphi0)  # (step, f, dphi): best sufficient decrease so far
         while self.evaluations < self.max_evals:
             g = None   # (the last trial's gradient is freed before the next evaluation)
@@ -349,7 +351,7 @@ class _LineSearch:
                 step = 0.5 * (lo[0] + step)  # stepped out of the domain: come back
                 continue
             point = (step, f, dphi)
-            if f > f0 + self.c1 * step * dphi0 or (lo[0] > 0.0 and f >= lo[1]):
+            if f > f0 + self.c1 * step * dphi0 + slack or (lo[0] > 0.0 and f >= lo[1]):
                 g = None   # (not held while zooming)
                 return self._zoom(x, d, trial, lo, point)
             if abs(dphi) <= -self.c2 * dphi0:
@@ -378,7 +380,7 @@ class _LineSearch:
                 hi = (step, math.inf, math.nan)  # forces bisection next
                 continue
             point = (step, f, dphi)
-            if f > f0 + self.c1 * step * dphi0 or f >= lo[1]:
+            if f > f0 + self.c1 * step * dphi0 + self.slack or f >= lo[1]:
                 hi = point
                 continue
             if abs(dphi) <= -self.c2 * dphi0:
@@ -423,26 +425,42 @@ class Iterate:
             on_recovery(record)
 
 
+class Stop(NamedTuple):
+    """Why a run ends where its line search failed."""
+
+    message: str
+    converged: bool = False
+
+
 def _recover(state: Iterate, fun: Function, it: int, tried: int,
              tighten: Callable[[], str | None] | None, max_recoveries: int, fresh: bool,
-             on_recovery: Callable[[dict], None] | None) -> str | None:
+             on_recovery: Callable[[dict], None] | None, error: float = 0.0) -> Stop | None:
     """After the line search of iteration ``it`` failed in ``tried``
     evaluations: recover (module docstring) — tighten the objective and
     re-evaluate the iterate if it can be tightened — or say why training
-    stops there (None: recovered; restart along steepest descent)."""
+    stops there (None: recovered; restart along steepest descent).  An
+    approximate objective at its most precise (``error``: what an
+    evaluation may be off by) is retried once along steepest descent; when
+    that fails too, no step lowers it by more than its error, which is
+    convergence to the precision the objective has."""
     failed = "the line search found no step that decreases the objective"
     if len(state.recoveries) >= max_recoveries:
-        return failed if not state.recoveries else \
-            f"{failed} at iteration {it}, the limit of recoveries reached"
+        return Stop(failed if not state.recoveries else
+                    f"{failed} at iteration {it}, the limit of recoveries reached")
     note = tighten() if tighten is not None else None
-    if note is None and tighten is not None:   # approximate, and at its most precise
-        return (f"{failed} at iteration {it}, and the objective cannot be made more precise: "
-                "stopped with the best weights")
+    if note is None and tighten is not None and fresh:   # approximate, at its most precise
+        if error > 0.0:
+            return Stop(f"converged to the objective's precision: along steepest descent no "
+                        f"step lowers it by more than twice its error (±{error:.2g}, "
+                        "approximate inference at its tolerance)", converged=True)
+        return Stop(f"{failed} at iteration {it}, even along steepest descent, and the "
+                    "objective cannot be made more precise: stopped with the best weights")
     if fresh and note is None:  # the same search again would fail the same way
-        return failed if not state.recoveries else (
+        return Stop(failed if not state.recoveries else (
             f"{failed} at iteration {it}, even along steepest descent, and the objective "
-            "cannot be made more precise")
-    actions = []
+            "cannot be made more precise"))
+    actions = [] if note is not None or tighten is None else \
+        ["the objective is at its most precise"]
     if note is not None:
         actions.append(f"{note}; re-evaluated the current point")
         state.f, state.g = fun(state.x)
@@ -502,7 +520,8 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
                    on_recovery: Callable[[dict], None] | None = None,
                    max_recoveries: int = 5,
                    checkpoint: Callable[[LBFGSState], None] | None = None,
-                   resume: LBFGSState | None = None, jobs: int = 1) -> LBFGSResult:
+                   resume: LBFGSState | None = None, jobs: int = 1,
+                   precision: Callable[[float], float] | None = None) -> LBFGSResult:
     """Minimise ``fun`` (f and a fresh gradient array) from ``x0`` on ``jobs`` threads.
 
     Stops after ``max_iter`` iterations, when ‖g‖ ≤ ``epsilon``·max(1, ‖x‖)
@@ -518,6 +537,11 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
     from there — ``x0`` is then ignored and ``fun`` not called at it; the
     optimiser then treats it as a state it handed over (it may set its
     ``direction``, park its gradient and drop its oldest pair).
+    ``precision(f)``: how far an evaluation near ``f`` may be from the
+    exact objective (approximate inference run to a tolerance); the line
+    search accepts a step whose objective is within twice that of
+    sufficient decrease (Shi, Xie, Byrd & Nocedal 2022 §2), so that noise
+    below the tolerance in force fails no search.
     """
     search = _LineSearch(fun, c1, c2, max_linesearch, jobs)
     converged = f"gradient norm below {epsilon:g}·max(1, |x|)"
@@ -547,14 +571,15 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
         if state is not None and state.history is history:   # (else it keeps its own g)
             state.g = None
         s.g = None
-        found = search.search(s.x, s.f, d, dphi0, step, trial)
+        error = precision(s.f) if precision is not None else 0.0
+        found = search.search(s.x, s.f, d, dphi0, step, trial, 2.0 * error)
         s.evaluations += search.evaluations
         if found is None:
             s.g = history.unpark()
             stop = _recover(s, fun, it, search.evaluations, tighten, max_recoveries, fresh,
-                            on_recovery)
+                            on_recovery, error)
             if stop is not None:
-                return s.result(it - 1, False, stop)
+                return s.result(it - 1, stop.converged, stop.message)
             if s.stationary(epsilon):
                 return s.result(it - 1, True, converged)
             history, d = History(m, jobs), np.negative(s.g)

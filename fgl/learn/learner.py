@@ -48,6 +48,11 @@ class TrainingLog:
     evaluations: int = 0
     eval_seconds: float = 0.0
     seconds: float = 0.0
+    # where the evaluations went, per kind (``EVALUATION_KINDS``): [count, seconds] each
+    spent: dict[str, list] = field(default_factory=lambda: {k: [0, 0.0]
+                                                            for k in EVALUATION_KINDS})
+    sweeps: int = 0   # BP passes summed over every instance of every evaluation
+    compile_seconds: float | None = None   # reading and compiling the data (the caller's)
     objective: float = float("nan")
     converged: bool = False
     message: str = ""
@@ -60,6 +65,22 @@ class TrainingLog:
     rounds: list[dict] = field(default_factory=list)
     induced: list[str] = field(default_factory=list)
 
+    def time_account(self) -> str:
+        """Where the run's seconds went: compiling (when known), the
+        evaluations by kind — at the iterates, trial points the line search
+        rejected, evaluations of failed searches and their re-evaluations
+        (recoveries) — BP's sweeps, and the optimiser's own arithmetic
+        (everything else: directions, checkpoints, progress)."""
+        compiled = self.compile_seconds
+        parts = [] if compiled is None else [f"compile {compiled:.1f}s"]
+        kinds = [f"{n} {EVALUATION_KINDS[k]} {t:.1f}s" for k, (n, t) in self.spent.items()
+                 if n]
+        if kinds:
+            sweeps = f"; BP {self.sweeps:,} sweeps" if self.sweeps else ""
+            parts.append(f"evaluations {self.eval_seconds:.1f}s ({', '.join(kinds)}{sweeps})")
+        parts.append(f"optimiser {max(self.seconds - self.eval_seconds, 0.0):.1f}s")
+        return "time: " + "; ".join(parts)
+
     def summary(self, trainer: str) -> dict:
         """What a model file keeps of the run (``trainer``: the spec's)."""
         return {"iterations": len(self.iterations), "objective": self.objective,
@@ -69,6 +90,10 @@ class TrainingLog:
 
 
 OPTIMISER_MEMORY = 6  # L-BFGS correction pairs (CRFsuite's default)
+# the kinds of evaluation ``TrainingLog.spent`` counts, with how the time account names them
+EVALUATION_KINDS = {"iterate": "at iterates", "rejected": "rejected line-search trials",
+                    "recovery": "in failed searches and recoveries",
+                    "resumed": "in the run resumed from"}
 
 
 class _Run:
@@ -90,12 +115,14 @@ class _Run:
         # the array the last evaluation returned, not kept alive (a rejected trial's is freed)
         self.last_gradient: Callable[[], np.ndarray | None] = lambda: None
         self.start_point: tuple | None = None  # (x0, f, g) once evaluated (a stop in iteration 1)
+        self.pending: list[float] = []   # seconds of the evaluations since the last iterate
         self.last_state = None if resume is None else resume.lbfgs  # the last finished iteration
         if resume is not None:
             self.history = list(resume.objectives)
             self.log.iterations, self.log.recoveries = list(resume.rows), list(resume.recoveries)
             self.log.evaluations = resume.lbfgs.evaluations
             self.log.eval_seconds = resume.eval_seconds
+            self.log.spent["resumed"] = [resume.lbfgs.evaluations, resume.eval_seconds]
             self.start -= resume.seconds
 
     def evaluate(self, w: np.ndarray) -> tuple[float, np.ndarray]:
@@ -103,13 +130,25 @@ class _Run:
         a fresh run is the starting point (the objective's first iterate)."""
         t0 = time.perf_counter()
         f, g = self.objective(w)
+        seconds = time.perf_counter() - t0
         self.log.evaluations += 1
-        self.log.eval_seconds += time.perf_counter() - t0
+        self.log.eval_seconds += seconds
+        stats = self.objective.stats
+        self.log.sweeps += stats.sweeps if stats is not None else 0
         self.last_gradient = weakref.ref(g)
         if self.log.evaluations == 1 and self.resume is None:
             self.start_point = (w, f, g)
             self.objective.accept()
+            self._spend("iterate", [seconds])
+        else:
+            self.pending.append(seconds)
         return f, g
+
+    def _spend(self, kind: str, seconds: list[float]) -> None:
+        """Count evaluations of ``seconds`` as ``kind`` (``EVALUATION_KINDS``)."""
+        entry = self.log.spent[kind]
+        entry[0] += len(seconds)
+        entry[1] += sum(seconds)
 
     def iteration(self, it: int, f: float, w: np.ndarray, g: np.ndarray,
                   evaluations: int) -> bool:
@@ -117,6 +156,10 @@ class _Run:
         relative-improvement rule, else ``should_stop``)."""
         if g is self.last_gradient():   # the iterate is the last evaluated point
             self.objective.accept()
+        if self.pending:   # (the last evaluation is the iterate's, the others were rejected)
+            self._spend("iterate", self.pending[-1:])
+            self._spend("rejected", self.pending[:-1])
+            self.pending = []
         refined = self.objective.refine(self.history[-1] - f, f) if self.history else None
         self.history.append(f)
         stalled = len(self.history) > self.period and \
@@ -165,6 +208,9 @@ class _Run:
                                   f"{stats.max_residual:.2g})")
         if record["reevaluated"]:  # that evaluation is the iterate's
             self.objective.accept()
+        record["seconds"] = sum(self.pending)   # (the failed search's evaluations and after)
+        self._spend("recovery", self.pending)
+        self.pending = []
         self.log.recoveries.append(record)
         self.history.clear()  # objectives before a tightening are not comparable with after
         if self.progress is not None:
@@ -172,7 +218,8 @@ class _Run:
                            "gradient_norm": record["gradient_norm"],
                            "evaluations": record["evaluations"],
                            "seconds": time.perf_counter() - self.start,
-                           "inference": stats, "recovery": record["message"]})
+                           "inference": stats, "recovery": record["message"],
+                           "spent": record["seconds"]})
 
     def stopped(self, reason: str) -> LBFGSResult:
         """A stop request heard inside an evaluation (``fgl.stopping``): the
@@ -185,6 +232,8 @@ class _Run:
 
     def finish(self, result: LBFGSResult) -> tuple[np.ndarray, TrainingLog]:
         log = self.log
+        self._spend("rejected", self.pending)   # (a search that ended the run)
+        self.pending = []
         log.seconds = time.perf_counter() - self.start
         log.objective = float(result.f)
         log.inference = self.objective.stats
@@ -257,10 +306,12 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
                       tighten=objective.tighten if objective.approximate() else None,
                       on_recovery=run.recovered, max_recoveries=max_recoveries,
                       checkpoint=run.save, resume=None if resume is None else resume.lbfgs)
+        # (the L-BFGS search allows for an approximate objective's error; OWL-QN's does not)
+        noisy = {"precision": objective.precision} if objective.approximate() else {}
         try:
             with stopping.watching(should_stop):
                 result = minimize_owlqn(run.evaluate, x0, l1, **common) if (l1 > 0).any() \
-                    else minimize_lbfgs(run.evaluate, x0, **common)
+                    else minimize_lbfgs(run.evaluate, x0, **common, **noisy)
         except stopping.Stopped as e:
             result = run.stopped(e.reason)
     return run.finish(result)

@@ -76,6 +76,11 @@ class TrainingObjective(Protocol):
         """How far an evaluation at a checkpoint's weights may be from the
         objective ``f`` saved there for a resume to go on."""
 
+    def precision(self, f: float) -> float:
+        """How far an evaluation near the objective value ``f`` may be from
+        the exact objective (0: exact but for rounding); the line search
+        allows for it (``fgl.learn.lbfgs``)."""
+
 
 def same_evaluation(f: float) -> float:
     """``resume_slack`` of an objective that is a function of the weights:
@@ -109,6 +114,9 @@ class ExactObjective:
 
     def resume_slack(self, f: float) -> float:
         return same_evaluation(f)
+
+    def precision(self, f: float) -> float:
+        return 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -232,6 +240,11 @@ class Objective:
         cold at the saved weights."""
         return same_evaluation(f) + sum(warm.error(f) for warm in (self.warm, self.warm_clamped)
                                         if warm is not None and warm.carry)
+
+    def precision(self, f: float) -> float:
+        """BP's error on each side (``WarmStart.error``): a run to tol can
+        put log Z off by about tol per variable, or tol relative to ``f``."""
+        return sum(warm.error(f) for warm in (self.warm, self.warm_clamped) if warm is not None)
 
     def accept(self) -> None:
         """The weights of the last evaluation are the optimiser's new

@@ -228,6 +228,19 @@ def test_a_failing_line_search_is_recovered_and_reported():
     n = len(log.recoveries)
     assert f"{n} line-search recover{'y' if n == 1 else 'ies'}" in log.message
 
+    # every evaluation counted once by kind, the seconds adding up to theirs, BP's sweeps
+    # summed over every instance of every evaluation (at least one each)
+    counts = {kind: k for kind, (k, _) in log.spent.items()}
+    assert sum(counts.values()) == log.evaluations
+    assert counts["iterate"] == len(log.iterations) + 1   # (and the starting point)
+    assert counts["recovery"] >= 2 * n   # (a failed search, a re-evaluation)
+    assert sum(t for _, t in log.spent.values()) == pytest.approx(log.eval_seconds, rel=1e-9)
+    assert log.sweeps >= log.evaluations * enc.n_sequences
+    account = log.time_account()
+    assert f"{counts['iterate']} at iterates" in account and f"BP {log.sweeps:,} sweeps" in \
+        account and "optimiser" in account
+    assert all(r["seconds"] > 0 for r in log.recoveries)
+
     # judged by one precise objective, the recovered run got further
     judge = Objective(_precise(model), enc, sigma, jobs=1, bp_start="cold")
     f_recovered, _ = judge(w)
@@ -310,11 +323,16 @@ def test_progress_lines_say_what_inference_ran():
 
     bp = iteration_line({"iteration": 3, "objective": 1.5, "gradient_norm": 2.0,
                          "evaluations": 4, "seconds": 0.1,
-                         "inference": InferenceStats(5, 1, 12, 3e-3)})
+                         "inference": InferenceStats(5, 1, 12, 3e-3, sweeps=40)})
     exact = iteration_line({"iteration": 4, "objective": 1.2, "gradient_norm": 1.0,
                             "evaluations": 5, "seconds": 0.2,
                             "inference": InferenceStats(5, 0, 0, 0.0)})
-    assert "BP: <= 12 iterations, residual 0.003, 1/5 not converged" in bp
+    assert "BP: <= 12 iterations (8 mean), residual 0.003, 1/5 not converged" in bp
+    recovery = iteration_line({"iteration": 6, "objective": 1.0, "gradient_norm": 1.0,
+                               "evaluations": 9, "seconds": 2.5, "spent": 1.25,
+                               "inference": None, "recovery": "BP tolerance 1e-3 -> 1e-4"})
+    assert recovery == ("  recovery at 2.5s (evals 9, 1.2s since the last iterate): BP "
+                        "tolerance 1e-3 -> 1e-4")
     assert "exact (junction tree), 5 instances" in exact and "BP" not in exact
 
 
@@ -398,3 +416,4 @@ def test_the_stopping_rule_waits_for_inference_to_be_refined():
     stops = [run.iteration(it, 1.0, g, g, it) for it in range(1, 12)]
     assert stops.index(True) == 5 and run.objective.left == 0   # 3 iterations after the last
     assert [r["iteration"] for r in run.log.iterations if "refined" in r] == [2, 3]
+

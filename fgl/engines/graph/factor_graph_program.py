@@ -134,6 +134,7 @@ class WarmStart:
     carry: bool = True
     floor: float = 0.0  # the tol refine goes down to (0: tol, nothing to refine)
     size: int = 0       # the variables of the data set
+    tightest: float = TIGHTEST_TOL   # the tol tighten goes down to
 
     def __post_init__(self) -> None:
         if not self.most_iter:
@@ -184,14 +185,18 @@ class WarmStart:
             self.latest[i] = messages if converged else None
 
     def tighten(self) -> str | None:
-        """tol / 10 and twice the passes (at most ``TIGHTEST_TOL`` and
-        ``most_iter``), and when the last runs left instances
-        unconverged, more damping (0.5, then halfway to 1, at most
+        """tol / 10 (at most to ``tightest``) with twice the passes (at most
+        ``most_iter``), and when the last runs left instances unconverged,
+        twice the passes and more damping (0.5, then halfway to 1, at most
         ``MOST_DAMPING``: damping changes the path to a fixed point, not the
-        fixed points); says what changed, None when nothing could."""
-        tol = max(self.tol / 10.0, min(self.tol, TIGHTEST_TOL))
-        max_iter = max(self.max_iter, min(2 * self.max_iter, self.most_iter))
+        fixed points); says what changed, None when nothing could.  Under
+        TRW ``tightest`` is the spec's tol: its objective is exact to the
+        tolerance, which the line search allows for (``error``), and runs
+        past it only cost sweeps."""
+        tol = max(self.tol / 10.0, min(self.tol, self.tightest))
         stalled = sum(not c for c in self.converged)
+        max_iter = self.max_iter if tol == self.tol and not stalled else \
+            max(self.max_iter, min(2 * self.max_iter, self.most_iter))
         damping = self.damping
         if stalled:
             damping = max(self.damping, min(0.5 if self.damping < 0.5 else (1.0 + self.damping) / 2,
@@ -298,9 +303,11 @@ class FactorGraphProgram:
         tol = float(s.tol)
         start = max(tol, min(float(f"{START_FACTOR * tol:.12g}"), LOOSEST_TOL)) \
             if self.method in ("trw", "auto") else tol
+        convex = self.method in ("trw", "auto")
         return WarmStart([None] * n, [None] * n, [True] * n, start, int(s.max_iter),
                          float(s.damping or 0.0), carry=carry, floor=tol,
-                         size=sum(g.n_vars for g in data.graphs))
+                         size=sum(g.n_vars for g in data.graphs),
+                         tightest=tol if convex else TIGHTEST_TOL)
 
     def junction_tree_plan(self, graph: FactorGraph) -> clique_tree.JunctionTreePlan | None:
         """The junction-tree plan that runs ``graph`` exactly under ``infer

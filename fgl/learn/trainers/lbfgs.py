@@ -38,15 +38,17 @@ def fit_objective(run: RunContext, model: Any, objective: "TrainingObjective") -
 def iteration_line(row: dict) -> str:
     """One iteration's (or recovery's) progress line."""
     if "recovery" in row:
-        return f"  recovery: {row['recovery']}"
+        return (f"  recovery at {row['seconds']:.1f}s (evals {row['evaluations']}, "
+                f"{row['spent']:.1f}s since the last iterate): {row['recovery']}")
     bp = row.get("inference")
     if bp is None:
         effort = ""
     elif bp.max_iterations == 0:    # every instance run by the junction tree
         effort = f"  exact (junction tree), {bp.instances} instances"
     else:
-        effort = (f"  BP: <= {bp.max_iterations} iterations, residual {bp.max_residual:.2g}, "
-                  f"{bp.not_converged}/{bp.instances} not converged")
+        mean = bp.sweeps / max(bp.instances, 1)
+        effort = (f"  BP: <= {bp.max_iterations} iterations ({mean:.0f} mean), residual "
+                  f"{bp.max_residual:.2g}, {bp.not_converged}/{bp.instances} not converged")
     refined = f"; {row['refined']}" if "refined" in row else ""
     return (f"iter {row['iteration']:4d}  objective {row['objective']:.6g}  "
             f"|grad| {row['gradient_norm']:.4g}  evals {row['evaluations']}  "
