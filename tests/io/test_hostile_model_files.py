@@ -8,6 +8,7 @@ little memory."""
 from __future__ import annotations
 
 import io
+import struct
 import threading
 import tracemalloc
 import warnings
@@ -17,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.cli import data_files, run, run_bounded
-from support.model_files import with_header, with_stored
+from support.model_files import arrays_of, with_header, with_stored, write
 from support.paths import HMM
 
 from fgl.api import CRF
@@ -319,3 +320,92 @@ def test_the_crafted_files_are_otherwise_well_formed(made, tmp_path):
     CRF.load(with_header(model, tmp_path / "same.fglm", lambda h: None))
     load_checkpoint(with_header(ck, tmp_path / "same_ck.fglm", lambda h: None))
     load_model(write_zip(tmp_path / "rezipped.fglm", members(model)))
+
+
+# ---------------------------------------------------------------- small files that claim much
+# (issue 47: each found to take gigabytes from a file of kilobytes in format 2)
+
+def test_a_small_file_with_a_60_mb_label_is_refused_before_reading(capsys, made, tmp_path):
+    model, _, _, test = made
+    items = members(model)
+    del items["label_text.npy"]
+    bad = write_zip(tmp_path / "label.fglm", items, {"label_text.npy": ("|u1", (60 << 20,))})
+    assert bad.stat().st_size < 200_000
+    peak = peak_while(lambda: pytest.raises(ModelFileError, load_model, bad))
+    assert peak < 8 << 20, peak
+    refused_everywhere(capsys, bad, test, "corrupt model file: member label_text.npy declares "
+                                          f"{(60 << 20) + 128} bytes, more than the 20480 its "
+                                          "header's counts allow")
+
+
+def test_a_header_of_empty_objects_is_refused_before_parsing(capsys, made, tmp_path):
+    model, _, _, test = made
+    items = members(model)
+    del items["header.npy"]
+    big = write_zip(tmp_path / "big.fglm", items, {"header.npy": ("|u1", (64 << 20,))})
+    refused_everywhere(capsys, big, test, f"member header.npy declares {(64 << 20) + 128} "
+                                          f"bytes, more than the {16 << 20} allowed")
+    raw = b"[" + b"{}," * (2 << 20) + b"{}]"         # 6 MB: 2 million dicts, some 150 MB parsed
+    dense = write(arrays_of(model), tmp_path / "dense.fglm", raw)     # (its digest matches)
+    peak = peak_while(lambda: pytest.raises(ModelFileError, load_model, dense))
+    assert peak < 4 * len(raw), peak
+    refused_everywhere(capsys, dense, test, "corrupt model file: the header is not a model "
+                                            "file's: 2,097,154 JSON objects and lists in "
+                                            f"{len(raw):,} bytes")
+
+
+def test_an_embedded_spec_is_bounded_by_the_spec_cap_and_the_budget(capsys, made, tmp_path,
+                                                                    monkeypatch):
+    """The embedded spec may be as large as any spec fgl reads (FGL_MAX_SPEC),
+    and parsing it (some 300 bytes a byte) counts against the budget."""
+    model, _, _, test = made
+    items = members(model)
+    del items["spec.npy"]
+    bad = write_zip(tmp_path / "spec.fglm", items, {"spec.npy": ("|u1", (9 << 20,))})
+    monkeypatch.setenv("FGL_MAX_SPEC", "1M")
+    refused_everywhere(capsys, bad, test, f"corrupt model file: its embedded spec declares "
+                                          f"{(9 << 20) + 128} bytes, more than the 1048576 a "
+                                          "spec may have (FGL_MAX_SPEC)")
+    monkeypatch.delenv("FGL_MAX_SPEC")
+    monkeypatch.setenv("FGL_MAX_MEMORY", "1G")
+    peak = peak_while(lambda: pytest.raises(ModelFileError, load_model, bad))
+    assert peak < 8 << 20, peak
+    refused_everywhere(capsys, bad, test, "the model would take about 2.65 GB to load, more "
+                                          "than the 1 GB memory budget (as set by "
+                                          "FGL_MAX_MEMORY)")
+
+
+def _zip_of_empty_members(path: Path, n: int) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for i in range(n):
+            zf.writestr(f"m{i}", b"")
+    return path
+
+
+@pytest.mark.parametrize("entries", [65, 70_000])
+def test_a_zip_directory_of_many_entries_is_refused_from_its_end_record(capsys, made, tmp_path,
+                                                                        entries):
+    """(70,000 entries: the zip64 end record, which zip writes past 65,535.)"""
+    _, _, _, test = made
+    bad = _zip_of_empty_members(tmp_path / "many.fglm", entries)
+    peak = peak_while(lambda: pytest.raises(ModelFileError, load_model, bad))
+    assert peak < 1 << 20, peak
+    refused_everywhere(capsys, bad, test, f"not an fgl model file ({entries} members, more "
+                                          "than the 64 allowed)")
+
+
+def test_an_end_record_declaring_a_million_entries_is_refused_unread(capsys, made, tmp_path):
+    _, _, _, test = made
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 1_000_000 & 0xFFFF, 0xFFFF,
+                      46_000_000, 4, 0)
+    locator = struct.pack("<4sLQL", b"PK\x06\x07", 0, 4, 1)
+    record = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, 1_000_000, 1_000_000,
+                         46_000_000, 0)
+    bad = tmp_path / "claims.fglm"
+    bad.write_bytes(b"PK\x03\x04" + record + locator + end)
+    refused_everywhere(capsys, bad, test, "not an fgl model file (1000000 members, more than "
+                                          "the 64 allowed)")
+    bad.write_bytes(b"PK\x03\x04" + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 3, 3,
+                                                50_000_000, 4, 0))
+    refused_everywhere(capsys, bad, test, "not an fgl model file (a zip directory of 50000000 "
+                                          "bytes, more than the 65536 a model file's takes)")
