@@ -32,7 +32,7 @@ from fgl.compile import footprint
 from fgl.compile.footprint import Footprint, chain_states
 from fgl.compile.frontend import Layer, TemplatePlan, pattern_list, window_plans
 from fgl.compile.segmentation import segments_from_tags, span_limit
-from fgl.compile.sequence_budget import check_counts, counted_footprint
+from fgl.compile.sequence_budget import check_counts, check_encoding, counted_footprint
 from fgl.data.sentence import Sentence
 from fgl.errors import DataError
 from fgl.lang import ast
@@ -166,6 +166,25 @@ class Bounds:
         if e.func == "zip":   # (paired position by position: no more items than a part)
             return Bound(arg.keys, arg.items, arg.spaces)
         return Bound(arg.keys, arg.items, arg.spaces)   # value: one real-valued key per item
+
+
+def unit_items(spec: ast.Spec, span: int, counts: ColumnCounts | None = None) -> list[int]:
+    """The most attribute items each template gives at one unit whose
+    segments cover up to ``span`` tokens (``Bounds.items``; the bias: one).
+    Without ``counts`` a text gives ``tokens(...)`` one word and a vector
+    one dimension: a lower bound there, the same bound elsewhere."""
+    if counts is None:
+        ones = {c.name: 1 for c in spec.columns}
+        counts = ColumnCounts({}, {}, ones, ones)
+    bounds = Bounds(spec, counts, 1, span)
+    return [max(1, sum(bounds.of(e).items for e in tpl.observations)) for tpl in spec.templates]
+
+
+def attribute_bound(spec: ast.Spec, counts: ColumnCounts, units: int, span: int) -> int:
+    """The most distinct attributes the templates have over data of
+    ``units`` units counted as ``counts`` (``Bounds.keys``)."""
+    bounds = Bounds(spec, counts, units, span)
+    return sum(sum(bounds.of(e).keys for e in tpl.observations) or 1 for tpl in spec.templates)
 
 
 def _columns(e: ast.ObsExpr) -> set[str]:
@@ -362,6 +381,9 @@ def estimate_counted(spec: ast.Spec, counted: Counted, settings: TrainSettings) 
     # each sequence's last token: all that the budget reads of its gold units
     ends = [[(0, n - 1)] for n in counted.lengths.tolist()]
     check_counts(span, spec, plans, z_list, n_labels, ends, settings.jobs)
+    check_encoding(span, spec, plans, z_list, n_labels, ends, settings.jobs,
+                   unit_items(spec, span, counted.columns),
+                   lambda: attribute_bound(spec, counted.columns, tokens * span, span))
     gold_units = int(counted.units.sum())
     bounds = Bounds(spec, counted.columns, tokens * span, span)
     attributes, features, items = [], [], []

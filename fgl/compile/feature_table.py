@@ -19,9 +19,10 @@ import numpy as np
 
 from fgl.compile import footprint as sizes
 from fgl.compile.budget import release_freed_memory
+from fgl.compile.estimate import unit_items
 from fgl.compile.footprint import SizedOnly, only_sizing
 from fgl.compile.frontend import TemplatePlan, keep_counted
-from fgl.compile.sequence_budget import model_footprint
+from fgl.compile.sequence_budget import check_reading, model_footprint
 from fgl.compile.unit_rows import KeyRows, UnitRows, append_units, batches
 from fgl.compile.vocabulary import Vocabulary
 from fgl.data.sentence import Sentence
@@ -65,6 +66,7 @@ class FeatureTable:
         self.cls, self.spec, self.plans, self.attributes = model_cls, spec, plans, attributes
         self.check_budget = check_budget
         self.L = model_cls.span_limit(spec, longest)
+        self.items = unit_items(spec, self.L)   # (the most attribute items per unit)
         self.structure, self.jobs = ChainStructure.build(n_labels, z_list), jobs
         self.n_sequences = self.n_tokens = self.longest = 0
         self.n_z = len(z_list)
@@ -89,19 +91,32 @@ class FeatureTable:
         # with spans (L > 1) most units are not gold ones: they may carry any
         # attribute of a gold unit, so every row is made before any unit is added
         passes = [(True, False), (False, True)] if self.L > 1 else [(True, True)]
+        total = sum(segs[-1][1] + 1 for segs in spans if segs)
         for make_rows, add_units in passes:
-            n_read = 0
-            for batch in batches(read(), len(gold)):
+            n_read = tokens = 0
+            for batch in batches(read(), len(gold), sum(self.items) * self.L):
                 per_sentence = self._unit_rows(batch)
                 per_template = [stack(list(rows)) for rows in zip(*per_sentence)]
                 del per_sentence
                 self.add([len(s.rows) for s in batch], gold[n_read:n_read + len(batch)],
                          spans[n_read:n_read + len(batch)], per_template, make_rows, add_units)
                 n_read += len(batch)
+                tokens += sum(len(s.rows) for s in batch)
+                if self.check_budget:
+                    check_reading(self.spec, self.items, self.L, self._made(), tokens, total)
             if n_read != len(gold):
                 raise DataError(f"the training data changed while it was read: {len(gold)} "
                                 f"sequences on the first pass, {n_read} on a later one",
                                 source, 0)
+
+    def _made(self) -> dict[str, int]:
+        """The bytes reading has made so far: the attribute keys (with their
+        rows and supported patterns) and the units' rows."""
+        keys = self.key_rows.nbytes if self.key_rows is not None else self.attributes.keys.nbytes
+        rows = 12 * len(self.row_first) + 72 * len(self.row_more)
+        if self.row_count is not None:
+            rows += self.row_count.nbytes
+        return {"attribute keys": keys + rows, "training data": self.units.nbytes}
 
     def _unit_rows(self, batch: list[Sentence]) -> list[list[Rows]]:
         """Every unit's rows of the sentences of a batch, per template.  A

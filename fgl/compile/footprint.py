@@ -46,6 +46,15 @@ PY_PER_TRANSITION = 320
 # template (pointers, counts, item positions) and in all (unit numbers, sentence
 # numbers, gold segments); measured with `segments max 100` on 100k tokens
 BYTES_PER_UNIT_MADE, BYTES_PER_UNIT_MADE_TEMPLATE = 40, 24
+# one attribute item while its batch of sentences is encoded: its key as a Python string
+# in the batch's lists, the keys joined and encoded, and the per-item arrays that number
+# them (tracemalloc peak 397 bytes per item of ``ChainModel.unit_rows``, 2,187 items per
+# token)
+PY_PER_ITEM_MADE = 450
+# the most attribute items of a batch of sentences encoded together
+# (``fgl.compile.unit_rows.batches``): a batch of widely conjoined observations holds
+# fewer tokens
+BATCH_ITEMS = 1 << 18
 
 
 class SizedOnly(Exception):

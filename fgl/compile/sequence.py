@@ -26,6 +26,7 @@ import numpy as np
 
 from fgl.compile.budget import release_freed_memory
 from fgl.compile.conjunctions import ConjunctionIndex
+from fgl.compile.estimate import attribute_bound, count_columns, token_columns, unit_items
 from fgl.compile.feature_table import FeatureTable
 from fgl.compile.footprint import (
     Footprint,
@@ -44,7 +45,7 @@ from fgl.compile.frontend import (
     window_plans,
 )
 from fgl.compile.segmentation import segments_from_tags, span_limit, tags_from_segments
-from fgl.compile.sequence_budget import check_counts, check_input, model_footprint
+from fgl.compile.sequence_budget import check_counts, check_encoding, check_input, model_footprint
 from fgl.compile.unit_rows import KeyRows, UnitRows, append_units, batches, conjunction_rows
 from fgl.data.schemes import chunks
 from fgl.data.sentence import Sentence
@@ -310,9 +311,17 @@ class SequenceModel:
         plans = cls.template_plans(spec, layer, gold, settings.sigma, settings.min_count)
         z_list = pattern_list(len(layer.labels), plans)
         jobs = settings.jobs
-        longest = max((segs[-1][1] + 1 for segs in spans if segs), default=1)
-        check_counts(cls.span_limit(spec, longest), spec, plans, z_list, len(layer.labels),
-                     spans, jobs)
+        lengths = [segs[-1][1] + 1 for segs in spans if segs]
+        longest = max(lengths, default=1)
+        span = cls.span_limit(spec, longest)
+        check_counts(span, spec, plans, z_list, len(layer.labels), spans, jobs)
+
+        def attribute_count() -> int:   # (a pass over the data, when the budget needs it)
+            counts = count_columns(spec, read(), token_columns(spec))
+            return attribute_bound(spec, counts, sum(lengths) * span, span)
+
+        check_encoding(span, spec, plans, z_list, len(layer.labels), spans, jobs,
+                       unit_items(spec, span), attribute_count)
         table = FeatureTable(cls, spec, plans, z_list, attributes, len(layer.labels), jobs,
                              longest)
         table.read(read, gold, spans, source)

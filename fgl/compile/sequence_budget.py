@@ -5,10 +5,14 @@ exceed the budget before any of them is made.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from fgl.compile.budget import memory_budget
 from fgl.compile.footprint import (
+    BATCH_ITEMS,
     BYTES_PER_UNIT_MADE,
     BYTES_PER_UNIT_MADE_TEMPLATE,
+    PY_PER_ITEM_MADE,
     PY_PER_TRANSITION,
     STATES_ADVICE,
     Footprint,
@@ -24,6 +28,8 @@ from fgl.sizes import format_size
 
 ADVICE = ("use support = observed, fewer patterns or fewer observations (in a segment model, "
           "a shorter `segments max`), or give a larger budget")
+ITEMS_ADVICE = ("conjoin fewer or narrower observations (a conjunction multiplies the items of "
+                "its parts), train on less data, or give a larger budget")
 
 
 def model_footprint(span: int, structure: ChainStructure, features: list[int], notes: list[str],
@@ -103,6 +109,77 @@ def check_counts(span: int, spec: ast.Spec, plans: list[TemplatePlan],
               f"labels = {n_states:,} label-state transitions, each scored at every "
               f"{'unit' if span > 1 else 'token'} of sequences of up to {longest:,} tokens",
               tpl.loc)
+
+
+def encoding_bytes(longest: int, span: int, per_unit: int, unit_rows: int) -> float:
+    """The transient bytes of encoding the largest batch of sentences
+    (``fgl.compile.unit_rows.batches``), whose units give ``per_unit``
+    attribute items each: the longest sequence's (``longest`` tokens,
+    ``span`` units each), or ``BATCH_ITEMS`` when the data has as many."""
+    return float(max(longest * span * per_unit, min(unit_rows, BATCH_ITEMS)) * PY_PER_ITEM_MADE)
+
+
+def check_encoding(span: int, spec: ast.Spec, plans: list[TemplatePlan],
+                   z_list: list[tuple[int, ...]], n_labels: int,
+                   spans: list[list[tuple[int, int]]], jobs: int, items: list[int],
+                   attributes: Callable[[], int]) -> None:
+    """Refuse, before any unit is made, training data whose attribute items
+    would take more than the memory budget: template t gives up to
+    ``items[t]`` items at each unit (``fgl.compile.estimate.unit_items``;
+    ``obs b = a & a & ...`` ten times over three offsets gives 59,049 per
+    token), each a unit row once encoded and a Python string while its batch
+    is (``encoding_bytes``), and the distinct ones are the attributes — at
+    most one per item, and at most ``attributes()`` (the bound ``fgl
+    explain`` prints, from a count of the data's distinct values: asked for
+    only when one per item would pass the budget).  ``counted_footprint``
+    prices the rest as ``check_counts`` does; located at the template of the
+    most items."""
+    lengths = [segs[-1][1] + 1 if segs else 0 for segs in spans]
+    longest, tokens = max(lengths, default=1), sum(lengths)
+    unit_rows = tokens * span * sum(items)
+
+    def footprint(n_attributes: int) -> Footprint:
+        fp = counted_footprint(span, plans, z_list, n_labels, spans, jobs,
+                               features=[len(p.patterns) if p.support == "all" else 0
+                                         for p in plans],
+                               attributes=n_attributes, unit_rows=unit_rows)
+        fp.parts["encoding"] = encoding_bytes(longest, span, sum(items), unit_rows)
+        return fp
+
+    if footprint(unit_rows).total <= memory_budget():
+        return
+    n_attributes = min(unit_rows, attributes())
+    fp = footprint(n_attributes)
+    if fp.total <= memory_budget():
+        return
+    ti = max(range(len(items)), key=lambda t: (items[t], -t))
+    unit = "unit (token x segment length)" if span > 1 else "token"
+    fp.advice = ITEMS_ADVICE
+    fp.refuse(f"template '{spec.templates[ti].name}' gives up to {items[ti]:,} attribute items "
+              f"at each {unit}: with the others, {unit_rows:,} items over the {tokens:,} tokens "
+              f"of the training data, up to {n_attributes:,} of them distinct attributes",
+              spec.templates[ti].loc)
+
+
+def check_reading(spec: ast.Spec, items: list[int], span: int, made: dict[str, int],
+                  read: int, total: int) -> None:
+    """Refuse, once what reading the training data has ``made`` so far
+    (bytes per part: the attribute keys, the units' rows) passes the memory
+    budget, the model it is making — after ``read`` of its ``total`` tokens,
+    with the whole estimated in proportion — before the next batch adds
+    more: what ``check_encoding`` cannot bound in advance, the distinct keys
+    (at most one per item, often far fewer), counted as they are met."""
+    used = sum(made.values())
+    if used <= memory_budget() or not read:
+        return
+    share = total / read
+    fp = Footprint({k: v * share for k, v in made.items()}, [0.0] * len(spec.templates),
+                   [""] * len(spec.templates), ITEMS_ADVICE)
+    ti = max(range(len(items)), key=lambda t: (items[t], -t))
+    unit = "unit (token x segment length)" if span > 1 else "token"
+    fp.refuse(f"template '{spec.templates[ti].name}' gives up to {items[ti]:,} attribute items "
+              f"at each {unit}: what the first {read:,} of the {total:,} tokens of the training "
+              f"data made already takes {format_size(used)}", spec.templates[ti].loc)
 
 
 def check_input(span: int, structure: ChainStructure, n_templates: int,

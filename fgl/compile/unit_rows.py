@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Iterable
 import numpy as np
 
 from fgl.compile.conjunctions import ConjunctionIndex
+from fgl.compile.footprint import BATCH_ITEMS
 from fgl.data.sentence import Sentence
 from fgl.engines.sequence.encoded import unit_ones
 from fgl.features.key_table import KeyTable
@@ -30,6 +31,12 @@ class UnitRows:
     def __init__(self) -> None:
         self.ptr, self.rows = array("q", [0]), array("i")
         self.vals: array | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the units' pointers, rows and values take."""
+        vals = 0 if self.vals is None else self.vals.itemsize * len(self.vals)
+        return 8 * len(self.ptr) + 4 * len(self.rows) + vals
 
     def add(self, rows: list[int], vals: list[float]) -> None:
         if (self.vals is not None or vals.count(1.0) != len(vals)) and not self._fits(vals):
@@ -122,6 +129,11 @@ class KeyRows:
         self.by_id = [np.zeros(0, dtype=np.int64) for _ in vocabs]
         self.filled = [0] * len(vocabs)
 
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the key table and of the templates' arrays over it."""
+        return self.keys.nbytes + sum(a.nbytes for a in self.by_id)
+
     def table(self, ti: int) -> np.ndarray:
         """Template ``ti``'s array, over every id of the key table so far."""
         n, lo = len(self.keys), self.filled[ti]
@@ -175,8 +187,13 @@ def append_units(units: UnitRows, n_units: int, unit: list[np.ndarray], row: lis
 BATCH_TOKENS = 1024
 
 
-def batches(sentences: Iterable[Sentence], limit: int) -> Iterable[list[Sentence]]:
-    """The first ``limit`` sentences in batches of about ``BATCH_TOKENS`` tokens."""
+def batches(sentences: Iterable[Sentence], limit: int, items_per_token: int = 1
+            ) -> Iterable[list[Sentence]]:
+    """The first ``limit`` sentences in batches of about ``BATCH_TOKENS``
+    tokens, and of fewer when their tokens give ``items_per_token``
+    attribute items each, so that a batch has about ``BATCH_ITEMS`` at most
+    (a whole sentence at least)."""
+    most = max(1, min(BATCH_TOKENS, BATCH_ITEMS // max(items_per_token, 1)))
     batch: list[Sentence] = []
     size = 0
     for i, sent in enumerate(sentences):
@@ -184,7 +201,7 @@ def batches(sentences: Iterable[Sentence], limit: int) -> Iterable[list[Sentence
             break
         batch.append(sent)
         size += len(sent.rows)
-        if size >= BATCH_TOKENS:
+        if size >= most:
             yield batch
             batch, size = [], 0
     if batch:

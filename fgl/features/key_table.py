@@ -111,6 +111,11 @@ class KeyTable:
     def __len__(self) -> int:
         return self._n
 
+    @property
+    def nbytes(self) -> int:
+        """The bytes the table holds (its keys, offsets and hash slots)."""
+        return self._blob.nbytes + self._ptr.nbytes + self._slots.nbytes
+
     # -- ids of keys
 
     def id(self, name: str, text: str | None) -> int:
