@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
-import re
 import zipfile
 from pathlib import Path
 
@@ -35,6 +33,16 @@ from fgl import registry
 from fgl.compile.footprint import OverBudgetError
 from fgl.data.inputs import input_limit, kind
 from fgl.errors import FglError, ModelFileError
+from fgl.io.model_header import (
+    MAX_HEADER_BYTES,
+    MAX_LABEL_BYTES,
+    MAX_MEMBER_BYTES,
+    MAX_STATE_PAIRS,
+    counts,
+    header_problem,
+    parse_header,
+    sizes_allowed,
+)
 from fgl.io.model_layout import (
     ARRAYS,
     FORMAT,
@@ -99,13 +107,6 @@ def check_writable(path: str | Path, what: str = "model", inputs=()) -> str:
 
 MAX_MEMBERS = 64
 MAX_DIRECTORY_BYTES = 64 << 10  # the zip central directory (64 short names)
-MAX_MEMBER_BYTES = 2 << 30      # one array, whatever the header says
-MAX_HEADER_BYTES = 16 << 20     # the JSON header (counts and settings, no data)
-HEADER_BYTES_PER_NODE = 8       # the header's JSON: at most one object or list per 8 bytes
-MAX_LABEL_BYTES = 4096          # one label (UTF-8)
-MAX_VARIABLES = 1001            # label variables of one template (offsets reach 500 each way)
-MAX_STATE_PAIRS = 64            # L-BFGS correction pairs a checkpoint may hold
-MAX_DIGITS = 19                 # an integer in the header: int64 at most
 UNSIZED_CHECKSUM_BYTES = 64 << 20   # read to check the digest when the header cannot size them
 # bytes of memory per item, beyond the arrays, while a model is loaded (measured on CPython
 # 3.11, rounded up): a label or lexicon word as a str in a list or set, a label pattern as
@@ -121,31 +122,6 @@ _KINDS = {"header": _TEXT, "digest": _TEXT, "row_ptr": _INT, "feat_pattern": _IN
           **{STATE + k: "f" for k in STATE_ARRAYS}}
 _NDIM = {STATE + "lbfgs_s": 2, STATE + "lbfgs_y": 2}
 _V2_MEMBERS = ("header", "digest", "row_ptr", "feat_pattern", "weights")
-_JSON_KIND = {str: "a string", dict: "a JSON object", list: "a list"}
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-
-
-def _bounded_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_DIGITS:
-        raise Corrupt(f"the header holds a {len(text.lstrip('-'))}-digit integer")
-    return int(text)
-
-
-def _parse_header(raw: bytes) -> tuple[object, str | None]:
-    """The header's JSON (None when it is not JSON) and why it is not.  JSON
-    denser in objects and lists than any header fgl writes is refused before
-    it is parsed (each costs some 60 bytes as a Python object)."""
-    nodes = _JSON_STRING.sub(b"", raw)
-    count = nodes.count(b"{") + nodes.count(b"[")
-    if count > len(nodes) // HEADER_BYTES_PER_NODE + 256:
-        return None, (f"the header is not a model file's: {count:,} JSON objects and lists "
-                      f"in {len(raw):,} bytes")
-    try:
-        return json.loads(raw.decode(*TEXT_CODEC), parse_int=_bounded_int), None
-    except Corrupt as e:
-        return None, str(e)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
-        return None, None
 
 
 def _directory_problem(path: Path) -> str | None:
@@ -220,118 +196,11 @@ def _member_names(zf: zipfile.ZipFile, name: str) -> dict[str, zipfile.ZipInfo]:
 
 # ---------------------------------------------------------------- the header's counts
 
-def _counts(header: dict) -> dict[str, int]:
-    """Totals of the header's counts (its structure checked first)."""
-    templates = header["templates"]
-    widths = [len(t["layers"]) for t in templates]
-    seq = header.get("patterns", 0)
-    return {"labels": sum(layer["labels"] for layer in header["layers"]),
-            "patterns": sum(t["patterns"] for t in templates) + seq,
-            "values": sum(t["patterns"] * w for t, w in zip(templates, widths))
-            + seq * max(widths, default=0),
-            "keys": sum(header["vocabs"]),
-            "words": sum(n for _, n in header["lexicons"]),
-            "features": sum(header["vocabs"])
-            * sum(max(t["patterns"], 1) for t in templates)}
-
-
-def _count_problem(value: object, what: str, least: int = 0) -> str | None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < least:
-        return f"{what} is not a whole number from {least}"
-    return None
-
-
-def _header_problem(header: object) -> str | None:
-    """What is wrong with the header's structure and counts (checked before
-    any member is sized from them): types, layers and their label counts,
-    template widths and pattern counts, vocabulary and lexicon sizes."""
-    if not isinstance(header, dict):
-        return "the header is not a JSON object"
-    for key, json_kind in (("engine", str), ("spec_file", str), ("layers", list),
-                           ("templates", list), ("vocabs", list), ("lexicons", list)):
-        if not isinstance(header.get(key), json_kind):
-            return f"the header's {key} is not {_JSON_KIND[json_kind]}"
-    if "meta" in header and not isinstance(header["meta"], dict):
-        return "its metadata is not a JSON object"
-    layers = header["layers"]
-    if not layers:
-        return "the header names no label layers"
-    for layer in layers:
-        if not isinstance(layer, dict) or not isinstance(layer.get("name"), str) \
-                or not isinstance(layer.get("hidden", False), bool):
-            return "a label layer is not {name, labels, hidden}"
-        problem = _count_problem(layer.get("labels"), f"layer {layer['name']!r}'s label count",
-                                 1)
-        if problem:
-            return problem
-    for t in header["templates"]:
-        if not isinstance(t, dict) or not isinstance(t.get("name"), str):
-            return "a template is not an object with a name"
-        tl = t.get("layers")
-        if not isinstance(tl, list) or not 1 <= len(tl) <= MAX_VARIABLES:
-            return (f"template {t['name']!r} joins {len(tl) if isinstance(tl, list) else 'no'} "
-                    f"labels (a template joins 1 to {MAX_VARIABLES})")
-        bad = next((k for k in tl if not isinstance(k, int) or isinstance(k, bool)
-                    or not 0 <= k < len(layers)), None)
-        if bad is not None or any(isinstance(k, bool) for k in tl):
-            return (f"template {t['name']!r} reads layer {bad!r}, and the header has "
-                    f"{len(layers)} (numbered from 0)")
-        problem = _count_problem(t.get("patterns"), f"template {t['name']!r}'s pattern count")
-        if problem:
-            return problem
-        if not isinstance(t.get("sigma"), (int, float)) or isinstance(t.get("sigma"), bool):
-            return f"template {t['name']!r}: its sigma is not a number"
-    if "patterns" in header:     # (sequence models: every template's patterns, one list)
-        problem = _count_problem(header["patterns"], "the header's pattern count")
-        if problem:
-            return problem
-    if len(header["vocabs"]) != len(header["templates"]):
-        return (f"its templates and vocabularies do not match ({len(header['templates'])} "
-                f"templates, {len(header['vocabs'])} vocabularies)")
-    for n in header["vocabs"]:
-        problem = _count_problem(n, "a vocabulary's size")
-        if problem:
-            return problem
-    names = set()
-    for lexicon in header["lexicons"]:
-        if not (isinstance(lexicon, list) and len(lexicon) == 2
-                and isinstance(lexicon[0], str)) or lexicon[0] in names:
-            return "a lexicon is not a [file, words] pair of its own file"
-        names.add(lexicon[0])
-        problem = _count_problem(lexicon[1], f"lexicon {lexicon[0]!r}'s word count")
-        if problem:
-            return problem
-    return None
-
-
-def _sizes_allowed(header: dict) -> tuple[dict[str, int], dict[str, tuple[int, str]]]:
-    """From the header's counts: the most data bytes each member may hold,
-    and the exact length each offsets array has (with why)."""
-    n = _counts(header)
-    features = n["features"]
-    pairs = MAX_STATE_PAIRS * features
-    exact = {"label_ptr": (n["labels"] + 1, "its layers' labels, plus 1"),
-             "pattern_ptr": (n["patterns"] + 1, "its templates' patterns, plus 1"),
-             "key_ptr": (n["keys"] + 1, "its vocabularies' keys, plus 1"),
-             "key_rows": (n["keys"], "its vocabularies' keys"),
-             "lexicon_ptr": (n["words"] + 1, "its lexicons' words, plus 1"),
-             "digest": (64, "a SHA-256 digest's 64 characters")}
-    most = {"header": MAX_HEADER_BYTES, "spec": input_limit(spec=True),
-            "label_text": MAX_LABEL_BYTES * n["labels"], "pattern_values": 8 * n["values"],
-            "key_text": MAX_MEMBER_BYTES, "lexicon_text": MAX_MEMBER_BYTES,
-            "row_ptr": 8 * (n["keys"] + 1), "feat_pattern": 8 * features, "weights": 8 * features,
-            STATE + "gradient": 8 * features, STATE + "direction": 8 * features,
-            STATE + "lbfgs_s": 4 * pairs, STATE + "lbfgs_y": 4 * pairs,
-            STATE + "lbfgs_rho": 8 * MAX_STATE_PAIRS, STATE + "lbfgs_yy": 8 * MAX_STATE_PAIRS,
-            **{k: 8 * length for k, (length, _) in exact.items()}}
-    return most, exact
-
-
 def _load_estimate(header: dict, members: dict[str, zipfile.ZipInfo]) -> int:
     """Bytes loading the model takes: its members as declared, and the
     Python objects made of its labels, patterns, keys, lexicon words, header
     and spec (``LOAD_COST``)."""
-    n = _counts(header)
+    n = counts(header)
     return (sum(info.file_size for info in members.values())
             + LOAD_COST["label"] * n["labels"] + LOAD_COST["pattern"] * n["patterns"]
             + LOAD_COST["value"] * n["values"] + LOAD_COST["key"] * n["keys"]
@@ -351,7 +220,7 @@ def _check_sizes(zf: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo], heade
     from fgl.compile.budget import budget_source, memory_budget
     from fgl.sizes import format_size
 
-    most, exact = _sizes_allowed(header)
+    most, exact = sizes_allowed(header)
     for key, info in members.items():
         if info.file_size > most[key] + MAX_NPY_HEADER:
             raise ModelFileError(
@@ -542,7 +411,7 @@ def _read_members(zf: zipfile.ZipFile, name: str) -> tuple[dict, dict[str, np.nd
     checksum (over the members as they are read)."""
     members = _member_names(zf, name)
     raw = read_member(zf, members["header"], _TEXT).tobytes()
-    header, why = _parse_header(raw)
+    header, why = parse_header(raw)
     if isinstance(header, dict) and header.get("format") != FORMAT:
         raise ModelFileError("not an fgl model file (wrong format tag)", name)
     if isinstance(header, dict) and header.get("version") != VERSION:
@@ -550,7 +419,7 @@ def _read_members(zf: zipfile.ZipFile, name: str) -> tuple[dict, dict[str, np.nd
                              f"(this fgl reads version {VERSION}); retrain the model", name)
     if members["digest"].file_size > 64 + MAX_NPY_HEADER:
         raise ModelFileError("corrupt model file: its digest is not a SHA-256 digest", name)
-    problem = why or _header_problem(header)
+    problem = why or header_problem(header)
     if problem is None:
         _check_sizes(zf, members, header, name)
     elif sum(i.file_size for i in members.values()) > UNSIZED_CHECKSUM_BYTES:
