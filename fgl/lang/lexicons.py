@@ -47,7 +47,7 @@ def _inside(path: str, folder: Path) -> bool:
 
 def lexicon_file(name: str, base_dir: Path) -> Path:
     """The file ``lexicon(e, name)`` reads in a spec whose folder is
-    ``base_dir``; ``LexiconRefused`` when it is not a regular file, is
+    ``base_dir`` (links and ``..`` resolved); ``LexiconRefused`` when it is not a regular file, is
     outside the folders allowed (module docstring), or is missing."""
     path = Path(name) if Path(name).is_absolute() else base_dir / name
     real = os.path.realpath(path)
@@ -71,4 +71,4 @@ def lexicon_file(name: str, base_dir: Path) -> Path:
             "--lexicon-path FOLDER")
     if st is None:
         raise LexiconRefused(f"lexicon file {name!r} not found (looked for {path})")
-    return path
+    return Path(real)     # (the file checked, read whatever a link is changed to meanwhile)

@@ -424,3 +424,181 @@ def test_bad_cluster_options_are_messages(capsys, made, tmp_path, argv, words):
     code, _, err = run(capsys, *(a.format(spec=HMM, train=train, out=out) for a in argv))
     assert code == 2 and err.startswith(words) and "Traceback" not in err, err
     assert not out.exists()
+
+
+# ---------------------------------------------------------------- issue 47: names, signals, streams
+
+def test_an_output_naming_an_input_however_named_is_refused(capsys, made, tmp_path):
+    """The spec named stdlib:NAME (the installed file), a checkpoint not yet
+    written, the checkpoint --resume reads and a file a data glob matches
+    are inputs too: refused before any work, nothing changed or made."""
+    from fgl.lang.stdlib import resolve_spec_path
+
+    model, train, test, _ = made
+    installed = resolve_spec_path("stdlib:hmm_like")
+    saved = {p: p.read_bytes() for p in (installed, model, train, test)}
+    unborn = tmp_path / "x.fglm"
+    cases = [(["train", "stdlib:hmm_like", "--train", train, "-o", installed, "-q"],
+              installed, "is also the spec"),
+             (["train", HMM, "--train", train, "-o", unborn, "--checkpoint", unborn, "-q"],
+              unborn, "is also the --checkpoint file"),
+             (["train", HMM, "--train", train, "-o", model, "--resume", model, "-q"],
+              model, "is also the checkpoint --resume reads"),
+             (["tag", model, str(test.parent / "t*.txt"), "-o", test], test,
+              "is also the data")]
+    for argv, target, words in cases:
+        code, _, err = run(capsys, *argv)
+        refused(code, err, target, words)
+    assert {p: p.read_bytes() for p in saved} == saved and not unborn.exists()
+
+
+def test_a_name_ending_in_a_slash_is_refused_and_the_file_kept(capsys, made, tmp_path):
+    """`tag -o keep.txt/` wrote keep.txt (the slash dropped); `-o new/` made
+    a file named new."""
+    model, _, test, _ = made
+    keep = tmp_path / "keep.txt"
+    keep.write_bytes(b"keep me\n")
+    for name in (f"{keep}/", f"{keep}/.", f"{tmp_path}/new/", f"{tmp_path}/new/.."):
+        code, _, err = run(capsys, "tag", model, test, "-o", name)
+        refused(code, err, name, "names a folder (it ends in ")
+    assert keep.read_bytes() == b"keep me\n" and sorted(os.listdir(tmp_path)) == ["keep.txt"]
+
+
+@pytest.mark.parametrize("command", ["tag", "convert"])
+def test_a_name_as_long_as_the_folder_allows_is_written(capsys, made, tmp_path, command):
+    """A file name of the longest length the file system allows (255 bytes,
+    in two-byte characters too) is written: the temporary name beside it
+    is cut to fit."""
+    longest = os.pathconf(tmp_path, "PC_NAME_MAX")
+    for name in ("a" * (longest - 4) + ".txt", "é" * ((longest - 4) // 2) + ".txt"):
+        out = tmp_path / name
+        code, _, err = run(capsys, *commands(made, out, tmp_path)[command])
+        assert code == 0 and out.is_file() and out.stat().st_size > 0, err
+        assert temp_files(tmp_path) == []
+        out.unlink()
+
+
+def test_a_signal_after_training_waits_until_the_model_is_written(capsys, made, tmp_path,
+                                                                   monkeypatch):
+    """Ctrl-C after "trained in", while the model's header is built and before
+    its temporary file exists, ends the run only once the model is there."""
+    from fgl.api import CRF
+
+    _, train, _, _ = made
+    out = tmp_path / "m.fglm"
+    real = CRF.save
+
+    def interrupted(self, path):
+        signal.raise_signal(signal.SIGINT)     # training is over, nothing is written yet
+        return real(self, path)
+
+    monkeypatch.setattr(CRF, "save", interrupted)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code, _, err = run(capsys, "train", HMM, "--train", train, "-o", out, "-q",
+                           "--max-iter", "3")
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert code == 130 and f"wrote {out}\nfgl: interrupted\n" in err, err
+    assert load_model(out)[2]["iterations"] == 3 and temp_files(tmp_path) == []
+
+
+SIGTERM_AFTER_TRAINING = """\
+import os, signal, sys
+from fgl.api import CRF
+from fgl.cli import main
+real = CRF.save
+def save(self, path):
+    os.kill(os.getpid(), signal.SIGTERM)     # after training, before the model file exists
+    return real(self, path)
+CRF.save = save
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_sigterm_after_training_keeps_the_model(made, tmp_path):
+    _, train, _, _ = made
+    out = tmp_path / "m.fglm"
+    script = tmp_path / "late.py"
+    script.write_text(SIGTERM_AFTER_TRAINING, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, str(script), "train", str(HMM), "--train",
+                           str(train), "-o", str(out), "-q", "--max-iter", "3"],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert proc.returncode == -signal.SIGTERM, proc.stderr    # ended by it, after the write
+    assert load_model(out)[2]["iterations"] == 3 and temp_files(tmp_path) == []
+
+
+def test_an_ignored_sigint_stays_ignored_while_training(capsys, made, tmp_path, monkeypatch):
+    """A process started with SIGINT ignored (`nohup`, a background job)
+    keeps it ignored: training does not put its own handler in its place."""
+    from fgl.api import CRF
+
+    _, train, _, _ = made
+    seen = []
+    real = CRF.fit_file
+
+    def fit_file(self, *args, **kwargs):
+        seen.append(signal.getsignal(signal.SIGINT))
+        signal.raise_signal(signal.SIGINT)      # ignored: training goes on
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(CRF, "fit_file", fit_file)
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        code, _, err = run(capsys, "train", HMM, "--train", train, "-o", tmp_path / "m.fglm",
+                           "-q", "--max-iter", "3")
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert code == 0 and seen == [signal.SIG_IGN], err
+    assert load_model(tmp_path / "m.fglm")[2]["iterations"] == 3
+
+
+@pytest.mark.parametrize("argv", [["tag", "{model}", "{test}"], ["inspect", "{model}"],
+                                  ["check", str(HMM)], ["eval", "{model}", "{test}"],
+                                  ["explain", str(HMM), "--train", "{test}"]],
+                         ids=["tag", "inspect", "check", "eval", "explain"])
+def test_a_closed_standard_output_is_a_message(capsys, made, monkeypatch, argv):
+    """`fgl tag ... >&-`: Python starts with sys.stdout None; writing to it
+    was an AttributeError."""
+    model, _, test, _ = made
+    monkeypatch.setattr(sys, "stdout", None)
+    code, _, err = run(capsys, *(a.format(model=model, test=test) for a in argv))
+    assert code == 2 and err.endswith("fgl: <stdout>: it is closed (the command was started "
+                                      "with >&-); give -o FILE where the command has it, or "
+                                      "redirect standard output (> FILE, > /dev/null)\n"), err
+    assert "Traceback" not in err
+
+
+def test_a_closed_standard_output_in_a_real_process(made, tmp_path):
+    model, _, test, _ = made
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    argv = [sys.executable, "-m", "fgl.cli", "tag", str(model), str(test)]
+    closed = subprocess.run(argv, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+                            timeout=120, preexec_fn=lambda: os.close(1))
+    assert closed.returncode == 2 and closed.stderr.startswith("fgl: <stdout>: it is closed"), \
+        closed.stderr
+    out = tmp_path / "t.txt"       # with -o, standard output is not needed
+    written = subprocess.run([*argv, "-o", str(out)], stderr=subprocess.PIPE, text=True,
+                             env=env, cwd=REPO, timeout=120, preexec_fn=lambda: os.close(1))
+    assert written.returncode == 0 and out.stat().st_size > 0, written.stderr
+
+
+@pytest.mark.parametrize("variable, value, words", [
+    ("NUMBA_NUM_THREADS", "0", "NUMBA_NUM_THREADS: '0' is not a number of threads"),
+    ("NUMBA_NUM_THREADS", "-1", "NUMBA_NUM_THREADS: '-1' is not a number of threads"),
+    ("NUMBA_NUM_THREADS", "many", "NUMBA_NUM_THREADS: 'many' is not a number of threads"),
+    ("NUMBA_DISABLE_JIT", "1", "NUMBA_DISABLE_JIT: '1': fgl's kernels need numba's compiler"),
+], ids=["threads 0", "threads -1", "threads many", "jit disabled"])
+def test_numba_settings_fgl_cannot_run_with_are_refused(capsys, made, tmp_path, monkeypatch,
+                                                        variable, value, words):
+    """numba raised at its import (train: a traceback; tag and inspect: "corrupt
+    model file"), or fgl's kernels failed under the interpreter."""
+    model, train, test, _ = made
+    monkeypatch.setenv(variable, value)
+    for argv in (["train", HMM, "--train", train, "-o", tmp_path / "m.fglm", "-q"],
+                 ["tag", model, test], ["inspect", model]):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and err.startswith(f"fgl: {words}") and err.count("\n") == 1, err
+    assert not (tmp_path / "m.fglm").exists()

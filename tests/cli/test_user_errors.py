@@ -402,3 +402,126 @@ def test_a_whole_number_setting_beyond_machine_integers_is_refused(capsys, tmp_p
                                 "infer trp(max_iter = 99999999999999999999)\n")
     check_fails(capsys, spec, 5, 11, "infer trp: max_iter = 99999999999999999999 is beyond",
                 "(2147483647)")
+
+
+# ---------------------------------------------------------------- numbers, lexicons, files (issue 47)
+
+def test_conjunctions_past_pythons_integer_printing_limit_are_refused(capsys, tmp_path):
+    """The item count of 40 self-conjunctions (5^(2^40)) or a 9,100-way
+    conjunction has more digits than Python prints (4,300): the checker's
+    message was a ValueError traceback."""
+    chain = "".join(f"obs o{i} = o{i - 1} & o{i - 1}\n" for i in range(1, 41))
+    spec = write_spec(tmp_path, f"obs o0 = word[t-2..t+2]\n{chain}template s: y[t] ~ o40\n")
+    check_fails(capsys, spec, 6, 10, "gives up to 390,625 items per position")
+    err = capsys.readouterr().err
+    code, _, err = run(capsys, "check", spec)
+    assert code == 1 and "more than 10^30 items per position" in err and "Traceback" not in err
+    train_fails(capsys, tmp_path, spec, f"{spec}:6:10: ")
+    wide = write_spec(tmp_path, "template s: y[t] ~ " + " & ".join(["word[t-1..t+1]"] * 9100)
+                      + "\n", "wide.fgl")
+    check_fails(capsys, wide, 3, 20, "grows too large")
+    code, _, err = run(capsys, "check", wide)
+    assert "more than 10^30 items per position" in err and "Traceback" not in err
+
+
+def _lexicon_spec(folder: Path, name: str) -> Path:
+    folder.mkdir(exist_ok=True)
+    return write_spec(folder, f'obs l = lexicon(word[t], "{name}")\ntemplate s: y[t] ~ l\n')
+
+
+def test_a_lexicon_outside_the_specs_folder_is_refused(capsys, tmp_path):
+    """A spec from a stranger named `../../etc/shadow` as a lexicon and its
+    lines went into the model; a lexicon is read from under the spec's folder
+    (or a --lexicon-path FOLDER) only."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the secret\n", encoding="utf-8")
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    (folder / "link.txt").symlink_to(secret)
+    train, _ = data_files(tmp_path)
+    for name in ("../secret.txt", str(secret), "link.txt", "../specs/../secret.txt"):
+        spec = _lexicon_spec(folder, name)
+        check_fails(capsys, spec, 3, 26, f"lexicon file {name!r} is outside the spec's folder",
+                    "--lexicon-path")
+        train_fails(capsys, tmp_path, spec, f"{spec}:3:26: lexicon file", "outside",
+                    train=train)
+    model = tmp_path / "m.fglm"
+    code, _, err = run(capsys, "train", spec, "--train", train, "-o", model, "-q",
+                       "--lexicon-path", tmp_path)
+    assert code == 0, err
+    assert CRF.load(model).model.lexicons == {"../specs/../secret.txt":
+                                              frozenset({"the secret"})}
+    (folder / "sub").mkdir()
+    (folder / "inside.txt").write_text("inside\n", encoding="utf-8")
+    assert run(capsys, "check", _lexicon_spec(folder, "./sub/../inside.txt"))[0] == 0
+
+
+@pytest.mark.parametrize("name, words", [
+    ("/dev/zero", "lexicon file '/dev/zero' is a character device, not a regular file"),
+    (".", "lexicon file '.' ({folder}) is a folder, not a regular file"),
+    ("missing.txt", "lexicon file 'missing.txt' not found (looked for {folder}/missing.txt)")],
+    ids=["device", "folder", "missing"])
+def test_a_lexicon_that_is_no_file_is_named_for_what_it_is(capsys, tmp_path, name, words):
+    spec = _lexicon_spec(tmp_path, name)
+    check_fails(capsys, spec, 3, 26, words.format(folder=tmp_path))
+
+
+def test_a_crfpp_template_with_a_byte_order_mark_converts(capsys, tmp_path):
+    template = tmp_path / "template"
+    template.write_text("U00:%x[-1,0]/%x[0,0]\nB\n", encoding="utf-8")
+    code, plain, err = run(capsys, "convert", "crfpp", template)
+    assert code == 0, err
+    template.write_bytes(b"\xef\xbb\xbf" + template.read_bytes())
+    assert run(capsys, "convert", "crfpp", template) == (0, plain, "")
+
+
+@pytest.mark.parametrize("macro, words", [
+    ("%x[" + "1" * 5000 + ",0]", "row 1111111111 ...[4980 characters]... 1111111111 in"),
+    ("%x[-" + "9" * 30 + ",0]", "row " + "9" * 20),
+    ("%x[0," + "7" * 5000 + "]", "column 7777777777 ...[4980 characters]... 7777777777 in"),
+    ("%x[-0008,0000000]", None)], ids=["huge row", "long negative row", "huge column", "zeros"])
+def test_a_crfpp_macro_with_a_huge_number_is_located(capsys, tmp_path, macro, words):
+    """int() of a macro's 5,000 digits was a ValueError traceback."""
+    template = tmp_path / "template"
+    template.write_text(f"U00:{macro}\n", encoding="utf-8")
+    code, _, err = run(capsys, "convert", "crfpp", template)
+    if words is None:
+        assert code == 0, err
+        return
+    assert code == 2 and err.startswith(f"fgl: {template}:1:5: {words}"), err
+    no_traceback(err)
+
+
+def test_a_graph_with_a_number_past_pythons_limit_is_located(capsys, tmp_path):
+    graphs = tmp_path / "graphs.jsonl"
+    ok = '{"nodes": [{"id": "a", "words": "x y", "label": "A"}], "edges": []}\n'
+    graphs.write_text(ok + '{"nodes": [{"id": %s, "words": "x", "label": "A"}]}\n'
+                      % ("9" * 5000), encoding="utf-8")
+    code, _, err = run(capsys, "explain", "stdlib:relational", "--train", graphs)
+    assert code == 2 and f"fgl: {graphs}:2: a whole number of 5,000 digits" in err, err
+    assert "Traceback" not in err
+
+
+def test_a_checkpoint_whose_lbfgs_pairs_are_not_finite_is_refused_at_resume(capsys, tmp_path):
+    """`state_lbfgs_rho` set to inf behind a matching checksum made the
+    compact form's matrix singular: a LinAlgError traceback at --resume."""
+    import numpy as np
+    from support.model_files import with_stored
+
+    train, _ = data_files(tmp_path)
+    checkpoint = tmp_path / "run.fglm"
+    code, _, err = run(capsys, "train", HMM, "--train", train, "-o", tmp_path / "m.fglm", "-q",
+                       "--max-iter", "4", "--checkpoint", checkpoint)
+    assert code == 0, err
+    for value in (np.inf, 0.0, np.nan):
+        bad = with_stored(checkpoint, tmp_path / "bad.fglm",
+                          arrays_edit=lambda a: a["state_lbfgs_rho"].__setitem__(-1, value))
+        code, _, err = run(capsys, "train", HMM, "--train", train, "-o", tmp_path / "r.fglm",
+                           "-q", "--max-iter", "6", "--resume", bad)
+        assert code == 2 and err.startswith(f"fgl: {bad}: corrupt checkpoint: ") \
+            and "rho or yy are not positive finite" in err, err
+        no_traceback(err)
+    assert not (tmp_path / "r.fglm").exists()
+    code, _, err = run(capsys, "train", HMM, "--train", train, "-o", tmp_path / "r.fglm", "-q",
+                       "--max-iter", "6", "--resume", checkpoint)
+    assert code == 0, err

@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
+import shutil
 import signal
 import warnings
 from pathlib import Path
@@ -218,6 +220,113 @@ def test_mutated_model_files(tally, trained, tmp_path):
         tally.counts[f"fgl tag: exit {code}"] += 1
 
     tally.campaign(run, str(tmp_path / "m.fglm"))
+
+
+# ---------------------------------------------------------------- 4. hostile names and numbers
+
+TEMPORARY = re.compile(r"\..*\.[0-9]+\.\w{8}\.tmp")   # fgl.io.safe_files' temporary names
+NAME_PARTS = ["keep.txt", "data.txt", "new", "/", ".", "..", "//", "a" * 120, "é" * 60, "-",
+              " ", ".tmp"]
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_mutated_output_names(tally, trained, tmp_path):
+    """`fgl tag -o NAME` for names made of trailing slashes, dots, long and
+    two-byte parts, the data file's own name: refused with a message or
+    written, never a traceback; a refusal changes nothing, a write changes
+    the named file only, and no temporary file stays (issue 47)."""
+    _, text, model = trained["hmm_like.fgl"]
+    root = tmp_path / "root"        # (two levels above the folder: what `../..` reaches)
+    folder = root / "in" / "out"
+    data = folder / "data.txt"
+
+    @settings(FUZZ, max_examples=60)
+    @given(parts=st.lists(st.sampled_from(NAME_PARTS), min_size=1, max_size=4))
+    def run(parts: list[str]) -> None:
+        name = "".join(parts)
+        note(f"-o {folder}/{name}")
+        tally.new_input()
+        shutil.rmtree(root, ignore_errors=True)
+        folder.mkdir(parents=True)
+        data.write_text(text, encoding="utf-8")
+        (folder / "keep.txt").write_bytes(b"keep\n")
+        before = _files(root)
+        with tally.bound("fgl tag -o"):
+            code = cli("tag", model, data, "-o", f"{folder}/{name}")
+        tally.counts[f"fgl tag -o: exit {code}"] += 1
+        after = _files(root)
+        assert not [n for n in after if TEMPORARY.fullmatch(Path(n).name)], after.keys()
+        if code != 0:
+            assert after == before
+        else:
+            changed = {n for n in after if before.get(n) != after[n]}
+            assert len(changed) == 1 and str(data.relative_to(root)) not in changed, changed
+
+    tally.campaign(run, str(folder))
+
+
+def _hostile_input(kind: str, n: int, name: str, folder: Path) -> list:
+    """An input of ``kind`` with ``n`` in it, and the fgl command reading it."""
+    if kind == "self-conjunctions":
+        chain = "".join(f"obs o{i} = o{i - 1} & o{i - 1}\n" for i in range(1, n + 1))
+        spec = f"columns word, label\noutput label\nobs o0 = word[t-1..t+1]\n{chain}" \
+               f"template s: y[t] ~ o{n}\n"
+        (folder / "s.fgl").write_text(spec, encoding="utf-8")
+        return ["check", folder / "s.fgl"]
+    if kind == "wide conjunction":
+        spec = "columns word, label\noutput label\ntemplate s: y[t] ~ " \
+               + " & ".join(["word[t-1..t+1]"] * n * 40) + "\n"
+        (folder / "s.fgl").write_text(spec, encoding="utf-8")
+        return ["check", folder / "s.fgl"]
+    if kind == "lexicon":
+        spec = f'columns word, label\noutput label\nobs l = lexicon(word[t], "{name}")\n' \
+               "template s: y[t] ~ l\n"
+        (folder / "s.fgl").write_text(spec, encoding="utf-8")
+        return ["check", folder / "s.fgl"]
+    if kind == "crfpp macro":
+        (folder / "template").write_text(f"U00:%x[{'-' * (n % 2)}{'9' * n},{'1' * n}]\n",
+                                         encoding="utf-8")
+        return ["convert", "crfpp", folder / "template"]
+    (folder / "g.jsonl").write_text('{"nodes": [{"id": %s, "words": "x", "label": "A"}]}\n'
+                                    % ("7" * n), encoding="utf-8")
+    return ["explain", "stdlib:relational", "--train", folder / "g.jsonl"]
+
+
+LEXICON_PARTS = ["..", "/", "lex.txt", "sub", ".", "/dev/zero", "/etc/hostname", "link.txt"]
+
+
+def test_hostile_numbers_and_lexicon_names(tally, tmp_path):
+    """Item counts, CRF++ macros and JSON integers of any size, and lexicon
+    names made of .., /, links and devices: a message or success, never a
+    traceback; a lexicon outside the spec's folder is always refused (issue
+    47)."""
+    folder = tmp_path / "specs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "lex.txt").write_text("a\n", encoding="utf-8")
+    (tmp_path / "lex.txt").write_text("secret\n", encoding="utf-8")
+    (folder / "link.txt").symlink_to(tmp_path / "lex.txt")
+    kinds = ["self-conjunctions", "wide conjunction", "lexicon", "crfpp macro", "graph"]
+
+    @settings(FUZZ, max_examples=60)
+    @given(kind=st.sampled_from(kinds), n=st.sampled_from([1, 3, 9, 20, 45, 230, 4301, 9100]),
+           parts=st.lists(st.sampled_from(LEXICON_PARTS), min_size=1, max_size=4))
+    def run(kind: str, n: int, parts: list[str]) -> None:
+        name = "/".join(parts).replace("//", "/")
+        argv = _hostile_input(kind, min(n, 60) if "conjunction" in kind else n, name, folder)
+        note(f"{kind} {n} {name!r}: fgl {' '.join(map(str, argv))}")
+        tally.new_input()
+        with tally.bound(f"fgl {argv[0]}"):
+            code = cli(*argv)
+        tally.counts[f"{kind}: exit {code}"] += 1
+        if kind == "lexicon":
+            real = os.path.realpath(folder / name)
+            inside = os.path.commonpath([real, str(folder)]) == str(folder)
+            assert inside or code != 0, real
+
+    tally.campaign(run, str(folder))
 
 
 # ---------------------------------------------------------------- the bounds themselves
