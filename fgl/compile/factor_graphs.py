@@ -143,6 +143,8 @@ class FactorGraphModel:
         if any(inst.partial for inst in instances):   # given labels: evidence to clamp
             data.evidence = [gold_assignment(inst, self.layers, False) if inst.partial else None
                              for inst in instances]
+        if self.program.method in ("auto", "junction_tree"):   # the clique tables, planned
+            self.footprint(data, jobs, training=False).check(self.spec.templates)
         return data
 
     def encode_instances(self, instances: list[Instance], unrolled: list[UnrolledFactors],
@@ -265,10 +267,12 @@ class FactorGraphModel:
         return np.bincount(self.program.row_template, weights=np.diff(self.program.row_ptr),
                            minlength=len(self.templates)).astype(np.int64).tolist()
 
-    def footprint(self, data: FactorGraphData, jobs: int | None = None) -> Footprint:
-        """The memory training on ``data`` takes, from its factor graphs and
-        (``infer auto`` / ``junction_tree``) their junction-tree plans,
-        which are made here and kept on the graphs for training."""
+    def footprint(self, data: FactorGraphData, jobs: int | None = None,
+                  training: bool = True) -> Footprint:
+        """The memory training on ``data`` takes (``training`` False: running
+        the model over it), from its factor graphs and (``infer auto`` /
+        ``junction_tree``) their junction-tree plans, which are made here and
+        kept on the graphs for training or inference."""
         N, T = data.n_sequences, len(self.templates)
         inst = np.repeat(np.arange(N), np.diff(data.inst_fptr))
         factors = np.bincount(inst * T + data.fac_tpl, minlength=N * T).reshape(N, T)
@@ -282,7 +286,8 @@ class FactorGraphModel:
         if jobs is None:
             jobs = resolve_train(self.spec).jobs
         return _footprint(self.spec, self.layers, [t.layers for t in self.templates], counts,
-                          self._features_per_template(), len(self.program.row_template), jobs)
+                          self._features_per_template(), len(self.program.row_template), jobs,
+                          training)
 
     def pattern_labels(self, template: int, pattern: int) -> tuple[str, ...]:
         """The labels of configuration ``pattern`` of ``template``'s table
