@@ -64,6 +64,34 @@ class Expectations:
 
 
 @dataclass
+class RunGradient:
+    """A run of instances i0..i1-1 (``InstanceRuns.gradient``): its loss
+    Σ_i [log Z(x_i) - log Z(y_i, x_i)] (the gold score w·F(x_i, y_i) in
+    place of log Z(y_i, x_i) when every variable is observed) and the
+    loss's gradient — expected minus gold (or clamped-expected) counts — at
+    the features ``index`` lists (the run's ``support``, distinct ids),
+    0 at every other."""
+
+    loss: float
+    index: np.ndarray
+    values: np.ndarray
+    stats: InferenceStats | None = None
+
+
+class InstanceRuns(Protocol):
+    """A data set's instances taken a run i0..i1-1 at a time
+    (``Program.instance_runs``): what stochastic gradient training reads."""
+
+    def support(self, i0: int, i1: int) -> np.ndarray:
+        """The features the run's loss reads (the index of its gradient):
+        ``gradient`` reads the weights there only."""
+
+    def gradient(self, w: np.ndarray, i0: int, i1: int) -> RunGradient:
+        """The run's loss and gradient at the weights ``w`` (read at the
+        run's ``support`` only)."""
+
+
+@dataclass
 class Decoding:
     """The MAP assignment of every instance of a batch.
 
@@ -110,6 +138,11 @@ class Program(Protocol):
     def mistakes(self, w: np.ndarray, data: Any, i0: int, i1: int) -> np.ndarray | None:
         """Gold minus MAP-decoded feature counts of instances i0..i1-1 (the
         perceptron's correction), None when every decoding is the gold one."""
+
+    def instance_runs(self, data: Any, carry: bool = True) -> InstanceRuns:
+        """``data``'s instances a run at a time (``InstanceRuns``);
+        approximate inference then starts each instance from its own last
+        run's messages when ``carry``."""
 
     def warm_start(self, data: Any, carry: bool = True) -> Any:
         """The state approximate inference carries between evaluations

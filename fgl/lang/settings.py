@@ -116,10 +116,13 @@ SETTINGS: tuple[SettingDef, ...] = (
                "the objective is a function of the weights; warm starts from the messages of the "
                "current iterate (fewer passes, but where BP has several fixed points the "
                "objective then depends on the path and line searches fail more often)"),
-    SettingDef("train", "trainer", _choice("lbfgs", "perceptron", "ecrn"), "lbfgs",
-               "learner: the training method (fgl.learn.learner, fgl.learn.perceptron, "
-               "fgl.learn.crn)",
+    SettingDef("train", "trainer", _choice("lbfgs", "sgd", "perceptron", "ecrn"), "lbfgs",
+               "learner: the training method (fgl.learn.learner, fgl.learn.sgd, "
+               "fgl.learn.perceptron, fgl.learn.crn)",
                "lbfgs: maximum likelihood (or the `objective`) by L-BFGS, OWL-QN when l1 > 0; "
+               "sgd: the same L2-regularised likelihood by stochastic gradient descent, a step "
+               "per run of `batch` instances (Bottou 2012; CRFsuite's l2sgd; reads sigma, "
+               "epochs, batch, learning_rate, period and delta, refuses max_iter, tol and l1); "
                "perceptron: the averaged structured perceptron over the engine's MAP decoding "
                "(Collins 2002; reads epochs and batch, refuses sigma, max_iter, tol and l1); "
                "ecrn: the "
@@ -128,13 +131,29 @@ SETTINGS: tuple[SettingDef, ...] = (
                "co-occurrence rates CR(y'; y | a), decoded by the chain Viterbi (reads no "
                "other train setting but jobs)"),
     SettingDef("train", "epochs", whole_number(1), 10,
-               "learner: perceptron passes over the data (fgl.learn.perceptron)",
-               "trainer perceptron: the most passes over the training data (an epoch without "
-               "mistakes stops earlier)"),
+               "learner: perceptron and SGD passes over the data (fgl.learn.perceptron, "
+               "fgl.learn.sgd)",
+               "trainers perceptron and sgd: the most passes over the training data (the "
+               "perceptron stops earlier at an epoch without mistakes, sgd by `period` and "
+               "`delta`)"),
     SettingDef("train", "batch", whole_number(1), 1,
-               "learner: perceptron mini-batch (fgl.learn.perceptron)",
-               "trainer perceptron: instances decoded with the same weights before one update "
-               "(1: Collins' online perceptron)"),
+               "learner: perceptron and SGD mini-batch (fgl.learn.perceptron, fgl.learn.sgd)",
+               "trainers perceptron and sgd: consecutive instances that make one update (1: "
+               "Collins' online perceptron, per-instance SGD); the order of these runs is "
+               "shuffled every epoch"),
+    SettingDef("train", "learning_rate", POSITIVE, None,
+               "learner: SGD's initial rate (fgl.learn.sgd)",
+               "trainer sgd: the rate η0 of the schedule η0 / (1 + λ η0 t) (t: instances seen, "
+               "λ: the prior's 1/(N σ²)); absent, it is calibrated on a sample of 1000 "
+               "instances (Bottou 2012 §5.2: rates a factor 2 apart from 0.1, the best kept)"),
+    SettingDef("train", "period", whole_number(1), 10,
+               "learner: SGD's stopping rule (fgl.learn.sgd)",
+               "trainer sgd: stop when the objective improved by less than `delta` "
+               "(relative) over this many epochs (CRFsuite's l2sgd rule)"),
+    SettingDef("train", "delta", NON_NEGATIVE, 1e-4,
+               "learner: SGD's stopping rule (fgl.learn.sgd)",
+               "trainer sgd: the least relative improvement of the objective over `period` "
+               "epochs that keeps training (0: train all `epochs`)"),
     SettingDef("train", "induce_rounds", whole_number(1), 10,
                _INDUCTION.format("rounds"),
                "feature induction (a template with `induce`): the most rounds of scoring "
@@ -322,6 +341,9 @@ class TrainSettings:
     l1: float
     min_count: int
     induction: InductionSettings
+    learning_rate: float | None = None
+    period: int = _train_default("period")
+    delta: float = _train_default("delta")
     overridden: frozenset[str] = frozenset()
 
     def value(self, key: str) -> object:
@@ -336,15 +358,16 @@ def resolve_train(spec: ast.Spec, overrides: Mapping[str, object] | None = None
                   ) -> TrainSettings:
     """The train settings in effect: every default, then the spec's
     ``train { ... }`` values, then the non-None ``overrides`` (each checked
-    with ``check_override``).  The perceptron's passes are bounded by
-    ``epochs``, or by a ``max_iter`` override (``--max-iter``) when given."""
+    with ``check_override``).  The perceptron's and SGD's passes are
+    bounded by ``epochs``, or by a ``max_iter`` override (``--max-iter``)
+    when given."""
     values = _defaults("train")
     values.update((s.key, s.value) for s in spec.train)
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     for key, value in given.items():
         check_override(key, value)
     values.update(given)
-    if values["trainer"] == "perceptron" and "max_iter" in given:
+    if values["trainer"] in ("perceptron", "sgd") and "max_iter" in given:
         values["epochs"] = given["max_iter"]
     induction = InductionSettings(
         rounds=int(values["induce_rounds"]), per_round=int(values["induce_per_round"]),
@@ -357,6 +380,8 @@ def resolve_train(spec: ast.Spec, overrides: Mapping[str, object] | None = None
         bp_start=str(values["bp_start"]), trainer=str(values["trainer"]),
         epochs=int(values["epochs"]), batch=int(values["batch"]), l1=float(values["l1"]),
         min_count=int(values["min_count"]), induction=induction,
+        learning_rate=None if "learning_rate" not in values else float(values["learning_rate"]),
+        period=int(values["period"]), delta=float(values["delta"]),
         overridden=frozenset(given))
 
 

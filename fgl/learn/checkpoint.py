@@ -23,11 +23,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
 from fgl.errors import FglError, ModelFileError
 from fgl.learn.lbfgs import History, LBFGSState
+from fgl.learn.sgd_state import KIND as SGD_KIND
+from fgl.learn.sgd_state import SGDState
 
 KIND = "fgl-checkpoint"
 VERSION = 2
@@ -53,6 +56,21 @@ class TrainingState:
     seconds: float
     bp: dict | None
 
+    @property
+    def iteration(self) -> int:
+        """The L-BFGS iterations done."""
+        return self.lbfgs.iteration
+
+    @property
+    def objective(self) -> float:
+        """The objective at the iterate."""
+        return self.lbfgs.f
+
+    @property
+    def weights(self) -> np.ndarray:
+        """The iterate."""
+        return self.lbfgs.x
+
     def meta(self) -> dict:
         """The JSON part of the checkpoint."""
         return {"kind": KIND, "version": VERSION, "iteration": self.lbfgs.iteration,
@@ -71,20 +89,46 @@ class TrainingState:
                 **{f"lbfgs_{k}": v for k, v in self.lbfgs.history.arrays().items()}}
 
 
-def save_checkpoint(path: str | Path, model, state: TrainingState, meta: dict) -> None:
+class Checkpointable(Protocol):
+    """What a trainer's state gives a checkpoint (``TrainingState``,
+    ``fgl.learn.sgd_state.SGDState``)."""
+
+    seconds: float
+
+    @property
+    def iteration(self) -> int: ...
+
+    @property
+    def objective(self) -> float: ...
+
+    @property
+    def weights(self) -> np.ndarray: ...
+
+    def meta(self) -> dict: ...
+
+    def arrays(self) -> dict[str, np.ndarray]: ...
+
+
+def save_checkpoint(path: str | Path, model, state: Checkpointable, meta: dict) -> None:
     """Write ``state`` of a run training ``model`` to ``path`` (atomically,
     as a model file); ``meta`` adds what a model file's metadata says."""
     from fgl.io.model_files import save_model  # (model files: read and written on demand)
-    save_model(path, model, state.lbfgs.x, {**meta, "checkpoint": state.meta()}, state.arrays())
+    save_model(path, model, state.weights, {**meta, "checkpoint": state.meta()}, state.arrays())
 
 
-def load_checkpoint(path: str | Path) -> tuple[object, TrainingState]:
-    """The model and training state saved at ``path``; ModelFileError when
-    it is no intact checkpoint (a plain model file included)."""
+def load_checkpoint(path: str | Path) -> tuple[object, TrainingState | SGDState]:
+    """The model and training state saved at ``path`` (an ``SGDState`` for
+    the trainer sgd's); ModelFileError when it is no intact checkpoint (a
+    plain model file included)."""
     name = str(path)
     from fgl.io.model_files import MAX_STATE_PAIRS, read_model_file
     model, weights, meta, arrays = read_model_file(path)
     saved = meta.get("checkpoint")
+    if isinstance(saved, dict) and saved.get("kind") == SGD_KIND:
+        try:
+            return model, SGDState.restore(weights, saved, arrays)
+        except (KeyError, TypeError, ValueError) as e:
+            raise ModelFileError(f"corrupt checkpoint: {type(e).__name__}: {e}", name) from None
     if not isinstance(saved, dict) or saved.get("kind") != KIND:
         raise ModelFileError("a model file, not a training checkpoint: resume from the file "
                              "given to --checkpoint", name)

@@ -149,12 +149,12 @@ class TrainingRun:
 
         def save(state: TrainingState, final: bool) -> None:
             now = time.perf_counter()
-            if final or state.lbfgs.iteration % self.checkpoint_every == 0 or (
+            if final or state.iteration % self.checkpoint_every == 0 or (
                     self.checkpoint_seconds is not None
                     and now - last[0] >= self.checkpoint_seconds):
                 save_checkpoint(self.checkpoint, model, state,
-                                {"iterations": state.lbfgs.iteration,
-                                 "objective": state.lbfgs.f, "seconds": state.seconds})
+                                {"iterations": state.iteration,
+                                 "objective": state.objective, "seconds": state.seconds})
                 last[0] = now
         return save
 

@@ -45,8 +45,8 @@ SCHEDULE = ("infer loopy: setting 'schedule' is not available: only the flooding
 
 
 def test_unknown_trainer_is_refused_at_its_value():
-    assert message_at("train { max_iter = 5 trainer = sgd }") == (
-        4, 22, "train: trainer must be one of: lbfgs, perceptron, ecrn; found 'sgd'")
+    assert message_at("train { max_iter = 5 trainer = adagrad }") == (
+        4, 22, "train: trainer must be one of: lbfgs, sgd, perceptron, ecrn; found 'adagrad'")
 
 
 def test_schedule_is_refused():
@@ -63,7 +63,8 @@ def test_refused_whatever_the_value(src, message):
 def test_refused_settings_are_not_offered():
     assert message_at("train { lone = 1 }")[2] == (
         "unknown setting 'lone' for train; expected one of: sigma, max_iter, tol, jobs, "
-        "objective, bp_start, trainer, epochs, batch, induce_rounds, induce_per_round, "
+        "objective, bp_start, trainer, epochs, batch, learning_rate, period, delta, "
+        "induce_rounds, induce_per_round, "
         "induce_min_gain, induce_iter, induce_pool, induce_transitions, induce_margin, l1, "
         "min_count")
     assert message_at("infer loopy(trees = 2)")[2] == (

@@ -31,6 +31,7 @@ def test_the_spec_names_exactly_the_registered_trainers():
 @pytest.mark.parametrize("text, name", [
     (CHAIN, "lbfgs"),
     (CHAIN + "train { l1 = 0.5 }\n", "owlqn"),
+    (CHAIN + "train { trainer = sgd }\n", "sgd"),
     (CHAIN + "train { trainer = perceptron }\n", "perceptron"),
     (CHAIN + "train { trainer = ecrn }\n", "ecrn"),
     (INDUCE, "induction"),
@@ -44,7 +45,7 @@ def _value(key: str):
     """A valid value of the train setting ``key`` (its default, or one)."""
     default = block_settings("train")[key].default
     return {"trainer": "lbfgs", "objective": "piecewise", "bp_start": "warm",
-            "l1": 0.5}.get(key, default)
+            "l1": 0.5, "learning_rate": 0.1}.get(key, default)
 
 
 @pytest.mark.parametrize("trainer", TRAINERS, ids=lambda t: t.name)
@@ -54,6 +55,7 @@ def test_every_setting_is_refused_exactly_when_the_trainer_does_not_read_it(trai
     accepts it at that value."""
     base = {"lbfgs": CHAIN, "owlqn": CHAIN + "train { l1 = 0.5 }\n",
             "perceptron": CHAIN + "train { trainer = perceptron }\n",
+            "sgd": CHAIN + "train { trainer = sgd }\n",
             "ecrn": CHAIN + "train { trainer = ecrn }\n", "induction": INDUCE}[trainer.name]
     for key in block_settings("train"):
         if key == "trainer" or (key == "l1" and trainer.name == "owlqn"):

@@ -41,7 +41,8 @@ from fgl.engines.graph import (
 )
 from fgl.engines.graph.factor_graph import FactorGraph
 from fgl.engines.parallel import blocks, map_instances, ordered_reduce
-from fgl.engines.program import Decoding, Expectations, InferenceStats, Marginals
+from fgl.engines.program import Decoding, Expectations, InferenceStats, InstanceRuns, Marginals
+from fgl.engines.sequence.encoded import unit_ones
 from fgl.errors import FglError
 
 
@@ -80,6 +81,18 @@ class FactorGraphData:
     @property
     def n_tokens(self) -> int:
         return int(sum(self.sizes))
+
+    def subset(self, i0: int, i1: int) -> "FactorGraphData":
+        """Instances ``i0..i1-1`` on their own (views of the arrays; what
+        programs derive from instances, ``cache``, is made anew)."""
+        f0, f1 = int(self.inst_fptr[i0]), int(self.inst_fptr[i1])
+        a, b = int(self.fac_ptr[f0]), int(self.fac_ptr[f1])
+        values = unit_ones(b - a) if self.fac_val.strides == (0,) else self.fac_val[a:b]
+        return FactorGraphData(
+            self.graphs[i0:i1], self.inst_fptr[i0:i1 + 1] - f0, self.fac_ptr[f0:f1 + 1] - a,
+            self.fac_row[a:b], values, self.fac_tpl[f0:f1], self.gold[i0:i1],
+            self.sizes[i0:i1], self.instances[i0:i1],
+            None if self.evidence is None else self.evidence[i0:i1])
 
 
 # how far WarmStart.tighten goes: the tolerance (messages are log-space doubles), the
@@ -173,6 +186,13 @@ class WarmStart:
         with (nothing without ``carry``)."""
         if self.carry:
             self.start = list(self.latest)
+
+    def accept_instances(self, i0: int, i1: int) -> None:
+        """``accept`` for instances i0..i1-1 alone: their next runs start
+        from the messages their last ones ended with (stochastic gradient
+        training: each instance from its own previous pass)."""
+        if self.carry:
+            self.start[i0:i1] = self.latest[i0:i1]
 
     def record(self, i: int, result: loopy.BPResult) -> None:
         """Keep what instance i's run leaves for the following ones."""
@@ -371,8 +391,53 @@ class FactorGraphProgram:
         if warm is not None and not len(warm.start) == len(warm.latest) == data.n_sequences:
             raise ValueError(f"the warm start holds {len(warm.start)} instances; the data "
                              f"has {data.n_sequences}")
+        # blocks fixed by the data, their counts added in order: the same sums for any jobs
+        # (fgl.engines.parallel.ordered_reduce); one count array per thread, not per instance
+        cuts = blocks(np.concatenate([[0], np.cumsum([g.n_table for g in data.graphs])]),
+                      parallel.GRAPH_BLOCK_COST)
+        msgs = self.message_scratch(data)
+        counts = np.zeros(self.n_features)
+        runs: list[RunSummary] = []
 
-        def work(i: int, counts: np.ndarray, runs: list) -> None:
+        def compute(k: int, scratch: np.ndarray) -> tuple[np.ndarray, list]:
+            scratch.fill(0.0)
+            stopping.check()
+            return scratch, self.expect_instances(w, data, *cuts[k], clamped, warm, scratch,
+                                                  msgs)
+
+        def combine(k: int, result: tuple[np.ndarray, list]) -> None:
+            np.add(counts, result[0], out=counts)
+            runs.extend(result[1])
+
+        ordered_reduce(jobs, len(cuts), compute, combine, lambda: (np.zeros(self.n_features),),
+                       parallel.GRAPH_SETS)
+        return Expectations(float(sum(r.log_z for r in runs)), counts, InferenceStats.of(runs))
+
+    def message_scratch(self, data: FactorGraphData) -> np.ndarray | None:
+        """Room for the messages of every instance ``trw_blocks`` runs (None: none)."""
+        batch = self.trw_blocks(data)
+        return np.empty(int(batch[0].msg_at[-1])) if batch is not None else None
+
+    def expect_instances(self, w: np.ndarray, data: FactorGraphData, i0: int, i1: int,
+                         clamped: bool, warm: WarmStart | None, counts: np.ndarray,
+                         msgs: np.ndarray | None) -> list[RunSummary]:
+        """Instances i0..i1-1 in data order on this thread: their expected
+        counts added to ``counts`` (clamped to the gold labels when
+        ``clamped``), BP started and recorded by ``warm`` when given, the
+        kernel's instances (``trw_blocks``) in runs with their messages in
+        ``msgs`` (``message_scratch``); the summary of each run."""
+        batch = self.trw_blocks(data)
+        found: list[RunSummary] = []
+        i = i0
+        while i < i1:   # (in data order: runs of kernel instances, the others one by one)
+            j = i
+            while batch is not None and j < i1 and batch[2][j]:
+                j += 1
+            if j > i:
+                found.extend(self._trw_block(w, batch, np.arange(i, j), clamped, warm, msgs,
+                                             counts))
+                i = j
+                continue
             stopping.check()   # (between instances: a training run's stop request)
             g = data.graphs[i]
             table = self.factor_tables(w, data, i)
@@ -386,43 +451,9 @@ class FactorGraphProgram:
                                  max_iter=warm.max_iter, damping=warm.damping)
                 warm.record(i, res)
             self.add_counts(data, i, res.factor_beliefs, counts)
-            runs.append(RunSummary(res.log_z, res.iterations, res.residual, res.converged))
-
-        # blocks fixed by the data, their counts added in order: the same sums for any jobs
-        # (fgl.engines.parallel.ordered_reduce); one count array per thread, not per instance
-        cuts = blocks(np.concatenate([[0], np.cumsum([g.n_table for g in data.graphs])]),
-                      parallel.GRAPH_BLOCK_COST)
-        batch = self.trw_blocks(data)
-        msgs = np.empty(int(batch[0].msg_at[-1])) if batch is not None else None
-        counts = np.zeros(self.n_features)
-        runs: list[RunSummary] = []
-
-        def compute(k: int, scratch: np.ndarray) -> tuple[np.ndarray, list]:
-            scratch.fill(0.0)
-            found: list[RunSummary] = []
-            stopping.check()
-            i0, i1 = cuts[k]
-            i = i0
-            while i < i1:   # (in data order: runs of kernel instances, the others one by one)
-                j = i
-                while batch is not None and j < i1 and batch[2][j]:
-                    j += 1
-                if j > i:
-                    found.extend(self._trw_block(w, batch, np.arange(i, j), clamped, warm,
-                                                 msgs, scratch))
-                    i = j
-                else:
-                    work(i, scratch, found)
-                    i += 1
-            return scratch, found
-
-        def combine(k: int, result: tuple[np.ndarray, list]) -> None:
-            np.add(counts, result[0], out=counts)
-            runs.extend(result[1])
-
-        ordered_reduce(jobs, len(cuts), compute, combine, lambda: (np.zeros(self.n_features),),
-                       parallel.GRAPH_SETS)
-        return Expectations(float(sum(r.log_z for r in runs)), counts, InferenceStats.of(runs))
+            found.append(RunSummary(res.log_z, res.iterations, res.residual, res.converged))
+            i += 1
+        return found
 
     def trw_blocks(self, data: FactorGraphData
                    ) -> tuple[trw_training.InstanceArrays, trw_training.FeatureRows,
@@ -527,6 +558,16 @@ class FactorGraphProgram:
         onehot[g.tab_ptr[:-1] + config] = weight
         self.add_counts(data, i, onehot, out)
 
+    def add_gold_counts(self, data: FactorGraphData, i: int, out: np.ndarray) -> None:
+        """out += the feature counts of instance i's gold assignment."""
+        self._count_assignment(data, i, data.gold[i], 1.0, out)
+
+    def instance_runs(self, data: FactorGraphData, carry: bool = True) -> InstanceRuns:
+        """``data``'s instances a run at a time
+        (``fgl.engines.graph.graph_runs.GraphRuns``)."""
+        from fgl.engines.graph.graph_runs import GraphRuns
+        return GraphRuns(self, data, carry)
+
     def gold_counts(self, data: FactorGraphData) -> np.ndarray:
         """Feature counts of the gold assignment (fully observed models)."""
         counts = np.zeros(self.n_features)
@@ -566,4 +607,3 @@ class FactorGraphProgram:
         """Bethe log Z(x) of every instance (exact on trees and with
         ``infer exact``)."""
         return np.array([r.log_z for r in self._beliefs(w, data, jobs)])
-

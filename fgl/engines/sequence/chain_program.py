@@ -14,14 +14,17 @@ from typing import ClassVar
 import numpy as np
 
 from fgl.engines.parallel import blocks
-from fgl.engines.program import Decoding, Expectations, Marginals
+from fgl.engines.program import Decoding, Expectations, Marginals, RunGradient
 from fgl.engines.sequence import chain, spans
 from fgl.engines.sequence.encoded import (
     BlockLayout,
     EncodedData,
     SequenceProgram,
+    SequenceRuns,
     group_unit_rows,
+    local_layout,
     row_block_sums,
+    row_features,
     run_parallel,
     sequence_log_z,
 )
@@ -157,6 +160,11 @@ class ChainProgram(SequenceProgram):
                                             self.row_ptr, w_dense, self.dense_feats,
                                             self.dense_slot, kernel))
 
+    def instance_runs(self, data: EncodedData, carry: bool = True) -> "ChainRuns":
+        """``data``'s sequences a run at a time, counted into the run's
+        features only (``ChainRuns``)."""
+        return ChainRuns(self, data)
+
     def __getstate__(self) -> dict:
         """Pickled (to a cluster's workers) without the layout held for local data."""
         return {**self.__dict__, "_held_layout": None}
@@ -240,3 +248,38 @@ class ChainProgram(SequenceProgram):
     def log_partition(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> np.ndarray:
         """log Z(x) of every sequence."""
         return sequence_log_z(self, w, data)
+
+
+class ChainRuns(SequenceRuns):
+    """``SequenceRuns`` of a chain program at the cost of the run's own
+    features: the batch kernel counts into a compact array of them
+    (``row_block_sums``' layout) with no dense rows — a dense row's matrix
+    is copied and zeroed whole at every call, a cost of the model, not of
+    the run — and the gold counts go to a scratch vector, read and cleared
+    at those features only.  On CoNLL-2000 with CRFsuite's features
+    (453,010 of them) a sentence reads about 2,000."""
+
+    def __init__(self, program: ChainProgram, data: EncodedData):
+        super().__init__(program, data)
+        self.chain = program
+        row_dense = np.where(program.row_dense >= 0, -1, program.row_dense).astype(np.int32)
+        self.features = program.features._replace(row_dense=row_dense)
+        self.no_dense = np.zeros((0, program.structure.n_labels))
+        self.grad_ptr = np.empty(len(self.row_ptr) - 1, dtype=np.int64)
+        self.scratch = np.zeros(program.n_features)   # all 0 between calls
+        self.units = spans.units(data)
+
+    def gradient(self, w: np.ndarray, i0: int, i1: int) -> RunGradient:
+        rows = self.rows(i0, i1)
+        index = row_features(rows, self.row_ptr)
+        grad = np.zeros(local_layout(rows, self.row_ptr, self.grad_ptr))
+        log_z = chain.batch_expectations(i0, i1, self.units, self.features,
+                                         self.chain.structure.tables, w, self.no_dense, grad,
+                                         self.grad_ptr, self.no_dense)
+        sub = self.data.subset(i0, i1)
+        spans.gold_counts(spans.units(sub), sub.gold, np.ones(sub.n_tokens, dtype=np.int64), 1,
+                          self.chain.features, self.chain.structure.tables, self.scratch)
+        gold = self.scratch[index]
+        self.scratch[index] = 0.0
+        grad -= gold
+        return RunGradient(log_z - float(w[index] @ gold), index, grad)

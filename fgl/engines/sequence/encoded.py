@@ -15,6 +15,7 @@ import numpy as np
 
 from fgl import stopping
 from fgl.engines.parallel import blocks, contiguous_runs, ordered_reduce, pooled, resolve_jobs
+from fgl.engines.program import RunGradient
 from fgl.jit import njit
 
 
@@ -273,13 +274,90 @@ def sequence_log_z(program, w: np.ndarray, data: EncodedData) -> np.ndarray:
                      for i in range(data.n_sequences)])
 
 
+@njit(cache=True, nogil=True)
+def run_rows(tok_ptr, tok_row, u0, u1, keep, mark):
+    """The distinct rows r with ``keep[r]`` of units u0..u1-1, ascending
+    (``mark``: all False, left so)."""
+    out = np.empty(max(tok_ptr[u1] - tok_ptr[u0], 1), dtype=np.int64)
+    c = 0
+    for j in range(tok_ptr[u0], tok_ptr[u1]):
+        r = tok_row[j]
+        if keep[r] and not mark[r]:
+            mark[r] = True
+            out[c] = r
+            c += 1
+    rows = out[:c].copy()
+    rows.sort()
+    for r in rows:
+        mark[r] = False
+    return rows
+
+
+@njit(cache=True, nogil=True)
+def row_features(rows, row_ptr):
+    """The features of ``rows``, row after row (each row's in order)."""
+    total = 0
+    for r in rows:
+        total += row_ptr[r + 1] - row_ptr[r]
+    out = np.empty(total, dtype=np.int64)
+    c = 0
+    for r in rows:
+        for k in range(row_ptr[r], row_ptr[r + 1]):
+            out[c] = k
+            c += 1
+    return out
+
+
+class SequenceRuns:
+    """Runs of sequences i0..i1-1 of an exact sequence program, one run at
+    a time (``Program.instance_runs``, for stochastic gradient training):
+    the features a run reads — the constant rows', then those of the rows
+    its units hold, ascending — and its loss and gradient there.  This
+    generic form takes them from ``expectations`` and ``gold_counts`` of the
+    run alone (full-length vectors: its cost grows with the features); the
+    chain program's own (``ChainRuns``) counts into the run's features only."""
+
+    def __init__(self, program: "SequenceProgram", data: EncodedData):
+        self.program, self.data = program, data
+        self.row_ptr = np.asarray(program.row_ptr, dtype=np.int64)
+        n_rows = len(self.row_ptr) - 1
+        self.const_rows = np.unique(np.asarray(program.const_rows, dtype=np.int64))
+        self.keep = np.ones(n_rows, dtype=np.bool_)
+        self.keep[self.const_rows] = False
+        self.mark = np.zeros(n_rows, dtype=np.bool_)
+
+    def rows(self, i0: int, i1: int) -> np.ndarray:
+        """The rows run i0..i1-1 reads: the constant ones, then its units' ascending."""
+        m = self.data.units_per_token
+        u0, u1 = int(self.data.seq_ptr[i0]) * m, int(self.data.seq_ptr[i1]) * m
+        return np.concatenate([self.const_rows, run_rows(self.data.tok_ptr, self.data.tok_row,
+                                                         u0, u1, self.keep, self.mark)])
+
+    def support(self, i0: int, i1: int) -> np.ndarray:
+        """The features run i0..i1-1 reads (and its gradient's index)."""
+        return row_features(self.rows(i0, i1), self.row_ptr)
+
+    def gradient(self, w: np.ndarray, i0: int, i1: int) -> RunGradient:
+        """The run's loss Σ [log Z(x_i) - w·F(x_i, y_i)] and its gradient
+        at ``support(i0, i1)``, reading ``w`` there only."""
+        index = self.support(i0, i1)
+        sub = self.data.subset(i0, i1)
+        model = self.program.expectations(w, sub, 1)
+        gold = self.program.gold_counts(sub)[index]
+        return RunGradient(model.log_z - float(w[index] @ gold), index,
+                           model.counts[index] - gold)
+
+
 class SequenceProgram:
     """What the exact sequence programs (``ChainProgram``,
     ``SemiMarkovProgram``) answer alike, over their ``feat_pattern`` and
-    ``structure``: their sizes, no warm start, the perceptron's correction."""
+    ``structure``: their sizes, no warm start, the perceptron's correction,
+    runs of sequences one at a time."""
 
     feat_pattern: np.ndarray
     structure: Any
+    row_ptr: np.ndarray
+    const_rows: np.ndarray
 
     @property
     def n_features(self) -> int:
@@ -293,6 +371,11 @@ class SequenceProgram:
     def warm_start(self, data: EncodedData, carry: bool = True) -> None:
         """Exact inference carries nothing between evaluations: None."""
         return None
+
+    def instance_runs(self, data: EncodedData, carry: bool = True) -> SequenceRuns:
+        """``data``'s sequences in runs, one at a time (``SequenceRuns``;
+        ``carry``: exact inference has nothing to carry)."""
+        return SequenceRuns(self, data)
 
     def mistakes(self, w: np.ndarray, data: EncodedData, i0: int, i1: int
                  ) -> np.ndarray | None:

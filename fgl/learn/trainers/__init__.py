@@ -20,9 +20,10 @@ from fgl.learn.trainers.ecrn import ECRN
 from fgl.learn.trainers.induction import INDUCTION, candidates
 from fgl.learn.trainers.lbfgs import LBFGS, OWLQN
 from fgl.learn.trainers.perceptron import PERCEPTRON
+from fgl.learn.trainers.sgd import SGD
 
-TRAINERS: tuple[Trainer, ...] = (LBFGS, OWLQN, PERCEPTRON, ECRN, INDUCTION)
-NAMED = {"lbfgs": LBFGS, "perceptron": PERCEPTRON, "ecrn": ECRN}   # `trainer = NAME`
+TRAINERS: tuple[Trainer, ...] = (LBFGS, OWLQN, SGD, PERCEPTRON, ECRN, INDUCTION)
+NAMED = {"lbfgs": LBFGS, "sgd": SGD, "perceptron": PERCEPTRON, "ecrn": ECRN}   # `trainer = NAME`
 
 
 def choose(spec: ast.Spec, settings: TrainSettings) -> Trainer:
