@@ -12,6 +12,7 @@ attribute conjoined with a label pattern (Sutton & McCallum eq. 1.54).
 from __future__ import annotations
 
 import itertools
+import math
 import weakref
 from pathlib import Path
 from typing import Callable
@@ -541,8 +542,9 @@ def _check_bags(spec: ast.Spec, cols: dict[str, list], lines: list[int], file: s
         if n > MAX_ITEMS:
             c = max(most, key=most.get)
             where = words[c].index(most[c])
+            shown = f"{n:,}" if n < 10**15 else f"about 10^{int(math.log10(n))}"
             raise DataError(f"column '{c}' holds {most[c]} words here, and the conjunction at "
                             f"{conj.loc.file}:{conj.loc.line}:{conj.loc.col} of bags of words "
-                            f"(tokens) would give {n:,} items at one position, more than the "
+                            f"(tokens) would give {shown} items at one position, more than the "
                             f"{MAX_ITEMS:,} allowed; shorten the text or conjoin fewer bags",
                             file, lines[where])

@@ -525,3 +525,19 @@ def test_a_checkpoint_whose_lbfgs_pairs_are_not_finite_is_refused_at_resume(caps
     code, _, err = run(capsys, "train", HMM, "--train", train, "-o", tmp_path / "r.fglm", "-q",
                        "--max-iter", "6", "--resume", checkpoint)
     assert code == 0, err
+
+
+def test_bags_of_words_conjoined_past_pythons_integer_printing_limit(capsys, tmp_path):
+    """999 bags of a 40,000-word text conjoined: 40000^999 items, a number
+    of 4,598 digits, which the message printed whole (a ValueError)."""
+    spec = tmp_path / "bags.fgl"
+    spec.write_text("input graph\ncolumns words, label\noutput label\nobs bag = "
+                    + " & ".join(["tokens(words[a])"] * 999)
+                    + "\ntemplate node: y[a] ~ bias, bag\n", encoding="utf-8")
+    graphs = tmp_path / "g.jsonl"
+    words = " ".join(f"w{i}" for i in range(40000))
+    graphs.write_text('{"nodes": [{"id": "a", "words": "%s", "label": "A"}]}\n' % words,
+                      encoding="utf-8")
+    code, _, err = run(capsys, "explain", spec, "--train", graphs)
+    assert code == 2 and f"fgl: {graphs}:1: column 'words' holds 40000 words" in err, err
+    assert "would give about 10^4597 items at one position" in err and "Traceback" not in err
