@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 import numpy as np
 
-from fgl.errors import DataError, SpecError
+from fgl.errors import DataError, FglError, SpecError
 from fgl.lang import ast
 from fgl.lang.settings import template_options
 
@@ -26,15 +26,28 @@ if TYPE_CHECKING:   # (imported where used: this module loads without numba, for
 
 # the most label patterns (configurations) one template may enumerate
 MAX_PATTERNS = 200_000
+# the longest label, in UTF-8 bytes (model files keep labels up to this: fgl.io.model_header)
+MAX_LABEL_BYTES = 4096
 
 
 @dataclass
 class Layer:
-    """A label layer: an output column or a hidden layer."""
+    """A label layer: an output column or a hidden layer (labels of at
+    most MAX_LABEL_BYTES, else an FglError: a model of them could not be
+    loaded)."""
 
     name: str
     labels: list[str]
     hidden: bool = False
+
+    def __post_init__(self) -> None:
+        for y in self.labels:
+            if len(y) * 4 > MAX_LABEL_BYTES:    # (a character takes 1 to 4 bytes)
+                size = len(y.encode("utf-8", "surrogatepass"))
+                if size > MAX_LABEL_BYTES:
+                    raise FglError(f"layer '{self.name}' has a label of {size:,} bytes "
+                                   f"('{y[:20]}...'); a label has at most "
+                                   f"{MAX_LABEL_BYTES:,} bytes (UTF-8)")
 
     @cached_property
     def index(self) -> dict[str, int]:

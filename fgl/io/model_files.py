@@ -31,11 +31,11 @@ import numpy as np
 
 from fgl import registry
 from fgl.compile.footprint import OverBudgetError
+from fgl.compile.frontend import MAX_LABEL_BYTES
 from fgl.data.inputs import input_limit, kind
 from fgl.errors import FglError, ModelFileError
 from fgl.io.model_header import (
     MAX_HEADER_BYTES,
-    MAX_LABEL_BYTES,
     MAX_MEMBER_BYTES,
     MAX_STATE_PAIRS,
     counts,

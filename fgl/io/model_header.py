@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 
+from fgl.compile.frontend import MAX_LABEL_BYTES
 from fgl.data.inputs import input_limit
 from fgl.io.model_layout import STATE, TEXT_CODEC
 from fgl.io.model_members import Corrupt
@@ -19,7 +20,6 @@ from fgl.io.model_members import Corrupt
 MAX_MEMBER_BYTES = 2 << 30      # one array, whatever the header says
 MAX_HEADER_BYTES = 16 << 20     # the JSON header (counts and settings, no data)
 HEADER_BYTES_PER_NODE = 8       # the header's JSON: at most one object or list per 8 bytes
-MAX_LABEL_BYTES = 4096          # one label (UTF-8)
 MAX_VARIABLES = 1001            # label variables of one template (offsets reach 500 each way)
 MAX_STATE_PAIRS = 64            # L-BFGS correction pairs a checkpoint may hold
 MAX_DIGITS = 19                 # an integer in the header: int64 at most

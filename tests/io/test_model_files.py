@@ -384,3 +384,88 @@ def test_a_model_whose_parts_disagree_is_refused_before_tagging(tmp_path, edit, 
     raw, laid_out = pack(header)
     with pytest.raises(ModelFileError, match=message):
         CRF.load(write({**arrays, **laid_out}, tmp_path / "edited.fglm", raw)).tag_file(data)
+
+
+# ---------------------------------------------------------------- what train writes, fgl loads
+
+def test_a_vocabulary_beyond_the_old_header_cap_trains_saves_and_loads(tmp_path):
+    """12,000 attributes of 1,000 control characters: 12 MB of keys, which
+    the format-2 header spelt as 69 MB of JSON (six bytes a character), past
+    its 64 MiB cap; format 3 keeps them as bytes and loads them back."""
+    X = [[[f"{i:05d}" + "\x07" * 1000] for i in range(s, s + 20)] for s in range(0, 12_000, 20)]
+    y = [["A", "B"] * 10 for _ in X]
+    spec = "columns word, label\noutput label\ntemplate emission: y[t] ~ word[t]\n"
+    crf = CRF(spec, max_iter=2, jobs=1).fit(X, y)
+    path = tmp_path / "big.fglm"
+    crf.save(path)
+    header, arrays = plain(path)
+    assert len(json.dumps(header, ensure_ascii=False)) > 64 << 20      # format 2's header
+    assert arrays["header"].size < 4096                               # format 3's
+    back = CRF.load(path)
+    assert len(back.model.vocabs[0]) == 12_000
+    assert dict(back.model.vocabs[0].items()) == dict(crf.model.vocabs[0].items())
+    assert np.array_equal(back.weights, crf.weights)
+    assert back.predict(X[:20]) == crf.predict(X[:20])
+
+
+LONGEST = "É" * 2047    # 4,094 bytes: "B-" + it is a label of 4,096 bytes, the most a label has
+
+
+def _at_the_limits(spec_path: Path, tmp_path: Path, longest: str = LONGEST) -> Path:
+    """Training data for ``spec_path`` whose labels are as long as a label
+    may be (two characters and ``longest``) and whose words are long and not
+    ASCII."""
+    from support.fuzz_support import data_text
+    spec = read_spec(spec_path)
+    text = data_text(spec)
+    data = tmp_path / "data"
+    if spec.input_format == "graph":
+        graphs = [json.loads(line) for line in text.splitlines()]
+        for g in graphs:
+            for node in g["nodes"]:
+                node["label"] = {"NP": longest + "NP"}.get(node["label"], node["label"])
+                node["words"] += " 語" + "ß" * 50_000
+        data.write_text("".join(json.dumps(g, ensure_ascii=False) + "\n" for g in graphs),
+                        encoding="utf-8")
+        return data
+    lines = []
+    for line in text.splitlines():
+        fields = line.split(" ")
+        if len(fields) > 1 and not line.startswith("-DOCSTART-"):
+            label = fields[-1]
+            fields[-1] = label[:2] + longest if label.endswith("NP") else label
+            fields[0] = fields[0] + "語" + "ß" * 50_000
+        lines.append(" ".join(fields))
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return data
+
+
+@pytest.mark.parametrize("name, engine", [("hmm_like.fgl", "chain"), ("semi_crf.fgl", "segments"),
+                                          ("relational.fgl", "factor graph")],
+                         ids=["chain", "semi-Markov", "factor graph"])
+def test_what_train_writes_fgl_loads_for_every_engine(capsys, tmp_path, name, engine):
+    spec = STDLIB / name
+    data = _at_the_limits(spec, tmp_path)
+    model = tmp_path / "m.fglm"
+    code, _, err = run(capsys, "train", spec, "--train", data, "-o", model, "-q",
+                       "--max-iter", "3")
+    assert code == 0, err
+    crf = CRF.load(model)
+    labels = crf.model.layers[0].labels
+    assert max(len(y.encode("utf-8")) for y in labels) >= 4094
+    assert crf.model.engine == engine
+    code, out, err = run(capsys, "tag", model, data)
+    assert code == 0, err
+    code, out, err = run(capsys, "inspect", model, "--top", "1")
+    assert code == 0 and "template" in out, err
+
+
+@pytest.mark.parametrize("name", ["hmm_like.fgl", "semi_crf.fgl", "relational.fgl"])
+def test_a_label_longer_than_a_model_file_keeps_is_refused_before_training(capsys, tmp_path,
+                                                                           name):
+    spec = STDLIB / name
+    data = _at_the_limits(spec, tmp_path, LONGEST + "xxx")   # 4,099 bytes (a segment's 4,097)
+    code, _, err = run(capsys, "train", spec, "--train", data, "-o", tmp_path / "m.fglm", "-q")
+    assert code == 2 and re.search(r"has a label of 4,09[79] bytes", err), err
+    assert "a label has at most 4,096 bytes (UTF-8)" in err and "Traceback" not in err, err
+    assert not (tmp_path / "m.fglm").exists()
