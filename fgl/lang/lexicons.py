@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from fgl.data.inputs import kind
+from fgl.errors import shorten
 
 _allowed: tuple[Path, ...] = ()   # the --lexicon-path folders in force
 
@@ -49,6 +50,10 @@ def lexicon_file(name: str, base_dir: Path) -> Path:
     """The file ``lexicon(e, name)`` reads in a spec whose folder is
     ``base_dir`` (links and ``..`` resolved); ``LexiconRefused`` when it is not a regular file, is
     outside the folders allowed (module docstring), or is missing."""
+    shown = shorten(repr(name), 200)
+    if "\0" in name:
+        raise LexiconRefused(f"lexicon file {shown} holds a NUL character, which no file name "
+                             "can")
     path = Path(name) if Path(name).is_absolute() else base_dir / name
     real = os.path.realpath(path)
     try:
@@ -56,19 +61,20 @@ def lexicon_file(name: str, base_dir: Path) -> Path:
     except FileNotFoundError:
         st = None
     except OSError as e:
-        raise LexiconRefused(f"cannot read lexicon file {name!r}: {e.strerror or e}") from None
+        raise LexiconRefused(f"cannot read lexicon file {shown}: {e.strerror or e}") from None
     if st is not None and not stat.S_ISREG(st.st_mode):
         where = "" if str(path) == name else f" ({path})"
-        raise LexiconRefused(f"lexicon file {name!r}{where} is {kind(st.st_mode)}, not a "
+        raise LexiconRefused(f"lexicon file {shown}{where} is {kind(st.st_mode)}, not a "
                              "regular file; a lexicon is a text file of one entry a line")
     folders = (base_dir, *_allowed)
     if not any(_inside(real, f) for f in folders):
-        shown = " or ".join(os.path.realpath(f) for f in folders)
+        allowed = " or ".join(os.path.realpath(f) for f in folders)
         raise LexiconRefused(
-            f"lexicon file {name!r} is outside the spec's folder {shown}; fgl reads a spec's "
+            f"lexicon file {shown} is outside the spec's folder {allowed}; fgl reads a spec's "
             "lexicons only from under its folder (a spec from elsewhere could otherwise copy "
             "any file into a model): move the file there, or allow its folder with "
             "--lexicon-path FOLDER")
     if st is None:
-        raise LexiconRefused(f"lexicon file {name!r} not found (looked for {path})")
+        raise LexiconRefused(f"lexicon file {shown} not found (looked for "
+                             f"{shorten(str(path), 200)})")
     return Path(real)     # (the file checked, read whatever a link is changed to meanwhile)

@@ -404,7 +404,7 @@ def test_a_whole_number_setting_beyond_machine_integers_is_refused(capsys, tmp_p
                 "(2147483647)")
 
 
-# ---------------------------------------------------------------- numbers, lexicons, files (issue 47)
+# ------------------------------------------------------------- numbers, lexicons, files (issue 47)
 
 def test_conjunctions_past_pythons_integer_printing_limit_are_refused(capsys, tmp_path):
     """The item count of 40 self-conjunctions (5^(2^40)) or a 9,100-way
@@ -459,8 +459,9 @@ def test_a_lexicon_outside_the_specs_folder_is_refused(capsys, tmp_path):
 @pytest.mark.parametrize("name, words", [
     ("/dev/zero", "lexicon file '/dev/zero' is a character device, not a regular file"),
     (".", "lexicon file '.' ({folder}) is a folder, not a regular file"),
-    ("missing.txt", "lexicon file 'missing.txt' not found (looked for {folder}/missing.txt)")],
-    ids=["device", "folder", "missing"])
+    ("missing.txt", "lexicon file 'missing.txt' not found (looked for {folder}/missing.txt)"),
+    ("a\x00b", "lexicon file 'a\\x00b' holds a NUL character, which no file name can")],
+    ids=["device", "folder", "missing", "NUL"])
 def test_a_lexicon_that_is_no_file_is_named_for_what_it_is(capsys, tmp_path, name, words):
     spec = _lexicon_spec(tmp_path, name)
     check_fails(capsys, spec, 3, 26, words.format(folder=tmp_path))
