@@ -512,6 +512,26 @@ def _resumed(resume: LBFGSState, epsilon: float) -> tuple[Iterate, np.ndarray | 
     return s, resume.direction
 
 
+def _start(fun: Function, x0: np.ndarray, m: int, jobs: int, epsilon: float,
+           resume: LBFGSState | None, converged: str) -> LBFGSResult | tuple:
+    """Where a run starts: (iterate, history, iteration, direction, first
+    step, whether the direction is steepest descent from an empty memory),
+    or its result when it starts at a stationary point."""
+    if resume is None:
+        x = np.array(x0, dtype=np.float64)  # (a copy: the caller's x0 is left as it was)
+        s = Iterate(x, *fun(x), 1, [])
+        if s.stationary(epsilon):
+            return s.result(0, True, "the initial point is stationary")
+        # d = -g, first step 1/|g|
+        return s, History(m, jobs), 1, np.negative(s.g), 1.0 / float(np.linalg.norm(s.g)), True
+    # where the interrupted run was after its callback at iteration resume.iteration
+    resume.history.jobs = jobs
+    s, d = _resumed(resume, epsilon)
+    if d is None:
+        return s.result(resume.iteration, True, converged)
+    return s, resume.history, resume.iteration + 1, d, 1.0, False
+
+
 def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int = 200,
                    epsilon: float = 1e-5, c1: float = 1e-4, c2: float = 0.9,
                    max_linesearch: int = 20,
@@ -545,22 +565,10 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
     """
     search = _LineSearch(fun, c1, c2, max_linesearch, jobs)
     converged = f"gradient norm below {epsilon:g}·max(1, |x|)"
-    if resume is None:
-        x = np.array(x0, dtype=np.float64)  # (a copy: the caller's x0 is left as it was)
-        s = Iterate(x, *fun(x), 1, [])
-        history, it = History(m, jobs), 1
-        if s.stationary(epsilon):
-            return s.result(0, True, "the initial point is stationary")
-        d = np.negative(s.g)
-        step, fresh = 1.0 / float(np.linalg.norm(s.g)), True  # d = -g, first step 1/|g|
-    else:  # where the interrupted run was after its callback at iteration resume.iteration
-        resume.history.jobs = jobs
-        s, d = _resumed(resume, epsilon)
-        history, it = resume.history, resume.iteration
-        if d is None:
-            return s.result(it, True, converged)
-        step, fresh = 1.0, False
-        it += 1
+    start = _start(fun, x0, m, jobs, epsilon, resume, converged)
+    if isinstance(start, LBFGSResult):
+        return start
+    s, history, it, d, step, fresh = start
     trial, state = np.empty(s.x.shape[0]), resume
     while it <= max_iter:
         dphi0 = float(s.g @ d)
