@@ -166,15 +166,17 @@ class SequenceModel:
         tagging holds no per-thread tables worth a memory check)."""
         check_model_input(self, sentences, with_gold)   # (shaped as in training)
         L = self.span_limit(self.spec, max((len(s.rows) for s in sentences), default=1))
+        items = unit_items(self.spec, L)
         if not with_gold:   # (training data: checked with the model, check_counts)
-            check_input(L, self.structure, len(self.spec.templates), list(sentences), jobs or 1)
+            check_input(L, self.structure, len(self.spec.templates), list(sentences), jobs or 1,
+                        items=items)
         if self._key_rows is None:
             self._key_rows = KeyRows(self.attributes.keys, self.vocabs)
         seq_ptr = [0]
         units = UnitRows()
         gold: list[int] = []
         starts: list[int] = []
-        for batch in batches(iter(sentences), len(sentences)):
+        for batch in batches(iter(sentences), len(sentences), sum(items) * L):
             read = [sentence_columns(self.spec, s.rows, s.lines, s.file) for s in batch]
             per_sentence = self.unit_rows(self.attributes, [c for c, _ in read],
                                            [len(s.rows) for s in batch], L)

@@ -183,12 +183,15 @@ def check_reading(spec: ast.Spec, items: list[int], span: int, made: dict[str, i
 
 
 def check_input(span: int, structure: ChainStructure, n_templates: int,
-                sentences: list[Sentence], jobs: int, purpose: str = "tagging") -> None:
+                sentences: list[Sentence], jobs: int, purpose: str = "tagging",
+                items: list[int] | None = None) -> None:
     """Refuse data a trained model cannot encode and run within the budget
-    (its units, their attribute rows at one per template and unit, and the
-    longest sequence's inference scratch), located at the longest sequence,
-    before any of it is made: tagging one sentence of 100,000 tokens under
-    `segments max 1000` would take over 20 GB."""
+    (its units, their attribute rows at one per template and unit, the
+    largest batch's ``items`` per unit and template while it is encoded —
+    ``encoding_bytes`` — and the longest sequence's inference scratch),
+    located at the longest sequence, before any of it is made: tagging one
+    sentence of 100,000 tokens under `segments max 1000` would take over
+    20 GB."""
     lengths = [len(s.rows) for s in sentences]
     if not lengths:
         return
@@ -196,6 +199,9 @@ def check_input(span: int, structure: ChainStructure, n_templates: int,
     fp = model_footprint(span, structure, [0] * n_templates, [""] * n_templates, 0, tokens,
                          units, units * max(n_templates, 1), max(lengths), len(lengths), jobs)
     fp.parts["training data"] += units_made(max(lengths), span, n_templates)
+    if items:
+        fp.parts["encoding"] = encoding_bytes(max(lengths), span, sum(items),
+                                              units * sum(items))
     budget = memory_budget()
     if fp.total <= budget:
         return

@@ -80,3 +80,17 @@ def test_batches_hold_fewer_tokens_when_each_gives_many_items():
     assert set(sizes[:-1]) == {BATCH_TOKENS + 6} and sum(sizes) == 3000
     wide = list(batches(iter(sentences), 300, items_per_token=59_049))
     assert len(wide) == 300 and sum(map(len, wide)) == 300   # (a sentence at least)
+
+
+def test_tagging_a_sentence_of_many_items_is_refused_at_its_line(tmp_path):
+    spec, data, long = tmp_path / "conj5.fgl", tmp_path / "train.txt", tmp_path / "long.txt"
+    spec.write_text(CONJOINED.replace(" & a & a & a & a & a\n", "\n"), encoding="utf-8")
+    data.write_text("".join(f"w{i % 5} {'AB'[i % 2]}\n" + ("\n" if i % 4 == 3 else "")
+                            for i in range(40)), encoding="utf-8")
+    long.write_text("".join(f"w{i % 5}\n" for i in range(10_000)), encoding="utf-8")
+    code, err = fgl("train", spec, "--train", data, "-o", tmp_path / "m.fglm", "-q")
+    assert code == 0, err
+    code, err = fgl("tag", tmp_path / "m.fglm", long, "--max-memory", "500M")
+    assert code == 2 and "Traceback" not in err and err.count("\n") == 1, err
+    assert err.startswith(f"fgl: {long}:1: the data (1 sequence, 10,000 tokens"), err
+    assert "more than the 500 MB memory budget" in err, err

@@ -351,7 +351,10 @@ def _forward(F, E, factored, T, tables, cnt, alpha, ws):
             mn = min(mn, row[q] if row[q] > 0.0 else 1.0)
         amin[v] = mn
         for dm in range(min(L, v)):
-            weight[v - dm - 1, dm] *= inv
+            x = weight[v - dm - 1, dm] * inv
+            if not x <= HUGE:  # (the spans that end here may carry no mass)
+                return np.nan
+            weight[v - dm - 1, dm] = x
         lost[v] = lost_v * inv
         lsc[v] = np.log(scale)
         total += lsc[v]
@@ -449,9 +452,11 @@ def _span_marginals(F, T, tables, cnt, alpha, beta, ws, marg):
 def _factored_counts(cum, E, T, tables, cnt, alpha, beta, ws, taken):
     """The factored path's marginals: ``ws.lab[u, d-1, y]``, the
     probability that (u, u+d-1) is a segment labelled y, and, added to
-    ``taken[p·n + y]``, Σ over spans of α̂(u, p)·g(next(p·y)) — times
+    ``taken[p·n + y]``, Σ over spans of α̂(u, p)·x·g(next(p·y)) — times
     ``cum[p·n + y]``, the expected number of times transition p·y is taken
-    (g(q): the span's weight times the label factor of q times β̂(q))."""
+    (x: the span's weight; g(q): the label factor of q times β̂(q)).  α̂·x
+    is multiplied first: x·β̂(q) may pass the largest double at a state q
+    the forward pass never reaches (α̂ = 0, β̂ large), and 0·inf is NaN."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     L = ws.weight.shape[1]
     n = tables.n_labels
@@ -475,9 +480,9 @@ def _factored_counts(cum, E, T, tables, cnt, alpha, beta, ws, taken):
                 continue
             c = cnt[dm]
             for q in range(1, g.shape[0]):
-                g[q] = x * E[k, p_label[q]] * beta[v, q]
+                g[q] = E[k, p_label[q]] * beta[v, q]
             for p in run_blocks:
-                a = alpha[u, p]
+                a = alpha[u, p] * x
                 q0 = p_next_run[p]
                 base = p * n
                 for y in range(c):
@@ -485,7 +490,7 @@ def _factored_counts(cum, E, T, tables, cnt, alpha, beta, ws, taken):
                     taken[base + y] += t
                     lab[k, y] += t * cum[base + y]
             for p in gather_blocks:
-                a = alpha[u, p]
+                a = alpha[u, p] * x
                 base = p * n
                 for y in range(c):
                     t = a * g[s_next[base + y]]

@@ -17,7 +17,9 @@ label's limit must act as a -inf potential on its longer spans.
 choice and fallback together) is checked the same way on random encoded
 data through ``ChainProgram``, and the semi-Markov engine's (span units,
 per-label limits, `adjacent distinct`, its own label numbering) through
-``SemiMarkovProgram``.
+``SemiMarkovProgram``.  At |w| up to some 1e3 (weak priors in training) both
+programs' expected counts and token marginals must equal exhaustive
+enumeration (``support.brute_force``), whichever path each sequence takes.
 """
 from __future__ import annotations
 
@@ -26,9 +28,14 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
-from support.brute_force import chain_dense_dp, chain_score
+from support.brute_force import (
+    chain_brute_force,
+    chain_dense_dp,
+    chain_score,
+    semimarkov_brute_force,
+)
 
 from fgl.engines.sequence import chain, chain_program, scaling, semimarkov, spans
 from fgl.engines.sequence.chain_program import ChainProgram
@@ -38,6 +45,7 @@ from fgl.engines.sequence.structure import ChainStructure
 
 RTOL, ATOL = 1e-9, 1e-12
 SCALES = [0.1, 1.0, 5.0, 30.0, 100.0, 300.0, 1000.0]
+EXTREME = [100.0, 300.0, 1000.0]  # weights under weak priors: the fast paths' limits
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -303,11 +311,12 @@ def dense_budget(n_bytes: int):
 
 
 @st.composite
-def programs(draw):
+def programs(draw, scales=SCALES):
     """A random feature table over a random pattern set: row 0 constant
     (bias, every single label), row 1 constant (every longer pattern), then
     per-token rows over random patterns (single labels only, unless
-    ``observed``); random sequences of rows with random values."""
+    ``observed``); random sequences of rows with random values, weights
+    N(0, s²) for s from ``scales``."""
     n, patterns, _, _ = draw(models(max_n=3, max_T=1, max_extra=5))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     observed = draw(st.booleans())
@@ -327,10 +336,36 @@ def programs(draw):
     tok_row = rng.integers(2, len(rows), size=tok_ptr[-1]).astype(np.int32)
     tok_val = rng.choice([1.0, 0.5, -2.0], size=tok_ptr[-1])
     data = EncodedData(seq_ptr, tok_ptr, tok_row, tok_val, None)
-    scale = draw(st.sampled_from(SCALES))
+    scale = draw(st.sampled_from(scales))
     w = rng.normal(0.0, scale, len(feat_pattern))
     dense = draw(st.sampled_from([0, 1 << 19]))
     return n, patterns, row_ptr, feat_pattern, data, w, dense
+
+
+def token_potentials(problem, i: int) -> np.ndarray:
+    """pot[t, z] of sequence ``i`` of a ``programs`` problem, feature by feature."""
+    n, patterns, row_ptr, feat_pattern, data, w, _ = problem
+    a, b = int(data.seq_ptr[i]), int(data.seq_ptr[i + 1])
+    pot = np.zeros((b - a, len(patterns)))
+    pot += np.bincount(feat_pattern[row_ptr[0]:row_ptr[2]], w[:row_ptr[2]],
+                       minlength=len(patterns))
+    for t in range(b - a):
+        for j in range(data.tok_ptr[a + t], data.tok_ptr[a + t + 1]):
+            for k in range(row_ptr[data.tok_row[j]], row_ptr[data.tok_row[j] + 1]):
+                pot[t, feat_pattern[k]] += data.tok_val[j] * w[k]
+    return pot
+
+
+def add_token_counts(problem, i: int, marg: np.ndarray, counts: np.ndarray) -> None:
+    """Add sequence ``i``'s expected feature counts to ``counts``, from
+    ``marg[t, z]`` = P(pattern z ends at token t)."""
+    n, patterns, row_ptr, feat_pattern, data, w, _ = problem
+    a = int(data.seq_ptr[i])
+    for t in range(marg.shape[0]):
+        counts[:row_ptr[2]] += marg[t, feat_pattern[:row_ptr[2]]]
+        for j in range(data.tok_ptr[a + t], data.tok_ptr[a + t + 1]):
+            for k in range(row_ptr[data.tok_row[j]], row_ptr[data.tok_row[j] + 1]):
+                counts[k] += data.tok_val[j] * marg[t, feat_pattern[k]]
 
 
 @settings(max_examples=300, **SLOW)
@@ -344,33 +379,21 @@ def test_batch_expectations_equal_span_kernel(problem):
     total = 0.0
     counts = np.zeros(len(w))
     for i in range(data.n_sequences):
-        a, b = int(data.seq_ptr[i]), int(data.seq_ptr[i + 1])
-        pot = np.zeros((b - a, len(patterns)))
-        pot += np.bincount(feat_pattern[row_ptr[0]:row_ptr[2]], w[:row_ptr[2]],
-                           minlength=len(patterns))
-        for t in range(b - a):
-            for j in range(data.tok_ptr[a + t], data.tok_ptr[a + t + 1]):
-                for k in range(row_ptr[data.tok_row[j]], row_ptr[data.tok_row[j] + 1]):
-                    pot[t, feat_pattern[k]] += data.tok_val[j] * w[k]
+        pot = token_potentials(problem, i)
         log_z, marg = span_sum(st_, pot)
         total += log_z
-        feat_s = st_.pattern_s[feat_pattern]
-        for t in range(b - a):
-            counts[:row_ptr[2]] += marg[t, feat_s[:row_ptr[2]]]
-            for j in range(data.tok_ptr[a + t], data.tok_ptr[a + t + 1]):
-                for k in range(row_ptr[data.tok_row[j]], row_ptr[data.tok_row[j] + 1]):
-                    counts[k] += data.tok_val[j] * marg[t, feat_s[k]]
+        add_token_counts(problem, i, marg[:, st_.pattern_s], counts)
     mag = ATOL * max(1.0, float(np.abs(w).sum()) * 3 * data.n_tokens)
     assert got.log_z == pytest.approx(total, rel=RTOL, abs=mag)
     np.testing.assert_allclose(got.counts, counts, rtol=RTOL, atol=1e-10)
 
 
 @st.composite
-def span_programs(draw):
+def span_programs(draw, scales=SCALES):
     """A random feature table over span units: as ``programs`` (rows 0 and
     1 constant), per-label limits in 1..3 (L their largest), m >= L units
     per token, `adjacent distinct` sometimes; random rows on every span a
-    sequence holds."""
+    sequence holds, weights N(0, s²) for s from ``scales``."""
     n, patterns, _, _ = draw(models(max_n=3, max_T=1, max_extra=5))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     observed = draw(st.booleans())  # longer patterns on per-span rows: the general path
@@ -398,44 +421,149 @@ def span_programs(draw):
     tok_row = rng.integers(2, len(rows), size=tok_ptr[-1]).astype(np.int32)
     tok_val = rng.choice([1.0, 0.5, -2.0], size=tok_ptr[-1])
     data = EncodedData(seq_ptr, tok_ptr, tok_row, tok_val, None, None, m)
-    w = rng.normal(0.0, draw(st.sampled_from(SCALES)), len(feat_pattern))
+    w = rng.normal(0.0, draw(st.sampled_from(scales)), len(feat_pattern))
     return n, patterns, row_ptr, feat_pattern, limits, distinct, data, w
+
+
+def span_potentials(problem, i: int) -> np.ndarray:
+    """pot[u, d-1, z] of sequence ``i`` of a ``span_programs`` problem
+    (d up to the largest limit), feature by feature."""
+    n, patterns, row_ptr, feat_pattern, limits, distinct, data, w = problem
+    a, b = int(data.seq_ptr[i]), int(data.seq_ptr[i + 1])
+    m, L = data.units_per_token, int(limits.max())
+    pot = np.zeros((b - a, L, len(patterns)))
+    pot += np.bincount(feat_pattern[row_ptr[0]:row_ptr[2]], w[:row_ptr[2]],
+                       minlength=len(patterns))
+    for u in range(b - a):
+        for dm in range(min(L, b - a - u)):
+            k = (a + u) * m + dm
+            for j in range(data.tok_ptr[k], data.tok_ptr[k + 1]):
+                for f in range(row_ptr[data.tok_row[j]], row_ptr[data.tok_row[j] + 1]):
+                    pot[u, dm, feat_pattern[f]] += data.tok_val[j] * w[f]
+    return pot
+
+
+def add_span_counts(problem, i: int, marg: np.ndarray, counts: np.ndarray) -> None:
+    """Add sequence ``i``'s expected feature counts to ``counts``, from
+    ``marg[u, d-1, z]`` = P(span (u, d) is a segment and pattern z ends there)."""
+    n, patterns, row_ptr, feat_pattern, limits, distinct, data, w = problem
+    a = int(data.seq_ptr[i])
+    T, m = marg.shape[0], data.units_per_token
+    for u in range(T):
+        for dm in range(min(marg.shape[1], T - u)):
+            k = (a + u) * m + dm
+            counts[:row_ptr[2]] += marg[u, dm, feat_pattern[:row_ptr[2]]]
+            for j in range(data.tok_ptr[k], data.tok_ptr[k + 1]):
+                for f in range(row_ptr[data.tok_row[j]], row_ptr[data.tok_row[j] + 1]):
+                    counts[f] += data.tok_val[j] * marg[u, dm, feat_pattern[f]]
+
+
+def semimarkov_program(problem) -> SemiMarkovProgram:
+    n, patterns, row_ptr, feat_pattern, limits, distinct, _, _ = problem
+    return SemiMarkovProgram(ChainStructure.build(n, patterns), row_ptr, feat_pattern, limits,
+                             np.array([0, 1]), distinct)
+
+
+# issue 47: a fresh clone's falsifying example.  One label, whose bias (1187.3) makes every
+# token a segment; every static factor along the suffix chain, down to exp(-532.7), is in
+# the factored path's range, and the counts ([6, 2, 4, 2.5]) came out NaN: a span's weight
+# (about exp(532.7)) times β̂ of a state the forward pass never reaches overflowed, times 0.
+ISSUE_47 = (1, [(0,), (0, 0, 0, 0), (0, 0)], np.array([0, 1, 3, 4]), np.array([0, 1, 2, 0]),
+            np.array([1]), False,
+            EncodedData(np.array([0, 1, 6]), np.array([0, 2, 2, 2, 3, 3, 3]),
+                        np.array([2, 2, 2], dtype=np.int32), np.array([1.0, 0.5, 1.0]), None,
+                        None, 1),
+            np.array([1187.3, 217.5, -532.7, -1528.4]))
 
 
 @settings(max_examples=300, **SLOW)
 @given(span_programs())
+@example(ISSUE_47)
 def test_semimarkov_batch_expectations_equal_span_kernel(problem):
     n, patterns, row_ptr, feat_pattern, limits, distinct, data, w = problem
-    st_ = ChainStructure.build(n, patterns)
-    program = SemiMarkovProgram(st_, row_ptr, feat_pattern, limits, np.array([0, 1]), distinct)
-    got = program.expectations(w, data, 1)
+    got = semimarkov_program(problem).expectations(w, data, 1)
     order = semimarkov.label_order(limits)
-    est = semimarkov.engine_structure(st_, order)
-    feat_s = est.pattern_s[feat_pattern]
-    m, L = data.units_per_token, int(limits.max())
+    est = semimarkov.engine_structure(ChainStructure.build(n, patterns), order)
+    L = int(limits.max())
     total = 0.0
     counts = np.zeros(len(w))
     for i in range(data.n_sequences):
-        a, b = int(data.seq_ptr[i]), int(data.seq_ptr[i + 1])
-        T = b - a
+        T = int(data.seq_ptr[i + 1] - data.seq_ptr[i])
         if T == 0:
             continue
-        pot = np.zeros((T, L, len(patterns)))
-        pot += np.bincount(feat_pattern[row_ptr[0]:row_ptr[2]], w[:row_ptr[2]],
-                           minlength=len(patterns))
-        units = [(u, dm, (a + u) * m + dm) for u in range(T) for dm in range(min(L, T - u))]
-        for u, dm, k in units:
-            for j in range(data.tok_ptr[k], data.tok_ptr[k + 1]):
-                for f in range(row_ptr[data.tok_row[j]], row_ptr[data.tok_row[j] + 1]):
-                    pot[u, dm, feat_pattern[f]] += data.tok_val[j] * w[f]
         work = spans.workspace(T, L, est.tables)
-        total += spans.sequence_marginals(pot, T, est.tables, limits[order], work, distinct)
-        for u, dm, k in units:
-            m_row = work.marg[u, dm]
-            counts[:row_ptr[2]] += m_row[feat_s[:row_ptr[2]]]
-            for j in range(data.tok_ptr[k], data.tok_ptr[k + 1]):
-                for f in range(row_ptr[data.tok_row[j]], row_ptr[data.tok_row[j] + 1]):
-                    counts[f] += data.tok_val[j] * m_row[feat_s[f]]
+        total += spans.sequence_marginals(span_potentials(problem, i), T, est.tables,
+                                          limits[order], work, distinct)
+        add_span_counts(problem, i, work.marg[:, :, est.pattern_s], counts)
+    mag = ATOL * max(1.0, float(np.abs(w).sum()) * 3 * data.n_tokens * L)
+    assert got.log_z == pytest.approx(total, rel=RTOL, abs=mag)
+    np.testing.assert_allclose(got.counts, counts, rtol=RTOL, atol=1e-10)
+
+
+# --------------------------------------------------------------------------
+# both programs at extreme weights against enumeration
+
+
+@settings(max_examples=100, **SLOW)
+@given(programs(scales=EXTREME))
+def test_chain_program_at_extreme_weights_equals_brute_force(problem):
+    """Σ log Z, expected counts and the marginals of patterns 0..n-1 (a
+    compiled model's single labels) of every sequence, whichever path each
+    sequence takes."""
+    n, patterns, row_ptr, feat_pattern, data, w, dense = problem
+    with dense_budget(dense):
+        program = ChainProgram(ChainStructure.build(n, patterns), row_ptr, feat_pattern,
+                               np.array([0, 1]))
+    got = program.expectations(w, data, 1)
+    got_marg = program.marginals(w, data).per_instance
+    total = 0.0
+    counts = np.zeros(len(w))
+    for i in range(data.n_sequences):
+        pot = token_potentials(problem, i)
+        if pot.shape[0] == 0:
+            continue
+        log_z, marg, _, _ = chain_brute_force(n, patterns, pot)
+        total += log_z
+        add_token_counts(problem, i, marg, counts)
+        np.testing.assert_allclose(got_marg[i], marg[:, :n], rtol=RTOL, atol=1e-10)
+    mag = ATOL * max(1.0, float(np.abs(w).sum()) * 3 * data.n_tokens)
+    assert got.log_z == pytest.approx(total, rel=RTOL, abs=mag)
+    np.testing.assert_allclose(got.counts, counts, rtol=RTOL, atol=1e-10)
+
+
+@settings(max_examples=100, **SLOW)
+@given(span_programs(scales=EXTREME))
+@example(ISSUE_47)
+def test_semimarkov_program_at_extreme_weights_equals_brute_force(problem):
+    """As the chain program's: per-label limits, `adjacent distinct`; token
+    marginals P(token t lies in a segment where pattern z < n ends)."""
+    n, patterns, row_ptr, feat_pattern, limits, distinct, data, w = problem
+    program = semimarkov_program(problem)
+    got = program.expectations(w, data, 1)
+    got_marg = program.marginals(w, data).per_instance
+    L = int(limits.max())
+    total = 0.0
+    counts = np.zeros(len(w))
+    for i in range(data.n_sequences):
+        pot = span_potentials(problem, i)
+        T = pot.shape[0]
+        if T == 0:
+            continue
+        dense = {z: np.zeros((T, T)) for z in range(len(patterns))}
+        for u in range(T):
+            for dm in range(min(L, T - u)):
+                for z in range(len(patterns)):
+                    dense[z][u, u + dm] = pot[u, dm, z]
+        log_z, b_marg, _, _ = semimarkov_brute_force(n, patterns, L, dense, limits, distinct)
+        total += log_z
+        marg = np.zeros_like(pot)   # [u, d-1, z]
+        tok = np.zeros((T, n))
+        for u in range(T):
+            for dm in range(min(L, T - u)):
+                marg[u, dm] = [b_marg[z][u, u + dm] for z in range(len(patterns))]
+                tok[u:u + dm + 1] += marg[u, dm, :n]
+        add_span_counts(problem, i, marg, counts)
+        np.testing.assert_allclose(got_marg[i], tok, rtol=RTOL, atol=1e-10)
     mag = ATOL * max(1.0, float(np.abs(w).sum()) * 3 * data.n_tokens * L)
     assert got.log_z == pytest.approx(total, rel=RTOL, abs=mag)
     np.testing.assert_allclose(got.counts, counts, rtol=RTOL, atol=1e-10)
