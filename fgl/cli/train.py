@@ -136,7 +136,7 @@ def _sigma_grid(a: argparse.Namespace) -> None:
     written to -o."""
     from fgl.distributed.search import best, search, table
     from fgl.errors import FglError
-    from fgl.io.safe_files import write_bytes
+    from fgl.io.safe_files import signals_held, write_bytes
 
     if not a.dev:
         raise FglError("--sigma-grid chooses the model by its F1 on development data: add "
@@ -151,11 +151,12 @@ def _sigma_grid(a: argparse.Namespace) -> None:
     trials = search([a.spec], sigmas, a.train, a.dev, dask=a.dask, workers=a.dask_workers,
                     max_iter=a.max_iter, encoding=a.encoding,
                     jobs=a.jobs or (1 if a.dask or a.dask_workers else None))
-    print(table(trials))
-    chosen = best(trials)
-    write_bytes(a.output, chosen.model, "model")
-    print(f"wrote {a.output} (sigma {chosen.sigma:g}, dev F1 {chosen.dev_f1:.2f})",
-          file=sys.stderr)
+    with signals_held():    # trained models: signals wait until the chosen one is written
+        print(table(trials))
+        chosen = best(trials)
+        write_bytes(a.output, chosen.model, "model")
+        print(f"wrote {a.output} (sigma {chosen.sigma:g}, dev F1 {chosen.dev_f1:.2f})",
+              file=sys.stderr)
 
 
 @contextlib.contextmanager
