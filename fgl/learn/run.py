@@ -186,7 +186,17 @@ class TrainingRun:
         self._begin(model)
         return self._finished(*self.trainer.fit_objective(self, model, objective))
 
+    def plan(self) -> str:
+        """What trains and what runs inference, and why: the trainer (the
+        rule that chose it) and the engine (``fgl.registry``, as ``fgl
+        explain`` says it)."""
+        t = self.trainer
+        return (f"trainer: {t.name}, {t.title}\n  chosen: {t.chosen_when}\n"
+                f"engine: {self.choice.title(self.spec)}\n  why: {self.choice.reason}")
+
     def _begin(self, model: Model) -> None:
+        if self.verbose:
+            print(self.plan(), file=sys.stderr)
         if self.verbose and self.trainer.kernels:   # a first run compiles the kernels: say so
             from fgl.engines.first_run import note_first_compile
             note_first_compile(self.choice.engine.name, self.trainer.kernels)

@@ -126,6 +126,15 @@ def test_progress_lines_unless_quiet(capsys, tmp_path):
     assert len(progress) == 3
     assert "objective" in progress[0] and "|grad|" in progress[0]
     assert "compiled in" in err
+    # what trains and why, before the first iteration; where the time went, after the last
+    lines = err.split("\n")
+    first = lines.index(progress[0])
+    assert lines[first - 4].startswith("trainer: lbfgs, maximum likelihood")
+    assert lines[first - 3] == "  chosen: the default (`trainer = lbfgs`), l1 = 0"
+    assert lines[first - 2].startswith("engine: exact pattern-sparse chain")
+    account = next(line for line in lines if line.startswith("time: "))
+    assert lines.index(account) > lines.index(progress[-1])
+    assert "compile " in account and "4 at iterates" in account and "optimiser" in account
 
     code, _, err = run(capsys, "train", HMM, "--train", train, "-o", tmp_path / "b.fglm",
                        "--max-iter", "3", "-q")
