@@ -71,11 +71,16 @@ def run(a: argparse.Namespace) -> None:
     from fgl.api import CRF
     from fgl.errors import FglError
     from fgl.io.confusion import check_picture_path
+    from fgl.io.safe_files import check_output
+    from fgl.io.sources import expand
 
     if a.picture is not None:
         if not a.confusion:
             raise FglError("-o draws the confusion matrix: add --confusion")
         check_picture_path(a.picture)
+        check_output(a.picture, "confusion matrix picture", [
+            (a.model, "the model"), (a.file and expand(a.file), "the data"),
+            (a.tagged, "the tagged file")])
     if a.tagged is not None:
         if a.model is not None:
             raise FglError(f"--tagged {a.tagged} scores that file's own last two columns (gold, "

@@ -436,7 +436,9 @@ def test_an_output_naming_an_input_however_named_is_refused(capsys, made, tmp_pa
 
     model, train, test, _ = made
     installed = resolve_spec_path("stdlib:hmm_like")
-    saved = {p: p.read_bytes() for p in (installed, model, train, test)}
+    picture = tmp_path / "tagged.png"      # data whose name ends as a picture's
+    picture.write_bytes(test.read_bytes())
+    saved = {p: p.read_bytes() for p in (installed, model, train, test, picture)}
     unborn = tmp_path / "x.fglm"
     cases = [(["train", "stdlib:hmm_like", "--train", train, "-o", installed, "-q"],
               installed, "is also the spec"),
@@ -445,7 +447,9 @@ def test_an_output_naming_an_input_however_named_is_refused(capsys, made, tmp_pa
              (["train", HMM, "--train", train, "-o", model, "--resume", model, "-q"],
               model, "is also the checkpoint --resume reads"),
              (["tag", model, str(test.parent / "t*.txt"), "-o", test], test,
-              "is also the data")]
+              "is also the data"),
+             (["eval", "--tagged", picture, "--confusion", "-o", picture], picture,
+              "is also the tagged file")]
     for argv, target, words in cases:
         code, _, err = run(capsys, *argv)
         refused(code, err, target, words)
