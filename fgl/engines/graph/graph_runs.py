@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from fgl.engines.program import InferenceStats, RunGradient
-from fgl.engines.sequence.encoded import row_features, run_rows
+from fgl.engines.sequence.encoded import dot_at, row_features, run_rows
 
 
 class GraphRuns:
@@ -69,6 +69,6 @@ class GraphRuns:
                 self.program.add_gold_counts(self.data, i, self.gold)
             gold = self.gold[index]
             self.gold[index] = 0.0
-            gold_log_z = float(w[index] @ gold)
+            gold_log_z = dot_at(w, index, gold)
         return RunGradient(float(log_z - gold_log_z), index, values - gold,
                            InferenceStats.of(found))

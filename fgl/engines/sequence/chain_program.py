@@ -21,6 +21,7 @@ from fgl.engines.sequence.encoded import (
     EncodedData,
     SequenceProgram,
     SequenceRuns,
+    dot_at,
     group_unit_rows,
     local_layout,
     row_block_sums,
@@ -29,6 +30,7 @@ from fgl.engines.sequence.encoded import (
     sequence_log_z,
 )
 from fgl.engines.sequence.structure import ChainStructure
+from fgl.jit import njit
 
 # the dense rows' weights of a chain program stay within this many bytes (one core's L2
 # on the machine measured: examples/profile_chain.py)
@@ -252,34 +254,96 @@ class ChainProgram(SequenceProgram):
 
 class ChainRuns(SequenceRuns):
     """``SequenceRuns`` of a chain program at the cost of the run's own
-    features: the batch kernel counts into a compact array of them
-    (``row_block_sums``' layout) with no dense rows — a dense row's matrix
-    is copied and zeroed whole at every call, a cost of the model, not of
-    the run — and the gold counts go to a scratch vector, read and cleared
-    at those features only.  On CoNLL-2000 with CRFsuite's features
-    (453,010 of them) a sentence reads about 2,000."""
+    features (on CoNLL-2000 with CRFsuite's features a sentence reads about
+    2,400 of 453,010).  The batch kernel counts into a compact array of
+    them (``row_block_sums``' layout); the dense rows the run holds are
+    loaded into, and their counts read and cleared from, matrices kept for
+    the data set (a whole dense matrix per call would cost the model, not
+    the run).  The gold counts go to a scratch vector, read and cleared at
+    the run's features: the span kernel's walk for the per-token rows, and
+    the constant rows' features by the gold transitions' states
+    (``const_gold_counts``: the walk tests every constant feature at every
+    token, 47 µs a sentence there)."""
 
     def __init__(self, program: ChainProgram, data: EncodedData):
         super().__init__(program, data)
         self.chain = program
-        row_dense = np.where(program.row_dense >= 0, -1, program.row_dense).astype(np.int32)
-        self.features = program.features._replace(row_dense=row_dense)
-        self.no_dense = np.zeros((0, program.structure.n_labels))
+        n = program.structure.n_labels
+        self.w_dense = np.zeros((int(program.row_dense.max(initial=-1)) + 1, n))
+        self.grad_dense = np.zeros_like(self.w_dense)
+        self.slot = np.full(program.n_features, -1, dtype=np.int64)
+        self.slot[program.dense_feats] = program.dense_slot
         self.grad_ptr = np.empty(len(self.row_ptr) - 1, dtype=np.int64)
         self.scratch = np.zeros(program.n_features)   # all 0 between calls
         self.units = spans.units(data)
+        self.per_token = program.features._replace(const_feats=np.zeros(0, dtype=np.int64))
+        const = program.const_feats
+        order = np.argsort(program.feat_s[const], kind="stable")
+        self.const_by_s = const[order]
+        self.const_ptr = np.searchsorted(program.feat_s[const][order],
+                                         np.arange(len(program.structure.s_parent) + 1))
+        self.last: tuple[int, int, np.ndarray] | None = None
+
+    def rows(self, i0: int, i1: int) -> np.ndarray:
+        if self.last is None or self.last[:2] != (i0, i1):   # (support, then gradient)
+            self.last = (i0, i1, super().rows(i0, i1))
+        return self.last[2]
 
     def gradient(self, w: np.ndarray, i0: int, i1: int) -> RunGradient:
         rows = self.rows(i0, i1)
         index = row_features(rows, self.row_ptr)
         grad = np.zeros(local_layout(rows, self.row_ptr, self.grad_ptr))
-        log_z = chain.batch_expectations(i0, i1, self.units, self.features,
-                                         self.chain.structure.tables, w, self.no_dense, grad,
-                                         self.grad_ptr, self.no_dense)
+        st = self.chain.structure
+        move_dense(rows, self.row_ptr, self.chain.row_dense, self.slot, w, self.w_dense, grad,
+                   self.grad_ptr, self.grad_dense, True)
+        log_z = chain.batch_expectations(i0, i1, self.units, self.chain.features, st.tables, w,
+                                         self.w_dense, grad, self.grad_ptr, self.grad_dense)
+        move_dense(rows, self.row_ptr, self.chain.row_dense, self.slot, w, self.w_dense, grad,
+                   self.grad_ptr, self.grad_dense, False)
         sub = self.data.subset(i0, i1)
         spans.gold_counts(spans.units(sub), sub.gold, np.ones(sub.n_tokens, dtype=np.int64), 1,
-                          self.chain.features, self.chain.structure.tables, self.scratch)
+                          self.per_token, st.tables, self.scratch)
+        const_gold_counts(sub.seq_ptr, sub.gold, st.tables.s_next, st.tables.s_parent,
+                          st.n_labels, self.const_by_s, self.const_ptr, self.scratch)
         gold = self.scratch[index]
         self.scratch[index] = 0.0
         grad -= gold
-        return RunGradient(log_z - float(w[index] @ gold), index, grad)
+        return RunGradient(log_z - dot_at(w, index, gold), index, grad)
+
+
+@njit(cache=True, nogil=True)
+def move_dense(rows, row_ptr, row_dense, slot, w, w_dense, grad, grad_ptr, grad_dense, load):
+    """For the dense rows among ``rows``: before the kernel (``load``) their
+    weights into ``w_dense``; after it their counts from ``grad_dense`` into
+    the compact ``grad`` (at ``grad_ptr``), clearing ``grad_dense``."""
+    n = w_dense.shape[1]
+    for r in rows:
+        d = row_dense[r]
+        if d < 0:
+            continue
+        at = grad_ptr[r]
+        for k in range(row_ptr[r], row_ptr[r + 1]):
+            y = slot[k] - d * n
+            if load:
+                w_dense[d, y] = w[k]
+            else:
+                grad[at + k - row_ptr[r]] = grad_dense[d, y]
+        if not load:
+            grad_dense[d, :] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def const_gold_counts(seq_ptr, gold, s_next, s_parent, n, const_by_s, const_ptr, counts):
+    """Add the constant rows' gold counts: at each token, 1 to the constant
+    features of the gold transition's state and its ancestors (the states
+    of ``const_by_s`` from ``const_ptr``)."""
+    for i in range(seq_ptr.shape[0] - 1):
+        q = 0
+        for u in range(seq_ptr[i], seq_ptr[i + 1]):
+            s = q * n + gold[u]
+            x = s
+            while x >= 0:
+                for j in range(const_ptr[x], const_ptr[x + 1]):
+                    counts[const_by_s[j]] += 1.0
+                x = s_parent[x]
+            q = s_next[s]

@@ -308,6 +308,16 @@ def row_features(rows, row_ptr):
     return out
 
 
+@njit(cache=True, nogil=True)
+def dot_at(w, index, values):
+    """Σ_i w[index[i]] values[i], on this thread (a BLAS dot product of a
+    gathered copy may wake BLAS's threads: milliseconds on a busy machine)."""
+    total = 0.0
+    for i in range(index.shape[0]):
+        total += w[index[i]] * values[i]
+    return total
+
+
 class SequenceRuns:
     """Runs of sequences i0..i1-1 of an exact sequence program, one run at
     a time (``Program.instance_runs``, for stochastic gradient training):
@@ -344,7 +354,7 @@ class SequenceRuns:
         sub = self.data.subset(i0, i1)
         model = self.program.expectations(w, sub, 1)
         gold = self.program.gold_counts(sub)[index]
-        return RunGradient(model.log_z - float(w[index] @ gold), index,
+        return RunGradient(model.log_z - dot_at(w, index, gold), index,
                            model.counts[index] - gold)
 
 
