@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.cli import run, train_model
 from support.paths import HMM
 from support.sentences import inputs_and_labels, segment_data
@@ -130,3 +132,15 @@ def test_inspect_over_the_memory_budget_is_refused_with_the_estimate(capsys, tmp
     assert "Traceback" not in err and err.count("\n") == 1
     code, out, err = run(capsys, "inspect", model, "--max-memory", "1T")
     assert code == 0 and "template emission:" in out, err
+
+
+@given(st.lists(st.sampled_from([-1.5, -0.0, 0.0, 0.25, 2.0, 3.0]), max_size=60),
+       st.integers(0, 12))
+@settings(max_examples=200, deadline=None)
+def test_the_strongest_weights_are_the_first_of_a_full_sort(values, k):
+    """(Ties by position: the first of equal weights is shown first.)"""
+    from fgl.io.inspect import _top
+
+    w = np.array(values, dtype=np.float64)
+    expected = sorted(range(len(w)), key=lambda i: (-w[i], i))[:k]
+    assert _top(w, k).tolist() == expected
