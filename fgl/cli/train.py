@@ -79,9 +79,8 @@ def run(a: argparse.Namespace) -> None:
     from fgl.io.model_files import check_writable
     from fgl.io.sources import expand
 
-    inputs = [(spec_file(a.spec), "the spec"), (expand(a.train, "training"),
-                                                 "the training data"),
-              (a.dev and expand(a.dev, "development"), "the development data")]
+    inputs = [(spec_file(a.spec), "the spec"), (expand(a.train), "the training data"),
+              (a.dev and expand(a.dev), "the development data")]
     check_writable(a.output, "model", [*inputs, (a.resume, "the checkpoint --resume reads"),
                                        (a.checkpoint, "the --checkpoint file")])
     if a.checkpoint is not None:     # (before training, not after; --resume's file may be it)
