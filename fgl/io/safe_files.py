@@ -12,9 +12,12 @@ Writing (``check_output``, ``atomic_output``, ``write_bytes``, ``write_text``):
   folder (``/tmp/out.fglm -> ~/.bashrc``) aim fgl's output anywhere.
   Give the path of the file itself (``realpath LINK``).
 * A path that is also one of the command's inputs (``fgl tag M.fglm
-  data.txt -o M.fglm``) is refused.
+  data.txt -o M.fglm``) is refused, whether it exists yet or not.
+* A name ending in ``/`` (or ``/.``, ``/..``) names a folder and is
+  refused: the file system would drop the slash and write the file.
 * The new content goes to a temporary file in the target's folder
-  (``.NAME.PID.XXXXXXXX.tmp``, PID the writing process), is flushed to
+  (``.NAME.PID.XXXXXXXX.tmp``, PID the writing process, NAME cut short
+  where the whole would not fit the file system's longest name), is flushed to
   disk (fsync) and renamed over the target (``os.replace``, atomic on
   POSIX): a reader sees the previous file or the new one, never a part of
   either.  A failed write — no such folder,
