@@ -1,0 +1,159 @@
+"""How the clique skip chain (Sutton & McCallum §1.5) trains against its
+linear chain, side by side in one run: whole training time (compile and
+train), how training ended, evaluations per iteration, F1, F1 on persons
+(the speaker field of the paper's seminar data), inconsistently mislabelled tokens (Table 1.3) and
+peak memory, for each trainer of the skip chain.
+
+Data, each with the spec of docs/language.md's skip-chain advice (the
+linear chain is the same spec without its skip template):
+
+* ``announcements`` -- generated talk announcements
+  (``fgl.io.records.announcements``) scaled to seminar size: 300 training
+  documents of about 270 tokens whose speaker and organisation names come
+  back 5 to 20 times, 184 test documents (no download);
+* ``conll2003`` -- CoNLL-2003 English, all 946 training articles, testa;
+* ``ned`` -- CoNLL-2002 Dutch, all 287 training articles, testa (Latin-1;
+  run-together lines padded, ``examples/skip_chain_ner.py``).
+
+The real corpora are read in place from ../shared/data and skipped when
+absent.  Each model trains until its own rule stops it (L-BFGS: the
+relative-improvement rule; SGD: CRFsuite's ``period``/``delta`` rule) or
+``--max-iter`` / ``--epochs``.
+
+    python examples/bench_skip_training.py                        # every corpus
+    python examples/bench_skip_training.py --corpus announcements
+    python examples/bench_skip_training.py --quick                # seconds
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "examples"))
+
+from measure import RssPeak  # noqa: E402
+from skip_chain_conll2002 import inconsistent, strip_labels  # noqa: E402
+from skip_chain_ner import CORPORA, load  # noqa: E402
+
+from fgl.api import CRF  # noqa: E402
+from fgl.io.evaluate import evaluate  # noqa: E402
+from fgl.io.records import announcements  # noqa: E402
+
+# docs/language.md, "Which observations a skip factor should read" and its example
+STATE = """columns {columns}
+output label
+
+obs w   = word[t-1..t+1]
+obs lw  = lower(word[t])
+obs shp = shape(word[t])
+{pos}
+template state: y[t] ~ bias, w, lw, shp{uses_p}
+template trans: y[t-1..t]
+"""
+SKIP = """template skip:  (y[i], y[j]) where word[i] == word[j] and regex(word[i], "^[A-Z]")
+                within document
+                ~ bias, either(w), either(lw), either(shp){either_p} (sigma = 0.5)
+infer trw
+"""
+
+
+def specs(columns: str, max_iter: int, epochs: int) -> dict[str, str]:
+    """The linear chain and the skip chain under each trainer."""
+    pos = "pos" in columns
+    head = STATE.format(columns=columns, pos="obs p   = pos[t-1..t+1]\n" if pos else "",
+                        uses_p=", p" if pos else "")
+    skip = SKIP.format(either_p=", either(p)" if pos else "")
+    lbfgs = f"train {{ max_iter = {max_iter} }}\n"
+    sgd = f"train {{ trainer = sgd  epochs = {epochs} }}\n"
+    return {"linear/lbfgs": head + lbfgs, "skip/lbfgs": head + skip + lbfgs,
+            "skip/sgd": head + skip + sgd}
+
+
+def corpus(name: str, quick: bool):
+    """(train, test, columns) of one corpus, or None when its files are absent."""
+    if name == "announcements":
+        n_train, n_test = (20, 10) if quick else (300, 184)
+        train, test = announcements(n_train, n_test, repeats=(5, 20), sections=8, seed=0)
+        return train.sentences, test.sentences, "word, label"
+    directory, prefix, split, _, columns = CORPORA[name]
+    if not all((directory / f"{prefix}.{s}").exists() for s in ("train", split)):
+        return None
+    docs = 10 if quick else 0
+    return load(name, "train", docs), load(name, split, docs), columns
+
+
+def run(text: str, train, test, jobs: int) -> dict:
+    t0 = time.perf_counter()
+    with RssPeak() as rss:
+        crf = CRF(text, jobs=jobs).fit_sentences(train)
+    whole = time.perf_counter() - t0
+    log = crf.training_log
+    pred = crf.tag_sentences(strip_labels(test)).tokens()
+    gold = [s.column(-1) for s in test]
+    iterations = len(log.iterations)
+    return {"whole": whole, "compile": log.compile_seconds or 0.0, "iterations": iterations,
+            "evaluations": log.evaluations, "message": log.message,
+            "recoveries": len(log.recoveries), "peak": rss.peak_mb,
+            "report": evaluate(gold, pred, scheme="iob"),
+            "inconsistent": sum(inconsistent(test, gold, pred).values()),
+            "account": log.time_account() if log.evaluations else ""}
+
+
+def table(results: dict[str, dict], top: str) -> None:
+    base = results["linear/lbfgs"]
+    print(f"{'model':<13} {'whole s':>8} {'x lin':>6} {'iters':>6} {'evals':>6} "
+          f"{'ev/it':>6} {'F1':>6} {top + ' F1':>8} {'incons.':>8} {'peak MB':>8}  ended")
+    for name, r in results.items():
+        rep = r["report"]
+        key = rep.chunks[top].f1 if top in rep.chunks else 0.0
+        per_it = r["evaluations"] / max(r["iterations"], 1) if r["evaluations"] else 0.0
+        print(f"{name:<13} {r['whole']:8.1f} {r['whole'] / base['whole']:6.2f} "
+              f"{r['iterations']:6d} {r['evaluations']:6d} {per_it:6.2f} "
+              f"{rep.overall.f1:6.2f} {key:8.2f} {r['inconsistent']:8d} {r['peak']:8.0f}  "
+              f"{r['message']}" + (f" [{r['recoveries']} recoveries]" if r["recoveries"] else ""))
+    for name, r in results.items():
+        if r["account"]:
+            print(f"  {name}: {r['account']}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", choices=["announcements", "conll2003", "ned", "all"],
+                    default="all")
+    ap.add_argument("--max-iter", type=int, default=1000, help="L-BFGS iteration limit")
+    ap.add_argument("--epochs", type=int, default=100, help="SGD epoch limit")
+    ap.add_argument("--jobs", type=int, default=0, help="threads (0: every core)")
+    ap.add_argument("--models", default="linear/lbfgs,skip/lbfgs,skip/sgd",
+                    help="which of linear/lbfgs, skip/lbfgs, skip/sgd (linear/lbfgs is the "
+                         "reference and always runs)")
+    ap.add_argument("--quick", action="store_true",
+                    help="10 articles (20 announcements), 10 iterations or epochs")
+    a = ap.parse_args()
+    if a.quick:
+        a.max_iter, a.epochs = 10, 10
+    names = ["announcements", "conll2003", "ned"] if a.corpus == "all" else [a.corpus]
+    wanted = {"linear/lbfgs", *a.models.split(",")}
+    for name in names:
+        print(f"== {name}")
+        found = corpus(name, a.quick)
+        if found is None:
+            print("data not found in ../shared/data; skipped.")
+            continue
+        train, test, columns = found
+        docs = Counter(s.doc for s in train)
+        print(f"train: {len(docs)} documents, {sum(len(s) for s in train)} tokens; "
+              f"test: {len({s.doc for s in test})} documents")
+        results = {m: run(text, train, test, a.jobs)
+                   for m, text in specs(columns, a.max_iter, a.epochs).items() if m in wanted}
+        table(results, "PER")
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
