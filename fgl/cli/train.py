@@ -113,6 +113,9 @@ def _trained(crf, seconds: float) -> None:
         print(f"trained in {seconds:.1f}s: {len(log.iterations)} epochs, "
               f"{log.iterations[-1]['mistakes']} mistakes in the last ({log.message})",
               file=sys.stderr)
+    elif crf.settings.trainer == "sgd":
+        from fgl.learn.trainers import NAMED
+        print(f"trained in {seconds:.1f}s: {NAMED['sgd'].summary(log)}", file=sys.stderr)
     elif log.iterations and "bigrams" in log.iterations[-1]:   # the ECRN
         row = log.iterations[-1]
         print(f"trained in {seconds:.1f}s: ECRN (Zhu et al., eq. 5) of "
@@ -151,11 +154,11 @@ def _sigma_grid(a: argparse.Namespace) -> None:
                     max_iter=a.max_iter, encoding=a.encoding,
                     jobs=a.jobs or (1 if a.dask or a.dask_workers else None))
     with signals_held():    # trained models: signals wait until the chosen one is written
-        print(table(trials))
         chosen = best(trials)
         write_bytes(a.output, chosen.model, "model")
-        print(f"wrote {a.output} (sigma {chosen.sigma:g}, dev F1 {chosen.dev_f1:.2f})",
-              file=sys.stderr)
+    print(table(trials))    # (after the write: a closed stdout loses the table, not the model)
+    print(f"wrote {a.output} (sigma {chosen.sigma:g}, dev F1 {chosen.dev_f1:.2f})",
+          file=sys.stderr)
 
 
 @contextlib.contextmanager
