@@ -6,10 +6,14 @@
   bytes both times.  Messages name it ``<stdin>``.
 * A file is read whole (``read_capped``) from a regular file or a pipe,
   never more than a cap -- ``FGL_MAX_INPUT`` (default 2 GiB) for data,
-  templates, lexicons and standard input; ``FGL_MAX_SPEC`` (default 16 MiB)
+  templates, lexicons and standard input; ``FGL_MAX_SPEC`` (default 1 MiB)
   for specs -- and never from a device (``/dev/zero``, ``/dev/urandom``, a
   terminal) or a socket, which are refused by what they are before
   anything is read.
+* No line of a text file is longer than ``FGL_MAX_LINE`` (default 64
+  MiB): a file larger than that is scanned as it is read, and refused at
+  the ``file:line`` of the first longer line before the rest is read or any
+  of it decoded (a 2 GiB file without a line break took 6.2 GB to refuse).
 * A model file is a zip archive: it starts with ``PK\\x03\\x04``
   (``is_model_bytes``).
 """
@@ -22,15 +26,18 @@ import sys
 from pathlib import Path
 from typing import IO
 
+import numpy as np
+
 from fgl.errors import DataError, FglError
 from fgl.sizes import format_size, parse_size
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 MODEL_MAGIC = b"PK\x03\x04"
-INPUT_ENV, SPEC_ENV = "FGL_MAX_INPUT", "FGL_MAX_SPEC"
-DEFAULT_INPUT, DEFAULT_SPEC = 2 << 30, 16 << 20
+INPUT_ENV, SPEC_ENV, LINE_ENV = "FGL_MAX_INPUT", "FGL_MAX_SPEC", "FGL_MAX_LINE"
+DEFAULT_INPUT, DEFAULT_SPEC, DEFAULT_LINE = 2 << 30, 1 << 20, 64 << 20
 _CHUNK = 1 << 20
+_SCAN = 16 << 20   # the bytes of a large file scanned for its lines at a time
 
 _stdin_read: tuple[object, bytes] | None = None   # (the stream read, its bytes)
 
@@ -77,12 +84,69 @@ def is_model_bytes(data: bytes) -> bool:
 
 def input_limit(spec: bool = False) -> int:
     """The most bytes fgl reads from one data file (``spec``: one spec
-    file): ``FGL_MAX_INPUT`` / ``FGL_MAX_SPEC`` when set, else 2 GiB / 16 MiB."""
+    file): ``FGL_MAX_INPUT`` / ``FGL_MAX_SPEC`` when set, else 2 GiB / 1 MiB."""
     env = SPEC_ENV if spec else INPUT_ENV
     given = os.environ.get(env)
     if given:
         return parse_size(given, env)
     return DEFAULT_SPEC if spec else DEFAULT_INPUT
+
+
+def line_limit() -> int:
+    """The longest line fgl reads: ``FGL_MAX_LINE`` when set, else 64 MiB."""
+    given = os.environ.get(LINE_ENV)
+    return parse_size(given, LINE_ENV) if given else DEFAULT_LINE
+
+
+class LineCheck:
+    """The lines of a file fed to it in chunks (``feed``), refused at the
+    first one longer than ``limit`` bytes: an InputError at ``name:line``.
+    A line ends at LF, CR or CRLF, as ``fgl.io.conll`` reads them."""
+
+    def __init__(self, name: str, limit: int | None = None):
+        self.name, self.limit = name, line_limit() if limit is None else limit
+        self.line, self.run, self.after_cr = 1, 0, False
+
+    def feed(self, chunk: bytes) -> None:
+        a = np.frombuffer(chunk, dtype=np.uint8)
+        breaks = np.flatnonzero((a == 10) | (a == 13))
+        if not len(breaks):
+            self.run += len(chunk)
+            if self.run > self.limit:
+                self._refuse(self.line)
+        else:
+            lengths = np.diff(breaks, prepend=-1) - 1
+            lengths[0] += self.run
+            over = np.flatnonzero(lengths > self.limit)
+            if len(over):
+                self._refuse(self.line + _line_breaks(chunk[:breaks[over[0]]], self.after_cr))
+            self.line += _line_breaks(chunk, self.after_cr)
+            self.run = len(chunk) - int(breaks[-1]) - 1
+            if self.run > self.limit:
+                self._refuse(self.line)
+        if chunk:
+            self.after_cr = chunk[-1:] == b"\r"
+
+    def _refuse(self, line: int) -> None:
+        raise InputError(f"a line longer than the {format_size(self.limit)} fgl reads as one "
+                         f"line (a file without line breaks?); set {LINE_ENV} (e.g. "
+                         f"{LINE_ENV}=256M) to read longer ones", f"{self.name}:{line}")
+
+
+def _line_breaks(chunk: bytes, after_cr: bool) -> int:
+    """The line breaks in ``chunk`` (CRLF one; ``after_cr``: the chunk
+    before ended with a CR, which a leading LF completes)."""
+    n = chunk.count(b"\n") + chunk.count(b"\r") - chunk.count(b"\r\n")
+    return n - 1 if after_cr and chunk[:1] == b"\n" else n
+
+
+def _scan_lines(fh: IO[bytes], name: str) -> None:
+    """Read ``fh`` through in chunks, refusing a line over the cap
+    (``LineCheck``), and go back to its start."""
+    check = LineCheck(name)
+    while chunk := fh.read(_SCAN):
+        check.feed(chunk)
+    fh.seek(0)
 
 
 def _too_large(limit: int, spec: bool) -> str:
@@ -97,6 +161,7 @@ def read_stream(stream: IO[bytes], name: str, limit: int | None = None,
     ``limit`` bytes (``input_limit``); an InputError beyond."""
     limit = input_limit(spec) if limit is None else limit
     parts, total = [], 0
+    lines = LineCheck(name)
     while True:
         chunk = stream.read(min(_CHUNK, limit + 1 - total))
         if not chunk:
@@ -105,6 +170,7 @@ def read_stream(stream: IO[bytes], name: str, limit: int | None = None,
         total += len(chunk)
         if total > limit:
             raise InputError(_too_large(limit, spec), name)
+        lines.feed(chunk)
     return b"".join(parts)
 
 
@@ -124,6 +190,8 @@ def read_capped(path: str | Path, limit: int | None = None, spec: bool = False) 
     if st.st_size > limit:
         raise InputError(_too_large(limit, spec), name)
     with open(path, "rb") as fh:
+        if st.st_size > line_limit() and stat.S_ISREG(st.st_mode):
+            _scan_lines(fh, name)   # (a file no longer than the cap holds no longer line)
         first = fh.read(st.st_size + 1) if st.st_size else b""
         if 0 < len(first) <= st.st_size:    # the whole file, as stat said
             return first

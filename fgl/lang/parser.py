@@ -8,6 +8,7 @@ Transformer's methods and the wording of what each rule expected.
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -485,6 +486,7 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
     model file's header)."""
     if not isinstance(text, str):
         raise TypeError(f"a spec's text must be a string, not {type(text).__name__}")
+    _check_size(text, file)
     try:
         tree = _LARK.parse(text)
     except UnexpectedInput as e:
@@ -498,6 +500,47 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
         if isinstance(e.orig_exc, SpecError):
             raise e.orig_exc from None
         raise
+
+
+SPEC_LINES_ENV, DEFAULT_SPEC_LINES = "FGL_MAX_SPEC_LINES", 10_000
+
+
+def spec_line_limit() -> int:
+    """The most lines fgl reads in one spec: ``FGL_MAX_SPEC_LINES`` when
+    set (a whole number), else 10,000."""
+    given = os.environ.get(SPEC_LINES_ENV)
+    if not given:
+        return DEFAULT_SPEC_LINES
+    try:
+        limit = int(given.replace("_", "").replace(",", ""))
+    except ValueError:
+        limit = 0
+    if limit < 1:
+        raise FglError(f"{SPEC_LINES_ENV}={given!r}: expected a positive whole number of lines, "
+                       "as in FGL_MAX_SPEC_LINES=50000")
+    return limit
+
+
+def _check_size(text: str, file: str) -> None:
+    """Refuse, before parsing it, a spec of more lines than
+    ``spec_line_limit()`` or more characters than ``FGL_MAX_SPEC`` bytes
+    (parsing and checking take about 15 µs a character: a 300,000-line spec
+    took 83 s and 2.26 GB) — a spec read from a model file or given to the
+    API as well as one read from a file (``fgl.data.inputs`` caps those)."""
+    from fgl.data.inputs import SPEC_ENV, input_limit
+    from fgl.sizes import format_size
+
+    limit = spec_line_limit()
+    n = text.count("\n") + (not text.endswith("\n"))
+    if n > limit:
+        raise SpecError(f"the spec has {n:,} lines, more than the {limit:,} fgl reads in one "
+                        f"spec; set {SPEC_LINES_ENV} (e.g. {SPEC_LINES_ENV}={10 * limit}) to "
+                        "read more", file, limit + 1, 1)
+    size = input_limit(spec=True)
+    if len(text) > size:
+        raise SpecError(f"the spec has {len(text):,} characters, more than the "
+                        f"{format_size(size)} fgl reads in one spec; set {SPEC_ENV} (e.g. "
+                        f"{SPEC_ENV}=8M) to read more", file, 1, 1)
 
 
 MAX_NESTING = 100  # parse-tree depth a spec may reach (expressions nest, statements do not)

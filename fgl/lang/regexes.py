@@ -31,6 +31,7 @@ tokens hold no newline).
 """
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from typing import Callable
 
@@ -44,6 +45,7 @@ import re
 
 MAX_COUNT = 1000          # RE2's largest repetition count
 MAX_PATTERN = 10_000      # characters of one pattern
+TOTAL_ENV, DEFAULT_TOTAL = "FGL_MAX_REGEX", 8 << 20   # characters of one spec's, rewritten
 
 _I, _M, _S, _A = (re.IGNORECASE.value, re.MULTILINE.value, re.DOTALL.value, re.ASCII.value)
 
@@ -91,6 +93,12 @@ def _category(code: str, ascii_only: bool) -> tuple[tuple[int, int], ...]:
     return _complement(ranges) if negated else ranges
 
 
+@lru_cache(maxsize=None)
+def _category_text(code: str, ascii_only: bool) -> str:
+    """``_category``'s ranges in RE2 class syntax (written once)."""
+    return "".join(_range(lo, hi) for lo, hi in _category(code, ascii_only))
+
+
 def _char(c: int) -> str:
     ch = chr(c)
     return ch if ch.isascii() and ch.isalnum() else f"\\x{{{c:X}}}"
@@ -116,24 +124,41 @@ def _refuse(what: str) -> RegexRefused:
                         "'Regular expressions')")
 
 
-def _rewrite(items, flags: int) -> str:
+class _Room:
+    """The characters a rewrite may still write (``translate``'s ``room``):
+    taking more raises RegexRefused as soon as they run out, so a pattern
+    whose rewrite is too long costs no more than the room to find out."""
+
+    def __init__(self, chars: int | None):
+        self.left = chars
+
+    def take(self, text: str) -> str:
+        if self.left is not None:
+            self.left -= len(text)
+            if self.left < 0:
+                raise RegexRefused("rewritten for RE2 it passes the characters left to the "
+                                   "spec's regular expressions")
+        return text
+
+
+def _rewrite(items, flags: int, room: _Room) -> str:
     """RE2 syntax for the parsed ``items`` under Python ``flags``."""
     out = []
     for op, av in items:
         name = op.name
         if name == "LITERAL":
-            out.append(_char(av))
+            out.append(room.take(_char(av)))
         elif name == "NOT_LITERAL":
-            out.append(f"[^{_char(av)}]")
+            out.append(room.take(f"[^{_char(av)}]"))
         elif name == "ANY":
-            out.append(".")
+            out.append(room.take("."))
         elif name == "IN":
-            out.append(_class(av, flags))
+            out.append(_class(av, flags, room))
         elif name == "BRANCH":
-            out.append("(?:" + "|".join(_rewrite(b, flags) for b in av[1]) + ")")
+            out.append("(?:" + "|".join(_rewrite(b, flags, room) for b in av[1]) + ")")
         elif name == "SUBPATTERN":
             _group, add, delete, sub = av
-            inner = _rewrite(sub, (flags | add) & ~delete)
+            inner = _rewrite(sub, (flags | add) & ~delete, room)
             on = "".join(f for f, bit in (("i", _I), ("m", _M), ("s", _S)) if add & bit)
             off = "".join(f for f, bit in (("i", _I), ("m", _M), ("s", _S)) if delete & bit)
             out.append(f"(?{on}-{off}:{inner})" if off else f"(?{on}:{inner})")
@@ -145,7 +170,7 @@ def _rewrite(items, flags: int) -> str:
                                    f"{'' if hi == lo or hi is _c.MAXREPEAT else hi}}}); "
                                    "fgl's regular expressions (RE2) allow at most "
                                    f"{MAX_COUNT}")
-            body = f"(?:{_rewrite(sub, flags)})"
+            body = f"(?:{_rewrite(sub, flags, room)})"
             if hi is _c.MAXREPEAT:
                 q = "*" if lo == 0 else "+" if lo == 1 else f"{{{lo},}}"
             else:
@@ -176,18 +201,18 @@ def _rewrite(items, flags: int) -> str:
     return "".join(out)
 
 
-def _class(items, flags: int) -> str:
+def _class(items, flags: int, room: _Room) -> str:
     negate, parts = False, []
     for op, av in items:
         name = op.name
         if name == "NEGATE":
             negate = True
         elif name == "LITERAL":
-            parts.append(_char(av))
+            parts.append(room.take(_char(av)))
         elif name == "RANGE":
-            parts.append(_range(*av))
+            parts.append(room.take(_range(*av)))
         elif name == "CATEGORY":
-            parts.extend(_range(lo, hi) for lo, hi in _category(av.name, bool(flags & _A)))
+            parts.append(room.take(_category_text(av.name, bool(flags & _A))))
         else:  # pragma: no cover
             raise RegexRefused(f"the class item {name} is not supported")
     if not parts:
@@ -195,9 +220,10 @@ def _class(items, flags: int) -> str:
     return ("[^" if negate else "[") + "".join(parts) + "]"
 
 
-def translate(pattern: str) -> str:
+def translate(pattern: str, room: int | None = None) -> str:
     """``pattern`` (Python syntax) in RE2 syntax, with Python's meaning; a
-    RegexRefused saying why when it cannot be (module docstring)."""
+    RegexRefused saying why when it cannot be (module docstring), or when
+    its rewrite would pass ``room`` characters (None: any)."""
     if len(pattern) > MAX_PATTERN:
         raise RegexRefused(f"a pattern of {len(pattern):,} characters; fgl's regular "
                            f"expressions are at most {MAX_PATTERN:,}")
@@ -209,7 +235,7 @@ def translate(pattern: str) -> str:
         raise RegexRefused("nested too deeply") from None
     flags = parsed.state.flags
     try:
-        body = _rewrite(parsed, flags)
+        body = _rewrite(parsed, flags, _Room(room))
     except RecursionError:
         raise RegexRefused("nested too deeply") from None
     on = "".join(f for f, bit in (("i", _I), ("m", _M), ("s", _S)) if flags & bit)
@@ -271,3 +297,43 @@ def check_regex(pattern: str) -> str | None:
     except RegexRefused as e:
         return str(e)
     return None
+
+
+def total_limit() -> int:
+    """The most characters one spec's regular expressions may come to once
+    rewritten for RE2: ``FGL_MAX_REGEX`` when set, else 8 MiB."""
+    from fgl.sizes import parse_size
+
+    given = os.environ.get(TOTAL_ENV)
+    return parse_size(given, TOTAL_ENV) if given else DEFAULT_TOTAL
+
+
+class RegexTotal:
+    """The rewritten length of a spec's patterns, pattern by pattern, within
+    ``total_limit()``: compiling a pattern takes time and memory in
+    proportion to it (each ``\\w`` is 11,553 characters of Python's code
+    points), so a hundred patterns of 9,900 characters took 45 s to check
+    and a thousand 1.76 GB."""
+
+    def __init__(self) -> None:
+        self.limit = total_limit()
+        self.used = 0
+        self.seen: set[str] = set()
+
+    def charge(self, pattern: str) -> str | None:
+        """Count ``pattern`` (once, however often the spec uses it); why it
+        passes the total (None: it fits).  A pattern fgl refuses on its own
+        is left to ``check_regex``."""
+        if pattern in self.seen:
+            return None
+        self.seen.add(pattern)
+        try:
+            self.used += len(translate(pattern, self.limit - self.used))
+        except RegexRefused as e:
+            if str(e).startswith("rewritten for RE2"):
+                return (f"the spec's regular expressions, rewritten for RE2, pass the "
+                        f"{self.limit:,} characters fgl compiles for one spec here (each \\w, "
+                        "\\d or \\s is spelled out as Python's code points: \\w alone is "
+                        f"11,553; (?a) keeps them ASCII); set {TOTAL_ENV} (e.g. "
+                        f"{TOTAL_ENV}=64M) to allow more")
+        return None

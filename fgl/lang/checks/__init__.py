@@ -30,6 +30,7 @@ from fgl.lang.checks.messages import (
     SEGMENTS_AND_PAIRS,
 )
 from fgl.lang.checks.observations import ObservationChecks
+from fgl.lang.checks.regex_total import RegexTotalChecks
 from fgl.lang.checks.settings import SettingChecks
 from fgl.lang.checks.templates import TemplateChecks
 from fgl.lang.checks.text import labels_text
@@ -39,8 +40,8 @@ __all__ = ["GRAPH_TEMPLATES", "NEED_GRAPH", "NEED_SEGMENTS", "NEEDS_EDGE", "NEED
            "check_spec", "labels_text", "validate"]
 
 
-class _Checker(DeclarationChecks, GrowthChecks, ObservationChecks, ExpressionChecks,
-               TemplateChecks, SettingChecks):
+class _Checker(DeclarationChecks, GrowthChecks, RegexTotalChecks, ObservationChecks,
+               ExpressionChecks, TemplateChecks, SettingChecks):
     def run(self) -> list[SpecError]:
         self.check_input()
         self.check_columns()
@@ -49,6 +50,8 @@ class _Checker(DeclarationChecks, GrowthChecks, ObservationChecks, ExpressionChe
         self.check_hidden()
         self.check_segments()
         if not self.check_growth():   # (too deep: the checks below recurse through names)
+            return sorted(self.errors, key=lambda e: (e.line, e.col))
+        if not self.check_regex_total():   # (too large: the checks below compile each one)
             return sorted(self.errors, key=lambda e: (e.line, e.col))
         self.check_observations()
         self.check_templates()
