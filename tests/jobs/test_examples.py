@@ -78,6 +78,10 @@ RUNS: dict[str, tuple[list[str], str | None, list[str]]] = {
                                   "--max-iter", "5"], "conll2003", [
         r"word identity\s+\d+\.\d+", r"fixed conjunctions\s+\d+\.\d+",
         r"induced\s+\d+\.\d+"]),
+    "bench_sgd.py": (["--quick", "--max-iter", "3", "--epochs", "1", "--batch", "4",
+                      "--no-crfsuite"], "conll2000", [
+        r"(?m)^fgl lbfgs\s+[\d.]+\s+3 iterations", r"(?m)^fgl sgd, batch 4\s+[\d.]+\s+1 epochs",
+        r"fgl sgd, batch 4 / fgl lbfgs: time [\d.]+x, F1 [+-]\d+\.\d\d"]),
     "crn_vs_crf.py": (["--quick"], "conll2002", [r"\| CRF \|", r"\| ECRN \|", r"p = "]),
     "skip_chain_ner.py": (["--quick", "--corpus", "ned", "--pairs", "all"], "conll2002", [
         r"(?m)^linear\s+\d", r"(?m)^all/trp\s+\d", r"(?m)^all/trw\s+\d",

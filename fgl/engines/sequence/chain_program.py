@@ -25,7 +25,6 @@ from fgl.engines.sequence.encoded import (
     group_unit_rows,
     local_layout,
     row_block_sums,
-    row_features,
     run_parallel,
     sequence_log_z,
 )
@@ -282,16 +281,9 @@ class ChainRuns(SequenceRuns):
         self.const_by_s = const[order]
         self.const_ptr = np.searchsorted(program.feat_s[const][order],
                                          np.arange(len(program.structure.s_parent) + 1))
-        self.last: tuple[int, int, np.ndarray] | None = None
-
-    def rows(self, i0: int, i1: int) -> np.ndarray:
-        if self.last is None or self.last[:2] != (i0, i1):   # (support, then gradient)
-            self.last = (i0, i1, super().rows(i0, i1))
-        return self.last[2]
 
     def gradient(self, w: np.ndarray, i0: int, i1: int) -> RunGradient:
-        rows = self.rows(i0, i1)
-        index = row_features(rows, self.row_ptr)
+        rows, index = self.rows(i0, i1)
         grad = np.zeros(local_layout(rows, self.row_ptr, self.grad_ptr))
         st = self.chain.structure
         move_dense(rows, self.row_ptr, self.chain.row_dense, self.slot, w, self.w_dense, grad,

@@ -335,17 +335,23 @@ class SequenceRuns:
         self.keep = np.ones(n_rows, dtype=np.bool_)
         self.keep[self.const_rows] = False
         self.mark = np.zeros(n_rows, dtype=np.bool_)
+        self.last: tuple | None = None
 
-    def rows(self, i0: int, i1: int) -> np.ndarray:
-        """The rows run i0..i1-1 reads: the constant ones, then its units' ascending."""
-        m = self.data.units_per_token
-        u0, u1 = int(self.data.seq_ptr[i0]) * m, int(self.data.seq_ptr[i1]) * m
-        return np.concatenate([self.const_rows, run_rows(self.data.tok_ptr, self.data.tok_row,
-                                                         u0, u1, self.keep, self.mark)])
+    def rows(self, i0: int, i1: int) -> tuple[np.ndarray, np.ndarray]:
+        """The rows run i0..i1-1 reads — the constant ones, then its units'
+        ascending — and their features (kept for the last run asked: a step
+        asks ``support``, then ``gradient``)."""
+        if self.last is None or self.last[0] != (i0, i1):
+            m = self.data.units_per_token
+            u0, u1 = int(self.data.seq_ptr[i0]) * m, int(self.data.seq_ptr[i1]) * m
+            rows = np.concatenate([self.const_rows, run_rows(
+                self.data.tok_ptr, self.data.tok_row, u0, u1, self.keep, self.mark)])
+            self.last = ((i0, i1), rows, row_features(rows, self.row_ptr))
+        return self.last[1], self.last[2]
 
     def support(self, i0: int, i1: int) -> np.ndarray:
         """The features run i0..i1-1 reads (and its gradient's index)."""
-        return row_features(self.rows(i0, i1), self.row_ptr)
+        return self.rows(i0, i1)[1]
 
     def gradient(self, w: np.ndarray, i0: int, i1: int) -> RunGradient:
         """The run's loss Σ [log Z(x_i) - w·F(x_i, y_i)] and its gradient
