@@ -18,8 +18,8 @@ from typing import Callable, Iterable, Protocol
 import numpy as np
 
 from fgl.compile import footprint as sizes
+from fgl.compile.bounds import unit_items
 from fgl.compile.budget import release_freed_memory
-from fgl.compile.estimate import unit_items
 from fgl.compile.footprint import SizedOnly, only_sizing
 from fgl.compile.frontend import TemplatePlan, keep_counted
 from fgl.compile.sequence_budget import check_reading, model_footprint

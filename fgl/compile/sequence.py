@@ -24,9 +24,9 @@ from typing import Callable, ClassVar, Iterable, Sequence, Union
 
 import numpy as np
 
+from fgl.compile.bounds import attribute_bound, count_columns, token_columns, unit_items
 from fgl.compile.budget import release_freed_memory
 from fgl.compile.conjunctions import ConjunctionIndex
-from fgl.compile.estimate import attribute_bound, count_columns, token_columns, unit_items
 from fgl.compile.feature_table import FeatureTable
 from fgl.compile.footprint import (
     Footprint,

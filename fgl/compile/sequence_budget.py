@@ -125,7 +125,7 @@ def check_encoding(span: int, spec: ast.Spec, plans: list[TemplatePlan],
                    attributes: Callable[[], int]) -> None:
     """Refuse, before any unit is made, training data whose attribute items
     would take more than the memory budget: template t gives up to
-    ``items[t]`` items at each unit (``fgl.compile.estimate.unit_items``;
+    ``items[t]`` items at each unit (``fgl.compile.bounds.unit_items``;
     ``obs b = a & a & ...`` ten times over three offsets gives 59,049 per
     token), each a unit row once encoded and a Python string while its batch
     is (``encoding_bytes``), and the distinct ones are the attributes — at
