@@ -524,7 +524,7 @@ def spec_line_limit() -> int:
 def _check_size(text: str, file: str) -> None:
     """Refuse, before parsing it, a spec of more lines than
     ``spec_line_limit()`` or more characters than ``FGL_MAX_SPEC`` bytes
-    (parsing and checking take about 15 µs a character: a 300,000-line spec
+    (parsing and checking take about 17 µs a character: a 300,000-line spec
     took 83 s and 2.26 GB) — a spec read from a model file or given to the
     API as well as one read from a file (``fgl.data.inputs`` caps those)."""
     from fgl.data.inputs import SPEC_ENV, input_limit
