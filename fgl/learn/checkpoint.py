@@ -27,7 +27,7 @@ from typing import Protocol
 
 import numpy as np
 
-from fgl.errors import FglError, ModelFileError
+from fgl.errors import FglError, ModelFileError, shorten
 from fgl.learn.lbfgs import History, LBFGSState
 from fgl.learn.sgd_state import KIND as SGD_KIND
 from fgl.learn.sgd_state import SGDState
@@ -153,10 +153,36 @@ def load_checkpoint(path: str | Path) -> tuple[object, TrainingState | SGDState]
         rows = [{**{k: row[k] for k in ROW_KEYS}, "inference": None} for row in saved["rows"]]
         state = TrainingState(lbfgs, m, [float(v) for v in saved["objectives"]], rows,
                               list(saved["recoveries"]), float(saved["eval_seconds"]),
-                              float(saved["seconds"]), saved["bp"])
+                              float(saved["seconds"]), _bp_settings(saved["bp"]))
     except (KeyError, TypeError, ValueError) as e:
         raise ModelFileError(f"corrupt checkpoint: {type(e).__name__}: {e}", name) from None
     return model, state
+
+
+MAX_BP_ITER = 2**31 - 1   # (the settings table's bound on max_iter)
+
+
+def _bp_settings(saved: object) -> dict | None:
+    """BP's settings per side as a checkpoint holds them (None: none);
+    ValueError unless each side ("model", "clamped") gives a tolerance above
+    0, a whole number of passes from 1 and a damping in [0, 1), as BP takes
+    them: an edited checkpoint's were a traceback in the resumed run."""
+    if saved is None:
+        return None
+    if not isinstance(saved, dict) or not set(saved) <= {"model", "clamped"}:
+        raise ValueError("BP's settings are not one object per side (model, clamped)")
+    for side, bp in saved.items():
+        if not isinstance(bp, dict) or set(bp) != {"tol", "max_iter", "damping"}:
+            raise ValueError(f"BP's {side} settings are not tol, max_iter and damping")
+        tol, passes, damping = bp["tol"], bp["max_iter"], bp["damping"]
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                      for v in (tol, passes, damping))
+        if not (numbers and math.isfinite(tol) and tol > 0 and isinstance(passes, int)
+                and 1 <= passes <= MAX_BP_ITER and 0 <= damping < 1):
+            raise ValueError(f"BP's {side} settings {shorten(str(bp), 200)} are not a "
+                             f"tolerance above 0, passes from 1 to {MAX_BP_ITER} and a "
+                             "damping in [0, 1)")
+    return saved
 
 
 def _check_pairs(history: History, gradient: np.ndarray) -> None:

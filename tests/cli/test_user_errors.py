@@ -542,3 +542,28 @@ def test_bags_of_words_conjoined_past_pythons_integer_printing_limit(capsys, tmp
     code, _, err = run(capsys, "explain", spec, "--train", graphs)
     assert code == 2 and f"fgl: {graphs}:1: column 'words' holds 40000 words" in err, err
     assert "would give about 10^4597 items at one position" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("bp", ["x", {"model": {"damping": "x"}},
+                                {"model": {"tol": -1, "max_iter": -1, "damping": -1}},
+                                {"model": {"tol": 1e-8, "max_iter": 200, "damping": 1.5}}],
+                         ids=["a string", "keys missing", "negative", "damping 1.5"])
+def test_a_checkpoint_whose_bp_settings_are_broken_is_refused_at_resume(capsys, tmp_path, bp):
+    """BP's settings in a checkpoint edited behind a matching checksum were
+    a KeyError or ValueError traceback in the resumed run."""
+    from support.model_files import with_stored
+
+    spec = write_spec(tmp_path, "template s: y[t] ~ word[t]\ntemplate g: (y[t-2], y[t])\n"
+                                "infer loopy\n")
+    train, _ = data_files(tmp_path)
+    checkpoint = tmp_path / "run.fglm"
+    code, _, err = run(capsys, "train", spec, "--train", train, "-o", tmp_path / "m.fglm", "-q",
+                       "--max-iter", "2", "--checkpoint", checkpoint)
+    assert code == 0, err
+    bad = with_stored(checkpoint, tmp_path / "bad.fglm",
+                      edit=lambda h: h["meta"]["checkpoint"].__setitem__("bp", bp))
+    code, _, err = run(capsys, "train", spec, "--train", train, "-o", tmp_path / "r.fglm", "-q",
+                       "--max-iter", "4", "--resume", bad)
+    assert code == 2 and err.startswith(f"fgl: {bad}: corrupt checkpoint: ValueError: BP's"), err
+    no_traceback(err)
+    assert not (tmp_path / "r.fglm").exists()
