@@ -68,7 +68,7 @@ def train_until_sigterm(argv: list[str]) -> tuple[int, str]:
     lines = []
     for line in proc.stderr:
         lines.append(line)
-        if line.startswith("iter") and len(lines) > 3:
+        if line.startswith("iter") and sum(x.startswith("iter") for x in lines) == 3:
             proc.send_signal(signal.SIGTERM)
             break
     rest = proc.communicate(timeout=300)[1]
