@@ -332,6 +332,56 @@ def test_hostile_numbers_and_lexicon_names(tally, tmp_path):
     tally.campaign(run, str(folder))
 
 
+def _costly_input(kind: str, n: int, folder: Path) -> tuple[list, bool]:
+    """An input of ``kind`` whose cost grows with ``n``, the fgl command
+    reading it, and whether it passes its cap (``test_total_costs``'s)."""
+    head = "columns word, label\noutput label\n"
+    if kind == "regexes":   # n patterns of one \w (11,553 characters rewritten) each
+        obs = "".join(f'obs r{i} = regex(word[t], "^{i}\\w")\n' for i in range(n))
+        (folder / "s.fgl").write_text(head + obs + "template s: y[t] ~ r0\n", encoding="utf-8")
+        return ["check", folder / "s.fgl"], n * 11_560 > 100_000
+    if kind == "spec lines":
+        obs = "".join(f"obs o{i} = word[t]\n" for i in range(10 * n))
+        (folder / "s.fgl").write_text(head + obs + "template s: y[t] ~ o0\n", encoding="utf-8")
+        return ["check", folder / "s.fgl"], 10 * n + 3 > 200
+    if kind == "long line":
+        (folder / "d.txt").write_bytes(b"a A\nb B\n\n" + b"w" * (300 * n) + b" A")
+        return ["explain", "stdlib:hmm_like", "--train", folder / "d.txt"], 300 * n > 4096
+    parts = " & ".join(["a"] * min(n, 9))   # (3^k items at each token)
+    (folder / "s.fgl").write_text(head + f"obs a = word[t-1..t+1]\nobs b = {parts}\n"
+                                  "template s: y[t] ~ b\n", encoding="utf-8")
+    (folder / "d.txt").write_text("".join(f"w{i % 7} {'AB'[i % 2]}\n" for i in range(40)),
+                                  encoding="utf-8")
+    return ["train", folder / "s.fgl", "--train", folder / "d.txt", "--max-memory", "64M",
+            "--max-iter", "1", "-o", folder / "m.fglm", "-q"], n >= 8   # (6,561 items: 118 MB)
+
+
+def test_total_costs(tally, tmp_path, monkeypatch):
+    """Many large regular expressions, long specs, long lines and widely
+    conjoined observations under small caps (issue 47, item 8; item 4 for
+    the items): refused with a message when past the cap, accepted below
+    it, never a traceback nor past the time and memory bounds."""
+    for var, cap in (("FGL_MAX_REGEX", "100K"), ("FGL_MAX_SPEC_LINES", "200"),
+                     ("FGL_MAX_LINE", "4K")):
+        monkeypatch.setenv(var, cap)
+    folder = tmp_path / "costly"
+    folder.mkdir()
+
+    @settings(FUZZ, max_examples=30)
+    @given(kind=st.sampled_from(["regexes", "spec lines", "long line", "conjoined items"]),
+           n=st.sampled_from([1, 3, 8, 9, 13, 20, 45]))
+    def run(kind: str, n: int) -> None:
+        argv, over = _costly_input(kind, n, folder)
+        note(f"{kind} {n}: fgl {' '.join(map(str, argv))}")
+        tally.new_input()
+        with tally.bound(f"fgl {argv[0]}"):
+            code = cli(*argv)
+        tally.counts[f"{kind}: exit {code}"] += 1
+        assert (code != 0) == over, (kind, n, code)
+
+    tally.campaign(run, str(folder))
+
+
 # ---------------------------------------------------------------- the bounds themselves
 
 def test_the_time_bound_fails_a_hang_even_one_swallowed():
