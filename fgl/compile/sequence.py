@@ -45,7 +45,13 @@ from fgl.compile.frontend import (
     window_plans,
 )
 from fgl.compile.segmentation import segments_from_tags, span_limit, tags_from_segments
-from fgl.compile.sequence_budget import check_counts, check_encoding, check_input, model_footprint
+from fgl.compile.sequence_budget import (
+    check_counts,
+    check_encoding,
+    check_input,
+    check_made,
+    model_footprint,
+)
 from fgl.compile.unit_rows import KeyRows, UnitRows, append_units, batches, conjunction_rows
 from fgl.data.schemes import chunks
 from fgl.data.sentence import Sentence
@@ -187,6 +193,8 @@ class SequenceModel:
                 if with_gold:
                     self._encode_gold(sent, tags, gold, starts)
                 seq_ptr.append(seq_ptr[-1] + len(sent.rows))
+            check_made(self._key_rows.nbytes + units.nbytes, batch[-1],
+                       "evaluating" if with_gold else "tagging")
         tok_ptr, tok_row, tok_val = units.arrays()
         return EncodedData(np.array(seq_ptr, dtype=np.int64), tok_ptr, tok_row, tok_val,
                            np.array(gold, dtype=np.int64) if with_gold else None,

@@ -214,3 +214,18 @@ def check_input(span: int, structure: ChainStructure, n_templates: int,
                     f"{purpose}, more than the {format_size(budget)} memory budget: split the "
                     "longest sequences or the file (or give a larger budget, `--max-memory`)",
                     longest.file, longest.lines[0] if longest.lines else 0)
+
+
+def check_made(made: int, sent: Sentence, purpose: str = "tagging") -> None:
+    """Refuse data whose encoding has made ``made`` bytes so far (the
+    attribute keys met, the units' rows) past the memory budget, at the
+    first line of ``sent``, the sentence after which they were counted:
+    keys never seen in training are still interned, so their number grows
+    with the data."""
+    budget = memory_budget()
+    if made <= budget:
+        return
+    raise DataError(f"the attribute keys and rows {purpose} has made up to here take "
+                    f"{format_size(made)}, more than the {format_size(budget)} memory budget: "
+                    "split the file (each run starts afresh) or give a larger budget "
+                    "(`--max-memory`)", sent.file, sent.lines[0] if sent.lines else 0)

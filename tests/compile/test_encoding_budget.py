@@ -20,9 +20,10 @@ from support.paths import REPO
 
 from fgl.compile.budget import set_memory_budget
 from fgl.compile.footprint import OverBudgetError
-from fgl.compile.sequence_budget import check_reading
+from fgl.compile.sequence_budget import check_made, check_reading
 from fgl.compile.unit_rows import BATCH_TOKENS, batches
 from fgl.data.sentence import Sentence
+from fgl.errors import DataError
 from fgl.lang.parser import parse_spec
 
 CAP = 3 << 30
@@ -94,3 +95,16 @@ def test_tagging_a_sentence_of_many_items_is_refused_at_its_line(tmp_path):
     assert code == 2 and "Traceback" not in err and err.count("\n") == 1, err
     assert err.startswith(f"fgl: {long}:1: the data (1 sequence, 10,000 tokens"), err
     assert "more than the 500 MB memory budget" in err, err
+
+
+def test_keys_made_while_tagging_past_the_budget_are_refused_at_the_sentence():
+    sent = Sentence([["w"]], [1207], 0, "test.txt")
+    previous = set_memory_budget(1 << 20)
+    try:
+        check_made(1 << 19, sent)
+        with pytest.raises(DataError, match="keys and rows tagging has made up to here take "
+                                            "2 MB, more than the 1 MB") as caught:
+            check_made(2 << 20, sent)
+    finally:
+        set_memory_budget(previous)
+    assert (caught.value.file, caught.value.line) == ("test.txt", 1207)
