@@ -142,15 +142,17 @@ def _out_of_memory(e: MemoryError) -> str:
 
 class _ClosedStream(io.TextIOBase):
     """Standard output or input where the process was started without one
-    (``fgl tag ... >&-``): using it is an error naming it, writing nothing
+    (``fgl tag ... >&-``): using it is an OSError naming it (as a full disk
+    behind stdout is: ``main`` says it in one line), writing nothing
     anywhere else."""
 
     def __init__(self, name: str, use: str):
         self.name, self.use = name, use
 
     def _closed(self, *args, **kwargs):
-        raise FglError(f"{self.name}: it is closed (the command was started with "
-                       f"{'>&-' if self.name == '<stdout>' else '<&-'}); {self.use}")
+        raise OSError(errno.EBADF, f"it is closed (the command was started with "
+                                   f"{'>&-' if self.name == '<stdout>' else '<&-'}); {self.use}",
+                      self.name)
 
     write = read = readline = writelines = _closed
 
@@ -200,12 +202,12 @@ def _numba_environment() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)   # (--help with stdout closed: on stderr)
     with _standard_streams():
-        return _main(argv)
+        return _run(args)
 
 
-def _main(argv: list[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+def _run(args: argparse.Namespace) -> int:
     command = _command(args.command).run
     try:
         _numba_environment()

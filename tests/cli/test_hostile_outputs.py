@@ -569,24 +569,29 @@ def test_a_closed_standard_output_is_a_message(capsys, made, monkeypatch, argv):
     model, _, test, _ = made
     monkeypatch.setattr(sys, "stdout", None)
     code, _, err = run(capsys, *(a.format(model=model, test=test) for a in argv))
-    assert code == 2 and err.endswith("fgl: <stdout>: it is closed (the command was started "
+    assert code == 1 and err.endswith("fgl: <stdout>: it is closed (the command was started "
                                       "with >&-); give -o FILE where the command has it, or "
                                       "redirect standard output (> FILE, > /dev/null)\n"), err
     assert "Traceback" not in err
 
 
-def test_a_closed_standard_output_in_a_real_process(made, tmp_path):
+def test_closed_standard_streams_in_a_real_process(made, tmp_path):
     model, _, test, _ = made
     env = dict(os.environ, PYTHONPATH=str(REPO))
     argv = [sys.executable, "-m", "fgl.cli", "tag", str(model), str(test)]
     closed = subprocess.run(argv, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
                             timeout=120, preexec_fn=lambda: os.close(1))
-    assert closed.returncode == 2 and closed.stderr.startswith("fgl: <stdout>: it is closed"), \
+    assert closed.returncode == 1 and closed.stderr.startswith("fgl: <stdout>: it is closed"), \
         closed.stderr
     out = tmp_path / "t.txt"       # with -o, standard output is not needed
     written = subprocess.run([*argv, "-o", str(out)], stderr=subprocess.PIPE, text=True,
                              env=env, cwd=REPO, timeout=120, preexec_fn=lambda: os.close(1))
     assert written.returncode == 0 and out.stat().st_size > 0, written.stderr
+    stdin = subprocess.run([*argv[:-1], "-", "-o", str(out)], stderr=subprocess.PIPE, text=True,
+                           env=env, cwd=REPO, timeout=120, preexec_fn=lambda: os.close(0))
+    assert stdin.returncode == 1 and stdin.stderr == (
+        "fgl: <stdin>: it is closed (the command was started with <&-); give a file name "
+        "instead of -\n"), stdin.stderr
 
 
 @pytest.mark.parametrize("variable, value, words", [
