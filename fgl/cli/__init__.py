@@ -195,7 +195,7 @@ def _numba_environment() -> None:
                        "threads; set a whole number from 1, or unset it (numba then uses "
                        "every core)")
     jit = os.environ.get("NUMBA_DISABLE_JIT", "").strip()
-    if jit not in ("", "0"):
+    if jit and not (jit.isdigit() and int(jit) == 0):
         raise FglError(f"NUMBA_DISABLE_JIT: {shorten(repr(jit), 60)}: fgl's kernels need "
                        "numba's compiler (without it they would run as Python, thousands of "
                        "times slower); unset it or set 0")
