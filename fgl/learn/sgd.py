@@ -110,7 +110,7 @@ class Prior:
     def mean_lam(self) -> float:
         """λ of the rate schedule: the mean of λ_k over the features."""
         if not len(self.group):
-            return float(self.lam.mean()) if len(self.lam) else 0.0
+            return 0.0
         counts = np.bincount(self.group, minlength=len(self.inv_var))
         return float(counts @ self.lam / len(self.group))
 
@@ -187,16 +187,16 @@ class Stepper:
                   ) -> tuple[float, list[dict]]:
         """η_0 by Bottou's bracket (module docstring): the best rate tried, and the trials."""
         order = epoch_order(0, len(self.cuts))
-        sizes = np.array([b - a for a, b in self.cuts])[order]
-        sample = order[:max(1, int(np.searchsorted(np.cumsum(sizes), CALIBRATION_SAMPLES)) + 1)]
+        sizes = np.cumsum(np.array([b - a for a, b in self.cuts])[order])
+        runs = min(len(order), int(np.searchsorted(sizes, CALIBRATION_SAMPLES)) + 1)
+        sample, instances = order[:runs], int(sizes[runs - 1])
         trials: list[dict] = []
 
         def cost(eta: float) -> float:
             f = self.trial(w0, eta, sample)
             trials.append({"calibration": eta, "objective": f})
             if progress is not None:
-                progress({**trials[-1], "trial": len(trials), "sample": int(sizes[:len(sample)]
-                                                                             .sum())})
+                progress({**trials[-1], "trial": len(trials), "sample": instances})
             return f
 
         lo = FIRST_RATE
