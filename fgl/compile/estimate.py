@@ -42,7 +42,12 @@ from fgl.compile.bounds import (
 from fgl.compile.footprint import Footprint, chain_states
 from fgl.compile.frontend import Layer, TemplatePlan, pattern_list, window_plans
 from fgl.compile.segmentation import segments_from_tags, span_limit
-from fgl.compile.sequence_budget import check_counts, check_encoding, counted_footprint
+from fgl.compile.sequence_budget import (
+    check_counts,
+    check_encoding,
+    counted_footprint,
+    encoding_bytes,
+)
 from fgl.data.sentence import Sentence
 from fgl.errors import DataError
 from fgl.lang import ast
@@ -229,6 +234,8 @@ def estimate_counted(spec: ast.Spec, counted: Counted, settings: TrainSettings) 
     fp = counted_footprint(span, plans, z_list, n_labels, ends, settings.jobs,
                            features=features, attributes=sum(attributes),
                            unit_rows=tokens * span * sum(items))
+    fp.parts["encoding"] = encoding_bytes(int(counted.lengths.max(initial=1)), span, sum(items),
+                                          tokens * span * sum(items))
     fp.notes = [f"makes at most {f:,} features" for f in features]
     return Estimate(attributes, features, fp, plans, n_labels, z_list, len(ends), tokens)
 
