@@ -230,3 +230,35 @@ def test_fgl_check_and_train_refuse_them_quickly(tmp_path):
             assert said in r.stderr and f"{spec}:" in r.stderr
             assert "Traceback" not in r.stderr and "RecursionError" not in r.stderr
         assert not (tmp_path / "m.fglm").exists()
+
+
+# ---------------------------------------------------------------- issue 47: counts, lexicons
+
+def test_item_counts_of_any_size_are_shown_without_printing_them_whole():
+    """5^(2^30) items (a chain of 30 self-conjunctions of a five-word
+    window) has millions of digits: counted up to 10^30, then "more than"."""
+    text = _spec(["obs o0 = word[t-2..t+2]"] + [f"obs o{i} = o{i - 1} & o{i - 1}"
+                                                for i in range(1, 31)], "o30")
+    t0 = time.perf_counter()
+    got = errors(text)
+    took = time.perf_counter() - t0
+    assert any("about 10^22 items per position" in e for e in got), got
+    assert any("more than 10^30 items per position" in e for e in got), got
+    assert took < 5, took
+
+
+def test_a_spec_reads_lexicons_only_from_under_its_folder(tmp_path):
+    """The checker (and training, through the same rule) resolves a lexicon
+    against the spec's folder; `lexicon_folders` (--lexicon-path) allows
+    another by hand."""
+    from fgl.lang.lexicons import lexicon_folders
+
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "words.txt").write_text("a\n", encoding="utf-8")
+    spec = parse_spec(_spec(['obs l = lexicon(word[t], "../words.txt")'], "l"),
+                      str(tmp_path / "specs" / "s.fgl"))
+    got = [str(e) for e in check_spec(spec, tmp_path / "specs")]
+    assert len(got) == 1 and "lexicon file '../words.txt' is outside the spec's folder" in got[0]
+    with lexicon_folders([tmp_path]):
+        assert check_spec(spec, tmp_path / "specs") == []
+    assert len(check_spec(spec, tmp_path / "specs")) == 1     # (only while the block runs)
