@@ -575,6 +575,15 @@ def test_a_closed_standard_output_is_a_message(capsys, made, monkeypatch, argv):
     assert "Traceback" not in err
 
 
+def test_a_closed_standard_output_is_not_needed_with_an_output_file(capsys, made, tmp_path,
+                                                                     monkeypatch):
+    model, _, test, _ = made
+    monkeypatch.setattr(sys, "stdout", None)
+    out = tmp_path / "t.txt"
+    code, _, err = run(capsys, "tag", model, test, "-o", out)
+    assert code == 0 and out.stat().st_size > 0, err
+
+
 def test_closed_standard_streams_in_a_real_process(made, tmp_path):
     model, _, test, _ = made
     env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -583,11 +592,8 @@ def test_closed_standard_streams_in_a_real_process(made, tmp_path):
                             timeout=120, preexec_fn=lambda: os.close(1))
     assert closed.returncode == 1 and closed.stderr.startswith("fgl: <stdout>: it is closed"), \
         closed.stderr
-    out = tmp_path / "t.txt"       # with -o, standard output is not needed
-    written = subprocess.run([*argv, "-o", str(out)], stderr=subprocess.PIPE, text=True,
-                             env=env, cwd=REPO, timeout=120, preexec_fn=lambda: os.close(1))
-    assert written.returncode == 0 and out.stat().st_size > 0, written.stderr
-    stdin = subprocess.run([*argv[:-1], "-", "-o", str(out)], stderr=subprocess.PIPE, text=True,
+    stdin = subprocess.run([*argv[:-1], "-", "-o", str(tmp_path / "t.txt")],
+                           stderr=subprocess.PIPE, text=True,
                            env=env, cwd=REPO, timeout=120, preexec_fn=lambda: os.close(0))
     assert stdin.returncode == 1 and stdin.stderr == (
         "fgl: <stdin>: it is closed (the command was started with <&-); give a file name "
