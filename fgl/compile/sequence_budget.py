@@ -133,24 +133,29 @@ def check_encoding(span: int, spec: ast.Spec, plans: list[TemplatePlan],
     explain`` prints, from a count of the data's distinct values: asked for
     only when one per item would pass the budget).  ``counted_footprint``
     prices the rest as ``check_counts`` does; located at the template of the
-    most items."""
+    most items.  Refused only when the items make the difference: data over
+    the budget at one item per unit and template is left to the exact
+    count of the features, whose message says more."""
     lengths = [segs[-1][1] + 1 if segs else 0 for segs in spans]
     longest, tokens = max(lengths, default=1), sum(lengths)
-    unit_rows = tokens * span * sum(items)
 
-    def footprint(n_attributes: int) -> Footprint:
+    def footprint(per_unit: int, n_attributes: int) -> Footprint:
+        unit_rows = tokens * span * per_unit
         fp = counted_footprint(span, plans, z_list, n_labels, spans, jobs,
                                features=[len(p.patterns) if p.support == "all" else 0
                                          for p in plans],
-                               attributes=n_attributes, unit_rows=unit_rows)
-        fp.parts["encoding"] = encoding_bytes(longest, span, sum(items), unit_rows)
+                               attributes=min(unit_rows, n_attributes), unit_rows=unit_rows)
+        fp.parts["encoding"] = encoding_bytes(longest, span, per_unit, unit_rows)
         return fp
 
-    if footprint(unit_rows).total <= memory_budget():
+    unit_rows = tokens * span * sum(items)
+    budget = memory_budget()
+    if footprint(sum(items), unit_rows).total <= budget \
+            or footprint(len(items), unit_rows).total > budget:
         return
     n_attributes = min(unit_rows, attributes())
-    fp = footprint(n_attributes)
-    if fp.total <= memory_budget():
+    fp = footprint(sum(items), n_attributes)
+    if fp.total <= budget:
         return
     ti = max(range(len(items)), key=lambda t: (items[t], -t))
     unit = "unit (token x segment length)" if span > 1 else "token"
@@ -168,18 +173,21 @@ def check_reading(spec: ast.Spec, items: list[int], span: int, made: dict[str, i
     budget, the model it is making — after ``read`` of its ``total`` tokens,
     with the whole estimated in proportion — before the next batch adds
     more: what ``check_encoding`` cannot bound in advance, the distinct keys
-    (at most one per item, often far fewer), counted as they are met."""
+    (at most one per item, often far fewer), counted as they are met.  Once
+    all is read the exact count of the features follows, and refuses
+    instead."""
     used = sum(made.values())
-    if used <= memory_budget() or not read:
-        return
+    if used <= memory_budget() or not read or read >= total:
+        return   # (all read: the exact count of the features follows, and says more)
     share = total / read
     fp = Footprint({k: v * share for k, v in made.items()}, [0.0] * len(spec.templates),
                    [""] * len(spec.templates), ITEMS_ADVICE)
     ti = max(range(len(items)), key=lambda t: (items[t], -t))
     unit = "unit (token x segment length)" if span > 1 else "token"
-    fp.refuse(f"template '{spec.templates[ti].name}' gives up to {items[ti]:,} attribute items "
-              f"at each {unit}: what the first {read:,} of the {total:,} tokens of the training "
-              f"data made already takes {format_size(used)}", spec.templates[ti].loc)
+    fp.refuse(f"the attribute keys and unit rows made from the first {read:,} of the "
+              f"{total:,} tokens of the training data already take {format_size(used)} "
+              f"(template '{spec.templates[ti].name}' gives the most attribute items, up to "
+              f"{items[ti]:,} at each {unit})", spec.templates[ti].loc)
 
 
 def check_input(span: int, structure: ChainStructure, n_templates: int,

@@ -71,7 +71,9 @@ def test_what_reading_made_past_the_budget_is_refused_at_the_widest_template():
         set_memory_budget(previous)
     e = caught.value
     assert (e.file, e.line) == ("conj.fgl", 5)
-    assert "the first 100 of the 400 tokens" in str(e) and "2 MB" in str(e), str(e)
+    assert "from the first 100 of the 400 tokens of the training data already take 2 MB " \
+        "(template 'state' gives the most attribute items, up to 59,049 at each token)" in str(e)
+    check_reading(spec, [59_049, 1], 1, {"attribute keys": 3 << 20}, 400, 400)   # (all read)
     assert e.footprint.total == 4 * (2 << 20)   # (in proportion to the tokens read)
 
 
