@@ -83,16 +83,18 @@ def parse_templates(text: str, file: str = "<template>") -> list[TemplateLine]:
             m = _MACRO.match(line, pos)
             if m is None:
                 raise SpecError(_bad_macro(line, pos), file, lineno, indent + pos + 1)
-            row_digits, col_digits = (g.lstrip("-").lstrip("0") for g in m.groups())
+            # (digits without sign and leading zeros: int() of 4,300 digits or more fails)
+            row_digits, col_digits = (g.lstrip("-").lstrip("0") or "0" for g in m.groups())
             if len(col_digits) > MAX_COLUMN_DIGITS:
                 raise SpecError(f"column {shorten(m.group(2), 20)} in '{shorten(m.group(0), 40)}' "
                                 "is out of range: a template reads the data's columns 0, 1, ...",
                                 file, lineno, indent + pos + 1)
-            row, col = int(m.group(1)) if len(row_digits) <= 3 else None, int(m.group(2))
-            if row is None or abs(row) > MAX_ROW:
+            if len(row_digits) > 1 or int(row_digits) > MAX_ROW:
                 raise SpecError(f"row {shorten(m.group(1), 20)} in '{shorten(m.group(0), 40)}' "
                                 f"is out of range: CRF++ reads rows -{MAX_ROW}..{MAX_ROW}",
                                 file, lineno, indent + pos + 1)
+            row = -int(row_digits) if m.group(1).startswith("-") else int(row_digits)
+            col = int(col_digits)
             cells.append((Cell(row, col), indent + pos + 1))
             pos = m.end()
         colon = line.find(":")

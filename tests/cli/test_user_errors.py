@@ -480,7 +480,8 @@ def test_a_crfpp_template_with_a_byte_order_mark_converts(capsys, tmp_path):
     ("%x[" + "1" * 5000 + ",0]", "row 1111111111 ...[4980 characters]... 1111111111 in"),
     ("%x[-" + "9" * 30 + ",0]", "row -999999999 ...[11 characters]... 9999999999 in"),
     ("%x[0," + "7" * 5000 + "]", "column 7777777777 ...[4980 characters]... 7777777777 in"),
-    ("%x[-0008,0000000]", None)], ids=["huge row", "long negative row", "huge column", "zeros"])
+    ("%x[-0008,0000000]", None), ("%x[" + "0" * 5000 + "1," + "0" * 5000 + "1]", None)],
+    ids=["huge row", "long negative row", "huge column", "zeros", "5,000 zeros"])
 def test_a_crfpp_macro_with_a_huge_number_is_located(capsys, tmp_path, macro, words):
     """int() of a macro's 5,000 digits was a ValueError traceback."""
     template = tmp_path / "template"
