@@ -126,3 +126,40 @@ def test_non_finite_weights_are_refused_as_on_the_per_instance_path(instance_by_
     for run in (lambda f, *a: f(*a), instance_by_instance):
         with pytest.raises(ValueError, match="finite or -inf"):
             run(model.program.expectations, w, enc, 1)
+
+
+def test_trw_converges_on_seminar_sized_cliques_at_trained_weights():
+    """The stress case of loopy training: documents of about 270 tokens
+    whose names come back 15 to 20 times (a clique of up to 190 skip
+    factors per name, Sutton & McCallum §1.5's seminar announcements), at
+    weights a training run reaches.  Every instance reaches the spec's
+    tolerance within the sweep limit, at the loose tolerance training
+    starts from and at the spec's, so every evaluation is exact to the
+    tolerance the line search allows for."""
+    from fgl.io.records import announcements
+    from fgl.learn.learner import train_lbfgs
+
+    docs, _ = announcements(6, 0, repeats=(15, 20), sections=8, seed=2)
+    text = """columns word, label
+output label
+obs w = word[t-1..t+1]
+obs shp = shape(word[t])
+template state: y[t] ~ bias, w, lower(word[t]), shp
+template trans: y[t-1..t]
+template skip:  (y[i], y[j]) where word[i] == word[j] and regex(word[i], "^[A-Z]")
+                within document ~ bias, either(w), either(shp) (sigma = 0.5)
+infer trw
+"""
+    model, enc = compile_model(validate(parse_spec(text, "<test>")), docs.sentences)
+    program = model.program
+    cliques = [g.n_factors - 2 * g.n_vars + 1 for g in enc.graphs]   # (at most the skip factors)
+    assert min(cliques) >= 100
+    w, _ = train_lbfgs(program, enc, model.feat_sigma, max_iter=25, jobs=1)
+    assert np.abs(w).max() > 3.0   # (weights of a model that fits, not near zero)
+    limit = program.settings.max_iter
+    for tol in (1e-3, program.settings.tol):
+        warm = program.warm_start(enc, carry=False)
+        warm.tol = tol
+        stats = program.expectations(w, enc, 1, warm=warm).stats
+        assert stats.not_converged == 0 and stats.max_iterations < limit, (tol, stats)
+        assert stats.max_residual < tol
