@@ -22,7 +22,7 @@ from lark.exceptions import (
 )
 from lark.lexer import PatternStr
 
-from fgl.errors import FglError, SpecError
+from fgl.errors import FglError, SpecError, shorten
 from fgl.lang.ast import (
     Call,
     Column,
@@ -117,6 +117,19 @@ class _ToAst(Transformer):
     def _name(self, tok: Token) -> Located:
         return Located(str(tok), self._loc(tok))
 
+    def _int(self, tok: Token) -> int:
+        """A whole number written in the spec; one of more than
+        ``MAX_DIGITS`` digits is refused at its place (Python's ``int``
+        itself fails past 4,300)."""
+        text = str(tok)
+        digits = text.lstrip("+-").lstrip("0")
+        if len(digits) > MAX_DIGITS:
+            loc = self._loc(tok)
+            raise SpecError(f"a whole number of {len(digits):,} digits ({shorten(text, 40)}); "
+                            f"a spec's numbers have at most {MAX_DIGITS:,}", loc.file, loc.line,
+                            loc.col)
+        return -int(digits or "0") if text.startswith("-") else int(digits or "0")
+
     # ------------------------------------------------------------ statements
     def model(self, meta, ch):
         tok = ch[0]
@@ -180,7 +193,7 @@ class _ToAst(Transformer):
 
     def _number(self, tok: Token):
         if tok.type == "SIGNED_INT":
-            return LocatedInt(int(tok), self._loc(tok))
+            return LocatedInt(self._int(tok), self._loc(tok))
         return LocatedFloat(float(tok), self._loc(tok))
 
     def obs(self, meta, ch):
@@ -214,7 +227,7 @@ class _ToAst(Transformer):
         return Predicate("test", ch[0], None, None, self._loc(meta))
 
     def pred_distance(self, meta, ch):
-        return Predicate("distance", None, None, LocatedInt(int(ch[0]), self._loc(ch[0])),
+        return Predicate("distance", None, None, LocatedInt(self._int(ch[0]), self._loc(ch[0])),
                          self._loc(meta))
 
     def pred_nearest(self, meta, ch):
@@ -260,10 +273,10 @@ class _ToAst(Transformer):
         return (ch[0], 0)
 
     def col_plus(self, meta, ch):
-        return (ch[0], int(ch[1]))
+        return (ch[0], self._int(ch[1]))
 
     def col_minus(self, meta, ch):
-        return (ch[0], -int(ch[1]))
+        return (ch[0], -self._int(ch[1]))
 
     # ------------------------------------------------------------ templates
     def label_ref(self, meta, ch):
@@ -289,10 +302,10 @@ class _ToAst(Transformer):
         return 0
 
     def plus(self, meta, ch):
-        return int(ch[0])
+        return self._int(ch[0])
 
     def minus(self, meta, ch):
-        return -int(ch[0])
+        return -self._int(ch[0])
 
     def pat_all(self, meta, ch):
         return PatternSpec("all", [], self._loc(meta))
@@ -321,7 +334,7 @@ class _ToAst(Transformer):
 
     def _literal(self, tok: Token):
         if tok.type == "SIGNED_INT":
-            return int(tok)
+            return self._int(tok)
         if tok.type == "SIGNED_FLOAT":
             return float(tok)
         if tok.type == "STRING":
@@ -543,6 +556,7 @@ def _check_size(text: str, file: str) -> None:
                         f"{SPEC_ENV}=8M) to read more", file, 1, 1)
 
 
+MAX_DIGITS = 1000  # digits of a whole number in a spec (int() of more than 4,300 fails)
 MAX_NESTING = 100  # parse-tree depth a spec may reach (expressions nest, statements do not)
 
 

@@ -568,3 +568,19 @@ def test_a_checkpoint_whose_bp_settings_are_broken_is_refused_at_resume(capsys, 
     assert code == 2 and err.startswith(f"fgl: {bad}: corrupt checkpoint: ValueError: BP's"), err
     no_traceback(err)
     assert not (tmp_path / "r.fglm").exists()
+
+
+@pytest.mark.parametrize("body, line, col", [
+    ("template s: y[t] ~ word[t+{n}]\n", 3, 27),
+    ("template s: y[t] ~ prefix(word[t], {n})\n", 3, 36),
+    ("segments max {n}\ntemplate s: s[j] ~ word[u]\n", 3, 14),
+    ("template s: y[t] ~ word[t]\ntrain {{ max_iter = {n} }}\n", 4, 20),
+    ("template s: y[t-{n}..t]\n", 3, 17)],
+    ids=["offset", "parameter", "segments", "setting", "label offset"])
+def test_a_spec_number_past_pythons_integer_limit_is_located(capsys, tmp_path, body, line,
+                                                             col):
+    """A 5,000-digit whole number anywhere in a spec was int()'s ValueError,
+    a traceback, from the parser."""
+    spec = write_spec(tmp_path, body.format(n="9" * 5000))
+    check_fails(capsys, spec, line, col, "a whole number of 5,000 digits",
+                "a spec's numbers have at most 1,000")
