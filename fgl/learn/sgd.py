@@ -24,7 +24,7 @@ there), so a step rescales the few s_g and changes v only where the run's
 gradient is non-zero — its ``support``, the only weights the run reads,
 which are made current (w = s v) before it.  A step then costs the run's
 features, not the model's (on CoNLL-2000 with CRFsuite's features a
-sentence reads about 2,000 of 453,010).  The scales are folded into v when
+sentence reads about 1,700 of 453,010).  The scales are folded into v when
 one falls below ``RESCALE_BELOW``.
 
 η_0, unless given (``learning_rate``), is calibrated as Bottou's SGD does

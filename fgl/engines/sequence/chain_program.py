@@ -254,7 +254,7 @@ class ChainProgram(SequenceProgram):
 class ChainRuns(SequenceRuns):
     """``SequenceRuns`` of a chain program at the cost of the run's own
     features (on CoNLL-2000 with CRFsuite's features a sentence reads about
-    2,400 of 453,010).  The batch kernel counts into a compact array of
+    1,700 of 453,010).  The batch kernel counts into a compact array of
     them (``row_block_sums``' layout); the dense rows the run holds are
     loaded into, and their counts read and cleared from, matrices kept for
     the data set (a whole dense matrix per call would cost the model, not
