@@ -134,8 +134,8 @@ def check_encoding(span: int, spec: ast.Spec, plans: list[TemplatePlan],
     only when one per item would pass the budget).  ``counted_footprint``
     prices the rest as ``check_counts`` does; located at the template of the
     most items.  Refused only when the items make the difference: data over
-    the budget at one item per unit and template is left to the exact
-    count of the features, whose message says more."""
+    the budget at one item per unit and template (and no attribute) is left
+    to the exact count of the features, whose message says more."""
     lengths = [segs[-1][1] + 1 if segs else 0 for segs in spans]
     longest, tokens = max(lengths, default=1), sum(lengths)
 
@@ -151,7 +151,7 @@ def check_encoding(span: int, spec: ast.Spec, plans: list[TemplatePlan],
     unit_rows = tokens * span * sum(items)
     budget = memory_budget()
     if footprint(sum(items), unit_rows).total <= budget \
-            or footprint(len(items), unit_rows).total > budget:
+            or footprint(len(items), 0).total > budget:
         return
     n_attributes = min(unit_rows, attributes())
     fp = footprint(sum(items), n_attributes)
