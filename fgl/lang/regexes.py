@@ -23,7 +23,10 @@ time and when a model file is read:
   only; ``(?a)\\bword\\b`` is accepted);
 * repetition counts above 1000 (``a{1001}``), or nested counts whose
   product RE2 will not compile, and patterns too large for RE2's memory
-  limit.
+  limit;
+* a spec whose patterns, rewritten, come to more than ``FGL_MAX_REGEX``
+  characters in all (``RegexTotal``, checked by ``fgl.lang.checks`` before
+  any is compiled).
 
 One difference remains and is documented: without ``(?m)``, ``$`` matches
 only at the very end of the text (Python's also before a final newline;
