@@ -469,3 +469,22 @@ def test_a_label_longer_than_a_model_file_keeps_is_refused_before_training(capsy
     assert code == 2 and re.search(r"has a label of 4,09[79] bytes", err), err
     assert "a label has at most 4,096 bytes (UTF-8)" in err and "Traceback" not in err, err
     assert not (tmp_path / "m.fglm").exists()
+
+
+def test_a_file_of_format_2_is_named_as_such(trained, tmp_path, capsys):
+    """Format 2 (a JSON header holding the vocabularies) is told apart from
+    damage by its members and the first bytes of its header alone."""
+    _, good, _, test_file = trained
+    arrays = _arrays(good)
+    head = json.dumps({"format": "fgl-model", "version": 2, "engine": "chain",
+                       "vocabs": [{"keys": ["x"] * 1000, "rows": [0] * 1000}]})
+    old = {"header": np.frombuffer(head.encode("ascii"), dtype=np.uint8),
+           "digest": arrays["digest"], **{k: arrays[k] for k in ("row_ptr", "feat_pattern",
+                                                                  "weights")}}
+    bad = tmp_path / "v2.fglm"
+    bad.write_bytes(_npz(old))
+    code, out, err = run(capsys, "tag", bad, test_file)
+    assert code == 2 and out == ""
+    assert err == f"fgl: {bad}: model file version 2 is not supported (this fgl reads version " \
+                  "3, which keeps vocabularies, labels and lexicons as arrays); retrain the " \
+                  "model with this fgl\n"
