@@ -21,6 +21,7 @@ digest; ``read_model_file`` returns them, ``load_model`` ignores them.
 """
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import hashlib
 import os
@@ -296,8 +297,17 @@ def _array_problem(header: dict, arrays: dict[str, np.ndarray]) -> str | None:
     starts = key_ptr[:-1][np.diff(key_ptr) > 0]
     if ((key_text[starts] & 0xC0) == 0x80).any():
         return "an attribute key starts inside a character"
-    key_text.tobytes().decode(*TEXT_CODEC)   # (UnicodeDecodeError: not UTF-8)
+    _check_utf8(key_text)
     return None
+
+
+def _check_utf8(text: np.ndarray, chunk: int = 1 << 20) -> None:
+    """A UnicodeDecodeError unless ``text`` is UTF-8, decoded a chunk at a
+    time (the text is not held twice)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(TEXT_CODEC[1])
+    for at in range(0, len(text), chunk):
+        decoder.decode(text[at:at + chunk].tobytes())
+    decoder.decode(b"", final=True)
 
 
 def _pattern_problem(z: list, sizes: list[int]) -> str | None:
@@ -315,7 +325,8 @@ def _patterns(values: np.ndarray, ptr: np.ndarray, lo: int, hi: int, sizes: list
               where: str) -> list[list[int]]:
     """Patterns ``lo..hi-1``, each checked against variables of ``sizes``
     labels (a ``Corrupt`` naming ``where`` otherwise)."""
-    flat, bounds = values.tolist(), ptr[lo:hi + 1].tolist()
+    start = int(ptr[lo])
+    flat, bounds = values[start:int(ptr[hi])].tolist(), (ptr[lo:hi + 1] - start).tolist()
     out = []
     for a, b in zip(bounds, bounds[1:]):
         z = flat[a:b]

@@ -67,10 +67,14 @@ def joined(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 def strings(data: np.ndarray, ptr: np.ndarray, lo: int = 0, hi: int | None = None) -> list[str]:
     """Strings ``lo..hi-1`` of a ``joined`` pair (``UnicodeDecodeError`` when
-    one is not UTF-8)."""
-    raw = data.tobytes()
-    bounds = ptr[lo:(len(ptr) - 1 if hi is None else hi) + 1].tolist()
-    return [raw[a:b].decode(*TEXT_CODEC) for a, b in zip(bounds, bounds[1:])]
+    one is not UTF-8); only their own bytes are copied."""
+    bounds = ptr[lo:(len(ptr) - 1 if hi is None else hi) + 1]
+    if len(bounds) < 2:
+        return []
+    start = int(bounds[0])
+    raw = data[start:int(bounds[-1])].tobytes()
+    at = (bounds - start).tolist()
+    return [raw[a:b].decode(*TEXT_CODEC) for a, b in zip(at, at[1:])]
 
 
 def pack(header: dict) -> tuple[bytes, dict[str, np.ndarray]]:
