@@ -316,8 +316,9 @@ def _epochs(stepper: Stepper, state: SGDState, epochs: int, period: int, delta: 
 
 def _converged(objectives: list[float], period: int, delta: float) -> str | None:
     """CRFsuite's rule: the reason to stop when the objective improved by
-    less than ``delta`` (relative) over the last ``period`` epochs."""
-    if len(objectives) <= period:
+    less than ``delta`` (relative) over the last ``period`` epochs (never
+    when ``delta`` is 0)."""
+    if len(objectives) <= period or delta <= 0:
         return None
     before, now = objectives[-1 - period], objectives[-1]
     gain = (before - now) / max(abs(now), 1e-300)

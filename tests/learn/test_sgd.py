@@ -137,6 +137,8 @@ def test_the_stopping_rule_ends_training():
     _, log = train_sgd(model.program, data, model.feat_sigma, epochs=200, period=2, delta=1e-3)
     assert log.converged and "over the last 2 epochs" in log.message
     assert len(log.iterations) < 200
+    _, log = train_sgd(model.program, data, model.feat_sigma, epochs=5, period=1, delta=0)
+    assert len(log.iterations) == 5 and not log.converged   # (delta 0: every epoch)
 
 
 SGD_TRAIN = "train { trainer = sgd  sigma = 1  epochs = %d  learning_rate = 0.05 }"
