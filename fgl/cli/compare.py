@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from fgl.cli.options import data_args, seed_arg
+from fgl.cli.options import data_args, seed_arg, whole_arg
 from fgl.cli.reporting import add_scheme_arg
 from fgl.errors import DataError, FglError
 
@@ -20,9 +20,9 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model_a")
     p.add_argument("model_b")
     p.add_argument("file", help="labelled data (the label columns of both models)")
-    p.add_argument("--trials", type=int, default=10000,
+    p.add_argument("--trials", type=whole_arg, default=10000,
                    help="shuffles of the randomisation test (default 10000)")
-    p.add_argument("--partitions", type=int, default=10,
+    p.add_argument("--partitions", type=whole_arg, default=10,
                    help="contiguous test partitions for the t-intervals (default 10)")
     p.add_argument("--seed", type=seed_arg, default=0,
                    help="random seed of the shuffles (a whole number from 0)")

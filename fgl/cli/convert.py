@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from fgl.cli.options import encoding_arg, seed_arg
+from fgl.cli.options import encoding_arg, seed_arg, whole_arg
 from fgl.errors import FglError
 from fgl.io.safe_files import check_output, write_text
 
@@ -71,7 +71,7 @@ def _template_parser(kinds: argparse._SubParsersAction, name: str) -> None:
                         "output column)")
     p.add_argument("-c", type=float, default=1.0, dest="c",
                    help="CRF++'s -c (default 1): the spec's sigma is its square root")
-    p.add_argument("-f", type=int, default=1, dest="f", metavar="N",
+    p.add_argument("-f", type=whole_arg, default=1, dest="f", metavar="N",
                    help="CRF++'s -f (default 1): the feature cut-off, written as the spec's "
                         "`min_count = N` (attributes seen fewer than N times in the training "
                         "data get no weights)")

@@ -6,7 +6,14 @@ import sys
 import zipfile
 from pathlib import Path
 
-from fgl.cli.options import encoding_arg, lexicon_path_arg, memory_arg, short_lines_arg, spec_file
+from fgl.cli.options import (
+    encoding_arg,
+    lexicon_path_arg,
+    memory_arg,
+    short_lines_arg,
+    spec_file,
+    whole_arg,
+)
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +31,7 @@ def add(sub: argparse._SubParsersAction) -> None:
                     ".pdf, .dot); without -o, DOT goes to stdout.")
     p.add_argument("spec", help="a spec (.fgl), or a model file written by `fgl train`")
     p.add_argument("file", help="data (labels optional)")
-    p.add_argument("--instance", type=int, default=0,
+    p.add_argument("--instance", type=whole_arg, default=0,
                    help="which instance: a sentence, a document for `within document` specs, "
                         "a graph (default 0)")
     p.add_argument("--tokens", metavar="A:B",

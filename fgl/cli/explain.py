@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from fgl.cli.options import encoding_arg, lexicon_path_arg, memory_arg, short_lines_arg
+from fgl.cli.options import encoding_arg, lexicon_path_arg, memory_arg, short_lines_arg, whole_arg
 from fgl.errors import FglError
 
 
@@ -25,7 +25,7 @@ def add(sub: argparse._SubParsersAction) -> None:
                        help="compile on this Dask cluster (--train may be a quoted glob) and "
                             "estimate one training evaluation's communication against its "
                             "compute, measured there")
-    where.add_argument("--dask-workers", type=int, metavar="N",
+    where.add_argument("--dask-workers", type=whole_arg, metavar="N",
                        help="the same on a Dask cluster of N worker processes on this machine")
     p.add_argument("--bandwidth", type=float, default=1e9, metavar="BYTES_PER_S",
                    help="network bandwidth the communication estimate assumes (default 1e9)")

@@ -49,6 +49,27 @@ def encoding_arg(text: str) -> str:
     return text
 
 
+MAX_WHOLE = 2**31 - 1   # the largest whole number an option takes (as a spec's settings)
+
+
+def whole_arg(text: str) -> int:
+    """A whole-number option (``--max-iter``, ``--trials``, ...): at most
+    ``MAX_WHOLE`` either way, so that no count reaches a kernel's machine
+    integers (the option's own check says what else it must be)."""
+    from fgl.errors import shorten
+
+    long = len(text) > 100 and text.strip().lstrip("+-").isdigit()   # (int() fails past 4,300)
+    try:
+        value = None if long else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, found {shorten(repr(text), 60)}"
+                                         ) from None
+    if value is None or abs(value) > MAX_WHOLE:
+        raise argparse.ArgumentTypeError(f"{shorten(text, 60)} is beyond the largest whole number "
+                                         f"fgl takes ({MAX_WHOLE})")
+    return value
+
+
 def seed_arg(text: str) -> int:
     """``--seed``: a whole number from 0 (what numpy's generators take)."""
     try:
@@ -66,7 +87,7 @@ def data_args(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--encoding", default="utf-8", type=encoding_arg,
                     help="text encoding of data files (default utf-8; e.g. latin-1)")
     short_lines_arg(sp)
-    sp.add_argument("--jobs", type=int, default=None,
+    sp.add_argument("--jobs", type=whole_arg, default=None,
                     help="threads for per-sequence work (0 = every core; default: the "
                          "spec's `train { jobs = N }`, else every core)")
 

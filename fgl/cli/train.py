@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from fgl.cli.options import data_args, lexicon_path_arg, spec_file
+from fgl.cli.options import data_args, lexicon_path_arg, spec_file, whole_arg
 from fgl.cli.reporting import report, warn_convergence
 
 
@@ -28,11 +28,11 @@ def add(sub: argparse._SubParsersAction) -> None:
                         "round of feature induction); a glob or repeated, as --train")
     p.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
     p.add_argument("--sigma", type=float, help="override the spec's Gaussian prior sigma")
-    p.add_argument("--max-iter", type=int, help="override the spec's L-BFGS iteration limit")
+    p.add_argument("--max-iter", type=whole_arg, help="override the spec's L-BFGS iteration limit")
     p.add_argument("--tol", type=float, help="override the spec's stopping tolerance")
     p.add_argument("--l1", type=float, help="override the spec's L1 penalty (above 0: OWL-QN, "
                                              "exact zeros; with sigma, the elastic net)")
-    p.add_argument("--min-count", type=int, metavar="N",
+    p.add_argument("--min-count", type=whole_arg, metavar="N",
                    help="override the spec's feature cut-off: attributes seen fewer than N "
                         "times in the training data get no weights (CRF++'s -f; "
                         "docs/settings.md)")
@@ -44,7 +44,7 @@ def add(sub: argparse._SubParsersAction) -> None:
                    help="save the training run here every --checkpoint-every iterations and "
                         "when training stops (a time limit, Ctrl-C, SIGTERM); the file is also "
                         "a model file (default with --resume: the resumed file)")
-    p.add_argument("--checkpoint-every", type=int, default=10, metavar="N",
+    p.add_argument("--checkpoint-every", type=whole_arg, default=10, metavar="N",
                    help="iterations between checkpoints (default 10)")
     p.add_argument("--checkpoint-seconds", type=float, metavar="SECONDS",
                    help="also save a checkpoint when this long has passed since the last")
@@ -62,7 +62,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     where.add_argument("--dask", metavar="ADDRESS",
                        help="the scheduler of a Dask cluster (tcp://host:8786); each worker "
                             "reads and encodes its own shards of --train")
-    where.add_argument("--dask-workers", type=int, metavar="N",
+    where.add_argument("--dask-workers", type=whole_arg, metavar="N",
                        help="a Dask cluster of N worker processes on this machine")
     data_args(p)
     lexicon_path_arg(p)

@@ -391,7 +391,13 @@ def test_sizes_beyond_any_machine_are_refused(capsys, made, tmp_path, monkeypatc
      "argument --encoding: unknown encoding 'nonesuch'"),
     (["convert", "crfpp", "{test}", "--encoding", "punycode"],
      "argument --encoding: 'punycode' is not an encoding"),
-], ids=["seed -1", "idna", "rot13", "unknown", "punycode"])
+    (["compare", "{model}", "{model}", "{test}", "--trials", "99999999999999999999"],
+     "argument --trials: 99999999999999999999 is beyond the largest whole number fgl takes "
+     "(2147483647)"),
+    (["tag", "{model}", "{test}", "--jobs", "1" * 5000],
+     "argument --jobs: 111111111111111111111111111111 ...[4940 characters]... "
+     "111111111111111111111111111111 is beyond the largest whole number fgl takes"),
+], ids=["seed -1", "idna", "rot13", "unknown", "punycode", "trials 1e20", "jobs of 5,000 digits"])
 def test_bad_options_are_usage_errors(capsys, made, argv, words):
     model, _, test, _ = made
     with pytest.raises(SystemExit) as e:
