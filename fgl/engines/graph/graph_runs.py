@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from fgl.engines.program import InferenceStats, RunGradient
-from fgl.engines.sequence.encoded import dot_at, row_features, run_rows
+from fgl.engines.sequence.encoded import dot_at, run_layout
 
 
 class GraphRuns:
@@ -32,6 +32,7 @@ class GraphRuns:
         n_rows = len(self.row_ptr) - 1
         self.keep = np.ones(n_rows, dtype=np.bool_)
         self.mark = np.zeros(n_rows, dtype=np.bool_)
+        self.no_rows = np.zeros(0, dtype=np.int64)
         self.sides = [self._side(carry, False)]
         if program.has_hidden:
             self.sides.append(self._side(carry, True))
@@ -47,8 +48,8 @@ class GraphRuns:
     def support(self, i0: int, i1: int) -> np.ndarray:
         """The features of the attribute rows of instances i0..i1-1's factors."""
         f0, f1 = int(self.data.inst_fptr[i0]), int(self.data.inst_fptr[i1])
-        return row_features(run_rows(self.data.fac_ptr, self.data.fac_row, f0, f1, self.keep,
-                                     self.mark), self.row_ptr)
+        return run_layout(self.data.fac_ptr, self.data.fac_row, f0, f1, self.no_rows,
+                          self.keep, self.mark, self.row_ptr)[1]
 
     def gradient(self, w: np.ndarray, i0: int, i1: int) -> RunGradient:
         index = self.support(i0, i1)

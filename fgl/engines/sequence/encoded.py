@@ -309,6 +309,18 @@ def row_features(rows, row_ptr):
 
 
 @njit(cache=True, nogil=True)
+def run_layout(tok_ptr, tok_row, u0, u1, first, keep, mark, row_ptr):
+    """The rows a run of units u0..u1-1 reads — ``first``, then its rows r
+    with ``keep[r]`` (``run_rows``) — and their features (``row_features``),
+    in one call."""
+    found = run_rows(tok_ptr, tok_row, u0, u1, keep, mark)
+    rows = np.empty(first.shape[0] + found.shape[0], dtype=np.int64)
+    rows[:first.shape[0]] = first
+    rows[first.shape[0]:] = found
+    return rows, row_features(rows, row_ptr)
+
+
+@njit(cache=True, nogil=True)
 def dot_at(w, index, values):
     """Σ_i w[index[i]] values[i], on this thread (a BLAS dot product of a
     gathered copy may wake BLAS's threads: milliseconds on a busy machine)."""
@@ -344,9 +356,9 @@ class SequenceRuns:
         if self.last is None or self.last[0] != (i0, i1):
             m = self.data.units_per_token
             u0, u1 = int(self.data.seq_ptr[i0]) * m, int(self.data.seq_ptr[i1]) * m
-            rows = np.concatenate([self.const_rows, run_rows(
-                self.data.tok_ptr, self.data.tok_row, u0, u1, self.keep, self.mark)])
-            self.last = ((i0, i1), rows, row_features(rows, self.row_ptr))
+            self.last = ((i0, i1), *run_layout(self.data.tok_ptr, self.data.tok_row, u0, u1,
+                                               self.const_rows, self.keep, self.mark,
+                                               self.row_ptr))
         return self.last[1], self.last[2]
 
     def support(self, i0: int, i1: int) -> np.ndarray:
