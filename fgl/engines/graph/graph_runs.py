@@ -33,6 +33,7 @@ class GraphRuns:
         self.keep = np.ones(n_rows, dtype=np.bool_)
         self.mark = np.zeros(n_rows, dtype=np.bool_)
         self.no_rows = np.zeros(0, dtype=np.int64)
+        self.last: tuple | None = None
         self.sides = [self._side(carry, False)]
         if program.has_hidden:
             self.sides.append(self._side(carry, True))
@@ -46,10 +47,15 @@ class GraphRuns:
                 self.program.message_scratch(self.data))
 
     def support(self, i0: int, i1: int) -> np.ndarray:
-        """The features of the attribute rows of instances i0..i1-1's factors."""
-        f0, f1 = int(self.data.inst_fptr[i0]), int(self.data.inst_fptr[i1])
-        return run_layout(self.data.fac_ptr, self.data.fac_row, f0, f1, self.no_rows,
-                          self.keep, self.mark, self.row_ptr)[1]
+        """The features of the attribute rows of instances i0..i1-1's factors
+        (kept for the last run asked: a step asks ``support``, then
+        ``gradient``)."""
+        if self.last is None or self.last[0] != (i0, i1):
+            f0, f1 = int(self.data.inst_fptr[i0]), int(self.data.inst_fptr[i1])
+            self.last = ((i0, i1), run_layout(self.data.fac_ptr, self.data.fac_row, f0, f1,
+                                              self.no_rows, self.keep, self.mark,
+                                              self.row_ptr)[1])
+        return self.last[1]
 
     def gradient(self, w: np.ndarray, i0: int, i1: int) -> RunGradient:
         index = self.support(i0, i1)
