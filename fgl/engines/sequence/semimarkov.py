@@ -286,7 +286,9 @@ def _forward(F, E, factored, T, tables, cnt, alpha, ws):
     its weight times α̂(u) times its factors.  Writes each span's weight over
     the scale where it ends to ``ws.weight`` (0 for the spans it skips) and
     a bound on the mass lost at each position, over its scale, to
-    ``ws.lost``; returns the log of the product of the scales, or NaN."""
+    ``ws.lost``; returns the log of the product of the scales, or NaN (a
+    weight, before or over its scale, past HUGE: the backward pass and the
+    marginals multiply it by β̂ and the factors)."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     L = ws.weight.shape[1]
     n = tables.n_labels
