@@ -36,8 +36,6 @@ import json
 
 import numpy as np
 
-from fgl.features.key_table import encoded
-
 FORMAT = "fgl-model"
 VERSION = 3
 STATE = "state_"  # the prefix of a checkpoint's extra arrays
@@ -61,6 +59,8 @@ def digest(header: bytes, arrays: dict[str, np.ndarray]) -> str:
 
 def joined(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """(UTF-8 bytes, int64 offsets) of ``texts`` end to end."""
+    from fgl.features.key_table import encoded  # (its module loads the compiled kernels)
+
     data, ptr = encoded(texts)
     return np.ascontiguousarray(data, dtype=np.uint8), ptr
 
