@@ -74,8 +74,9 @@ def specs(columns: str, max_iter: int, epochs: int) -> dict[str, str]:
             "skip/sgd": head + skip + sgd}
 
 
-def corpus(name: str, quick: bool):
-    """(train, test, columns) of one corpus, or None when its files are absent."""
+def corpus(name: str, quick: bool, train_docs: int = 0):
+    """(train, test, columns) of one corpus (the first ``train_docs``
+    training articles, 0: all), or None when its files are absent."""
     if name == "announcements":
         n_train, n_test = (20, 10) if quick else (300, 184)
         train, test = announcements(n_train, n_test, repeats=(5, 20), sections=8, seed=0)
@@ -84,7 +85,7 @@ def corpus(name: str, quick: bool):
     if not all((directory / f"{prefix}.{s}").exists() for s in ("train", split)):
         return None
     docs = 10 if quick else 0
-    return load(name, "train", docs), load(name, split, docs), columns
+    return load(name, "train", docs or train_docs), load(name, split, docs), columns
 
 
 def run(text: str, train, test, jobs: int) -> dict:
@@ -128,6 +129,8 @@ def main() -> int:
     ap.add_argument("--max-iter", type=int, default=1000, help="L-BFGS iteration limit")
     ap.add_argument("--epochs", type=int, default=100, help="SGD epoch limit")
     ap.add_argument("--jobs", type=int, default=0, help="threads (0: every core)")
+    ap.add_argument("--train-docs", type=int, default=0,
+                    help="the first N training articles of CoNLL-2003 and Dutch (0: all)")
     ap.add_argument("--models", default="linear/lbfgs,skip/lbfgs,skip/sgd",
                     help="which of linear/lbfgs, skip/lbfgs, skip/sgd (linear/lbfgs is the "
                          "reference and always runs)")
@@ -140,7 +143,7 @@ def main() -> int:
     wanted = {"linear/lbfgs", *a.models.split(",")}
     for name in names:
         print(f"== {name}")
-        found = corpus(name, a.quick)
+        found = corpus(name, a.quick, a.train_docs)
         if found is None:
             print("data not found in ../shared/data; skipped.")
             continue
