@@ -255,7 +255,7 @@ def test_mutated_output_names(tally, trained, tmp_path):
         (folder / "keep.txt").write_bytes(b"keep\n")
         before = _files(root)
         with tally.bound("fgl tag -o"):
-            code = cli("tag", model, data, "-o", f"{folder}/{name}")
+            code = cli("tag", model, data, "-o", f"{folder}/{name}", "--jobs", 1)
         tally.counts[f"fgl tag -o: exit {code}"] += 1
         after = _files(root)
         assert not [n for n in after if TEMPORARY.fullmatch(Path(n).name)], after.keys()
