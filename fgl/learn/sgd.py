@@ -286,6 +286,10 @@ def _epochs(stepper: Stepper, state: SGDState, epochs: int, period: int, delta: 
                 reason = stopping.poll()   # (an epoch can be long: asked after every run)
         except stopping.Stopped as e:   # (inside a run: its step is not taken)
             reason = e.reason
+        except ValueError:   # (BP refuses the non-finite potentials of diverged weights)
+            if np.isfinite(state.v).all():
+                raise
+            reason = f"the weights diverged in epoch {state.epoch + 1}"
         state.seconds = time.perf_counter() - start
         if done < len(cuts):   # (stopped inside the epoch)
             if begun is not None:

@@ -18,7 +18,7 @@ from support.sentences import inputs_and_labels, segment_data, small_sentences
 from support.specs import CHAIN_FORMAT, LATENT, SKIP_EQUAL_WORDS
 
 from fgl import CRF, stopping
-from fgl.errors import FglError, SpecError
+from fgl.errors import FglError, SpecError, TrainingError
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 from fgl.learn.objective import Objective
@@ -223,3 +223,14 @@ def test_max_iter_bounds_the_epochs():
     log = CRF(_spec(CHAIN_FORMAT.format(extra="", infer=""), "train { trainer = sgd }"),
               max_iter=2, jobs=1).fit(X, y).training_log
     assert len(log.iterations) == 2 and log.message == "reached the epoch limit (2)"
+
+
+@pytest.mark.parametrize("text", [CHAIN_FORMAT.format(extra="", infer=""), SKIP_TRW],
+                         ids=["chain", "skip chain (TRW)"])
+def test_a_rate_that_overflows_ends_in_a_training_error(text):
+    """Weights past the doubles end the run with the trainers' divergence
+    error, on the exact engine and under BP (which refuses their potentials)."""
+    X, y = inputs_and_labels(segment_data(n_train=10)[0])
+    with pytest.raises(TrainingError, match="training diverged"):
+        CRF(_spec(text, "train { trainer = sgd  learning_rate = 1e308  epochs = 2 }"),
+            jobs=1).fit(X, y)
