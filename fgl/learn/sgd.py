@@ -23,9 +23,11 @@ s_g v_k, one scale s_g per distinct prior (Bottou 2012 §5.1, one scale
 there), so a step rescales the few s_g and changes v only where the run's
 gradient is non-zero — its ``support``, the only weights the run reads,
 which are made current (w = s v) before it.  A step then costs the run's
-features, not the model's (on CoNLL-2000 with CRFsuite's features a
-sentence reads about 1,700 of 453,010).  The scales are folded into v when
-one falls below ``RESCALE_BELOW``.
+features, not the model's: on CoNLL-2000 with CRFsuite's features a
+sentence reads about 1,700 of 453,010, and making them current and
+stepping took 35-40 µs where the decay applied to every weight took
+270-280 µs (2.4 s an epoch, against an epoch of about 3 s in all).  The
+scales are folded into v when one falls below ``RESCALE_BELOW``.
 
 η_0, unless given (``learning_rate``), is calibrated as Bottou's SGD does
 (Bottou 2012 §5.2, "determine the best γ_0 using a small training data
