@@ -30,8 +30,8 @@ stepping took 35-40 µs where the decay applied to every weight took
 scales are folded into v when one falls below ``RESCALE_BELOW``.
 
 η_0, unless given (``learning_rate``), is calibrated as Bottou's SGD does
-(Bottou 2012 §5.2, "determine the best γ_0 using a small training data
-sample"): on a sample of ``CALIBRATION_SAMPLES`` instances, from the
+(Bottou 2012 §5.2: γ_0 chosen on a small sample of the training data): on
+a sample of ``CALIBRATION_SAMPLES`` instances, from the
 starting weights, one epoch at each rate tried and the sample's objective
 after it; from CRFsuite's first rate (0.1) rates a factor 2 apart are
 tried up or down while the objective improves, and the best rate tried is
