@@ -1,7 +1,7 @@
 """What a trainer is: one training method behind one interface.
 
 In the style of CRFsuite's one file per trainer: each module of this
-package (``lbfgs`` for L-BFGS and OWL-QN, ``perceptron``, ``ecrn``,
+package (``lbfgs`` for L-BFGS and OWL-QN, ``sgd``, ``perceptron``, ``ecrn``,
 ``induction``) declares a ``Trainer`` — the
 train settings it reads, the engines it trains, what it supports around
 it (checkpoints, partially labelled data, a Dask cluster) — and a
