@@ -23,6 +23,8 @@ prints their training time and entity F1 on testa.
     python examples/bench_sgd.py --quick            # 1000 training sentences
     python examples/bench_sgd.py --batch 1,8 --epochs 30   # both SGDs 30 epochs
     python examples/bench_sgd.py --skip-chain --train-docs 150
+    python examples/bench_sgd.py --skip-chain --train-docs 100 --batch 1 --epochs 150 \
+        --learning-rate 0.0125
 """
 from __future__ import annotations
 
@@ -107,6 +109,11 @@ def crfsuite_row(name: str, algorithm: str, params: dict, train_cols, test_cols)
             "objective": its[-1]["loss"] if its else float("nan"), "f1": f1, "stop": ""}
 
 
+def rate(a) -> str:
+    """The sgd train block's learning_rate setting, when given."""
+    return "" if a.learning_rate is None else f"  learning_rate = {a.learning_rate!r}"
+
+
 def skip_chain(a) -> int:
     """L-BFGS against SGD on the clique skip chain (module docstring)."""
     from skip_chain_conll2002 import first_docs, strip_labels
@@ -124,7 +131,7 @@ def skip_chain(a) -> int:
     rows = []
     for name, block in [("lbfgs", f"train {{ max_iter = {a.max_iter} }}"),
                         *[(f"sgd, batch {b}", f"train {{ trainer = sgd  epochs = {a.epochs}  "
-                                              f"batch = {b} }}")
+                                              f"batch = {b}{rate(a)} }}")
                           for b in (int(b) for b in a.batch.split(","))]]:
         crf = CRF(SKIP_CHAIN + block + "\n", jobs=a.jobs)
         crf.fit_sentences(train)
@@ -151,6 +158,8 @@ def main() -> int:
     ap.add_argument("--batch", default="1,8", help="fgl sgd batch sizes, comma-separated")
     ap.add_argument("--epochs", type=int, default=10,
                     help="the SGD epochs, fgl's and CRFsuite's (fgl's default: 10)")
+    ap.add_argument("--learning-rate", type=float, default=None,
+                    help="fgl sgd's learning_rate (default: calibrated)")
     ap.add_argument("--max-iter", type=int, default=500, help="fgl L-BFGS's most iterations")
     ap.add_argument("--jobs", type=int, default=1, help="fgl threads (CRFsuite runs on one)")
     ap.add_argument("--no-crfsuite", action="store_true")
@@ -179,7 +188,7 @@ def main() -> int:
     for batch in (int(b) for b in a.batch.split(",")):
         rows.append(fgl_row(f"fgl sgd, batch {batch}",
                             f"train {{ trainer = sgd  sigma = {SIGMA!r}  epochs = {a.epochs}  "
-                            f"batch = {batch} }}", train, test, a.jobs))
+                            f"batch = {batch}{rate(a)} }}", train, test, a.jobs))
         print(f"  {rows[-1]}", file=sys.stderr, flush=True)
     if not a.no_crfsuite:
         try:
