@@ -148,8 +148,8 @@ SETTINGS: tuple[SettingDef, ...] = (
                "instances (Bottou 2012 §5.2: rates a factor 2 apart from 0.1, the best kept)"),
     SettingDef("train", "period", whole_number(1), 10,
                "learner: SGD's stopping rule (fgl.learn.sgd)",
-               "trainer sgd: stop when the objective improved by less than `delta` "
-               "(relative) over this many epochs (CRFsuite's l2sgd rule)"),
+               "trainer sgd: stop when the best objective so far improved by less than "
+               "`delta` (relative) over this many epochs (CRFsuite's l2sgd rule)"),
     SettingDef("train", "delta", NON_NEGATIVE, 1e-4,
                "learner: SGD's stopping rule (fgl.learn.sgd)",
                "trainer sgd: the least relative improvement of the objective over `period` "
