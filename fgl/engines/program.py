@@ -144,9 +144,11 @@ class Program(Protocol):
         approximate inference then starts each instance from its own last
         run's messages when ``carry``."""
 
-    def warm_start(self, data: Any, carry: bool = True) -> Any:
+    def warm_start(self, data: Any, carry: bool | None = True) -> Any:
         """The state approximate inference carries between evaluations
-        (``expectations(warm=)``), None when every instance runs exactly."""
+        (``expectations(warm=)``), None when every instance runs exactly;
+        messages are carried when ``carry`` (None: where the inference
+        method's fixed point is unique)."""
 
     def clamped_expectations(self, w: np.ndarray, data: Any, jobs: int, warm: Any = None
                              ) -> Expectations:

@@ -110,12 +110,14 @@ SETTINGS: tuple[SettingDef, ...] = (
                "likelihood (exact, or Bethe/BP for factor graphs); piecewise or "
                "pseudo_likelihood: local, convex objectives without inference, for factor-graph "
                "models (Sutton & McCallum §1.4.4)"),
-    SettingDef("train", "bp_start", _choice("cold", "warm"), "cold",
+    SettingDef("train", "bp_start", _choice("auto", "cold", "warm"), "auto",
                _LEARNER.format("where BP starts at each evaluation"),
                "factor graphs under BP: cold starts every evaluation from uniform messages, so "
                "the objective is a function of the weights; warm starts from the messages of the "
                "current iterate (fewer passes, but where BP has several fixed points the "
-               "objective then depends on the path and line searches fail more often)"),
+               "objective then depends on the path and line searches fail more often); auto: "
+               "warm under tree-reweighted BP (`infer trw`, `auto`: one fixed point), cold under "
+               "`loopy` and `trp`, cold on a Dask cluster"),
     SettingDef("train", "trainer", _choice("lbfgs", "sgd", "perceptron", "ecrn"), "lbfgs",
                "learner: the training method (fgl.learn.learner, fgl.learn.sgd, "
                "fgl.learn.perceptron, fgl.learn.crn)",

@@ -251,7 +251,7 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
                 progress: Callable[[dict], None] | None = None,
                 objective: TrainingObjective | None = None,
                 max_recoveries: int = 5,
-                bp_start: str = "cold",
+                bp_start: str = "auto",
                 should_stop: Callable[[], str | None] | None = None,
                 checkpoint: Callable[[TrainingState, bool], None] | None = None,
                 resume: TrainingState | None = None,
@@ -268,7 +268,7 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     ``max_recoveries`` recoveries (module docstring) do not get it going;
     an exact objective's failed line search is retried along steepest
     descent, an approximate one's ends when ``tighten`` can change nothing.
-    ``bp_start`` ("cold" or "warm") is where the ``Objective`` made here
+    ``bp_start`` ("auto", "cold" or "warm") is where the ``Objective`` made here
     starts BP at each evaluation (``fgl.learn.objective``).  ``should_stop()``,
     asked after every iteration, ends training at the current iterate when
     it returns a reason (a time limit, a signal), which becomes the log's

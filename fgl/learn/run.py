@@ -107,7 +107,7 @@ class TrainingRun:
         if s.objective != "likelihood":
             raise FglError(f"objective '{s.objective}' runs on one machine; distributed "
                            "training optimises the likelihood")
-        if s.bp_start != "cold":
+        if s.bp_start == "warm":
             raise FglError("bp_start = warm keeps BP messages per worker between evaluations; "
                            "distributed training starts BP cold (remove bp_start)")
 

@@ -56,8 +56,9 @@ def test_lbfgs_resumed_from_any_iteration_takes_the_same_steps(k, n):
 
 
 @pytest.mark.parametrize("spec", [str(HMM), CHAIN_FORMAT.format(
-    extra=SKIP_EQUAL_WORDS, infer="infer trp(tol = 1e-8, max_iter = 200)"), CHAIN_FORMAT.format(
-    extra=SKIP_EQUAL_WORDS, infer="infer trw(tol = 1e-6, max_iter = 500)")],
+    extra=SKIP_EQUAL_WORDS, infer="infer trp(tol = 1e-8, max_iter = 200)"),
+    TRAINED_CHAIN_FORMAT.format(extra=SKIP_EQUAL_WORDS, infer="infer trw(tol = 1e-6, max_iter = "
+                                "500)", train="train { bp_start = cold }")],
     ids=["chain", "skip-chain", "skip-chain-trw"])
 def test_api_resume_reaches_the_uninterrupted_weights(tmp_path, spec):
     X, y = inputs_and_labels(training_sentences())
@@ -101,6 +102,24 @@ def test_warm_trw_resumes_to_the_same_fixed_points(tmp_path):
     assert resumed.training_log.objective == pytest.approx(full.training_log.objective,
                                                            rel=1e-7)
     np.testing.assert_allclose(resumed.weights, full.weights, atol=1e-4)
+
+
+def test_a_default_trw_run_resumes_from_its_checkpoint(tmp_path):
+    """TRW's default start is warm (``bp_start = auto``): a checkpoint of a
+    run mid-way, at its loose starting tolerance, is resumed — BP restarted
+    cold at the saved weights lands within its tolerance of the saved
+    objective — and training converges where the uninterrupted run does, to
+    BP's precision."""
+    X, y = inputs_and_labels(training_sentences())
+    spec = CHAIN_FORMAT.format(extra=SKIP_EQUAL_WORDS, infer="infer trw")
+    full = CRF(spec, max_iter=300, jobs=1).fit(X, y)
+    assert full.training_log.converged, full.training_log.message
+    ck = tmp_path / "ck.fglm"
+    CRF(spec, max_iter=8, jobs=1, checkpoint=ck, checkpoint_every=4).fit(X, y)
+    resumed = CRF(spec, max_iter=300, jobs=1).fit(X, y, resume=ck)
+    assert resumed.training_log.converged, resumed.training_log.message
+    assert resumed.training_log.objective == pytest.approx(full.training_log.objective,
+                                                           rel=1e-4)
 
 
 def test_a_checkpoint_written_mid_run_holds_the_next_direction_and_resumes_exactly(

@@ -305,10 +305,13 @@ class FactorGraphProgram:
             data.fac_row, data.fac_val, self.row_ptr, self.feat_config, self.dense_rows,
             table_weights, out)
 
-    def warm_start(self, data: FactorGraphData, carry: bool = True) -> WarmStart | None:
+    def warm_start(self, data: FactorGraphData, carry: bool | None = True
+                   ) -> WarmStart | None:
         """A fresh (cold) ``WarmStart`` for ``data`` with the spec's BP
         settings (tol, max_iter, damping), carrying messages between runs
-        when ``carry``; None when no instance runs BP (``infer exact``,
+        when ``carry`` (None: under TRW, whose fixed point is unique, so a
+        warm start changes only the path to it); None when no instance
+        runs BP (``infer exact``,
         ``infer junction_tree``, or ``auto`` with every instance exact).
         Under TRW (``trw``, ``auto``) training starts at ``START_FACTOR``
         times the spec's tol (at most ``LOOSEST_TOL``) and ``refine``
@@ -324,6 +327,7 @@ class FactorGraphProgram:
         start = max(tol, min(float(f"{START_FACTOR * tol:.12g}"), LOOSEST_TOL)) \
             if self.method in ("trw", "auto") else tol
         convex = self.method in ("trw", "auto")
+        carry = convex if carry is None else carry
         return WarmStart([None] * n, [None] * n, [True] * n, start, int(s.max_iter),
                          float(s.damping or 0.0), carry=carry, floor=tol,
                          size=sum(g.n_vars for g in data.graphs),

@@ -396,7 +396,7 @@ class SequenceProgram:
         file's arrays are checked against it)."""
         return np.full(self.n_features, len(self.structure.patterns), dtype=np.int64)
 
-    def warm_start(self, data: EncodedData, carry: bool = True) -> None:
+    def warm_start(self, data: EncodedData, carry: bool | None = True) -> None:
         """Exact inference carries nothing between evaluations: None."""
         return None
 
