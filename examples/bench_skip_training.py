@@ -105,21 +105,19 @@ def run(text: str, train, test, jobs: int) -> dict:
             "account": log.time_account() if log.evaluations else ""}
 
 
-def table(results: dict[str, dict], top: str) -> None:
-    base = results["linear/lbfgs"]
-    print(f"{'model':<13} {'whole s':>8} {'x lin':>6} {'iters':>6} {'evals':>6} "
-          f"{'ev/it':>6} {'F1':>6} {top + ' F1':>8} {'incons.':>8} {'peak MB':>8}  ended")
-    for name, r in results.items():
-        rep = r["report"]
-        key = rep.chunks[top].f1 if top in rep.chunks else 0.0
-        per_it = r["evaluations"] / max(r["iterations"], 1) if r["evaluations"] else 0.0
-        print(f"{name:<13} {r['whole']:8.1f} {r['whole'] / base['whole']:6.2f} "
-              f"{r['iterations']:6d} {r['evaluations']:6d} {per_it:6.2f} "
-              f"{rep.overall.f1:6.2f} {key:8.2f} {r['inconsistent']:8d} {r['peak']:8.0f}  "
-              f"{r['message']}" + (f" [{r['recoveries']} recoveries]" if r["recoveries"] else ""))
-    for name, r in results.items():
-        if r["account"]:
-            print(f"  {name}: {r['account']}")
+HEADER = (f"{'model':<13} {'whole s':>8} {'x lin':>6} {'iters':>6} {'evals':>6} {'ev/it':>6} "
+          f"{'F1':>6} {'PER F1':>8} {'incons.':>8} {'peak MB':>8}  ended")
+
+
+def row(name: str, r: dict, base: dict) -> str:
+    """One model's line of the table (``base``: the linear chain's result)."""
+    rep = r["report"]
+    per = rep.chunks["PER"].f1 if "PER" in rep.chunks else 0.0
+    per_it = r["evaluations"] / max(r["iterations"], 1) if r["evaluations"] else 0.0
+    return (f"{name:<13} {r['whole']:8.1f} {r['whole'] / base['whole']:6.2f} "
+            f"{r['iterations']:6d} {r['evaluations']:6d} {per_it:6.2f} "
+            f"{rep.overall.f1:6.2f} {per:8.2f} {r['inconsistent']:8d} {r['peak']:8.0f}  "
+            f"{r['message']}" + (f" [{r['recoveries']} recoveries]" if r["recoveries"] else ""))
 
 
 def main() -> int:
@@ -151,9 +149,15 @@ def main() -> int:
         docs = Counter(s.doc for s in train)
         print(f"train: {len(docs)} documents, {sum(len(s) for s in train)} tokens; "
               f"test: {len({s.doc for s in test})} documents")
-        results = {m: run(text, train, test, a.jobs)
-                   for m, text in specs(columns, a.max_iter, a.epochs).items() if m in wanted}
-        table(results, "PER")
+        print(HEADER, flush=True)
+        base = None
+        for m, text in specs(columns, a.max_iter, a.epochs).items():
+            if m in wanted:   # (each line as its model finishes)
+                r = run(text, train, test, a.jobs)
+                base = base or r
+                print(row(m, r, base), flush=True)
+                if r["account"]:
+                    print(f"  {r['account']}", flush=True)
         print()
     return 0
 
