@@ -23,12 +23,14 @@ overwrites — one full-length vector fewer, the same bits.
 When the line search finds no acceptable step the optimiser *recovers*
 rather than stopping, a bounded number of times: it asks the objective to
 become more precise (the ``tighten`` hook — approximate inference run to a
-smaller tolerance; exact objectives have nothing to tighten; an approximate
-one already at its most precise ends the run at once, with the iterate,
-the best point found, since retrying could change nothing), re-evaluates
+smaller tolerance; exact objectives have nothing to tighten), re-evaluates
 the current point if it did, forgets the correction pairs (they were
 measured with the old, inexact gradients) and searches again along the
-steepest-descent direction with CRFsuite's first step 1/‖g‖.  Each
+steepest-descent direction with CRFsuite's first step 1/‖g‖.  An
+approximate objective already at its most precise is retried along
+steepest descent once, without re-evaluating; when that search fails too,
+no step lowers it by more than its error (``precision``), and the run ends
+converged to that precision.  Each
 recovery is reported (``on_recovery``) and kept in the result.  It gives
 up when that restart could change nothing — the failed search already was
 steepest descent from an empty memory and nothing was tightened — or after

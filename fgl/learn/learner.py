@@ -3,12 +3,17 @@
 ``train_lbfgs`` minimises a ``TrainingObjective`` (``fgl.learn.objective``:
 the likelihood of any compiled program, or a local objective) with L-BFGS
 (``fgl.learn.lbfgs``), or OWL-QN (``fgl.learn.owlqn``) when an L1 penalty is
-given.  When the line search finds no acceptable step it recovers:
-``tighten`` runs BP to a tenth of the tolerance with twice the passes
-(damped, if instances did not converge), the current point is re-evaluated
-and the search restarts along steepest descent.  Every recovery is logged
-(``TrainingLog.recoveries``), reported to ``progress`` as a row with a
-``"recovery"`` entry, and counted in the final message.  Between
+given.  Under approximate inference the line search allows for the
+objective's error (``TrainingObjective.precision``; ``fgl.learn.lbfgs``).
+When it finds no acceptable step it recovers: ``tighten`` runs BP more
+precisely (``WarmStart.tighten``), the current point is re-evaluated and
+the search restarts along steepest descent; an objective at its most
+precise whose steepest-descent search fails too has converged to its
+precision.  Every recovery is logged (``TrainingLog.recoveries``), reported
+to ``progress`` as a row with a ``"recovery"`` entry and the seconds it
+cost, and counted in the final message.  Every evaluation is counted by
+kind — at an iterate, a rejected trial, in a failed search or recovery —
+with BP's sweeps (``TrainingLog.spent``, ``sweeps``, ``time_account``).  Between
 iterations ``refine`` may make an inexact objective more precise as the
 steps shrink (TRW training starts BP loose: ``WarmStart.refine``); the
 stopping rule counts only iterations since the last refinement, and never

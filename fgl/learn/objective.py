@@ -18,17 +18,20 @@ Under approximate inference (loopy BP / TRP / TRW, Sutton & McCallum
 its gradient the beliefs' expected counts — the two agree only at a BP fixed
 point, to the tolerance BP ran to.  Where BP has several fixed points
 (strong couplings around loops) the one reached depends on the starting
-messages, so by default every evaluation starts BP cold, from uniform
-messages, and the objective is a function of the weights.  ``bp_start =
-"warm"`` instead starts each instance from its messages at the optimiser's
-current iterate (the ``WarmStart`` the ``Objective`` owns, one for the model
+messages, so under ``bp_start = "cold"`` every evaluation starts BP from
+uniform messages, and the objective is a function of the weights.
+``bp_start = "warm"`` instead starts each instance from its messages at
+the optimiser's current iterate (the ``WarmStart`` the ``Objective`` owns, one for the model
 and one for the clamped program; ``train_lbfgs`` calls ``accept()`` whenever
 the iterate moves to the last evaluated point): fewer passes per evaluation,
 every trial point of one line search from the same messages, but an
 objective that depends on the path.  (Measured on 100 CoNLL-2003 articles,
 skip chain, TRP to 1e-4, 60 iterations: cold 184 evaluations, 21 s, final
 objective 949 and no failed line search; warm 371 evaluations, 163 s,
-objective 1130 and four.)
+objective 1130 and four.)  ``bp_start = "auto"``, the default, is warm
+where the fixed point is unique (TRW: a start changes only the path to it,
+and the objective is a function of the weights to BP's tolerance, which
+``precision`` gives the line search) and cold elsewhere.
 """
 from __future__ import annotations
 
