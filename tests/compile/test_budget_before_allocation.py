@@ -12,14 +12,10 @@ check that came after the allocation fails the test instead of exhausting
 the machine."""
 from __future__ import annotations
 
-import os
-import resource
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from support.cli import capped_fgl
 from support.paths import REPO
 
 CAP = 3 << 30   # address space of each fgl run: numba and numpy fit; the models refused do not
@@ -30,17 +26,9 @@ SEGMENTS = ("columns word, label\noutput label\nsegments max 1000 from bio\n"
             "template segment: s[j] ~ bias\ntemplate transition: s[j-1..j]\n")
 
 
-def _cap() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
-
-
 def fgl(*argv, env: dict | None = None) -> tuple[int, str, float]:
     """Run ``fgl argv...`` capped in memory and time: (exit code, stderr, seconds)."""
-    start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "fgl.cli", *map(str, argv)], capture_output=True,
-                          text=True, timeout=TIMEOUT, preexec_fn=_cap, cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=str(REPO), **(env or {})))
-    return proc.returncode, proc.stderr, time.monotonic() - start
+    return capped_fgl(*argv, cap=CAP, timeout=TIMEOUT, env=env)
 
 
 def one_line(err: str) -> None:

@@ -10,13 +10,8 @@ encoding would take, so a check that came after the allocation fails the
 test instead of exhausting the machine."""
 from __future__ import annotations
 
-import os
-import resource
-import subprocess
-import sys
-
 import pytest
-from support.paths import REPO
+from support.cli import capped_fgl
 
 from fgl.compile.budget import set_memory_budget
 from fgl.compile.footprint import OverBudgetError
@@ -32,15 +27,9 @@ CONJOINED = ("columns word, label\noutput label\nobs a = word[t-1..t+1]\n"
              "template state: y[t] ~ b\ntemplate transition: y[t-1..t]\n")
 
 
-def _cap() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
-
-
 def fgl(*argv) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, "-m", "fgl.cli", *map(str, argv)], capture_output=True,
-                          text=True, timeout=60, preexec_fn=_cap, cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)))
-    return proc.returncode, proc.stderr
+    """Run ``fgl argv...`` capped in memory and time: (exit code, stderr)."""
+    return capped_fgl(*argv, cap=CAP, timeout=60)[:2]
 
 
 @pytest.mark.parametrize("command", ["train", "explain"])

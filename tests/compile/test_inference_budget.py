@@ -8,13 +8,8 @@ The commands run in a subprocess whose address space is capped below what
 the tables would take: a check after the allocation fails the test."""
 from __future__ import annotations
 
-import os
-import resource
-import subprocess
-import sys
-
 import pytest
-from support.paths import REPO
+from support.cli import capped_fgl
 
 CAP = 3 << 30
 SPEC = ("columns word, label\noutput label\ntemplate state: y[t] ~ word[t]\n"
@@ -23,15 +18,9 @@ SPEC = ("columns word, label\noutput label\ntemplate state: y[t] ~ word[t]\n"
         "infer junction_tree(max_table = 1000000000)\ntrain { max_iter = 2 }\n")
 
 
-def _cap() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
-
-
 def fgl(*argv) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, "-m", "fgl.cli", *map(str, argv)], capture_output=True,
-                          text=True, timeout=120, preexec_fn=_cap, cwd=REPO,
-                          env=dict(os.environ, PYTHONPATH=str(REPO)))
-    return proc.returncode, proc.stderr
+    """Run ``fgl argv...`` capped in memory and time: (exit code, stderr)."""
+    return capped_fgl(*argv, cap=CAP, timeout=120)[:2]
 
 
 @pytest.fixture(scope="module")

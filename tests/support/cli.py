@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from fgl.cli import main
@@ -107,3 +109,18 @@ def run_bounded(cases: list[list]) -> list[tuple[object, str]]:
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return [tuple(r) for r in json.loads(proc.stdout)]
+
+
+def capped_fgl(*argv, cap: int = 3 << 30, timeout: float = 60,
+               env: dict | None = None) -> tuple[int, str, float]:
+    """Run ``fgl argv...`` in a child process whose address space is capped
+    at ``cap`` bytes (numba and numpy fit in 3 GiB; what a budget refuses
+    would not), within ``timeout`` seconds: (exit code, stderr, seconds)."""
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "fgl.cli", *map(str, argv)], capture_output=True,
+                          text=True, timeout=timeout, preexec_fn=limit, cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO), **(env or {})))
+    return proc.returncode, proc.stderr, time.monotonic() - start
