@@ -311,12 +311,10 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
                       tighten=objective.tighten if objective.approximate() else None,
                       on_recovery=run.recovered, max_recoveries=max_recoveries,
                       checkpoint=run.save, resume=None if resume is None else resume.lbfgs)
-        # (the L-BFGS search allows for an approximate objective's error; OWL-QN's does not)
-        noisy = {"precision": objective.precision} if objective.approximate() else {}
         try:
             with stopping.watching(should_stop):
                 result = minimize_owlqn(run.evaluate, x0, l1, **common) if (l1 > 0).any() \
-                    else minimize_lbfgs(run.evaluate, x0, **common, **noisy)
+                    else minimize_lbfgs(run.evaluate, x0, precision=objective.precision, **common)
         except stopping.Stopped as e:
             result = run.stopped(e.reason)
     return run.finish(result)
