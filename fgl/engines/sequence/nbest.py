@@ -1,0 +1,237 @@
+"""Exact k-best labellings of the chain and semi-Markov engines.
+
+The max-semiring forward pass of the span kernel (``fgl.engines.sequence.
+spans``; Ye et al. 2009 §3.1.3, Cuong et al. 2014 §2.4) keeps, per end
+position v and forward state q, the best *k* partial labellings that end
+in q at v instead of the best one (a list Viterbi recursion), over the
+pattern-sparse state machine of ``fgl.engines.sequence.structure``.  A
+labelling (a segmentation with its labels; a chain's is one token per
+span) is one path through the machine (each next state is the longest
+suffix of the labels so far, so a labelling determines its path), so the
+k best paths are the k best distinct labellings.
+
+Every candidate into (v, q) extends an entry of a predecessor list
+sorted best first, so a candidate no better than the worst of a full
+list ends its predecessor's loop: O(T·Σ_y L_y·|P|·k log k) per sequence,
+never an enumeration.  Ties are broken by the candidate's transition code
+and predecessor rank, so the order is the same on every run.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from fgl.engines.sequence import semimarkov, spans
+from fgl.engines.sequence.structure import ChainStructure
+from fgl.jit import njit
+
+
+class NBest(NamedTuple):
+    """The m <= k best labellings of one sequence, best first:
+    ``labels[j, t]`` the label of token t's span in labelling j,
+    ``starts[j, t]`` 1 where a span starts, ``scores[j]`` its score w·F(x, y)."""
+
+    labels: np.ndarray
+    starts: np.ndarray
+    scores: np.ndarray
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _better(sa, ca, ra, sb, cb, rb):
+    """Whether entry (score sa, code ca, rank ra) ranks before (sb, cb, rb):
+    the higher score, then the lower code, then the lower rank."""
+    if sa != sb:
+        return sa > sb
+    if ca != cb:
+        return ca < cb
+    return ra < rb
+
+
+@njit(cache=True, nogil=True)
+def _sift_down(hs, hc, hr, m, i):
+    """Restore the heap (worst entry at the root) below position i of m."""
+    while True:
+        j = 2 * i + 1
+        if j >= m:
+            return
+        if j + 1 < m and _better(hs[j], hc[j], hr[j], hs[j + 1], hc[j + 1], hr[j + 1]):
+            j += 1
+        if not _better(hs[i], hc[i], hr[i], hs[j], hc[j], hr[j]):
+            return
+        hs[i], hs[j] = hs[j], hs[i]
+        hc[i], hc[j] = hc[j], hc[i]
+        hr[i], hr[j] = hr[j], hr[i]
+        i = j
+
+
+@njit(cache=True, nogil=True)
+def _offer(hs, hc, hr, m, k, x, c, r):
+    """Offer (x, c, r) to a heap of m entries holding the best k so far;
+    returns the new m, or -1 when the heap was full and the entry no better
+    than its worst (so no later, worse entry of the same list can enter)."""
+    if m < k:
+        i = m
+        hs[i], hc[i], hr[i] = x, c, r
+        while i > 0:   # sift up: the worst stays at the root
+            parent = (i - 1) // 2
+            if not _better(hs[parent], hc[parent], hr[parent], hs[i], hc[i], hr[i]):
+                break
+            hs[i], hs[parent] = hs[parent], hs[i]
+            hc[i], hc[parent] = hc[parent], hc[i]
+            hr[i], hr[parent] = hr[parent], hr[i]
+            i = parent
+        return m + 1
+    if not _better(x, c, r, hs[0], hc[0], hr[0]):
+        return -1
+    hs[0], hc[0], hr[0] = x, c, r
+    _sift_down(hs, hc, hr, m, 0)
+    return m
+
+
+@njit(cache=True, nogil=True)
+def _drain(hs, hc, hr, m, out_s, out_c, out_r):
+    """Empty a heap of m entries into ``out_*`` best first."""
+    for j in range(m - 1, -1, -1):
+        out_s[j], out_c[j], out_r[j] = hs[0], hc[0], hr[0]
+        hs[0], hc[0], hr[0] = hs[j], hc[j], hr[j]
+        _sift_down(hs, hc, hr, j, 0)
+
+
+@njit(cache=True, nogil=True)
+def _kbest_forward(T, tables, cnt, psi, k, ks, kc, kr, km):
+    """The k-best forward pass: ``ks/kc/kr[v, q, :km[v, q]]`` the scores,
+    codes (d - 1)·S + s of the last span's transition and predecessor
+    ranks of the best partial labellings ending in state q at token v,
+    best first."""
+    L = psi.shape[1]
+    n = tables.n_labels
+    P = tables.n_forward
+    s_next = tables.s_next
+    S = P * n
+    hs = np.empty((P, k))
+    hc = np.empty((P, k), dtype=np.int64)
+    hr = np.empty((P, k), dtype=np.int64)
+    hm = np.zeros(P, dtype=np.int64)
+    km[:, :] = 0
+    ks[0, 0, 0] = 0.0
+    kc[0, 0, 0] = -1
+    kr[0, 0, 0] = 0
+    km[0, 0] = 1
+    for v in range(1, T + 1):
+        hm[:] = 0
+        for dm in range(min(L, v)):
+            u = v - dm - 1
+            ps = psi[u, dm]
+            for p in range(P):
+                c_prev = km[u, p]
+                for s in range(p * n, p * n + cnt[dm]):
+                    if ps[s] == -np.inf:
+                        continue
+                    q = s_next[s]
+                    code = dm * S + s
+                    for r in range(c_prev):
+                        m = _offer(hs[q], hc[q], hr[q], hm[q], k, ks[u, p, r] + ps[s], code, r)
+                        if m < 0:
+                            break
+                        hm[q] = m
+        for q in range(P):
+            _drain(hs[q], hc[q], hr[q], hm[q], ks[v, q], kc[v, q], kr[v, q])
+            km[v, q] = hm[q]
+
+
+@njit(cache=True, nogil=True)
+def kbest(pot, T, tables, max_len, distinct, k, labels, starts, scores):
+    """The k best labellings of one sequence (potentials ``pot[u, d-1, z]``,
+    labels numbered by non-increasing ``max_len`` as for ``spans.viterbi``):
+    labelling j's span labels into ``labels[j, :T]``, 1 at each span's
+    first token into ``starts[j, :T]``, its score into ``scores[j]``, best
+    first.  Returns how many labellings there are (at most k)."""
+    L = pot.shape[1]
+    P = tables.n_forward
+    S = tables.s_prev.shape[0]
+    s_prev = tables.s_prev
+    s_label = tables.s_label
+    cnt = spans.label_counts(max_len, L)
+    psi = np.empty((T, L, S))
+    spans.span_scores(pot, T, tables, cnt, distinct, psi)
+    ks = np.empty((T + 1, P, k))
+    kc = np.empty((T + 1, P, k), dtype=np.int64)
+    kr = np.empty((T + 1, P, k), dtype=np.int64)
+    km = np.zeros((T + 1, P), dtype=np.int64)
+    _kbest_forward(T, tables, cnt, psi, k, ks, kc, kr, km)
+    # the best k over the final states: code q, rank r
+    hs = np.empty(k)
+    hc = np.empty(k, dtype=np.int64)
+    hr = np.empty(k, dtype=np.int64)
+    m = 0
+    for q in range(P):
+        for r in range(km[T, q]):
+            got = _offer(hs, hc, hr, m, k, ks[T, q, r], q, r)
+            if got < 0:
+                break
+            m = got
+    fs = np.empty(k)
+    fq = np.empty(k, dtype=np.int64)
+    fr = np.empty(k, dtype=np.int64)
+    _drain(hs, hc, hr, m, fs, fq, fr)
+    for j in range(m):
+        scores[j] = fs[j]
+        q, r, v = fq[j], fr[j], T
+        while v > 0:
+            code = kc[v, q, r]
+            dm = code // S
+            s = code - dm * S
+            u = v - dm - 1
+            for t in range(u, v):
+                labels[j, t] = s_label[s]
+                starts[j, t] = 0
+            starts[j, u] = 1
+            r = kr[v, q, r]
+            q = s_prev[s]
+            v = u
+    return m
+
+
+def span_nbest(tables, pot: np.ndarray, max_len: np.ndarray, distinct: bool, k: int) -> NBest:
+    """The k best labellings of one sequence with potentials ``pot[u, d-1,
+    z]`` over the engine's ``tables`` (labels numbered by non-increasing
+    ``max_len``)."""
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    pot = np.ascontiguousarray(pot, dtype=np.float64)
+    T = pot.shape[0]
+    labels = np.zeros((k, T), dtype=np.int64)
+    starts = np.zeros((k, T), dtype=np.int64)
+    scores = np.empty(k)
+    m = kbest(pot, T, tables, np.asarray(max_len, dtype=np.int64), distinct, k, labels, starts,
+              scores)
+    return NBest(labels[:m], starts[:m], scores[:m])
+
+
+def chain_nbest(st: ChainStructure, pot: np.ndarray, k: int) -> NBest:
+    """The k best labellings of a chain with potentials ``pot[t, z]``."""
+    pot = np.asarray(pot, dtype=np.float64)
+    return span_nbest(st.tables, pot.reshape(pot.shape[0], 1, -1),
+                      np.ones(st.n_labels, dtype=np.int64), False, k)
+
+
+def segment_nbest(st: ChainStructure, pot: np.ndarray, k: int,
+                  max_len: np.ndarray | None = None, distinct: bool = False
+                  ) -> list[tuple[list[tuple[int, int, int]], float]]:
+    """The k best segmentations for potentials ``pot[u, d-1, z]``, each as
+    (first token, last token, label) triples with its score (``max_len``,
+    ``distinct`` as for ``semimarkov.segment_viterbi``)."""
+    pot = np.ascontiguousarray(pot, dtype=np.float64)
+    T, L, _ = pot.shape
+    limits = np.full(st.n_labels, L, dtype=np.int64) if max_len is None else \
+        np.minimum(np.asarray(max_len, dtype=np.int64), L)
+    order = semimarkov.label_order(limits)
+    best = span_nbest(semimarkov.engine_structure(st, order).tables, pot, limits[order],
+                      distinct, k)
+    out = []
+    for labels, starts, score in zip(*best):
+        first = np.flatnonzero(starts).tolist()
+        out.append(([(u, v - 1, int(order[labels[u]])) for u, v in zip(first, first[1:] + [T])],
+                    float(score)))
+    return out
