@@ -250,12 +250,6 @@ def _check_field(field: str, i: int, j: int) -> None:
             "and would not survive a round-trip through a column file")
 
 
-def has_docstart(path, encoding: str = "utf-8") -> bool:
-    """True when the file holds a ``-DOCSTART-`` line (so output written
-    for it should keep its document boundaries)."""
-    return docstart_fields(path, encoding) is not None
-
-
 def docstart_fields(path, encoding: str = "utf-8") -> list[str] | None:
     """The fields of the file's first ``-DOCSTART-`` line (``-DOCSTART- -X-
     -X- O`` in CoNLL-2003), or None when it has none (``-``: standard input)."""

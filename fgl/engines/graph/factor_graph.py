@@ -35,14 +35,11 @@ schedule of a skip chain of 80,000 variables take about 0.1 s.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple, Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
 from fgl.jit import njit
-
-if TYPE_CHECKING:
-    import networkx
 
 # message directions in a schedule
 VAR_TO_FACTOR = 0
@@ -169,20 +166,7 @@ class FactorGraph:
         return np.diff(self.v_ptr)
 
     # ------------------------------------------------------------------
-    # graph structure (numba kernels over the flat arrays; networkx only for inspection)
-
-    def to_networkx(self) -> "networkx.Graph":
-        """The bipartite graph: nodes ("v", i) and ("f", j), one edge per
-        (factor, position) pair carrying its edge id as attribute ``edge``
-        (for drawing and inspection; nothing in fgl's own paths uses it)."""
-        import networkx as nx  # inspection only; kept out of import fgl
-
-        g = nx.Graph()
-        g.add_nodes_from((("v", i) for i in range(self.n_vars)), bipartite=0)
-        g.add_nodes_from((("f", j) for j in range(self.n_factors)), bipartite=1)
-        for e in range(self.n_edges):
-            g.add_edge(("v", int(self.f_var[e])), ("f", int(self.e_fac[e])), edge=e)
-        return g
+    # graph structure (numba kernels over the flat arrays)
 
     def _components(self) -> int:
         """Connected components of the bipartite graph (isolated variables and

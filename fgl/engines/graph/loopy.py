@@ -480,35 +480,6 @@ def assignment_score(graph: FactorGraph, log_pot: np.ndarray, y: np.ndarray) -> 
     return float(_score(log_pot, graph.arrays, y))
 
 
-def map_assignment(graph: FactorGraph, log_pot: np.ndarray, **kwargs) -> tuple[np.ndarray, float]:
-    """Max-product decode (Sutton & McCallum §1.4.4: y* = argmax_y p(y | x)) and its
-    exact score Σ_f θ_f(y*_f); keyword arguments as ``belief_propagation``.
-    Exact on forests; on loopy graphs the argmax of each variable's
-    max-marginal belief."""
-    kwargs["use_max"] = True
-    r = belief_propagation(graph, log_pot, **kwargs)
-    return r.map_state, float(r.map_score)
-
-
-def bethe_log_z(graph: FactorGraph, log_pot: np.ndarray, var_beliefs, factor_beliefs) -> float:
-    """The Bethe approximation Σ_f Σ_x b_f(x)(θ_f(x) - log b_f(x))
-    + Σ_v (d_v - 1) Σ_x b_v(x) log b_v(x) (0 log 0 = 0) of given beliefs;
-    ``var_beliefs`` a list per variable or a flat ``var_ptr``-aligned array."""
-    log_pot = check_potentials(graph, log_pot)
-    if isinstance(var_beliefs, np.ndarray) and var_beliefs.ndim == 1:
-        bv = np.asarray(var_beliefs, dtype=np.float64)
-    else:
-        bv = np.concatenate([np.asarray(b, dtype=np.float64).reshape(-1) for b in var_beliefs]) \
-            if len(var_beliefs) else np.zeros(0)
-    bf = np.asarray(factor_beliefs, dtype=np.float64).reshape(-1)
-    if bv.shape[0] != graph.var_ptr[-1] or bf.shape[0] != graph.n_table:
-        raise ValueError("belief arrays do not match the graph")
-    with np.errstate(divide="ignore"):
-        log_bv = np.log(bv)
-        log_bf = np.log(bf)
-    return float(_bethe(log_pot, graph.arrays, log_bv, log_bf))
-
-
 def exact(graph: FactorGraph, log_pot: np.ndarray, max_states: int = 1_000_000) -> BPResult:
     """Brute-force enumeration of every assignment: exact log Z, marginals and
     MAP (first maximum in lexicographic order over variables 0..V-1).

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from support.brute_force import factor_graph_brute_force, table_index
+from support.factor_graph_references import bethe_log_z, map_assignment, to_networkx
 from support.graph_cases import (
     CHAIN_CASES,
     assert_matches_chain_engine,
@@ -29,7 +30,7 @@ from support.graph_cases import (
 )
 
 from fgl.engines.graph.factor_graph import FactorGraph
-from fgl.engines.graph.loopy import BPResult, belief_propagation, bethe_log_z, exact, map_assignment
+from fgl.engines.graph.loopy import BPResult, belief_propagation, exact
 
 TOL = 1e-8
 SETTINGS = settings(max_examples=80, deadline=None,
@@ -359,7 +360,7 @@ def test_spanning_trees_cover_the_graph(n_vars, n_factors, seed):
     rng = np.random.default_rng(seed)
     card, factors = loopy_graph(n_vars, n_factors, rng, max_arity=4)
     g = FactorGraph.from_factors(card, factors)
-    nxg = g.to_networkx()
+    nxg = to_networkx(g)
     assert nxg.number_of_nodes() == g.n_vars + g.n_factors
     assert nxg.number_of_edges() == g.n_edges
     assert g.n_cycles() == g.n_edges - nxg.number_of_nodes() + nx.number_connected_components(nxg)
@@ -402,7 +403,7 @@ def test_tree_schedule_is_leaves_to_root_then_back():
     def receiver(e, d):
         return ("v", int(g.f_var[e])) if d == 1 else ("f", int(g.e_fac[e]))
 
-    nxg = g.to_networkx()
+    nxg = to_networkx(g)
     heard: dict = {}
     for e, d in zip(se[:half], sd[:half]):
         s = sender(e, d)

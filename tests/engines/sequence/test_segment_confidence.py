@@ -1,7 +1,8 @@
-"""Segment confidence by constrained forward-backward (``fgl.engines.sequence.constrained``)
-against exhaustive enumeration (``brute_force``): a first-order chain, a
-high-order chain with sparse patterns (Ye et al. 2009) and a semi-Markov
-model with per-label limits, each on tiny random instances, to 1e-10."""
+"""Segment confidence by constrained forward-backward
+(``fgl.engines.sequence.constrained.confidences``) against exhaustive
+enumeration (``brute_force``): a first-order chain, a high-order chain with
+sparse patterns (Ye et al. 2009) and a semi-Markov model with per-label
+limits, each on tiny random instances, to 1e-10."""
 from __future__ import annotations
 
 import math
@@ -15,8 +16,8 @@ from support.brute_force import (
     semimarkov_matches,
     semimarkov_segmentations,
 )
+from support.potential_tables import chain_confidences, segment_confidences
 
-from fgl.engines.sequence.constrained import chain_confidences, segment_confidences
 from fgl.engines.sequence.structure import ChainStructure
 
 TOL = 1e-10
