@@ -157,7 +157,7 @@ def convert(text: str, columns: list[str] | None = None, file: str = "<template>
             "# in CRF++; bigram templates with cells test regex(column[t-1], \"\")",
             "# because CRF++ reads them from the second token on.",
             *_merge_note(lines),
-            f"model \"CRF++ template {Path(file).name}\"", "",
+            f"model \"{Path(file).name} (converted from CRF++)\"", "",
             f"columns {', '.join(cols)}", f"output {output}", ""]
     tail = ["", "train {",
             f"  sigma = {_number(math.sqrt(c))}   # CRF++ -c {_number(c)}: an L2 term "

@@ -20,6 +20,11 @@ UNARY_DROP = 0.5     # a unary factor sits this far below its variable
 HIGH_RISE = 0.6      # a factor of three or more variables of a row sits this far above it
 SPREAD = 0.2         # factors that would overlap are spread this far apart
 SEGMENT_RISE = 1.2   # segment variables sit this far above their tokens
+UNARY_COLUMNS = 4    # a variable's unary factors: a grid this many wide, rows going down
+UNARY_GAP = 0.24     # between the squares of that grid
+WORD_DROP = 0.8      # a word hangs this far below its variable (further under many unaries)
+KINDS = ("unary", "pairwise", "long-range pair", "graph edge", "higher-order",
+         "not in this picture")   # the kinds of template a legend groups, in order
 
 
 @dataclass
@@ -118,14 +123,15 @@ def place_factors(variables: list[Variable], factors: list[tuple[int, list[int]]
     that would overlap are spread sideways."""
     by_id = {v.id: v for v in variables}
     last_row = max((v.row for v in variables), default=0)
-    marks = []
+    marks: list[FactorMark] = []
+    unary: dict[int, list[FactorMark]] = defaultdict(list)
     for ti, ids in factors:
         vs = [by_id[i] for i in ids]
         x = sum(v.x for v in vs) / len(vs)
         y = sum(v.y for v in vs) / len(vs)
         one_row = len({v.row for v in vs}) == 1
         if len(vs) == 1:
-            marks.append(FactorMark(ti, ids, x, y - UNARY_DROP))
+            unary[ids[0]].append(FactorMark(ti, ids, x, y - UNARY_DROP))
         elif graph or not one_row:
             marks.append(FactorMark(ti, ids, x, y))
         elif len(vs) == 2 and abs(vs[0].order - vs[1].order) <= 1 and ti not in long_range:
@@ -137,7 +143,41 @@ def place_factors(variables: list[Variable], factors: list[tuple[int, list[int]]
         else:
             marks.append(FactorMark(ti, ids, x, y + HIGH_RISE + 0.15 * (len(vs) - 3)))
     _spread(marks)
-    return marks
+    for group in unary.values():   # (a grid under the variable: 15 templates stay apart)
+        cols = min(len(group), UNARY_COLUMNS)
+        for k, m in enumerate(group):
+            m.x += (k % cols - (cols - 1) / 2) * UNARY_GAP
+            m.y -= (k // cols) * UNARY_GAP
+    return [m for group in unary.values() for m in group] + marks
+
+
+def word_drop(scene: Scene) -> float:
+    """How far below its variable a word hangs: ``WORD_DROP``, or further
+    when a variable's unary factors reach lower."""
+    by_id = {v.id: v for v in scene.variables}
+    depth = max((by_id[f.variables[0]].y - f.y for f in scene.factors
+                 if len(f.variables) == 1), default=0.0)
+    return max(WORD_DROP, depth + 0.3)
+
+
+def template_kinds(scene: Scene) -> dict[int, str]:
+    """Each template's kind (one of ``KINDS``) as its factors in the
+    picture show it: the legend groups templates by it."""
+    kinds: dict[int, str] = {}
+    for f in scene.factors:
+        n = len(f.variables)
+        kind = ("unary" if n == 1 else "long-range pair" if f.arc else
+                "graph edge" if n == 2 and scene.graph else "pairwise" if n == 2
+                else "higher-order")
+        kinds.setdefault(f.template, kind)
+    return {ti: kinds.get(ti, KINDS[-1]) for ti in range(len(scene.templates))}
+
+
+def by_kind(scene: Scene) -> list[tuple[str, list[int]]]:
+    """The scene's templates grouped by kind, in ``KINDS`` order."""
+    kinds = template_kinds(scene)
+    return [(kind, [ti for ti, k in kinds.items() if k == kind]) for kind in KINDS
+            if kind in kinds.values()]
 
 
 def _spread(marks: list[FactorMark]) -> None:

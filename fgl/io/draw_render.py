@@ -19,7 +19,7 @@ import io
 import math
 
 from fgl.errors import FglError
-from fgl.io.draw_layout import Scene, Variable
+from fgl.io.draw_layout import Scene, Variable, by_kind, word_drop
 
 RADIUS = 0.22
 SQUARE = 0.17
@@ -28,20 +28,29 @@ MAX_WIDTH = 100.0     # inches; wider pictures are scaled down
 MAX_PIXELS = 12000    # the widest PNG; a wider picture gets a lower resolution
 DPI = 150
 FORMATS = ("svg", "png", "pdf")
+# twenty distinct colours (then the same twenty dashed: no two of 40 templates look alike)
 TEMPLATE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
-                    "#17becf", "#e377c2", "#bcbd22", "#7f7f7f")
+                    "#17becf", "#e377c2", "#bcbd22", "#7f7f7f", "#393b79", "#637939",
+                    "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354",
+                    "#756bb1", "#636363")
 TAG_COLOURS = ("#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5",
                "#ffffb3", "#bc80bd", "#ccebc5", "#ffed6f", "#d9d9d9")
-OUTSIDE = "#f2f2f2"   # the colour of the label O
+OUTSIDE = "#a6a6a6"   # the colour of the label O (grey dark enough to show its shading)
 RIGHT, WRONG = "#2ca02c", "#d62728"   # rings: the gold label agrees / differs
 FLAT = 7              # the longest word written level (about a token's width at 7 pt)
 TURN = 55             # degrees longer words are turned by
 CHAR = 0.085          # a 7-pt character's width in data units (tokens), for the extent
 SHADES = (0.25, 0.5, 0.75, 1.0)   # the probabilities the shading key shows
+LEGEND_COLUMNS = 12   # the key's widest line
 
 
 def template_colour(ti: int) -> str:
     return TEMPLATE_COLOURS[ti % len(TEMPLATE_COLOURS)]
+
+
+def template_dashed(ti: int) -> bool:
+    """Whether template ``ti``'s edges are dashed (past the colours' first round)."""
+    return (ti // len(TEMPLATE_COLOURS)) % 2 == 1
 
 
 def tag_colours(tags: list[str]) -> dict[str, str]:
@@ -143,6 +152,7 @@ def _paint_factors(ax, scene: Scene) -> None:
                 v = by_id[vid]
                 ex, ey = _rim(v, f.x, f.y)
                 ax.add_line(Line2D([f.x, ex], [f.y, ey], color=colour, linewidth=1.0,
+                                   linestyle="--" if template_dashed(f.template) else "-",
                                    gid=f"edge-{name}-{k}-{j}", zorder=1))
         ax.add_patch(Rectangle((f.x - SQUARE / 2, f.y - SQUARE / 2), SQUARE, SQUARE,
                                facecolor=colour, edgecolor=colour, gid=f"factor-{name}-{k}",
@@ -173,9 +183,11 @@ def _paint_variable(ax, scene: Scene, v: Variable, colours: dict[str, str], turn
         ax.text(v.x, above, v.gold, ha="center", va="bottom", fontsize=6, color=WRONG,
                 zorder=6, gid=f"gold-{v.id}")
         ys.append(above + 0.3)
-    if v.index:
-        ax.text(v.x, v.y, v.index, ha="center", va="center", color="#555555", zorder=6,
-                fontsize=6 if len(v.index) < 3 else 5 if len(v.index) < 4 else 4)
+    inside = v.tag if v.tag is not None and not scene.text_above else v.index
+    if inside:   # (a model's picture: the predicted label written in, not only its colour)
+        ax.text(v.x, v.y, inside, ha="center", va="center", zorder=6,
+                color="#111111" if v.tag is not None else "#555555", gid=f"tag-{v.id}",
+                fontsize=6 if len(inside) < 3 else 5 if len(inside) < 5 else 4)
     if v.text:
         if scene.text_above:
             ax.text(v.x, v.y + RADIUS + 0.1, v.text, ha="center", va="bottom", fontsize=7,
@@ -185,7 +197,7 @@ def _paint_variable(ax, scene: Scene, v: Variable, colours: dict[str, str], turn
                     fontsize=7, zorder=6, gid=f"word-{v.id}")
             xs.append(v.x + 1.2)
         else:
-            _word(ax, v.x, v.y - 0.8, v.text, turn, f"word-{v.id}", xs, ys)
+            _word(ax, v.x, v.y - word_drop(scene), v.text, turn, f"word-{v.id}", xs, ys)
 
 
 def _paint_words(ax, scene: Scene, turn: bool, xs: list, ys: list) -> None:
@@ -223,29 +235,52 @@ def _paint_segments(ax, scene: Scene, colours: dict[str, str], ys: list) -> None
 
 
 def _legend(ax, scene: Scene, colours: dict[str, str]) -> None:
-    """The key under the picture: templates, the labels in use, the gold
-    rings and the shades."""
+    """The key under the picture, a row per kind of template (its name
+    first), then the labels in use, the gold rings and the shades."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles = [Line2D([], [], marker="s", linestyle="", color=template_colour(ti),
-                      label=f"{name}") for ti, name in enumerate(scene.templates)]
+    def heading(text: str):
+        return Line2D([], [], linestyle="", marker="", label=text)
+
+    rows = [[heading(f"{kind}:"), *(Line2D([], [], marker="s", color=template_colour(ti),
+                                           linestyle="--" if template_dashed(ti) else "-",
+                                           label=scene.templates[ti]) for ti in group)]
+            for kind, group in by_kind(scene)]
     used = {v.tag for v in scene.variables} | {b.tag for b in scene.brackets}
-    handles += [Patch(facecolor=colours[t], edgecolor="#333333", label=t) for t in scene.tags
-                if t in used]
+    tags = [Patch(facecolor=colours[t], edgecolor="#333333", label=t) for t in scene.tags
+            if t in used]
+    if tags:
+        rows.append([heading("labels:"), *tags])
+    marks = []
     if any(v.gold is not None and v.tag is not None for v in scene.variables):
-        handles += [Line2D([], [], marker="o", linestyle="", markerfacecolor="white",
-                           markeredgecolor=c, markeredgewidth=2, label=text)
-                    for c, text in ((RIGHT, "= gold"), (WRONG, "≠ gold"))]
+        marks += [Line2D([], [], marker="o", linestyle="", markerfacecolor="white",
+                         markeredgecolor=c, markeredgewidth=2, label=text)
+                  for c, text in ((RIGHT, "= gold"), (WRONG, "≠ gold"))]
     if scene.shading:   # the key to the shades: a grey circle per probability
-        handles += [Line2D([], [], marker="o", linestyle="", markersize=9,
-                           markeredgecolor="#333333",
-                           markerfacecolor=(0.35, 0.35, 0.35, shade(p)),
-                           label=f"p = {p:g}" if p == SHADES[0] else f"{p:g}") for p in SHADES]
-    if handles:
-        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), frameon=False,
-                  ncol=min(len(handles), 12), fontsize=8, handletextpad=0.3, columnspacing=1.2,
+        marks += [Line2D([], [], marker="o", linestyle="", markersize=9,
+                         markeredgecolor="#333333", markerfacecolor=(0.35, 0.35, 0.35, shade(p)),
+                         label=f"p = {p:g}" if p == SHADES[0] else f"{p:g}") for p in SHADES]
+    if marks:
+        rows.append([heading("marks:"), *marks])
+    if rows:
+        ncol = min(max(len(r) for r in rows), LEGEND_COLUMNS)
+        ax.legend(handles=_row_major(rows, ncol, heading(" ")), loc="upper center",
+                  bbox_to_anchor=(0.5, 0.0), frameon=False, ncol=ncol, fontsize=8,
+                  handletextpad=0.3, columnspacing=1.2,
                   title=f"shade: {scene.shading}" if scene.shading else None, title_fontsize=7)
+
+
+def _row_major(rows: list[list], ncol: int, blank) -> list:
+    """Legend entries that matplotlib (which fills a legend column by column)
+    shows row by row: each of ``rows`` (a heading, then its entries)
+    starting a new line of ``ncol``, its heading alone in the first column."""
+    lines = []
+    for heading, *items in rows:
+        for k in range(0, len(items), ncol - 1):
+            part = [heading if k == 0 else blank, *items[k:k + ncol - 1]]
+            lines.append(part + [blank] * (ncol - len(part)))
+    return [lines[r][c] for c in range(ncol) for r in range(len(lines))]
 
 
 def shade(p: float) -> float:
