@@ -18,6 +18,7 @@ from typing import Callable, Iterable, Protocol
 import numpy as np
 
 from fgl.compile import footprint as sizes
+from fgl.compile.aggregates import Aggregator
 from fgl.compile.bounds import unit_items
 from fgl.compile.budget import release_freed_memory
 from fgl.compile.footprint import SizedOnly, only_sizing
@@ -64,6 +65,7 @@ class FeatureTable:
                  z_list: list[tuple[int, ...]], attributes: TemplateAttributes, n_labels: int,
                  jobs: int, longest: int, check_budget: bool = True):
         self.cls, self.spec, self.plans, self.attributes = model_cls, spec, plans, attributes
+        self.aggregator = Aggregator(spec, attributes.observations)
         self.check_budget = check_budget
         self.L = model_cls.span_limit(spec, longest)
         self.items = unit_items(spec, self.L)   # (the most attribute items per unit)
@@ -94,7 +96,8 @@ class FeatureTable:
         total = sum(segs[-1][1] + 1 for segs in spans if segs)
         for make_rows, add_units in passes:
             n_read = tokens = 0
-            for batch in batches(read(), len(gold), sum(self.items) * self.L):
+            for batch in self.aggregator.batches(batches(read(), len(gold),
+                                                         sum(self.items) * self.L)):
                 per_sentence = self._unit_rows(batch)
                 per_template = [stack(list(rows)) for rows in zip(*per_sentence)]
                 del per_sentence
@@ -126,6 +129,7 @@ class FeatureTable:
         if self.L == 1 and all(hasattr(s, "unit_rows") for s in batch):
             return [s.unit_rows(self.attributes.keys) for s in batch]
         cols = [sentence_columns(self.spec, s.rows, s.lines, s.file)[0] for s in batch]
+        self.aggregator.complete_sentences(cols, batch)
         return self.cls.unit_rows(self.attributes, cols, [len(s.rows) for s in batch], self.L)
 
     def add(self, lengths: list[int], seqs: list[list[int]], spans: list[list[tuple[int, int]]],

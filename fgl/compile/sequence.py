@@ -24,6 +24,7 @@ from typing import Callable, ClassVar, Iterable, Sequence, Union
 
 import numpy as np
 
+from fgl.compile.aggregates import Aggregator
 from fgl.compile.bounds import attribute_bound, count_columns, token_columns, unit_items
 from fgl.compile.budget import release_freed_memory
 from fgl.compile.conjunctions import ConjunctionIndex
@@ -102,6 +103,7 @@ class SequenceModel:
         self.program = self._program(row_ptr, feat_pattern)
         self.feat_sigma = uniform_view(feature_sigma(templates, self.vocabs, row_ptr))
         self.attributes = TemplateAttributes(spec, base_dir, lexicons)
+        self.aggregator = Aggregator(spec, self.attributes.observations)
         self.conjunctions = [ConjunctionIndex(vocab) for vocab in self.vocabs]
         self._key_rows: KeyRows | None = None   # vocabularies over attribute ids, for encode
 
@@ -182,8 +184,10 @@ class SequenceModel:
         units = UnitRows()
         gold: list[int] = []
         starts: list[int] = []
-        for batch in batches(iter(sentences), len(sentences), sum(items) * L):
+        for batch in self.aggregator.batches(batches(iter(sentences), len(sentences),
+                                                     sum(items) * L)):
             read = [sentence_columns(self.spec, s.rows, s.lines, s.file) for s in batch]
+            self.aggregator.complete_sentences([c for c, _ in read], batch)
             per_sentence = self.unit_rows(self.attributes, [c for c, _ in read],
                                            [len(s.rows) for s in batch], L)
             per_template = [stack(list(rows)) for rows in zip(*per_sentence)]

@@ -17,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
+from fgl.compile.aggregates import Aggregator, needs_documents
 from fgl.compile.footprint import GraphCounts
 from fgl.compile.frontend import Layer, label_id
 from fgl.compile.pairs import estimate_pairs, linked_pairs
@@ -67,7 +68,7 @@ def group_instances(spec: ast.Spec, sentences: Sequence[Sentence], with_gold: bo
     """Group sentences into instances — one per sentence, or one per
     document when a template links pairs ``within document`` — and
     concatenate their columns."""
-    by_doc = any(t.within == "document" for t in spec.templates)
+    by_doc = any(t.within == "document" for t in spec.templates) or needs_documents(spec)
     groups: list[list[Sentence]] = []
     for sent in sentences:
         if by_doc and groups and groups[-1][-1].doc == sent.doc:
@@ -108,6 +109,7 @@ class Unroller:
     layers: list[Layer]
     attributes: TemplateAttributes = field(repr=False)
     obs: ObservationCompiler = field(repr=False)
+    aggregator: Aggregator | None = field(default=None, repr=False)
 
     @classmethod
     def for_spec(cls, spec: ast.Spec, base_dir: Path, layers: list[Layer],
@@ -118,6 +120,14 @@ class Unroller:
         return cls(spec, layers, attributes, ObservationCompiler(spec, base_dir,
                                                                  attributes.lexicons))
 
+    def with_aggregates(self, inst: Instance) -> Instance:
+        """``inst`` with its aggregates' columns (``fgl.compile.aggregates``)
+        among its columns, computed on first need."""
+        if self.aggregator is None:
+            self.aggregator = Aggregator(self.spec, self.attributes.observations)
+        self.aggregator.complete(inst.cols, inst.bounds, inst.edges)
+        return inst
+
     def var_index(self, inst: Instance) -> tuple[np.ndarray, int]:
         """Variable id of (layer, position): layer-major."""
         n = inst.size
@@ -125,6 +135,7 @@ class Unroller:
 
     def factors(self, inst: Instance) -> list[tuple[int, list[int], list[tuple[str, float]]]]:
         """Every factor of an instance: (template, variables, attributes)."""
+        inst = self.with_aggregates(inst)
         var, n = self.var_index(inst)
         out = []
         for ti, tpl in enumerate(self.spec.templates):
@@ -179,6 +190,7 @@ class Unroller:
         factors = np.zeros((len(instances), T), dtype=np.int64)
         items, sampled = np.zeros(T), np.zeros(T)
         for k, inst in enumerate(instances):
+            inst = self.with_aggregates(inst)
             for ti, tpl in enumerate(self.spec.templates):
                 refs = variables(tpl)
                 offsets = [off for _, off, index in refs if index == "t"]

@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from fgl.errors import DataError, SpecError, shorten
+from fgl.features.aggregate_columns import aggregate_evaluator
 from fgl.features.builtins import (
     END_MARKER,
     START_MARKER,
@@ -67,6 +68,8 @@ class ObservationCompiler(SpecContext):
                     self._cache[expr.name] = self.compile(self.named[expr.name].expr)
                 return self._cache[expr.name]
             return self._zero_arg(expr.name)
+        if isinstance(expr, ast.Aggregate):   # (computed per instance: fgl.compile.aggregates)
+            return aggregate_evaluator(expr)
         if isinstance(expr, ast.Call):
             return self._call(expr)
         if isinstance(expr, ast.Conj):
@@ -345,6 +348,7 @@ class TemplateAttributes:
     def __init__(self, spec: ast.Spec, base_dir: Path | None = None,
                  lexicons: dict[str, frozenset[str]] | None = None):
         oc = ObservationCompiler(spec, base_dir, lexicons)
+        self.observations = oc   # (what fgl.compile.aggregates evaluates aggregates' inside with)
         self.lexicons = oc.lexicons
         self._evaluators = [[oc.compile(e) for e in tpl.observations] for tpl in spec.templates]
         # the column-wise fast path at token positions, where a template allows it

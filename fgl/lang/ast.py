@@ -96,6 +96,21 @@ class Disj:
     loc: Loc
 
 
+@dataclass
+class Aggregate(Call):
+    """``AGG(EXPR over LINKS [within SCOPE] [, hops = k])``: ``EXPR`` read at
+    the nodes a node ``a`` is linked to (graphs: ``edge(a, b, "cites")``,
+    ``b`` the neighbour) or at the other mentions ``j`` of a token ``i``
+    (``word[i] == word[j] within document``), combined by ``func`` (``any``,
+    ``count``, ``sum``, ``mean``, ``most``, ``norm``).  ``links`` holds the
+    alternatives joined by ``or``, each a conjunction of predicates (a
+    ``where`` clause); ``options`` the settings after the comma (``hops``).
+    A Call whose ``params`` are empty, so walkers of calls see its ``arg``."""
+    links: list[list["Predicate"]] = field(default_factory=list)
+    within: str | None = None
+    options: list["Setting"] = field(default_factory=list)
+
+
 ObsExpr = Union[ColumnRef, NameRef, Call, Conj, Disj]
 
 
@@ -195,13 +210,15 @@ class Predicate:
     ``"distance"``: ``j - i <= value``; ``"nearest"``: of the pairs the
     other conjuncts allow, only each i's with the smallest j (a chain of
     skip edges through the repeats of a word, not a clique); ``"edge"``:
-    the graph has an edge a -> b of type ``value`` (``edge(a, b, "cites")``).
+    the graph has an edge a -> b of type ``value`` (``edge(a, b, "cites")``;
+    ``ends`` ("b", "a") for ``edge(b, a, ...)``, an edge b -> a).
     """
     kind: str
     left: "ObsExpr | None"
     right: "ObsExpr | None"
     value: Union[int, str, None]
     loc: Loc
+    ends: tuple[str, str] = ("a", "b")
 
 
 @dataclass

@@ -72,6 +72,19 @@ BUILTINS: dict[str, Builtin] = {
                    "zip(word[u-1..v-1] & word[u..v])"),
 }
 
+# The aggregates ``AGG(EXPR over LINKS)``: what each gives per item of EXPR, over the nodes
+# (other mentions) linked to a node (token); ``fgl.compile.aggregates`` computes them.
+AGGREGATES: dict[str, str] = {
+    "any": "1 when some linked node gives the item (an indicator)",
+    "count": "how many linked nodes give the item",
+    "sum": "the item's values summed over the linked nodes",
+    "mean": "the item's values summed over the linked nodes, divided by their number",
+    "most": "1 for the items the most linked nodes give (the majority; ties: all of them)",
+    "norm": "GCN's degree-normalised propagation D^-1/2 (A+I) D^-1/2, applied hops times "
+            "(Kipf & Welling 2017 §2; SGC)",
+}
+AGGREGATE_GIVES = {"any": "text", "most": "text"}   # the others give numbers
+
 # McCallum 2003 §4.1: character-level regular expressions, mostly capitalisation and
 # digit patterns; A = [A-Z], a = [a-z], D = [0-9].
 REGEX_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -111,9 +124,34 @@ def call_tag(call: ast.Call) -> str:
     return f"{call.func}({','.join(['{}'] + params)})"
 
 
+def predicate_text(p: ast.Predicate) -> str:
+    """A predicate of a ``where`` clause or an aggregate, as written (spaces dropped)."""
+    if p.kind == "edge":
+        return f"edge({p.ends[0]},{p.ends[1]},{p.value!r})"
+    if p.kind == "distance":
+        return f"j-i<={p.value}"
+    if p.kind == "nearest":
+        return "nearest"
+    if p.kind == "test":
+        return expr_text(p.left)
+    return f"{expr_text(p.left)}{'==' if p.kind == 'eq' else '!='}{expr_text(p.right)}"
+
+
+def aggregate_tag(agg: ast.Aggregate) -> str:
+    """The attribute name an aggregate gives, with ``{}`` for its
+    argument's: ``mean({} over edge(a,b,'cites'))``."""
+    links = " or ".join(" and ".join(predicate_text(p) for p in link) for link in agg.links)
+    within = f" within {agg.within}" if agg.within else ""
+    options = "".join(f",{o.key}={o.value}" for o in agg.options)
+    text = f"{agg.func}({{}} over {links}{within}{options})"
+    return text.replace("{", "{{").replace("}", "}}").replace("{{}}", "{}", 1)
+
+
 def expr_text(e: ast.ObsExpr) -> str:
     """An observation expression as written (spaces dropped): ``count``'s
     attribute name."""
+    if isinstance(e, ast.Aggregate):
+        return aggregate_tag(e).format(expr_text(e.arg))
     if isinstance(e, ast.ColumnRef):
         lo, hi = ref_text(e.lo_base, e.lo), ref_text(e.hi_base, e.hi)
         return f"{e.column}[{lo if (e.lo_base, e.lo) == (e.hi_base, e.hi) else lo + '..' + hi}]"

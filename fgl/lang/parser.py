@@ -24,6 +24,7 @@ from lark.lexer import PatternStr
 
 from fgl.errors import FglError, SpecError, shorten
 from fgl.lang.ast import (
+    Aggregate,
     Call,
     Column,
     ColumnRef,
@@ -234,8 +235,11 @@ class _ToAst(Transformer):
         return Predicate("nearest", None, None, None, self._loc(meta))
 
     def pred_edge(self, meta, ch):
-        return Predicate("edge", None, None, Located(_unquote(ch[0]), self._loc(ch[0])),
-                         self._loc(meta))
+        return Predicate("edge", None, None, Located(_unquote(ch[2]), self._loc(ch[2])),
+                         self._loc(meta), (ch[0], ch[1]))
+
+    def edge_end(self, meta, ch):
+        return str(ch[0])
 
     def train(self, meta, ch):
         return ("train", self._loc(meta), ch)
@@ -259,6 +263,15 @@ class _ToAst(Transformer):
 
     def name_ref(self, meta, ch):
         return NameRef(str(ch[0]), self._loc(meta))
+
+    def aggregate(self, meta, ch):
+        links = [x for x in ch[2:] if isinstance(x, list)]
+        within = next((x[1] for x in ch[2:] if isinstance(x, tuple) and x[0] == "within"), None)
+        options = [x for x in ch[2:] if isinstance(x, Setting)]
+        return Aggregate(self._name(ch[0]), ch[1], [], self._loc(meta), links, within, options)
+
+    def agg_link(self, meta, ch):
+        return list(ch)
 
     def param(self, meta, ch):
         return self._literal(ch[0])

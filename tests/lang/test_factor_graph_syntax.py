@@ -237,8 +237,12 @@ def test_second_input_statement():
 
 
 def test_edge_names_a_then_b():
-    at(syntax_error('template c: (y[a], y[b]) where edge(b, a, "x")'), 1, 37,
-       "unexpected 'b'", "'a'")
+    at(syntax_error('template c: (y[a], y[b]) where edge(c, a, "x")'), 1, 37,
+       "unexpected 'c'", "'a'")
+    # edge(b, a, ...) parses (aggregates read a node's sources by it); a pair template refuses it
+    spec = 'input graph\ncolumns w, y\noutput y\ntemplate c: (y[a], y[b]) where edge(b, a, "x")\n'
+    e = one_error(check_errors(spec))
+    assert_at(e, CHECK_FILE, 4, 32, ('write edge(a, b, "x")',))
 
 
 def test_edge_needs_a_type():

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from fgl.errors import SpecError
 from fgl.lang.ast import Spec
+from fgl.lang.checks.aggregates import AggregateChecks
 from fgl.lang.checks.declarations import DeclarationChecks
 from fgl.lang.checks.expressions import ExpressionChecks
 from fgl.lang.checks.growth import GrowthChecks
@@ -41,7 +42,7 @@ __all__ = ["GRAPH_TEMPLATES", "NEED_GRAPH", "NEED_SEGMENTS", "NEEDS_EDGE", "NEED
 
 
 class _Checker(DeclarationChecks, GrowthChecks, RegexTotalChecks, ObservationChecks,
-               ExpressionChecks, TemplateChecks, SettingChecks):
+               ExpressionChecks, AggregateChecks, TemplateChecks, SettingChecks):
     def run(self) -> list[SpecError]:
         self.check_input()
         self.check_columns()

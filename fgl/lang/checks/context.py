@@ -17,6 +17,7 @@ class Context(Enum):
     GRAPH_NODE = "graph_node"    # a graph model's one-node template: a
     GRAPH_PAIR = "graph_pair"    # a graph model's edge template: a, b
     GRAPH_WHERE = "graph_where"  # its `where` clause: a, b
+    AGGREGATE = "aggregate"      # inside AGG(... over ...): the linked node b, the mention j
 
 
 class Reading:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from fgl.lang.ast import SKIP_COLUMN, Call, ColumnRef, Conj, Disj, NameRef
+from fgl.lang.ast import SKIP_COLUMN, Aggregate, Call, ColumnRef, Conj, Disj, NameRef
 from fgl.lang.builtins import BUILTINS, expr_text
 from fgl.lang.checks.context import Context
 from fgl.lang.checks.indexes import IndexChecks
@@ -44,6 +44,8 @@ class ExpressionChecks(IndexChecks):
             return self.column_ref(e)
         if isinstance(e, NameRef):
             return self.name_ref(e)
+        if isinstance(e, Aggregate):
+            return self.aggregate(e)     # (fgl.lang.checks.aggregates)
         if isinstance(e, Call):
             return self.call(e)
         if isinstance(e, (Conj, Disj)):

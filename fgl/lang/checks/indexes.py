@@ -18,6 +18,10 @@ class IndexChecks(CheckerBase):
         if not self.graph and bases & {"a", "b"}:
             return (f"{shown} reads a graph node (a, b) but the input is not a graph; "
                     f"{NEED_GRAPH}, or read relative to the token t, as in {c}[t]")
+        if ctx is Context.AGGREGATE and not self.graph and bases - {"j"}:
+            return (f"inside an aggregate the observation is read at the other mentions j (the "
+                    f"token itself is i), as in any(lower({c}[j-1]) over word[i] == word[j]); "
+                    f"found {shown}")
         if self.graph:
             return self.graph_problem(e, bases, shown)
         if ctx is Context.TOKEN and bases & {"u", "v"}:
@@ -49,6 +53,10 @@ class IndexChecks(CheckerBase):
     def graph_problem(self, e: ColumnRef, bases: set[str], shown: str) -> str | None:
         """As ``base_problem``, in a graph model (`input graph`)."""
         c = e.column
+        if self.ctx is Context.AGGREGATE and bases != {"b"}:
+            return (f"inside an aggregate the observation is read at the linked nodes b (the "
+                    f"node itself is a), as in mean(tokens({c}[b]) over edge(a, b, \"cites\")); "
+                    f"found {shown}")
         if bases - {"a", "b"}:
             return (f"in a graph model (`input graph`) read node attributes at a node, as in "
                     f"{c}[a] (or {c}[b], the second node of a pair template); found {shown}")

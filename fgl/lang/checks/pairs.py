@@ -105,6 +105,10 @@ class PairChecks(CheckerBase):
         with self.reading(Context.GRAPH_WHERE if graph else Context.WHERE):
             for p in where:
                 self.predicate(p, graph)
+                if p.kind == "edge" and p.ends == ("b", "a"):
+                    self.error(p.loc, f'a pair template (y[a], y[b]) follows its edges from a '
+                                      f'to b: write edge(a, b, "{p.value}"); edge(b, a, ...) '
+                                      f'is for aggregates (the nodes citing a)')
         if within is None:
             return
         loc = loc_of(within, where[0].loc if where else Loc(self.spec.file, 1, 1))
@@ -139,6 +143,9 @@ class PairChecks(CheckerBase):
             if not graph:
                 self.error(p.loc, f"edge(a, b, ...) links nodes of a graph, but the input is not "
                                   f"a graph; {NEED_GRAPH}")
+            elif p.ends[0] == p.ends[1]:
+                self.error(p.loc, f"edge({p.ends[0]}, {p.ends[1]}, ...) links a node to itself; "
+                                  f"write edge(a, b, ...) or edge(b, a, ...)")
             elif not isinstance(p.value, str) or not p.value:
                 self.error(loc_of(p.value, p.loc), f'edge(a, b, "type") needs the edge type as a '
                                                    f'non-empty "string"; found {show(p.value)}')
