@@ -220,15 +220,17 @@ def _tidy(y: sp.spmatrix) -> sp.csr_matrix:
 
 def _group_ends(sentences: Sequence[Sentence], documents: bool) -> Iterator[int]:
     """The end of each run of sentences computed together: a document's
-    (consecutive sentences of one file and document) when ``documents``,
+    (consecutive sentences of one document index) when ``documents``,
     else each sentence alone."""
     for i in range(1, len(sentences) + 1):
         if i == len(sentences) or not documents or _doc(sentences[i]) != _doc(sentences[i - 1]):
             yield i
 
 
-def _doc(sent: Sentence) -> tuple[str, int]:
-    return sent.file, sent.doc
+def _doc(sent: Sentence) -> int:
+    """The document of a sentence: consecutive sentences of one document
+    index form a document, as ``fgl.compile.unrolling.group_instances`` groups them."""
+    return sent.doc
 
 
 def whole_documents(batches: Iterable[list[Sentence]]) -> Iterator[list[Sentence]]:
