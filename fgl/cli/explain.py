@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from fgl.cli.options import encoding_arg, lexicon_path_arg, memory_arg, short_lines_arg, whole_arg
 from fgl.errors import FglError
@@ -57,6 +58,19 @@ def run(a: argparse.Namespace) -> None:
         _explain_on_cluster(crf, a)
         return
     _explain_on_data(crf, a)
+    _explain_aggregates(crf, a)
+
+
+def _explain_aggregates(crf, a: argparse.Namespace) -> None:
+    """Per template reading aggregates, what they read on ``--train``
+    (``fgl.compile.aggregate_summary``)."""
+    from fgl.compile.aggregate_summary import aggregate_summary
+    from fgl.compile.aggregates import spec_aggregates
+
+    if spec_aggregates(crf.spec):
+        base = Path(a.spec).parent
+        print("\n".join(aggregate_summary(crf.spec, crf.read(a.train, a.encoding,
+                                                              a.short_lines), base)))
 
 
 def _explain_on_data(crf, a: argparse.Namespace) -> None:

@@ -40,6 +40,12 @@ from fgl.lang.builtins import aggregate_tag
 def spec_aggregates(spec: ast.Spec) -> list[ast.Aggregate]:
     """Every aggregate the spec's templates read (through named
     observations), once each."""
+    return aggregates_in([e for tpl in spec.templates for e in tpl.observations], spec)
+
+
+def aggregates_in(exprs: list[ast.ObsExpr], spec: ast.Spec) -> list[ast.Aggregate]:
+    """Every aggregate ``exprs`` read (through the spec's named
+    observations), once each."""
     named = {d.name: d.expr for d in spec.observations}
     found: dict[str, ast.Aggregate] = {}
     seen: set[str] = set()
@@ -56,9 +62,8 @@ def spec_aggregates(spec: ast.Spec) -> list[ast.Aggregate]:
             for p in e.parts:
                 walk(p)
 
-    for tpl in spec.templates:
-        for e in tpl.observations:
-            walk(e)
+    for e in exprs:
+        walk(e)
     return list(found.values())
 
 
@@ -125,10 +130,12 @@ class Aggregator:
         """One aggregate on one instance."""
         x, names = self._items(agg, cols, bounds)
         links = links_matrix(agg, cols, bounds, edges, self.obs)
-        y = combine(agg.func, links, x, hops(agg))
+        reach = _reach(links, hops(agg))
+        y = combine(agg.func, links, reach, x, hops(agg))
         tag = aggregate_tag(agg)
         return AggregateColumn(y.indptr.astype(np.int64), y.indices, y.data,
-                               [(tag.format(nm), tx) for nm, tx in names])
+                               [(tag.format(nm), tx) for nm, tx in names],
+                               np.diff(reach.indptr).astype(np.int64))
 
     def _items(self, agg: ast.Aggregate, cols: dict[str, list], bounds: list[int]
                ) -> tuple[sp.csr_matrix, list[tuple[str, str | None]]]:
@@ -156,9 +163,11 @@ class Aggregator:
         return x, names
 
 
-def combine(func: str, a: sp.csr_matrix, x: sp.csr_matrix, k: int) -> sp.csr_matrix:
+def combine(func: str, a: sp.csr_matrix, reach: sp.csr_matrix, x: sp.csr_matrix, k: int
+            ) -> sp.csr_matrix:
     """The aggregate ``func`` of the items ``x`` over the links ``a``
-    (0/1, no self-links), ``k`` hops (the module's docstring says which)."""
+    (0/1, no self-links), ``k`` hops (the module's docstring says which;
+    ``reach`` is ``_reach(a, k)``)."""
     if func == "norm":
         a_hat = a + sp.identity(a.shape[0], format="csr")
         scale = sp.diags(1.0 / np.sqrt(np.asarray(a_hat.sum(axis=1)).ravel()))
@@ -167,7 +176,6 @@ def combine(func: str, a: sp.csr_matrix, x: sp.csr_matrix, k: int) -> sp.csr_mat
         for _ in range(k):
             y = s @ y
         return _tidy(y)
-    reach = _reach(a, k)
     present = x.copy()
     present.data[:] = 1.0
     if func in ("any", "count", "most"):

@@ -33,12 +33,14 @@ def aggregate_key(agg: ast.Aggregate) -> str:
 @dataclass
 class AggregateColumn:
     """Per position p, the items ``names[idx[k]]`` with values ``val[k]``
-    for k in ``ptr[p]:ptr[p + 1]`` (item ids ascending)."""
+    for k in ``ptr[p]:ptr[p + 1]`` (item ids ascending), and ``linked[p]``,
+    how many positions p read (for ``fgl explain``)."""
 
     ptr: np.ndarray                    # int64, positions + 1
     idx: np.ndarray                    # int32 or int64: item ids
     val: np.ndarray                    # float64
     names: list[tuple[str, str | None]]
+    linked: np.ndarray                 # int64, per position
 
     def __len__(self) -> int:
         return len(self.ptr) - 1
@@ -51,7 +53,7 @@ class AggregateColumn:
         b = max(a, b)
         lo, hi = int(self.ptr[a]), int(self.ptr[b])
         return AggregateColumn(self.ptr[a:b + 1] - lo, self.idx[lo:hi], self.val[lo:hi],
-                               self.names)
+                               self.names, self.linked[a:b])
 
     def items(self, p: int) -> list[Item]:
         """Position p's items as (name, text, value)."""
@@ -62,7 +64,7 @@ class AggregateColumn:
 
     @property
     def nbytes(self) -> int:
-        return self.ptr.nbytes + self.idx.nbytes + self.val.nbytes
+        return self.ptr.nbytes + self.idx.nbytes + self.val.nbytes + self.linked.nbytes
 
 
 def aggregate_evaluator(agg: ast.Aggregate) -> Callable:

@@ -5,6 +5,7 @@ by a cue next to its other mentions in the document — the models tag
 held-out instances right, and a saved model tags them identically."""
 from __future__ import annotations
 
+import json
 import random
 
 from fgl import CRF
@@ -79,3 +80,26 @@ def test_a_chain_reads_other_mentions_and_round_trips(tmp_path):
     assert predicted == y2
     crf.save(tmp_path / "d.fglm")
     assert CRF.load(tmp_path / "d.fglm").predict(X2, documents=docs2) == predicted
+
+
+def test_explain_counts_what_each_aggregate_reads(tmp_path, capsys):
+    """p cites q and r; q cites r: p reads 2 nodes, q 1, r none."""
+    from fgl.cli import main
+
+    spec = tmp_path / "g.fgl"
+    spec.write_text("input graph\ncolumns words, label\noutput label\n"
+                    'template node: y[a] ~ bias, count(tokens(words[b]) over edge(a, b, "c"))\n')
+    graph = {"nodes": [{"id": "p", "words": "x", "label": "A"},
+                       {"id": "q", "words": "x y", "label": "B"},
+                       {"id": "r", "words": "z", "label": "A"}],
+             "edges": [{"source": "p", "target": "q", "type": "c"},
+                       {"source": "p", "target": "r", "type": "c"},
+                       {"source": "q", "target": "r", "type": "c"}]}
+    data = tmp_path / "g.jsonl"
+    data.write_text(json.dumps(graph) + "\n")
+    assert main(["explain", str(spec), "--train", str(data)]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    # p: x, y, z from q and r (3 items); q: z (1); r: none; 3 distinct attributes
+    assert line.startswith("  node: count(tokens(words[b]) over edge(a,b,'c')): 3 nodes read "
+                           "1.00 linked nodes each on average (1 none), 1.33 items each; "
+                           "3 attributes"), line
