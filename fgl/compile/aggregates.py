@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 from fgl.compile.aggregate_links import links_matrix
 from fgl.data.sentence import Sentence
+from fgl.errors import SpecError
 from fgl.features.aggregate_columns import AggregateColumn, aggregate_key
 from fgl.features.observations import ObservationCompiler, attribute_key
 from fgl.lang import ast
@@ -71,6 +72,18 @@ def needs_documents(spec: ast.Spec) -> bool:
     """Whether an aggregate reads a token's other mentions in its document."""
     return spec.input_format != "graph" and any(a.within == "document"
                                                 for a in spec_aggregates(spec))
+
+
+def check_edge_types(spec: ast.Spec, edge_types: set[str]) -> None:
+    """Refuse, at its place, an aggregate following an edge type that no
+    training graph has (it would read nothing, silently)."""
+    found = ", ".join(f'"{t}"' for t in sorted(edge_types)) or "none"
+    for agg in spec_aggregates(spec):
+        for p in (p for link in agg.links for p in link if p.kind == "edge"):
+            if p.value not in edge_types:
+                raise SpecError(f'no training graph has an edge of type "{p.value}", so '
+                                f'{agg.func}(...) would read nothing; the edge types found: '
+                                f'{found}', p.loc.file, p.loc.line, p.loc.col)
 
 
 def hops(agg: ast.Aggregate) -> int:

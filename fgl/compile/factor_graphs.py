@@ -412,6 +412,7 @@ class FactorGraphModel:
         jobs = settings.jobs
         var_layers = [[unroller.layer_index[var] for var, _, _ in variables(tpl)]
                       for tpl in spec.templates]
+        unroller.check_aggregate_edges(instances)
         counts = unroller.census(instances)
         _footprint(spec, layers, var_layers, counts, [0] * len(var_layers), 0, jobs
                    ).check(spec.templates)

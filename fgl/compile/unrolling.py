@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from fgl.compile.aggregates import Aggregator, needs_documents
+from fgl.compile.aggregates import Aggregator, check_edge_types, needs_documents
 from fgl.compile.footprint import GraphCounts
 from fgl.compile.frontend import Layer, label_id
 from fgl.compile.pairs import estimate_pairs, linked_pairs
@@ -127,6 +127,12 @@ class Unroller:
             self.aggregator = Aggregator(self.spec, self.attributes.observations)
         self.aggregator.complete(inst.cols, inst.bounds, inst.edges)
         return inst
+
+    def check_aggregate_edges(self, instances: list[Instance]) -> None:
+        """Training graphs: every edge type an aggregate follows is there
+        (``fgl.compile.aggregates.check_edge_types``)."""
+        if self.spec.input_format == "graph":
+            check_edge_types(self.spec, {t for inst in instances for _, _, t in inst.edges or ()})
 
     def var_index(self, inst: Instance) -> tuple[np.ndarray, int]:
         """Variable id of (layer, position): layer-major."""

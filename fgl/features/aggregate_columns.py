@@ -75,8 +75,9 @@ def aggregate_evaluator(agg: ast.Aggregate) -> Callable:
     def evaluate(cols: dict[str, list], T: int, spans) -> list[list[Item]]:
         column = cols.get(key)
         if column is None:
-            raise SpecError("an aggregate is read here without its instance (its graph or "
-                            "document); aggregates are computed by fgl's compile only",
+            raise SpecError("an aggregate is read here without its graph or document, which "
+                            "this path does not compute (distributed training of sequence "
+                            "models); train it on one machine",
                             agg.loc.file, agg.loc.line, agg.loc.col)
         if spans is None:
             return [column.items(p) for p in range(T)]

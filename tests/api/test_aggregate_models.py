@@ -103,3 +103,16 @@ def test_explain_counts_what_each_aggregate_reads(tmp_path, capsys):
     assert line.startswith("  node: count(tokens(words[b]) over edge(a,b,'c')): 3 nodes read "
                            "1.00 linked nodes each on average (1 none), 1.33 items each; "
                            "3 attributes"), line
+
+
+def test_an_edge_type_no_training_graph_has_is_refused_at_its_place():
+    import pytest
+
+    from fgl.errors import SpecError
+
+    spec = GRAPH_SPEC.replace('edge(a, b, "cites")', 'edge(a, b, "cite")')
+    with pytest.raises(SpecError) as info:
+        CRF(spec).fit([citation_graph(random.Random(1))])
+    e = info.value
+    assert (e.line, e.col) == (4, 73) and 'no training graph has an edge of type "cite"' in \
+        e.message and '"cites"' in e.message, str(e)
