@@ -52,15 +52,22 @@ class AggregateColumn:
             raise ValueError("an aggregate column slices with step 1 only")
         b = max(a, b)
         lo, hi = int(self.ptr[a]), int(self.ptr[b])
-        return AggregateColumn(self.ptr[a:b + 1] - lo, self.idx[lo:hi], self.val[lo:hi],
-                               self.names, self.linked[a:b])
+        part = AggregateColumn.__new__(AggregateColumn)   # (the keys shared, not remade)
+        part.ptr, part.idx, part.val = self.ptr[a:b + 1] - lo, self.idx[lo:hi], self.val[lo:hi]
+        part.names, part.linked, part.keys = self.names, self.linked[a:b], self.keys
+        return part
+
+    def __post_init__(self) -> None:
+        # each item's attribute key, made once: items carry it as their name (text None), so
+        # a position's attributes share these strings instead of joining new ones per node
+        self.keys = [name if text is None else f"{name}={text}" for name, text in self.names]
 
     def items(self, p: int) -> list[Item]:
-        """Position p's items as (name, text, value)."""
-        names = self.names
+        """Position p's items as (attribute key, None, value)."""
+        keys = self.keys
         lo, hi = int(self.ptr[p]), int(self.ptr[p + 1])
-        return [(*names[k], v) for k, v in zip(self.idx[lo:hi].tolist(),
-                                               self.val[lo:hi].tolist())]
+        return [(keys[k], None, v) for k, v in zip(self.idx[lo:hi].tolist(),
+                                                   self.val[lo:hi].tolist())]
 
     @property
     def nbytes(self) -> int:
