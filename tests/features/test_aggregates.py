@@ -226,3 +226,21 @@ def test_whole_documents_moves_a_documents_tail_to_the_next_batch():
     s = [Sentence([["w", "O"]], [1], doc, "f") for doc in (0, 0, 1, 1, 1, 2)]
     got = list(whole_documents([s[:3], s[3:4], s[4:]]))
     assert got == [s[:2], s[2:5], s[5:]]
+
+
+def test_an_aggregate_column_holds_its_non_zeros_only():
+    """400 papers in a citation ring, 5 words of their own each (2,000 in
+    all): a paper's mean over both neighbours holds 10 words, never 2,000."""
+    n = 400
+    graph = {"nodes": [{"id": f"n{i}", "words": " ".join(f"w{5 * i + k}" for k in range(5)),
+                        "x": 0.0} for i in range(n)],
+             "edges": [{"source": f"n{i}", "target": f"n{(i + 1) % n}", "type": "c"}
+                       for i in range(n)]}
+    spec = validate(parse_spec("input graph\ncolumns words, x:number, y\noutput y\n"
+                               f"template node: y[a] ~ mean(tokens(words[b]) over {LINKS['both']})"
+                               "\n", "g.fgl"))
+    inst = group_instances(spec, [graph_instance(graph, spec)], with_gold=False)[0]
+    aggregator = Aggregator(spec, TemplateAttributes(spec).observations)
+    column = aggregator.column(aggregator.aggregates[0], inst.cols, inst.bounds, inst.edges)
+    assert column.idx.size == column.val.size == 10 * n
+    assert column.nbytes <= 24 * (10 * n + n + 1)     # far below 400 x 2,000 x 8 bytes
