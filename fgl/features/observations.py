@@ -19,6 +19,7 @@ from typing import Callable
 
 import numpy as np
 
+from fgl.data.sparse_vector import SparseVector
 from fgl.errors import DataError, SpecError, shorten
 from fgl.features.aggregate_columns import aggregate_evaluator
 from fgl.features.builtins import (
@@ -84,12 +85,14 @@ class ObservationCompiler(SpecContext):
     def _column(self, ref: ast.ColumnRef) -> Evaluator:
         name, kind = ref.column, self.kinds[ref.column]
 
+        dims: dict[str, list[str]] = {}   # a vector's attribute names, made once per label
+
         def items(label: str, value) -> list[Item]:
             if kind == "text":
                 return [(label, value, 1.0)]
             if kind == "number":
                 return [(label, None, value)]
-            return [(f"{label}[{j}]", None, x) for j, x in enumerate(value)]
+            return _vector_items(dims, label, value)
 
         if ref.lo_base != ref.hi_base:  # u..v: a bag of every token in the range
             label = f"{name}[{ref_text(ref.lo_base, ref.lo)}..{ref_text(ref.hi_base, ref.hi)}]"
@@ -497,15 +500,14 @@ def sentence_columns(spec: ast.Spec, rows: list[list[str]], lines: list[int], fi
         values = []
         for r, line in zip(rows, lines):
             try:
-                value = (float(r[j]) if col.kind == "number"
-                         else [float(x) for x in r[j].split(",")])
+                value = (float(r[j]) if col.kind == "number" else _vector(r[j]))
             except ValueError:
                 raise DataError(f"column '{col.name}' expects a {col.kind}, "
                                 f"found '{shorten(r[j])}'",
                                 file, line) from None
-            if not all(abs(v) <= MAX_MAGNITUDE for v in
-                       (value if isinstance(value, list) else [value])):  # also NaN
-                raise DataError(f"column '{col.name}' holds '{shorten(r[j])}'; numbers must be "
+            if not abs(value if col.kind == "number" else value.largest()) <= MAX_MAGNITUDE:
+                shown = r[j] if isinstance(r[j], str) else r[j].text()   # (also NaN)
+                raise DataError(f"column '{col.name}' holds '{shorten(shown)}'; numbers must be "
                                 f"finite and at most {MAX_MAGNITUDE:g} in size (rescale the "
                                 "column)",
                                 file, line)
@@ -518,6 +520,28 @@ def sentence_columns(spec: ast.Spec, rows: list[list[str]], lines: list[int], fi
     _check_bags(spec, cols, lines, file)
     gold = cols.get(spec.outputs[0]) if has_gold else None
     return cols, gold
+
+
+def _vector_items(dims: dict[str, list[str]], label: str, value: SparseVector) -> list[Item]:
+    """A vector's attributes ``label[j]``: one per non-zero dimension, and
+    the last dimension's even when 0 (the model's attribute names then tell
+    the vectors' dimension, ``fgl.features.model_input``)."""
+    names = dims.get(label)
+    if names is None or len(names) < value.dim:
+        names = dims[label] = [f"{label}[{j}]" for j in range(value.dim)]
+    out = [(names[j], None, x) for j, x in zip(value.index.tolist(), value.value.tolist())]
+    last = value.dim - 1
+    if not out or out[-1][0] is not names[last]:
+        out.append((names[last], None, 0.0))
+    return out
+
+
+def _vector(field: str | SparseVector) -> SparseVector:
+    """A vector column's field (a column file's text, or a graph's vector as
+    ``fgl.io.graphs`` read it) kept sparsely."""
+    if isinstance(field, SparseVector):
+        return field
+    return SparseVector.of([float(x) for x in field.split(",")])
 
 
 _BAGS: dict[int, tuple[weakref.ref, list]] = {}

@@ -23,12 +23,15 @@ has rows of the input columns only.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from fgl.data.sentence import Sentence
+from fgl.data.sparse_vector import SparseVector
 from fgl.errors import DataError, shorten
 from fgl.lang import ast
 
@@ -54,15 +57,24 @@ class GraphInstance(Sentence):
         return any(v is None for row in self.rows for v in row)
 
 
-def _field(value, kind: str, node: str, column: str, name: str, lineno: int) -> str:
+def _field(value, kind: str, node: str, column: str, name: str, lineno: int
+           ) -> str | SparseVector:
     """A node attribute as a token field: a vector column's JSON list of
-    numbers, else a JSON string, number or boolean."""
+    numbers (kept sparsely), else a JSON string, number or boolean."""
+    if kind == "vector" and isinstance(value, SparseVector):   # (read so by read_graphs)
+        return value
     if kind == "vector" and isinstance(value, list):
-        if not value or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                for x in value):
+        if not value or not all(type(x) in (int, float) for x in value):
             raise DataError(f"node '{node}': attribute '{column}' must be a non-empty list "
                             "of numbers", name, lineno)
-        return ",".join(str(float(x)) for x in value)
+        try:
+            return SparseVector.of(value)
+        except OverflowError:   # (a whole number beyond any float)
+            from fgl.features.observations import MAX_MAGNITUDE
+            raise DataError(f"node '{node}': attribute '{column}' holds a number beyond "
+                            f"{MAX_MAGNITUDE:g}; numbers must be finite and at most "
+                            f"{MAX_MAGNITUDE:g} in size (rescale the column)",
+                            name, lineno) from None
     if value is None or isinstance(value, (list, dict)):
         what = "null" if value is None else f"a JSON {type(value).__name__}"
         expected = "a list of numbers" if kind == "vector" else "a string or a number"
@@ -111,6 +123,21 @@ def _whole_number(text: str) -> int:
     return int(text)
 
 
+def _sparse_vectors(columns: list[str]) -> Callable[[dict], dict]:
+    """A JSON object hook keeping a node's vector attributes sparsely as soon
+    as the node is read, so a line's dense lists of numbers never all live
+    at once (a list ``_field`` would refuse is left for it to refuse)."""
+    def hook(obj: dict) -> dict:
+        for c in columns:
+            value = obj.get(c)
+            if isinstance(value, list) and value and all(type(x) in (int, float)
+                                                         for x in value):
+                with contextlib.suppress(OverflowError):
+                    obj[c] = SparseVector.of(value)
+        return obj
+    return hook
+
+
 def read_graphs(path: str | Path, spec: ast.Spec, encoding: str = "utf-8") -> list[GraphInstance]:
     """Read a JSON-lines graph file; errors name ``file:line``."""
     from fgl.data.inputs import display_name, read_bytes
@@ -121,12 +148,14 @@ def read_graphs(path: str | Path, spec: ast.Spec, encoding: str = "utf-8") -> li
         text = raw.decode(encoding)
     except (UnicodeDecodeError, LookupError) as e:
         raise DataError(f"cannot read graph file: {e}", name, 0) from None
+    del raw
+    vectors = _sparse_vectors([c.name for c in spec.columns if c.kind == "vector"])
     graphs = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line, parse_int=_whole_number)
+            obj = json.loads(line, parse_int=_whole_number, object_hook=vectors)
         except _LongNumber as e:
             raise DataError(f"a whole number of {e.digits:,} digits ({e.shown}); a graph file "
                             f"holds numbers of at most {MAX_DIGITS:,} digits", name,

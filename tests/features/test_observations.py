@@ -48,7 +48,18 @@ def test_tests_fire_only_where_they_hold(tmp_path):
 
 def test_numbers_and_vectors_are_real_valued():
     got = attributes("value(x[t]), value(v[t])")
-    assert got[1] == [("x[t]", -2.0), ("v[t][0]", 0.0), ("v[t][1]", 3.0)]
+    assert got[0] == [("x[t]", 1.5), ("v[t][0]", 1.0), ("v[t][1]", 2.0)]
+    # a vector's zero dimension is no attribute, but for its last (the dimension)
+    assert got[1] == [("x[t]", -2.0), ("v[t][1]", 3.0)]
+    assert got[2] == [("x[t]", 0.0), ("v[t][0]", 4.0), ("v[t][1]", 5.0)]
+
+
+def test_a_zero_last_dimension_is_kept_with_its_value():
+    spec = validate(parse_spec(HEAD + "template a: y[t] ~ value(v[t])\n", "<t>"))
+    cols, _ = sentence_columns(spec, [["a", "1", "0,0,0", "O"], ["b", "1", "0,2,0", "O"]],
+                               [1, 2], "<d>")
+    assert TemplateAttributes(spec)(cols, 2)[0] == [[("v[t][2]", 0.0)],
+                                                   [("v[t][1]", 2.0), ("v[t][2]", 0.0)]]
 
 
 def test_conjunction_multiplies_and_joins():
