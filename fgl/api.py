@@ -13,6 +13,11 @@ unlabelled nodes are predicted), ``evaluate(graphs)``.
 ``verbose=True`` prints one line per training iteration.  Every engine is
 reached through the one model interface
 (``fgl.model.Model``), chosen by ``fgl.registry``.
+
+Why one module of some 700 lines: ``CRF`` is the API's one class, and each
+of its methods is a short call into the package (training in ``fgl.learn``,
+inference through the model, files in ``fgl.io``); split into mixins, what
+a user can call would be spread over modules.
 """
 from __future__ import annotations
 
@@ -472,6 +477,24 @@ class CRF:
             return m.dicts()
         per_layer = [m.dicts(name) for name in m.outputs]
         return [[dict(zip(m.outputs, tok)) for tok in zip(*seqs)] for seqs in zip(*per_layer)]
+
+    def predict_nbest(self, X: Sequence[Rows], k: int,
+                      documents: Sequence[Hashable] | None = None) -> list[list[tuple]]:
+        """Per sequence its ``k`` best labellings, best first, as ``(labels,
+        p(labels | x))``, exactly (chain and segment engines; ``fgl.labellings``)."""
+        return self.nbest_sentences(self._inputs(X, documents, "predict"), k)
+
+    def predict_probability(self, X: Sequence[Rows],
+                            documents: Sequence[Hashable] | None = None) -> list[float]:
+        """p(y | x) of each sequence's predicted labelling (``predict``'s)."""
+        return [best[0][1] for best in self.predict_nbest(X, 1, documents)]
+
+    def nbest_sentences(self, sentences: Sequence[Sentence], k: int) -> list[list[tuple]]:
+        """``predict_nbest`` of sentences as ``read`` returns them."""
+        from fgl.labellings import nbest_labellings
+        model = self._fitted()
+        return nbest_labellings(model, self.weights, sentences, k,
+                                lambda s: self._encode(model, s), self.jobs)
 
     def marginals_sentences(self, sentences: Sequence[Sentence]) -> TokenMarginals:
         """``marginals`` of sentences as ``read`` returns them."""

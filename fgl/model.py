@@ -128,6 +128,11 @@ class Model(Protocol):
     def marginals(self, w: np.ndarray, data: Any, jobs: int) -> TokenMarginals:
         """Per-token label marginals of every output layer."""
 
+    def nbest(self, w: np.ndarray, data: Any, k: int) -> list[list[tuple[list[str], float]]]:
+        """Per instance, its k best labellings (one tag per token) with
+        their scores w·F(x, y), best first — exactly, or an ``FglError``
+        saying why the engine cannot (``fgl.labellings``)."""
+
     def log_partition(self, w: np.ndarray, data: Any, jobs: int) -> np.ndarray:
         """log Z(x) of every instance of ``data``."""
 

@@ -21,7 +21,7 @@ from fgl.io.conll import ShortLineWarning
 from fgl.lang.lexicons import lexicon_folders
 from fgl.stopping import Interrupted
 
-COMMANDS = ("train", "tag", "eval", "compare", "inspect", "check", "draw", "explain",
+COMMANDS = ("train", "tag", "eval", "compare", "inspect", "dump", "check", "draw", "explain",
             "convert")
 
 EPILOG = """\
@@ -33,6 +33,7 @@ examples:
   fgl eval chunker.fglm test.txt
   fgl compare chunker.fglm other.fglm test.txt
   fgl inspect chunker.fglm --top 5
+  fgl dump chunker.fglm --non-zero > weights.tsv
   fgl convert crfpp template --columns word,pos,chunk -o chunk.fgl
 
 A spec names the data columns (`columns word, pos, chunk`), the label column

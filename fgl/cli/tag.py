@@ -24,7 +24,17 @@ Every line keeps its input fields, so all lines have as many fields; a
 with -X- and O, then O per predicted label and - per other column), so
 conlleval.pl reads the output, as does `fgl eval --tagged`.  The output is
 in the input's encoding (--encoding) unless --output-encoding says otherwise.
-Probabilities are written with 6 decimals.  Graph input (JSON lines) gets a
+Probabilities are written with 6 decimals.
+
+--probability writes a line '# P' before each sentence: P = p(y | x), the
+probability of the sentence's predicted labelling as a whole (CRF++'s
+crf_test -v1).  --nbest K writes each sentence K times, its K best
+labellings best first, each copy after a line '# RANK P' (rank 0 the best;
+fewer copies when the sentence has fewer labellings), as crf_test -n K
+does.  Both are exact, for chain and segment models only; these comment
+lines are not conlleval's input (drop them with grep -v '^# ').
+
+Graph input (JSON lines) gets a
 "marginals" object: node id -> P(predicted label) (best) or {label: P} (all),
 a list over the output layers when there are several.  See docs/confidence.md.
 
@@ -52,11 +62,28 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--confidence", action="store_true",
                    help="append each predicted segment's confidence at its first token "
                         "(column files only)")
+    p.add_argument("--nbest", type=_positive, metavar="K",
+                   help="write the K best labellings of each sentence, each after a line "
+                        "'# RANK PROBABILITY' (CRF++'s crf_test -n; chain and segment models)")
+    p.add_argument("--probability", action="store_true",
+                   help="write '# PROBABILITY' before each sentence: p(predicted labelling | x), "
+                        "exactly (CRF++'s crf_test -v1; chain and segment models)")
     p.add_argument("--scheme", choices=SCHEMES, default="auto",
                    help="how --confidence reads chunks from a chain or factor-graph model's "
                         "tags, as in `fgl eval --scheme` (default auto); a segment model "
                         "uses its own segments")
     data_args(p)
+
+
+def _positive(text: str) -> int:
+    """A whole number of at least 1 (``--nbest``)."""
+    try:
+        k = int(text)
+    except ValueError:
+        k = 0
+    if k < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return k
 
 
 def _prob(p: float) -> str:
@@ -99,7 +126,6 @@ def run(a: argparse.Namespace) -> None:
 
     from fgl.api import CRF
     from fgl.errors import FglError
-    from fgl.io.conll import docstart_fields, write_conll
     from fgl.io.safe_files import check_output
     from fgl.io.sources import expand
 
@@ -114,6 +140,16 @@ def run(a: argparse.Namespace) -> None:
     if a.confidence and graph:
         raise FglError("--confidence: segments are stretches of a sequence, and graph input "
                        "has none (its nodes are not in an order); use --marginals")
+    if (a.nbest is not None or a.probability) and graph:
+        raise FglError("--nbest and --probability rank labellings of a sequence, exactly on the "
+                       "chain and segment engines; graph input runs on the factor-graph engine: "
+                       "use --marginals")
+    if a.nbest is not None and (a.marginals or a.confidence):
+        raise FglError("--nbest writes whole labellings and takes no per-token columns; tag "
+                       "without --nbest for --marginals or --confidence")
+    if a.nbest is not None:
+        _run_nbest(a, crf)
+        return
     sentences, tagged = crf.tag_file(a.file, encoding=a.encoding, short_lines=a.short_lines)
     warn_convergence(crf.spec, tagged.stats, "decoding")
     marg = None
@@ -141,14 +177,44 @@ def run(a: argparse.Namespace) -> None:
             if found is not None:
                 for row, cols in zip(rows, _confidence_columns(found[i], len(rows))):
                     row.extend(cols)
-        boundary = next((f for f in (docstart_fields(p, a.encoding)
-                                     for p in expand(a.file)) if f is not None), None)
-        row = None
-        if boundary is not None:
-            row = _docstart_row(boundary, sentences, extra, crf.spec)
-        write_conll(out, sentences, extra, docstart=boundary is not None, docstart_row=row)
+        before = ([f"# {_prob(best[0][1])}" for best in crf.nbest_sentences(sentences, 1)]
+                  if a.probability else None)
+        _write_columns(out, a, crf.spec, sentences, extra, before)
     _write(out.getvalue(), a.output, a.output_encoding or a.encoding,
            [(a.model, "the model"), (expand(a.file), "the data")])
+
+
+def _run_nbest(a: argparse.Namespace, crf) -> None:
+    """``--nbest K``: each sentence once per labelling among its K best,
+    after a line ``# RANK PROBABILITY`` (``fgl.labellings``)."""
+    from fgl.io.sources import expand
+
+    sentences = crf.read(a.file, a.encoding, a.short_lines)
+    found = crf.nbest_sentences(sentences, a.nbest)
+    copies = [s for s, best in zip(sentences, found) for _ in best]
+    extra = [[[tag] for tag in tags] for best in found for tags, _ in best]
+    before = [f"# {j} {_prob(p)}" for best in found for j, (_, p) in enumerate(best)]
+    out = io.StringIO()
+    _write_columns(out, a, crf.spec, copies, extra, before)
+    _write(out.getvalue(), a.output, a.output_encoding or a.encoding,
+           [(a.model, "the model"), (expand(a.file), "the data")])
+
+
+def _write_columns(out: io.StringIO, a: argparse.Namespace, spec, sentences: list,
+                   extra: list, before: list[str] | None) -> None:
+    """The column output: the input's fields plus ``extra``, with the
+    input's ``-DOCSTART-`` lines (``_docstart_row``) and the ``before``
+    line of each sentence."""
+    from fgl.io.conll import docstart_fields, write_conll
+    from fgl.io.sources import expand
+
+    boundary = next((f for f in (docstart_fields(p, a.encoding)
+                                 for p in expand(a.file)) if f is not None), None)
+    row = None
+    if boundary is not None:
+        row = _docstart_row(boundary, sentences, extra, spec)
+    write_conll(out, sentences, extra, docstart=boundary is not None, docstart_row=row,
+                before=before)
 
 
 def _docstart_row(fields: list[str], sentences: list, extra: list, spec) -> list[str] | None:

@@ -58,7 +58,7 @@ from fgl.engines.graph.peeling import core_and_trees
 from fgl.engines.graph.table_kernels import clamp
 from fgl.engines.parallel import map_instances
 from fgl.engines.sequence.encoded import unit_ones
-from fgl.errors import DataError
+from fgl.errors import DataError, FglError
 from fgl.features.model_input import check_model_input
 from fgl.lang import ast
 from fgl.lang.settings import (
@@ -219,6 +219,15 @@ class FactorGraphModel:
 
     def log_partition(self, w: np.ndarray, data: FactorGraphData, jobs: int) -> np.ndarray:
         return self.program.log_partition(w, data, jobs)
+
+    def nbest(self, w: np.ndarray, data: FactorGraphData, k: int) -> list:
+        """Refused: k-best labellings and sequence probabilities are exact
+        only on the chain and segment engines."""
+        raise FglError("n-best labellings and labelling probabilities need the chain or "
+                       "segment engine (exact dynamic programs over a sequence); this spec "
+                       "runs on the factor-graph engine, whose MAP and log Z are approximate "
+                       "where the graph has loops; use marginals (--marginals) or segment "
+                       "confidences (--confidence) instead")
 
     def unlabelled(self, data: FactorGraphData) -> int:
         """Output-layer variables of ``data`` without a gold label (the

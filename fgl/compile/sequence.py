@@ -238,6 +238,12 @@ class SequenceModel:
                            [[self._tags(a, s)] for a, s in zip(dec.assignments, starts)],
                            dec.stats)
 
+    def nbest(self, w: np.ndarray, data: EncodedData, k: int
+              ) -> list[list[tuple[list[str], float]]]:
+        """Per sequence, its k best labellings (tags) with their scores, best first."""
+        return [[(self._tags(labels, starts), float(score))
+                 for labels, starts, score in zip(*got)] for got in self.program.nbest(w, data, k)]
+
     def marginals(self, w: np.ndarray, data: EncodedData, jobs: int) -> TokenMarginals:
         m = self.program.marginals(w, data, jobs)
         return TokenMarginals([self.layers[0].name], [self.labels],

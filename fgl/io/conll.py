@@ -268,7 +268,8 @@ def docstart_fields(path, encoding: str = "utf-8") -> list[str] | None:
 
 def write_conll(stream: TextIO, sentences: list[Sentence],
                 extra: list[list[list[str]]] | None = None, *,
-                docstart: bool = False, docstart_row: list[str] | None = None) -> None:
+                docstart: bool = False, docstart_row: list[str] | None = None,
+                before: list[str] | None = None) -> None:
     """Write sentences as a column file, one blank line after each sentence.
 
     ``extra[i][j]`` (if given) is a list of fields appended to token ``j`` of
@@ -278,7 +279,8 @@ def write_conll(stream: TextIO, sentences: list[Sentence],
     :func:`read_conll` gives back the same document numbers; ``docstart_row``
     (fields starting with ``-DOCSTART-``) is that line's fields, so that it
     can have as many as the token lines (conlleval reads only such files).
-    Raises
+    ``before[i]`` (if given) is a line written before sentence ``i``'s
+    tokens (``fgl tag --nbest``'s ``# rank probability``).  Raises
     ``ValueError`` if ``extra`` does not match the sentences' shape or a field
     is empty or contains whitespace.
     """
@@ -292,6 +294,8 @@ def write_conll(stream: TextIO, sentences: list[Sentence],
             out.append(boundary + "\n\n")
             prev_doc = sent.doc
         ext = extra[i] if extra is not None else None
+        if before is not None:
+            out.append(before[i] + "\n")
         if ext is not None and len(ext) != len(sent.rows):
             raise ValueError(f"extra for sentence {i} has {len(ext)} tokens, "
                              f"expected {len(sent.rows)}")

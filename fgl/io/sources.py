@@ -89,7 +89,11 @@ class NotAModelFile(ModelFileError):
 
 
 def check_model_file(path) -> None:
-    """Raise ``NotAModelFile`` when ``path`` holds a spec instead of a model."""
+    """Raise ``NotAModelFile`` when ``path`` holds a spec instead of a
+    model, and a ``ModelFileError`` naming the toolkit when another
+    toolkit's model or template (``fgl.io.peer_files``)."""
+    from fgl.io.peer_files import peer_file
+
     if is_stdin(path):
         return
     try:
@@ -97,5 +101,10 @@ def check_model_file(path) -> None:
             data = fh.read(1 << 16)
     except OSError:
         return
-    if data and not is_model_bytes(data) and looks_like_spec(data, path):
+    if not data or is_model_bytes(data):
+        return
+    peer = peer_file(data)
+    if peer is not None:
+        raise ModelFileError(peer, display_name(path))
+    if looks_like_spec(data, path):
         raise NotAModelFile(path)

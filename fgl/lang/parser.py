@@ -42,6 +42,7 @@ from fgl.lang.ast import (
     Spec,
     Template,
 )
+from fgl.lang.peer_templates import crfpp_template_line, crfpp_template_message
 
 GRAMMAR_PATH = Path(__file__).parent.parent / "grammar" / "fgl.lark"
 
@@ -516,6 +517,9 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
     try:
         tree = _LARK.parse(text)
     except UnexpectedInput as e:
+        template = crfpp_template_line(text)
+        if template is not None:   # a peer's template file, named as such
+            raise SpecError(crfpp_template_message(file), file, template, 1) from None
         raise _syntax_error(e, text, file) from None
     except LarkError as e:  # pragma: no cover - defensive: never leak lark errors
         raise SpecError(f"syntax error: {e}", file, 1, 1) from None

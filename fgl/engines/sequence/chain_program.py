@@ -15,7 +15,7 @@ import numpy as np
 
 from fgl.engines.parallel import blocks
 from fgl.engines.program import Decoding, Expectations, Marginals, RunGradient
-from fgl.engines.sequence import chain, spans
+from fgl.engines.sequence import chain, nbest, spans
 from fgl.engines.sequence.encoded import (
     BlockLayout,
     EncodedData,
@@ -237,6 +237,13 @@ class ChainProgram(SequenceProgram):
         chain.potentials(a, T, spans.units(data), self.features, st.tables, w, static,
                          np.arange(len(st.patterns)), w_dense, np.empty(st.n_labels), pot)
         return pot
+
+    def nbest(self, w: np.ndarray, data: EncodedData, k: int) -> list[nbest.NBest]:
+        """The k best labellings of every sequence, best first
+        (``fgl.engines.sequence.nbest``)."""
+        scoring = self.scoring(w)
+        return [nbest.chain_nbest(self.structure, self.potentials(w, data, i, scoring), k)
+                for i in range(data.n_sequences)]
 
     def marginals(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> Marginals:
         """Per sequence, P(y_t = y | x) as a [T, n_labels] array."""

@@ -17,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from fgl.engines.program import Decoding, Expectations, Marginals
-from fgl.engines.sequence import semimarkov, semimarkov_batch, spans
+from fgl.engines.sequence import nbest, semimarkov, semimarkov_batch, spans
 from fgl.engines.sequence.chain_program import ChainProgram
 from fgl.engines.sequence.encoded import (
     EncodedData,
@@ -95,6 +95,16 @@ class SemiMarkovProgram(SequenceProgram):
 
         run_parallel(jobs, data, work)
         return Decoding(data.split(self.order[labels]), data.split(starts))
+
+    def nbest(self, w: np.ndarray, data: EncodedData, k: int) -> list[nbest.NBest]:
+        """The k best segmentations of every sequence, best first
+        (``fgl.engines.sequence.nbest``), in the model's label ids."""
+        out = []
+        for i in range(data.n_sequences):
+            got = nbest.span_nbest(self.machine.tables, self.potentials(w, data, i), self.limits,
+                                   self.distinct, k)
+            out.append(got._replace(labels=self.order[got.labels]))
+        return out
 
     def potentials(self, w: np.ndarray, data: EncodedData, i: int) -> np.ndarray:
         """pot[u, d-1, z] of sequence ``i`` (d up to the longest span it holds)."""
