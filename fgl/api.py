@@ -40,6 +40,8 @@ from fgl.io.inspect import inspection, state_features, transition_features
 from fgl.io.model_files import check_writable, load_model, save_model
 from fgl.io.rows import Rows, apart, as_sentences, label_fields
 from fgl.io.sources import expand, files_label
+from fgl.io.training_curve import META_KEY as CURVE_KEY
+from fgl.io.training_curve import training_curve
 from fgl.lang import ast
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec, read_spec
@@ -622,6 +624,9 @@ class CRF:
             meta = self._training_meta()
             if self.training_log.induced:   # feature induction: the features in order added
                 meta["induced"] = self.training_log.induced
+            meta[CURVE_KEY] = training_curve(self.training_log)   # (fgl report draws it)
+        elif CURVE_KEY in self.training_meta:   # (a loaded model saved again keeps its curve)
+            meta[CURVE_KEY] = self.training_meta[CURVE_KEY]
         if self.feature_dicts is not None:   # the feature-dict attributes' names
             meta[DICTS_KEY] = self.feature_dicts.to_json()
         save_model(path, model, self.weights, meta)
@@ -667,7 +672,22 @@ class CRF:
         return transition_features(self._fitted(), self.weights)
 
     def _training_meta(self) -> dict:
-        """What training left: the log's summary, or the loaded file's."""
+        """What training left: the log's summary, or the loaded file's
+        (without its curve: ``report`` draws that)."""
         if self.training_log is not None:
             return self.training_log.summary(self.settings.trainer)
-        return dict(self.training_meta)
+        return {k: v for k, v in self.training_meta.items() if k != CURVE_KEY}
+
+    def report(self, data: str | Path | Sequence[str | Path] | None = None, *,
+               encoding: str = "utf-8", short_lines: str = "error", **options: Any) -> Any:
+        """A report of this trained model (``fgl.report.ModelReport``: one
+        self-contained HTML page; ``.save("r.html")``, shown by a notebook):
+        the spec, the engine and why, the training curve, the strongest
+        weights; with labelled ``data`` (a file, glob or list) the
+        evaluation, the confusion matrix and an instance browser.
+        ``options``: ``fgl.report.build_report``'s (``first``, ``worst``,
+        ``scheme``)."""
+        from fgl.report import build_report
+
+        sentences = None if data is None else self.read(data, encoding, short_lines)
+        return build_report(self, sentences, **options)

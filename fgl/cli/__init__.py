@@ -22,7 +22,7 @@ from fgl.lang.lexicons import lexicon_folders
 from fgl.stopping import Interrupted
 
 COMMANDS = ("train", "tag", "eval", "compare", "inspect", "dump", "check", "draw", "explain",
-            "convert")
+            "convert", "report")
 
 EPILOG = """\
 examples:
@@ -33,6 +33,7 @@ examples:
   fgl eval chunker.fglm test.txt
   fgl compare chunker.fglm other.fglm test.txt
   fgl inspect chunker.fglm --top 5
+  fgl report chunker.fglm test.txt -o report.html
   fgl dump chunker.fglm --non-zero > weights.tsv
   fgl convert crfpp template --columns word,pos,chunk -o chunk.fgl
 

@@ -152,7 +152,9 @@ def _sigma_grid(a: argparse.Namespace) -> None:
         raise FglError(f"--sigma-grid: every sigma must be positive; found {a.sigma_grid}")
     trials = search([a.spec], sigmas, a.train, a.dev, dask=a.dask, workers=a.dask_workers,
                     max_iter=a.max_iter, encoding=a.encoding,
-                    jobs=a.jobs or (1 if a.dask or a.dask_workers else None))
+                    jobs=a.jobs or (1 if a.dask or a.dask_workers else None),
+                    progress=None if a.quiet else lambda line: print(line, file=sys.stderr),
+                    verbose=not a.quiet)
     with signals_held():    # trained models: signals wait until the chosen one is written
         chosen = best(trials)
         write_bytes(a.output, chosen.model, "model")

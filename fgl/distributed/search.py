@@ -15,7 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from fgl.distributed.cluster import connect
 from fgl.distributed.shards import expand
@@ -37,15 +37,17 @@ class Trial:
 
 
 def train_one(spec: str, sigma: float | None, train: list[str], dev: list[str] | None,
-              max_iter: int | None, encoding: str, jobs: int | None) -> Trial:
+              max_iter: int | None, encoding: str, jobs: int | None,
+              verbose: bool = False) -> Trial:
     """Train one model on a worker and score it on ``dev`` (F1 of the first
     output, the evaluation scheme ``fgl eval`` uses by default; in graphs,
-    the nodes ``fgl eval`` scores: the withheld ones where some are)."""
+    the nodes ``fgl eval`` scores: the withheld ones where some are);
+    ``verbose``: a line per training iteration on stderr."""
     from fgl.api import CRF, eval_scheme
     from fgl.io.evaluate import evaluate
     from fgl.io.graphs import scoring
 
-    crf = CRF(spec, sigma=sigma, max_iter=max_iter, jobs=jobs)
+    crf = CRF(spec, sigma=sigma, max_iter=max_iter, jobs=jobs, verbose=verbose)
     t0 = time.perf_counter()
     if len(train) == 1:
         crf.fit_file(train[0], encoding=encoding)
@@ -78,7 +80,8 @@ def train_one(spec: str, sigma: float | None, train: list[str], dev: list[str] |
 
 def search(specs: Sequence[str | Path], sigmas: Sequence[float | None], train: Any,
            dev: str | Path | None = None, *, dask: Any = None, workers: int | None = None,
-           max_iter: int | None = None, encoding: str = "utf-8", jobs: int | None = 1
+           max_iter: int | None = None, encoding: str = "utf-8", jobs: int | None = 1,
+           progress: Callable[[str], None] | None = None, verbose: bool = False
            ) -> list[Trial]:
     """Train every spec with every sigma (None: the spec's own) as
     independent jobs on the cluster (``dask``: a client or scheduler
@@ -86,18 +89,43 @@ def search(specs: Sequence[str | Path], sigmas: Sequence[float | None], train: A
     after another in this process when both are None (no Dask needed); the
     trials in (spec, sigma) order.  ``train`` is a path, glob or list; the
     files must be readable by every worker.  ``jobs``: each run's threads
-    (None: the spec's)."""
+    (None: the spec's).  ``progress`` is given a line as each job starts
+    (here) and as each ends (its dev F1 and seconds); ``verbose``: each
+    local run prints a line per training iteration."""
     if not specs or not sigmas:
         raise FglError("search needs at least one spec and one sigma")
     files = expand(train)
     dev_files = None if dev is None else expand(dev)
     jobs_args = [(str(spec), sigma, files, dev_files, max_iter, encoding, jobs)
                  for spec in specs for sigma in sigmas]
+    say = progress or (lambda line: None)
     if dask is None and workers is None:
-        return [train_one(*args) for args in jobs_args]
+        trials = []
+        for k, args in enumerate(jobs_args):
+            say(f"{_job_name(k, len(jobs_args), args[0], args[1])}: training")
+            trials.append(train_one(*args, verbose=verbose))
+            say(_finished(k, len(jobs_args), trials[-1]))
+        return trials
     with connect(dask, workers) as client:
-        return client.gather([client.submit(train_one, *args, pure=False)
-                              for args in jobs_args])
+        from distributed import as_completed
+
+        futures = [client.submit(train_one, *args, pure=False) for args in jobs_args]
+        say(f"sigma grid: {len(futures)} training jobs sent to the cluster")
+        number = {f.key: k for k, f in enumerate(futures)}
+        for done in as_completed(futures):
+            say(_finished(number[done.key], len(futures), done.result()))
+        return client.gather(futures)
+
+
+def _job_name(k: int, n: int, spec: str, sigma: float | None) -> str:
+    shown = "the spec's" if sigma is None else f"{sigma:g}"
+    return f"sigma grid {k + 1}/{n}: {Path(spec).name}, sigma {shown}"
+
+
+def _finished(k: int, n: int, t: Trial) -> str:
+    f1 = "no dev score" if t.dev_f1 is None else f"dev F1 {t.dev_f1:.2f}"
+    return (f"{_job_name(k, n, t.spec, t.sigma)}: {f1}, {t.iterations} iterations, "
+            f"{t.seconds:.1f}s ({t.message})")
 
 
 def table(trials: list[Trial]) -> str:
