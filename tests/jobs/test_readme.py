@@ -37,3 +37,11 @@ def test_ci_runs_the_readme_test_command():
 def test_readme_main_job_exists():
     assert "python examples/structures.py" in README
     assert (REPO / "examples" / "structures.py").exists()
+
+
+def test_readme_lists_every_command():
+    """One line per `fgl` command in the README's list of commands."""
+    from fgl.cli import COMMANDS
+
+    listed = set(re.findall(r"^    fgl (\w+) ", README, flags=re.MULTILINE))
+    assert set(COMMANDS) - listed == set(), "commands missing from the README's list"
