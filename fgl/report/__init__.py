@@ -31,7 +31,7 @@ from fgl.report.weights import weights_html
 @dataclass
 class ModelReport:
     """A model's report: its ``html`` text; ``save(path)`` writes it (a
-    notebook shows it inline)."""
+    notebook shows it inline, in a frame)."""
 
     html: str
     scored: Scored | None = None   # the evaluation on the data, when given
@@ -43,7 +43,10 @@ class ModelReport:
         write_text(path, self.html, "report")
 
     def _repr_html_(self) -> str:
-        return self.html
+        """The page in a frame of its own: a notebook's styles and the
+        page's do not mix."""
+        return (f'<iframe srcdoc="{escape(self.html, quote=True)}" title="fgl report" '
+                'style="width:100%;height:900px;border:1px solid #ddd"></iframe>')
 
 
 def _schemes(crf, scheme: str | dict[str, str]) -> dict[str, str]:

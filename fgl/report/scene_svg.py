@@ -24,7 +24,8 @@ from fgl.io.draw_render import (
     template_dashed,
 )
 
-PX = 46          # pixels per data unit (a token)
+PX = 56          # pixels per data unit (a token)
+CHAR_PX = 6.2    # a 10-px character's width
 MARGIN = 0.6     # data units around the marks
 TURN = 50        # degrees long words are turned by
 FLAT = 7         # the longest word written level
@@ -48,8 +49,8 @@ def _extent(scene: Scene, drop: float, turn: bool) -> tuple[float, float, float,
     ys = [v.y for v in scene.variables] + [f.y for f in scene.factors] + [0.0]
     longest = max([len(v.text) for v in scene.variables] + [len(w.text) for w in scene.words]
                   + [1])
-    below = (0.1 * longest * 0.77 + 0.2 if turn else 0.3) + drop   # (sin 50° of the word)
-    ys.append(min(ys) - below)
+    below = (CHAR_PX * longest * 0.77 / PX + 0.25 if turn else 0.3) + drop   # (sin 50°)
+    ys.append(min([v.y for v in scene.variables] + [w.y + drop for w in scene.words]) - below)
     if any(v.gold is not None and v.tag != v.gold for v in scene.variables):
         ys.append(max(v.y for v in scene.variables) + RADIUS + 0.5)
     if scene.gold_brackets:
@@ -60,28 +61,30 @@ def _extent(scene: Scene, drop: float, turn: bool) -> tuple[float, float, float,
 
 
 def _factors(scene: Scene, f: _Frame) -> list[str]:
+    """Each template's factors in one group of its colour (hover: its name)."""
     by_id = {v.id: v for v in scene.variables}
-    out = []
+    groups: dict[int, list[str]] = {}
+    s = SQUARE * PX
     for m in scene.factors:
-        colour = template_colour(m.template)
-        dash = ' stroke-dasharray="4 3"' if template_dashed(m.template) else ""
-        name = escape(scene.templates[m.template])
+        marks = groups.setdefault(m.template, [])
         if m.arc:
             a, b = (by_id[i] for i in m.variables)
             cx, cy = 2 * m.x - (a.x + b.x) / 2, 2 * m.y - (a.y + b.y) / 2
             lift = RADIUS if m.above else -RADIUS
-            out.append(f'<path class="arc" d="M{f.x(a.x)},{f.y(a.y + lift)} Q{f.x(cx)},'
-                       f'{f.y(cy)} {f.x(b.x)},{f.y(b.y + lift)}" fill="none" '
-                       f'stroke="{colour}" stroke-width="1.2"{dash}/>')
+            marks.append(f'<path class="arc" d="M{f.x(a.x)},{f.y(a.y + lift)} Q{f.x(cx)},'
+                         f'{f.y(cy)} {f.x(b.x)},{f.y(b.y + lift)}" fill="none"/>')
         else:
-            for vid in m.variables:
-                v = by_id[vid]
-                out.append(f'<line x1="{f.x(m.x)}" y1="{f.y(m.y)}" x2="{f.x(v.x)}" '
-                           f'y2="{f.y(v.y)}" stroke="{colour}" stroke-width="1"{dash}/>')
-        s = SQUARE * PX
-        out.append(f'<rect class="factor" x="{f.x(m.x) - s / 2:.1f}" y="{f.y(m.y) - s / 2:.1f}" '
-                   f'width="{s:.1f}" height="{s:.1f}" fill="{colour}"><title>{name}</title>'
-                   '</rect>')
+            marks += [f'<line x1="{f.x(m.x)}" y1="{f.y(m.y)}" x2="{f.x(by_id[v].x)}" '
+                      f'y2="{f.y(by_id[v].y)}"/>' for v in m.variables]
+        marks.append(f'<rect class="factor" x="{f.x(m.x) - s / 2:.1f}" '
+                     f'y="{f.y(m.y) - s / 2:.1f}" width="{s:.1f}" height="{s:.1f}"/>')
+    out = []
+    for ti, marks in groups.items():
+        colour = template_colour(ti)
+        dash = ' stroke-dasharray="4 3"' if template_dashed(ti) else ""
+        out.append(f'<g stroke="{colour}" fill="{colour}" stroke-width="1.1"{dash}>'
+                   f'<title>template {escape(scene.templates[ti])}</title>' + "".join(marks)
+                   + "</g>")
     return out
 
 

@@ -138,7 +138,9 @@ def test_a_model_file_without_a_curve_still_loads_and_reports(models, tmp_path):
 def test_the_report_object_saves_and_shows_in_a_notebook(models, tmp_path):
     crf = CRF.load(models["semi"][0])
     report = crf.report(models["semi"][1], first=1, worst=1)
-    assert report._repr_html_() == report.html
+    frame = report._repr_html_()                 # (a frame: the notebook's styles stay apart)
+    assert frame.startswith("<iframe srcdoc=") and unescape(
+        re.search(r'srcdoc="([^"]*)"', frame)[1]) == report.html
     report.save(tmp_path / "r.html")
     assert (tmp_path / "r.html").read_text(encoding="utf-8") == report.html
     assert report.html.count('<section class="instance"') <= 2
