@@ -64,10 +64,11 @@ def run(a: argparse.Namespace) -> None:
 def _explain_aggregates(crf, a: argparse.Namespace) -> None:
     """Per template reading aggregates, what they read on ``--train``
     (``fgl.compile.aggregate_summary``)."""
-    from fgl.compile.aggregate_summary import aggregate_summary
-    from fgl.compile.aggregates import spec_aggregates
+    from fgl.lang.aggregates import spec_aggregates
 
     if spec_aggregates(crf.spec):
+        from fgl.compile.aggregate_summary import aggregate_summary
+
         base = Path(a.spec).parent
         print("\n".join(aggregate_summary(crf.spec, crf.read(a.train, a.encoding,
                                                               a.short_lines), base)))

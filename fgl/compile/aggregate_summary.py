@@ -9,12 +9,13 @@ from typing import Sequence
 
 import numpy as np
 
-from fgl.compile.aggregates import Aggregator, aggregates_in
+from fgl.compile.aggregates import Aggregator
 from fgl.compile.unrolling import group_instances
 from fgl.data.sentence import Sentence
 from fgl.features.aggregate_columns import aggregate_key
 from fgl.features.observations import ObservationCompiler
 from fgl.lang import ast
+from fgl.lang.aggregates import aggregates_in
 from fgl.lang.builtins import expr_text
 
 

@@ -35,43 +35,8 @@ from fgl.errors import SpecError
 from fgl.features.aggregate_columns import AggregateColumn, aggregate_key
 from fgl.features.observations import ObservationCompiler, attribute_key
 from fgl.lang import ast
+from fgl.lang.aggregates import needs_documents, spec_aggregates
 from fgl.lang.builtins import aggregate_tag
-
-
-def spec_aggregates(spec: ast.Spec) -> list[ast.Aggregate]:
-    """Every aggregate the spec's templates read (through named
-    observations), once each."""
-    return aggregates_in([e for tpl in spec.templates for e in tpl.observations], spec)
-
-
-def aggregates_in(exprs: list[ast.ObsExpr], spec: ast.Spec) -> list[ast.Aggregate]:
-    """Every aggregate ``exprs`` read (through the spec's named
-    observations), once each."""
-    named = {d.name: d.expr for d in spec.observations}
-    found: dict[str, ast.Aggregate] = {}
-    seen: set[str] = set()
-
-    def walk(e) -> None:
-        if isinstance(e, ast.Aggregate):
-            found.setdefault(aggregate_key(e), e)
-        elif isinstance(e, ast.NameRef) and e.name in named and e.name not in seen:
-            seen.add(e.name)
-            walk(named[e.name])
-        elif isinstance(e, ast.Call) and e.arg is not None:
-            walk(e.arg)
-        elif isinstance(e, (ast.Conj, ast.Disj)):
-            for p in e.parts:
-                walk(p)
-
-    for e in exprs:
-        walk(e)
-    return list(found.values())
-
-
-def needs_documents(spec: ast.Spec) -> bool:
-    """Whether an aggregate reads a token's other mentions in its document."""
-    return spec.input_format != "graph" and any(a.within == "document"
-                                                for a in spec_aggregates(spec))
 
 
 def check_edge_types(spec: ast.Spec, edge_types: set[str]) -> None:

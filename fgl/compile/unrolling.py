@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from fgl.compile.aggregates import Aggregator, check_edge_types, needs_documents
+from fgl.compile.aggregates import Aggregator, check_edge_types
 from fgl.compile.footprint import GraphCounts
 from fgl.compile.frontend import Layer, label_id
 from fgl.compile.pairs import estimate_pairs, linked_pairs
@@ -26,6 +26,7 @@ from fgl.engines.sequence.encoded import unit_ones
 from fgl.errors import DataError
 from fgl.features.observations import ObservationCompiler, TemplateAttributes, sentence_columns
 from fgl.lang import ast
+from fgl.lang.aggregates import needs_documents
 
 SAMPLE_FACTORS = 1000  # factors per template whose attributes Unroller.census reads
 
