@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fgl.errors import FglError
-from fgl.io.feature_dicts import MODEL_NAME, FeatureDictSpec
+from fgl.io.feature_dicts import LABEL, MODEL_NAME, FeatureDictSpec
 from fgl.lang import ast
 
 METRICS = ("token_accuracy", "sequence_accuracy", "f1")
@@ -219,8 +219,8 @@ class CRFEstimator:
         if self.spec is None:
             dicts = FeatureDictSpec(X, all_possible_states=bool(self.all_possible_states),
                                     all_possible_transitions=bool(self.all_possible_transitions))
-        crf = CRF(self.spec if dicts is None else dicts.text, sigma=sigma,
-                  max_iter=self.max_iter, tol=self.tol, l1=l1, jobs=self.jobs,
+        crf = CRF(self.spec if dicts is None else dicts.text + labels_statement(y),
+                  sigma=sigma, max_iter=self.max_iter, tol=self.tol, l1=l1, jobs=self.jobs,
                   verbose=bool(self.verbose), time_limit=self.time_limit, min_count=min_count)
         if dicts is None:
             crf.fit(_plain_rows(X), y)
@@ -336,6 +336,17 @@ class CRFEstimator:
         """``predict_marginals`` of one sequence."""
         return self.predict_marginals([xseq])[0]
 
+    def predict_nbest(self, X: Sequence[Sequence[Any]], k: int) -> list[list[tuple]]:
+        """Per sequence its ``k`` best labellings, best first, as ``(labels,
+        p(labels | x))`` (``fgl.CRF.predict_nbest``: exact, chain and segment
+        models)."""
+        return self._fitted().predict_nbest(self._plain(X), k)
+
+    def predict_probability(self, X: Sequence[Sequence[Any]]) -> list[float]:
+        """p(y | x) of each sequence's predicted labelling (python-crfsuite's
+        ``Tagger.probability`` of what ``Tagger.tag`` returns)."""
+        return self._fitted().predict_probability(self._plain(X))
+
     def score(self, X: Sequence[Sequence[Any]], y: Sequence[Sequence[Any]]) -> float:
         """Token accuracy as a fraction in 0-1, as scikit-learn's scorers
         (and sklearn-crfsuite's ``score``) give it: the share of tokens whose
@@ -345,18 +356,35 @@ class CRFEstimator:
 
     # ------------------------------------------------------------ looking inside
 
+    # sklearn-crfsuite's attributes mean what CRFsuite's model file holds: the
+    # features whose weight is not 0 and the attributes they use; the all_* names
+    # keep every feature the model has (0 or not)
+
     @property
     def state_features_(self) -> dict[tuple[str, str], float]:
-        """{(attribute, label): weight} — with feature dicts, the attribute
+        """{(attribute, label): weight} of the non-zero state weights, as
+        sklearn-crfsuite gives them — with feature dicts, the attribute
         named as python-crfsuite names it (``word.lower():the``)."""
+        return {k: w for k, w in self.all_state_features_.items() if w != 0.0}
+
+    @property
+    def all_state_features_(self) -> dict[tuple[str, str], float]:
+        """``state_features_`` with the weights that are 0 as well."""
         return self._fitted().state_features_
 
     @property
     def attributes_(self) -> list[str]:
-        """The attributes the model has weights for (sklearn-crfsuite's
-        ``attributes_``): those of its templates with observations, in the
-        order first met in training, by the feature-dict names with
+        """The attributes with a non-zero state weight, in the order first
+        met in training (sklearn-crfsuite's ``attributes_``; the same order
+        after ``save``/``load``), by the feature-dict names with
         ``spec=None``."""
+        used = {a for a, _ in self.state_features_}
+        return [a for a in self.all_attributes_ if a in used]
+
+    @property
+    def all_attributes_(self) -> list[str]:
+        """Every attribute of the templates with observations that has
+        weights (0 or not), in the order first met in training."""
         crf = self._fitted()
         name = crf.attribute_name or (lambda key: key)
         keys = [key for plan, vocab in zip(crf.model.templates, crf.model.vocabs)
@@ -365,8 +393,25 @@ class CRFEstimator:
 
     @property
     def transition_features_(self) -> dict[tuple[str, str], float]:
-        """{(label from, label to): weight}."""
+        """{(label from, label to): weight} of the non-zero transition weights."""
+        return {k: w for k, w in self.all_transition_features_.items() if w != 0.0}
+
+    @property
+    def all_transition_features_(self) -> dict[tuple[str, str], float]:
+        """``transition_features_`` with the weights that are 0 as well."""
         return self._fitted().transition_features_
+
+
+def labels_statement(y: Sequence[Sequence[Any]]) -> str:
+    """The ``labels`` statement declaring the labels of ``y`` in the order
+    first seen, as CRFsuite numbers them (so ``classes_`` lists them so,
+    and a model file keeps the order); empty when ``y`` has none."""
+    labels = dict.fromkeys(str(v) for seq in y for v in seq)
+    if not labels:
+        return ""
+    quoted = " ".join('"' + label.replace("\\", "\\\\").replace('"', '\\"')
+                      .replace("\n", "\\n").replace("\t", "\\t") + '"' for label in labels)
+    return f"labels {LABEL} = [{quoted}]\n"
 
 
 def _plain_rows(X: list) -> list:

@@ -213,11 +213,14 @@ def feature_sigma(templates: list[TemplatePlan], vocabs: list[dict[str, int]],
 
 
 def vocab_json(vocabs: list[Vocabulary]) -> list[dict]:
-    """Attribute vocabularies as JSON (keys in row order)."""
+    """Attribute vocabularies as JSON: the keys in the order they were
+    first met in training (the order a vocabulary iterates in; a model file
+    keeps it, so ``CRFEstimator.attributes_`` lists them in CRFsuite's order
+    after loading too), each with its row."""
     out = []
     for vocab in vocabs:
-        keys, rows = vocab.keys_by_row()
-        out.append({"keys": keys, "rows": rows.tolist()})
+        ids, rows = vocab.id_rows()
+        out.append({"keys": vocab.names(ids), "rows": rows.tolist()})
     return out
 
 

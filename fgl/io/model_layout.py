@@ -13,7 +13,8 @@ vocabulary, words per lexicon.  What the counts count lies in arrays:
 ``pattern_values`` int32   every template's label patterns end to end, then
                            a sequence model's pattern list
 ``pattern_ptr``    int64   pattern i is ``pattern_values[pattern_ptr[i]:...]``
-``key_text``       uint8   every vocabulary's attribute keys, in row order
+``key_text``       uint8   every vocabulary's attribute keys, in the order first met
+                           in training
 ``key_ptr``        int64   offsets of the keys, as ``label_ptr``
 ``key_rows``       int64   the feature-table row of each key
 ``lexicon_text``   uint8   every lexicon's words, lexicon by lexicon
