@@ -33,6 +33,17 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     return [first + k * step for k in range(int((hi - first) / step + 1e-9) + 1)]
 
 
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """Ticks between 10**lo and 10**hi: the powers of ten, and 2 and 5
+    times them when fewer than three powers fall inside."""
+    decades = range(math.floor(lo), math.ceil(hi) + 1)
+    ticks = [10.0 ** e for e in decades if lo <= e <= hi]
+    if len(ticks) < 3:
+        ticks = [m * 10.0 ** e for e in decades for m in (1, 2, 5)
+                 if lo <= e + math.log10(m) <= hi]
+    return ticks
+
+
 def line_chart(xs: Sequence[float], series: Sequence[tuple[str, Sequence[float | None]]], *,
                title: str, x_label: str, y_label: str, log: bool = False,
                marks: Sequence[tuple[float, str]] = (), width: int = 520,
@@ -68,8 +79,7 @@ def line_chart(xs: Sequence[float], series: Sequence[tuple[str, Sequence[float |
            f'<text x="{left}" y="16" font-weight="bold">{escape(title)}</text>',
            f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="#fbfbfb" '
            'stroke="#999"/>']
-    y_ticks = ([10 ** e for e in range(math.ceil(y0), math.floor(y1) + 1)] if log
-               else nice_ticks(y0, y1))
+    y_ticks = _log_ticks(y0, y1) if log else nice_ticks(y0, y1)
     for v in y_ticks:
         y = py(v)
         out.append(f'<line x1="{left}" x2="{left + w}" y1="{y:.1f}" y2="{y:.1f}" '

@@ -13,7 +13,8 @@ from fgl.report.charts import line_chart
 # (column, chart title, y axis, log scale)
 CHARTS = (("objective", "objective (negative penalised log-likelihood)", "objective", False),
           ("gradient_norm", "gradient norm", "‖gradient‖", True),
-          ("sweeps", "belief propagation: sweeps in the iteration's evaluation", "sweeps", False),
+          ("sweeps", "BP sweeps over all instances, in the iteration's evaluation", "sweeps",
+           False),
           ("not_converged", "instances BP left unconverged", "instances", False),
           ("learning_rate", "learning rate (SGD)", "rate", True),
           ("mistakes", "mistakes per epoch (perceptron)", "mistakes", False))
