@@ -17,6 +17,7 @@ inconsistently mislabelled tokens of Sutton & McCallum Table 1.3.
 
     python examples/bench_mention_aggregates.py                      # 150 + 216 articles
     python examples/bench_mention_aggregates.py --train-docs 50 --test-docs 50
+    python examples/bench_mention_aggregates.py --sigma 1 3   # the mentions' own prior too
 """
 from __future__ import annotations
 
@@ -35,10 +36,14 @@ MENTIONS = ('obs others = any(w | lw | shp | p over word[i] == word[j] and '
             'regex(word[i], "^[A-Z]") within document)\n')
 
 
-def mention_spec(linear: str) -> str:
-    """The linear chain with the other mentions' observations added to its state template."""
+def mention_spec(linear: str, sigma: float | None = None) -> str:
+    """The linear chain with the other mentions' observations added to its
+    state template, or (``sigma``) in a template of their own with that prior."""
     assert STATE in linear
-    return linear.replace(STATE, MENTIONS + STATE + ", others")
+    if sigma is None:
+        return linear.replace(STATE, MENTIONS + STATE + ", others")
+    return linear.replace(STATE, f"{MENTIONS}template mentions:   y[t] ~ others "
+                                 f"(sigma = {sigma:g})\n{STATE}")
 
 
 def main() -> None:
@@ -48,6 +53,8 @@ def main() -> None:
     ap.add_argument("--test-docs", type=int, default=216)
     ap.add_argument("--max-iter", type=int, default=1000)
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--sigma", type=float, nargs="*", default=[],
+                    help="also the mentions in a template of their own with each of these priors")
     a = ap.parse_args()
     directory, _, test_split, _, columns = CORPORA[a.corpus]
     if not directory.exists():
@@ -60,7 +67,9 @@ def main() -> None:
     print(f"{'model':<22} {'train s':>8} {'evals':>6} {'peak MB':>8} {'F1':>6} "
           + " ".join(f"{t:>5}" for t in TYPES) + f" {'incons.':>8}")
     base = None
-    for name, text in (("linear chain", linear), ("chain + mentions", mention_spec(linear))):
+    models = [("linear chain", linear), ("chain + mentions", mention_spec(linear))]
+    models += [(f"... own sigma {x:g}", mention_spec(linear, x)) for x in a.sigma]
+    for name, text in models:
         r = run(name, text, train, test, a.jobs)
         rep = r["report"]
         base = base or r
