@@ -128,7 +128,7 @@ class Bounds:
         if e.arg is None:
             return Bound(1, 1, 1)
         arg = self.of(e.arg)
-        if e.func in _SAME:
+        if e.func in _SAME or isinstance(e, ast.Aggregate):   # (an aggregate: arg's items)
             return arg
         if e.func == "pad":   # (a marker per offset besides the values)
             return Bound(arg.keys + arg.spaces, arg.items, arg.spaces)
