@@ -94,3 +94,11 @@ def test_well_formed_aggregates_check_clean():
                             'within document), norm(bias over word[i] == word[j])\n'
                             'template k: (y[i], y[j]) where word[i] == word[j] ~ '
                             'any(word[j+1] over word[i] == word[j])\n') == []
+
+
+def test_the_regular_expressions_of_an_aggregates_links_count_in_the_spec_total(monkeypatch):
+    monkeypatch.setenv("FGL_MAX_REGEX", "20")
+    text = (TEXT + 'template s: y[t] ~ any(word[j] over word[i] == word[j] and '
+                   'regex(word[i], "^[A-Z]abcdefghijklmnopqrstuvwxyz"))\n')
+    found = [e for e in check_errors(text) if "regular expressions" in e.message]
+    assert found and (found[0].line, found[0].col) == (3, 75), errors_at(text)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from fgl.lang.ast import Call, Conj, Disj, ObsExpr
+from fgl.lang.ast import Aggregate, Call, Conj, Disj, ObsExpr
 from fgl.lang.checks.base import CheckerBase
 from fgl.lang.checks.text import loc_of
 from fgl.lang.regexes import RegexTotal
@@ -21,6 +21,10 @@ def regex_calls(e: ObsExpr | None) -> Iterator[Call]:
         if e.func == "regex" and e.params and isinstance(e.params[0], str):
             yield e
         yield from regex_calls(e.arg)
+        links = e.links if isinstance(e, Aggregate) else []   # (an aggregate's predicates)
+        for p in (p for link in links for p in link):
+            yield from regex_calls(p.left)
+            yield from regex_calls(p.right)
     elif isinstance(e, (Conj, Disj)):
         for p in e.parts:
             yield from regex_calls(p)
