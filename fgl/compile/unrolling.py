@@ -159,11 +159,24 @@ class Unroller:
                         out.append((ti, [int(var[li, a + p]) for li, p in zip(layer_of, pos)],
                                     attrs[t]))
                 continue
-            spans = linked_pairs(tpl, inst.cols, n, inst.edges, self.obs)
+            spans = self.pairs(tpl, inst)
             attrs = self.attributes.evaluate(ti, inst.cols, n, spans)
             for (i, j), items in zip(spans, attrs):
                 ends = [i if index in ("i", "a") else j for _, _, index in refs]
                 out.append((ti, [int(var[li, p]) for li, p in zip(layer_of, ends)], items))
+        return out
+
+    def pairs(self, tpl: ast.Template, inst: Instance) -> list[tuple[int, int]]:
+        """The pairs a pair (or graph) template links on ``inst``: within
+        each of its sentences unless the template says ``within document``
+        (an instance is a document when another template, or an aggregate,
+        reads one)."""
+        if tpl.within == "document" or inst.edges is not None or len(inst.bounds) == 2:
+            return linked_pairs(tpl, inst.cols, inst.size, inst.edges, self.obs)
+        out = []
+        for a, b in zip(inst.bounds, inst.bounds[1:]):
+            part = {k: v[a:b] for k, v in inst.cols.items()}
+            out += [(i + a, j + a) for i, j in linked_pairs(tpl, part, b - a, None, self.obs)]
         return out
 
     def unroll(self, inst: Instance, keys: "AttributeKeys") -> "UnrolledFactors":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 from fgl import CRF
 
@@ -116,3 +117,28 @@ def test_an_edge_type_no_training_graph_has_is_refused_at_its_place():
     e = info.value
     assert (e.line, e.col) == (4, 73) and 'no training graph has an edge of type "cite"' in \
         e.message and '"cites"' in e.message, str(e)
+
+
+def test_a_sentence_pair_template_links_within_sentences_when_documents_are_read():
+    """A document aggregate makes each document one instance; the skip
+    template (within sentence, the default) still links no two sentences."""
+    from fgl.compile.frontend import Layer
+    from fgl.compile.unrolling import Unroller, group_instances
+    from fgl.data.sentence import Sentence
+    from fgl.lang.checks import validate
+    from fgl.lang.parser import parse_spec
+
+    spec = validate(parse_spec(
+        "columns word, label\noutput label\n"
+        "template state: y[t] ~ word[t], count(bias over word[i] == word[j] within document)\n"
+        "template skip: (y[i], y[j]) where word[i] == word[j] ~ bias\n", "s.fgl"))
+    doc = [Sentence([["Zed", "A"], ["x", "O"], ["Zed", "A"]], [1, 2, 3], 0, "f"),
+           Sentence([["Zed", "A"]], [5], 0, "f")]
+    inst = group_instances(spec, doc, with_gold=True)[0]
+    assert inst.bounds == [0, 3, 4]
+    unroller = Unroller.for_spec(spec, Path("."), [Layer("label", ["A", "O"])])
+    skips = [vs for ti, vs, _ in unroller.factors(inst) if ti == 1]
+    assert skips == [[0, 2]]
+    counts = [items for ti, _, items in unroller.factors(inst) if ti == 0]
+    assert [dict(c).get("count(bias over word[i]==word[j] within document)") for c in counts] \
+        == [2.0, None, 2.0, 2.0]
