@@ -244,3 +244,23 @@ def test_an_aggregate_column_holds_its_non_zeros_only():
     column = aggregator.column(aggregator.aggregates[0], inst.cols, inst.bounds, inst.edges)
     assert column.idx.size == column.val.size == 10 * n
     assert column.nbytes <= 24 * (10 * n + n + 1)     # far below 400 x 2,000 x 8 bytes
+
+
+def test_a_pair_template_reads_an_aggregate_at_its_first_end():
+    """On an edge (a, b), count(bias over edge(b, a, "c")) is a's number of citing nodes."""
+    from pathlib import Path
+
+    from fgl.compile.frontend import Layer
+    from fgl.compile.unrolling import Unroller
+
+    graph = {"nodes": [{"id": k, "words": "ab", "x": 0.0} for k in "pqr"],
+             "edges": [{"source": "p", "target": "q", "type": "c"},
+                       {"source": "q", "target": "r", "type": "c"},
+                       {"source": "r", "target": "q", "type": "c"}]}
+    spec = validate(parse_spec("input graph\ncolumns words, x:number, y\noutput y\n"
+                               'template e: (y[a], y[b]) where edge(a, b, "c") '
+                               '~ count(bias over edge(b, a, "c"))\n', "g.fgl"))
+    inst = group_instances(spec, [graph_instance(graph, spec)], with_gold=False)[0]
+    unroller = Unroller.for_spec(spec, Path("."), [Layer("y", ["A", "B"])])
+    got = {tuple(vs): [v for _, v in items] for _, vs, items in unroller.factors(inst)}
+    assert got == {(0, 1): [], (1, 2): [2.0], (2, 1): [1.0]}
