@@ -56,6 +56,10 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label", action="append", dest="labels", metavar="LABEL",
                    help="one label for --labels, taken as is (for labels with a comma: "
                         "--label , --label . --label '?'); repeatable")
+    p.add_argument("--docstart-tokens", action="store_true",
+                   help="count each -DOCSTART- line of the data as a token tagged right, as "
+                        "conlleval.pl does (its token count and accuracy; chunk scores do not "
+                        "change); by default such a line is a document boundary, not a token")
     p.add_argument("--confusion", action="store_true",
                    help="also print the confusion matrix of the labels (rows gold, columns "
                         "predicted; a wide label set keeps its most frequent labels and "

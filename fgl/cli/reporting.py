@@ -109,6 +109,7 @@ def report(crf, path: str, a: argparse.Namespace) -> None:
             result = evaluate(gold, guess, schemes[out], ignore, labels)
         except TagError as e:
             raise located(e, where, out) from None
+        result = _conlleval_tokens(result, path, a)
         print(result.format("graphs" if scored is not None else "sequences"))
         if getattr(a, "confusion", False):
             _confusion(result, getattr(a, "picture", None), out if len(outputs) > 1 else None)
@@ -161,9 +162,22 @@ def report_tagged(path, a: argparse.Namespace) -> None:
         s = sentences[int(i)]
         what = "gold" if side == "gold" else "predicted"
         raise DataError(e.describe(f"the {what} tag is "), s.file, s.lines[int(j)]) from None
+    result = _conlleval_tokens(result, path, a)
     print(result.format())
     if getattr(a, "confusion", False):
         _confusion(result, getattr(a, "picture", None), None)
+
+
+def _conlleval_tokens(result, path: str, a: argparse.Namespace):
+    """``result`` counting the data's ``-DOCSTART-`` lines as tokens
+    tagged right, as conlleval does, with ``--docstart-tokens``
+    (``fgl.io.docstart_tokens``); else as it is."""
+    if not getattr(a, "docstart_tokens", False):
+        return result
+    from fgl.io.docstart_tokens import counting_docstarts, docstart_lines
+    from fgl.io.sources import expand
+
+    return counting_docstarts(result, docstart_lines(expand(path), a.encoding))
 
 
 def _confusion(result, picture: str | None, layer: str | None) -> None:
