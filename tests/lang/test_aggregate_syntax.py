@@ -102,3 +102,9 @@ def test_the_regular_expressions_of_an_aggregates_links_count_in_the_spec_total(
                    'regex(word[i], "^[A-Z]abcdefghijklmnopqrstuvwxyz"))\n')
     found = [e for e in check_errors(text) if "regular expressions" in e.message]
     assert found and (found[0].line, found[0].col) == (3, 75), errors_at(text)
+
+
+def test_an_aggregate_without_over_says_how_to_write_one():
+    found = check_errors(GRAPH + "template n: y[a] ~ mean(tokens(words[a]))\n")
+    assert_at(found[0], CHECK_FILE, 4, 20,
+              ("mean(...) is an aggregate", 'mean(tokens(words[b]) over edge(a, b, "cites"))'))

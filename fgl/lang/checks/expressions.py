@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from fgl.lang.ast import SKIP_COLUMN, Aggregate, Call, ColumnRef, Conj, Disj, NameRef
-from fgl.lang.builtins import BUILTINS, expr_text
+from fgl.lang.builtins import AGGREGATES, BUILTINS, expr_text
 from fgl.lang.checks.context import Context
 from fgl.lang.checks.indexes import IndexChecks
 from fgl.lang.checks.messages import FUNCTIONS, NEED_SEGMENTS, ZERO_ARG
@@ -165,6 +165,14 @@ class ExpressionChecks(IndexChecks):
 
     def call(self, e: Call) -> str | None:
         b = BUILTINS.get(e.func)
+        if b is None and e.func in AGGREGATES:
+            self.expr(e.arg)
+            example = ('(tokens(words[b]) over edge(a, b, "cites"))' if self.graph else
+                       "(lower(word[j-1]) over word[i] == word[j] within document)")
+            self.error(e.loc, f"{e.func}(...) is an aggregate: it reads its expression at the "
+                              f"linked nodes or other mentions named after `over`, as in "
+                              f"{e.func}{example}")
+            return None
         if b is None:
             self.expr(e.arg)
             self.error(e.loc, f"unknown function '{e.func}'; expected one of: "
