@@ -38,6 +38,8 @@ from fgl.lang import ast
 from fgl.lang.aggregates import needs_documents, spec_aggregates
 from fgl.lang.builtins import aggregate_tag
 
+MAX_LINKS = 50_000_000   # the most (position, linked position) pairs an aggregate may read
+
 
 def check_edge_types(spec: ast.Spec, edge_types: set[str]) -> None:
     """Refuse, at its place, an aggregate following an edge type that no
@@ -108,7 +110,7 @@ class Aggregator:
         """One aggregate on one instance."""
         x, names = self._items(agg, cols, bounds)
         links = links_matrix(agg, cols, bounds, edges, self.obs)
-        reach = _reach(links, hops(agg))
+        reach = _reach(links, hops(agg), agg)
         y = combine(agg.func, links, reach, x, hops(agg))
         tag = aggregate_tag(agg)
         return AggregateColumn(y.indptr.astype(np.int64), y.indices, y.data,
@@ -145,7 +147,7 @@ def combine(func: str, a: sp.csr_matrix, reach: sp.csr_matrix, x: sp.csr_matrix,
             ) -> sp.csr_matrix:
     """The aggregate ``func`` of the items ``x`` over the links ``a``
     (0/1, no self-links), ``k`` hops (the module's docstring says which;
-    ``reach`` is ``_reach(a, k)``)."""
+    ``reach`` is ``_reach(a, k, ...)``)."""
     if func == "norm":
         a_hat = a + sp.identity(a.shape[0], format="csr")
         scale = sp.diags(1.0 / np.sqrt(np.asarray(a_hat.sum(axis=1)).ravel()))
@@ -168,13 +170,20 @@ def combine(func: str, a: sp.csr_matrix, reach: sp.csr_matrix, x: sp.csr_matrix,
     return _tidy(y)
 
 
-def _reach(a: sp.csr_matrix, k: int) -> sp.csr_matrix:
-    """0/1: the positions within ``k`` links of each, itself left out."""
+def _reach(a: sp.csr_matrix, k: int, agg: ast.Aggregate) -> sp.csr_matrix:
+    """0/1: the positions within ``k`` links of each, itself left out;
+    refused (at the aggregate) past ``MAX_LINKS`` pairs."""
     reach, step = a, a
-    for _ in range(k - 1):
+    for hop in range(2, k + 1):
         step = (step @ a).tocsr()
         step.data[:] = 1.0
         reach = reach + step
+        if reach.nnz > MAX_LINKS:
+            raise SpecError(f"{agg.func}(...) with hops = {k} links more than {MAX_LINKS:,} "
+                            f"pairs of positions of one instance by hop {hop} (its "
+                            f"{a.shape[0]:,} positions reach {reach.nnz / a.shape[0]:,.0f} "
+                            f"each); lower hops or follow fewer links",
+                            agg.loc.file, agg.loc.line, agg.loc.col)
     reach = reach.tolil()
     reach.setdiag(0)
     reach = reach.tocsr()

@@ -264,3 +264,20 @@ def test_a_pair_template_reads_an_aggregate_at_its_first_end():
     unroller = Unroller.for_spec(spec, Path("."), [Layer("y", ["A", "B"])])
     got = {tuple(vs): [v for _, v in items] for _, vs, items in unroller.factors(inst)}
     assert got == {(0, 1): [], (1, 2): [2.0], (2, 1): [1.0]}
+
+
+def test_hops_that_link_too_many_pairs_are_refused_at_the_aggregate(monkeypatch):
+    import pytest
+
+    from fgl.compile import aggregates
+    from fgl.errors import SpecError
+
+    monkeypatch.setattr(aggregates, "MAX_LINKS", 10)
+    ring = {"nodes": [{"id": f"n{i}", "words": "ab", "x": 0.0} for i in range(6)],
+            "edges": [{"source": f"n{i}", "target": f"n{(i + 1) % 6}", "type": "c"}
+                      for i in range(6)]}
+    assert node_features(f"any(tokens(words[b]) over {LINKS['both']})", ring)   # 12 links: fine
+    with pytest.raises(SpecError) as info:
+        node_features(f"any(tokens(words[b]) over {LINKS['both']}, hops = 2)", ring)
+    e = info.value
+    assert (e.line, e.col) == (4, 23) and "with hops = 2 links more than 10 pairs" in e.message
