@@ -45,7 +45,7 @@ from fgl.io.training_curve import training_curve
 from fgl.lang import ast
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec, read_spec
-from fgl.lang.settings import OVERRIDES, check_override, resolve_train
+from fgl.lang.settings import Overrides, resolve_train
 from fgl.learn.trainers import setting_errors
 from fgl.model import Model, Predictions, TokenMarginals, output_layers
 
@@ -86,17 +86,16 @@ class CRF:
     ----------
     spec:
         Path to a ``.fgl`` file, the spec text itself, or a parsed ``Spec``.
-    sigma, max_iter, tol, l1:
+    sigma, max_iter, tol, l1, min_count, jobs (``overrides``):
         Override the spec's ``train`` settings (Gaussian prior sigma, L-BFGS
-        iteration limit, relative-improvement stopping tolerance, L1
-        penalty — above 0 trains by OWL-QN).
-    min_count:
-        Override the spec's ``train`` feature cut-off: an attribute gets
-        weights only when it occurs at least this often in the training
-        data (CRF++'s ``-f``; ``docs/settings.md`` says what is counted).
-    jobs:
-        Threads for per-sequence work; 0 means every core; None (default)
-        takes the spec's ``train { jobs = N }`` (else every core).
+        iteration limit — the epochs of sgd and the perceptron —,
+        relative-improvement stopping tolerance, L1 penalty — above 0
+        trains by OWL-QN —, the feature cut-off: an attribute gets weights
+        only when it occurs at least this often in the training data,
+        CRF++'s ``-f``; threads for per-sequence work, 0 every core); None
+        (default) keeps the spec's.  The keywords are the rows of
+        ``fgl.lang.overrides`` (``docs/settings.md``), checked once into an
+        ``fgl.lang.settings.Overrides``.
     verbose:
         Print one line per training iteration.
     time_limit:
@@ -115,13 +114,10 @@ class CRF:
         them, and each worker reads and encodes its own shards.
     """
 
-    def __init__(self, spec: str | Path | ast.Spec, *, sigma: float | None = None,
-                 max_iter: int | None = None, tol: float | None = None,
-                 jobs: int | None = None, verbose: bool = False, l1: float | None = None,
+    def __init__(self, spec: str | Path | ast.Spec, *, verbose: bool = False,
                  time_limit: float | None = None, checkpoint: str | Path | None = None,
                  checkpoint_every: int = 10, checkpoint_seconds: float | None = None,
-                 dask: Any = None, dask_workers: int | None = None,
-                 min_count: int | None = None):
+                 dask: Any = None, dask_workers: int | None = None, **overrides: Any):
         if isinstance(spec, ast.Spec):
             self.spec = spec
         elif isinstance(spec, Path) or (isinstance(spec, str) and "\n" not in spec
@@ -129,10 +125,7 @@ class CRF:
             self.spec = read_spec(spec)
         else:
             self.spec = validate(parse_spec(str(spec), "<spec>"))
-        given = dict(zip(OVERRIDES, (sigma, max_iter, tol, jobs, l1, min_count)))
-        self.overrides = {k: v for k, v in given.items() if v is not None}
-        for key, value in self.overrides.items():
-            check_override(key, value)
+        self.overrides = Overrides.of(overrides)
         self.settings = resolve_train(self.spec, self.overrides)
         for error in setting_errors(self.spec)[:1]:   # (a setting the trainer does not read)
             raise error

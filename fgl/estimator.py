@@ -35,6 +35,7 @@ import numpy as np
 from fgl.errors import FglError
 from fgl.io.feature_dicts import LABEL, MODEL_NAME, FeatureDictSpec
 from fgl.lang import ast
+from fgl.lang.overrides import OVERRIDE_DEFS
 
 METRICS = ("token_accuracy", "sequence_accuracy", "f1")
 # the sigma standing for c2 = 0 (no L2 term): its 1/σ² = 1e-300 adds less than one part in
@@ -212,7 +213,7 @@ class CRFEstimator:
         if (X_dev is None) != (y_dev is None):
             raise FglError("give X_dev and y_dev together (development sequences and their "
                            "labels), or neither")
-        l1, sigma, min_count = self._check_params()
+        overrides = self._check_params()
         for name in self.FITTED:
             self.__dict__.pop(name, None)
         dicts = None
@@ -220,8 +221,7 @@ class CRFEstimator:
             dicts = FeatureDictSpec(X, all_possible_states=bool(self.all_possible_states),
                                     all_possible_transitions=bool(self.all_possible_transitions))
         crf = CRF(self.spec if dicts is None else dicts.text + labels_statement(y),
-                  sigma=sigma, max_iter=self.max_iter, tol=self.tol, l1=l1, jobs=self.jobs,
-                  verbose=bool(self.verbose), time_limit=self.time_limit, min_count=min_count)
+                  verbose=bool(self.verbose), time_limit=self.time_limit, **overrides)
         if dicts is None:
             crf.fit(_plain_rows(X), y)
         else:   # prepared sentences: the attributes go straight to the compiler
@@ -274,10 +274,12 @@ class CRFEstimator:
         est.adopt(crf)
         return est
 
-    def _check_params(self) -> tuple[float | None, float | None, int | None]:
+    def _check_params(self) -> dict[str, object]:
         """What fit refuses before any work (the numbers are checked by
         ``fgl.CRF``, with the same messages as the CLI's); returns the
-        (l1, sigma, min_count) fgl.CRF is given."""
+        overrides fgl.CRF is given: one per row of ``fgl.lang.overrides``,
+        each the parameter of that name (sklearn-crfsuite's c1, c2 and
+        min_freq give l1, sigma and min_count)."""
         if self.spec is not None and not isinstance(self.spec, (str, Path, ast.Spec)):
             raise FglError(f"spec must be a path to a .fgl file, spec text, a parsed Spec or "
                            f"None (feature dicts); found {type(self.spec).__name__}")
@@ -297,7 +299,8 @@ class CRFEstimator:
                 raise FglError(f"{name} shapes the model built for feature dicts (spec=None); "
                                "with a spec, write it there: `(support = all)` on a state "
                                "template, `patterns all` on a transition template")
-        return l1, sigma, min_count_of(self.min_freq)
+        given = {row.key: getattr(self, row.key, None) for row in OVERRIDE_DEFS}
+        return {**given, "l1": l1, "sigma": sigma, "min_count": min_count_of(self.min_freq)}
 
     # ------------------------------------------------------------ prediction
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from fgl.engines.first_run import Kernels
+from fgl.engines.graph.inference import inference_method
 from fgl.errors import FglError
 from fgl.lang import ast
 from fgl.lang.checks import labels_text
@@ -46,7 +48,9 @@ class Engine:
       (None: the tags' own scheme, ``fgl.data.schemes``);
     - ``distributed_compile``: which passes compile it on a Dask cluster
       (``fgl.distributed.compile``): ``"sequence"`` (gold labels, then
-      attributes) or ``"graph"`` (labels, then factors)."""
+      attributes) or ``"graph"`` (labels, then factors);
+    - ``kernels``: per task ("train", "tag") the numba kernels whose cache
+      tells a first run on this machine (``fgl.engines.first_run``)."""
 
     name: str
     model_class: str   # "module:Class", imported when ``model`` is first asked for
@@ -56,6 +60,7 @@ class Engine:
     segmented: bool = False
     auto_scheme: Callable[[ast.Spec], str | None] = _no_scheme
     distributed_compile: str = "sequence"
+    kernels: tuple[Kernels, ...] = ()
 
     @property
     def model(self) -> type[Model]:
@@ -112,12 +117,22 @@ ENGINES: tuple[Engine, ...] = (
            "exact junction tree or belief propagation over a factor graph per instance "
            "(Koller & Friedman 2009 ch. 10; Sutton & McCallum §1.4.4, §1.5)",
            _factor_graph_reason, ("likelihood", "piecewise", "pseudo_likelihood"),
-           distributed_compile="graph"),
+           distributed_compile="graph",
+           kernels=(Kernels("train", "fgl.engines.graph.table_kernels", ("feature_expectations",),
+                            40),
+                    Kernels("tag", "fgl.engines.graph.table_kernels", ("factor_tables",), 30))),
     Engine("segments", "fgl.compile.sequence:SegmentModel",
            "exact high-order semi-Markov (Cuong et al. 2014 §2)",
-           _segments_reason, segmented=True, auto_scheme=_segment_scheme),
+           _segments_reason, segmented=True, auto_scheme=_segment_scheme,
+           kernels=(Kernels("train", "fgl.engines.sequence.semimarkov_batch",
+                            ("_expectations_factored", "_expectations_scaled"), 12),
+                    Kernels("tag", "fgl.engines.sequence.semimarkov_batch", ("batch_viterbi",),
+                            6))),
     Engine("chain", "fgl.compile.sequence:ChainModel",
-           "exact pattern-sparse chain (Ye et al. 2009 §3)", _chain_reason),
+           "exact pattern-sparse chain (Ye et al. 2009 §3)", _chain_reason,
+           kernels=(Kernels("train", "fgl.engines.sequence.chain",
+                            ("_expectations_factored", "_expectations_scaled"), 8),
+                    Kernels("tag", "fgl.engines.sequence.chain", ("batch_viterbi",), 5))),
 )
 
 
@@ -139,35 +154,7 @@ class Choice:
         if self.engine.name != "factor graph":
             return self.engine.title
         settings = resolve_infer(spec)
-        method = settings.method
-        cite = "Sutton & McCallum §1.4.4, §1.5"
-        if acyclic and method in ("loopy", "trp", "trw"):
-            how = {"trp": " with the TRP schedule", "trw": " (tree-reweighted, every ρ = 1 on "
-                   "a forest)"}.get(method, "")
-            return (f"belief propagation{how} over a factor graph per instance, exact here: "
-                    f"every instance is a tree or forest, with no cycle to make it loopy ({cite})")
-        if acyclic and method == "auto":
-            return (f"a factor graph per instance: exact junction tree where the largest clique "
-                    f"table ≤ {settings.max_table}, tree-reweighted BP elsewhere; every "
-                    f"instance here "
-                    f"is a tree or forest, so inference is exact throughout "
-                    f"(Koller & Friedman 2009 ch. 10; {cite})")
-        if method in ("auto", "junction_tree"):
-            run = ("exact junction tree where the largest clique table ≤ {}, tree-reweighted "
-                   "BP elsewhere (a convex objective with one optimum, which training needs; "
-                   "Wainwright, Jaakkola & Willsky 2005)"
-                   if method == "auto" else
-                   "exact junction tree (an error where a clique table would exceed {} entries)")
-            return (f"a factor graph per instance: {run.format(settings.max_table)} "
-                    f"(Koller & Friedman 2009 ch. 10; {cite})")
-        if method == "trw":
-            return ("tree-reweighted belief propagation over a factor graph per instance: a "
-                    "convex free energy whose log Z is an upper bound, convex in the weights, "
-                    "so training has one optimum (Wainwright, Jaakkola & Willsky 2005; "
-                    f"Wainwright 2006; {cite})")
-        run = {"exact": "exact enumeration", "trp": "loopy belief propagation with the TRP "
-               "schedule"}.get(method, "loopy belief propagation")
-        return f"{run} over a factor graph per instance ({cite})"
+        return inference_method(settings.method).title(settings, acyclic)
 
 
 def choose(spec: ast.Spec) -> Choice:

@@ -13,20 +13,16 @@ def warn_convergence(spec, stats: InferenceStats | None, when: str) -> None:
     with advice that fits the spec's `infer` settings."""
     if stats is None or not stats.not_converged:
         return
+    from fgl.engines.graph.inference import inference_method
     from fgl.lang.settings import resolve_infer
 
     settings = resolve_infer(spec)
-    method = settings.method
-    advice = [f"more iterations (`max_iter` is {settings.max_iter})"]
-    if method in ("loopy", "auto", "trw") and not settings.damping:
-        advice.insert(0, f"damping (`infer {method}(damping = 0.5)`)")
-    if method == "loopy":
-        advice.append("the tree schedule `infer trp`")
-    advice.append(f"a looser `tol` (now {settings.tol:g})")
+    advice = inference_method(settings.method).advice(settings)
+    consider = (f"; consider {', '.join(advice[:-1])} or {advice[-1]}" if len(advice) > 1 else
+                f"; consider {advice[0]}" if advice else "")
     print(f"warning: belief propagation did not converge on {stats.not_converged} of "
           f"{stats.instances} instances in {when} (max_iter {stats.max_iterations}, "
-          f"final residual {stats.max_residual:.2g}); consider {', '.join(advice[:-1])} or "
-          f"{advice[-1]}", file=sys.stderr)
+          f"final residual {stats.max_residual:.2g}){consider}", file=sys.stderr)
 
 
 
@@ -78,7 +74,7 @@ def report(crf, path: str, a: argparse.Namespace) -> None:
 
     sentences = crf.read(path, encoding=a.encoding, short_lines=a.short_lines)
     from fgl.engines.first_run import note_first_compile
-    note_first_compile(crf.engine.engine.name, "tag")   # (a first run compiles the kernels)
+    note_first_compile(crf.engine.engine, "tag")   # (a first run compiles the kernels)
     if not sentences:
         from fgl.io.sources import expand, files_label
         raise DataError("no sentences to evaluate (the file is empty)",

@@ -135,7 +135,7 @@ def run(a: argparse.Namespace) -> None:
                      allow_stdout=True)
     crf = CRF.load(a.model, jobs=a.jobs)
     from fgl.engines.first_run import note_first_compile
-    note_first_compile(crf.engine.engine.name, "tag")   # (a first run compiles the kernels)
+    note_first_compile(crf.engine.engine, "tag")   # (a first run compiles the kernels)
     graph = crf.spec.input_format == "graph"
     if a.confidence and graph:
         raise FglError("--confidence: segments are stretches of a sequence, and graph input "

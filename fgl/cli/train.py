@@ -10,14 +10,14 @@ from pathlib import Path
 
 from fgl.cli.options import data_args, lexicon_path_arg, spec_file, whole_arg
 from fgl.cli.reporting import report, warn_convergence
+from fgl.lang.overrides import OVERRIDE_DEFS
 
 
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train a spec on a data file",
                        description="Compile SPEC against the training data and fit its weights "
-                                   "by the spec's trainer (L-BFGS by default; OWL-QN when l1 > "
-                                   "0, the averaged perceptron, the ECRN, or feature induction "
-                                   "for a template with `induce`); write the model file.")
+                                   "by the spec's trainer (the trainers are listed below); "
+                                   "write the model file.")
     p.add_argument("spec", help="the model spec (.fgl)")
     p.add_argument("--train", required=True, action="append", metavar="FILE",
                    help="training data (CoNLL columns; JSON lines for `input graph` specs); "
@@ -27,15 +27,10 @@ def add(sub: argparse._SubParsersAction) -> None:
                    help="development data, evaluated after training (and scored after every "
                         "round of feature induction); a glob or repeated, as --train")
     p.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file to write")
-    p.add_argument("--sigma", type=float, help="override the spec's Gaussian prior sigma")
-    p.add_argument("--max-iter", type=whole_arg, help="override the spec's L-BFGS iteration limit")
-    p.add_argument("--tol", type=float, help="override the spec's stopping tolerance")
-    p.add_argument("--l1", type=float, help="override the spec's L1 penalty (above 0: OWL-QN, "
-                                             "exact zeros; with sigma, the elastic net)")
-    p.add_argument("--min-count", type=whole_arg, metavar="N",
-                   help="override the spec's feature cut-off: attributes seen fewer than N "
-                        "times in the training data get no weights (CRF++'s -f; "
-                        "docs/settings.md)")
+    for row in OVERRIDE_DEFS:   # (--jobs: data_args, shared with fgl tag)
+        if row.flag is not None:
+            p.add_argument(row.flag, dest=row.key, type=whole_arg if row.whole else float,
+                           metavar=row.metavar, help=row.help)
     p.add_argument("--time-limit", type=float, metavar="SECONDS",
                    help="stop training after this long and write the model reached; Ctrl-C "
                         "or SIGTERM likewise stop after the current iteration (a second one "
@@ -89,11 +84,11 @@ def run(a: argparse.Namespace) -> None:
         _sigma_grid(a)
         return
 
-    crf = CRF(Path(a.spec), sigma=a.sigma, max_iter=a.max_iter, tol=a.tol, jobs=a.jobs, l1=a.l1,
-              verbose=not a.quiet, time_limit=a.time_limit,
+    crf = CRF(Path(a.spec), verbose=not a.quiet, time_limit=a.time_limit,
               checkpoint=a.checkpoint or a.resume, checkpoint_every=a.checkpoint_every,
               checkpoint_seconds=a.checkpoint_seconds, dask=a.dask,
-              dask_workers=a.dask_workers, min_count=a.min_count)
+              dask_workers=a.dask_workers,
+              **{row.key: getattr(a, row.key) for row in OVERRIDE_DEFS})
     t0 = time.perf_counter()
     with _signals_of_training(crf) as hold:
         crf.fit_file(a.train, encoding=a.encoding, short_lines=a.short_lines, resume=a.resume,
@@ -109,23 +104,10 @@ def run(a: argparse.Namespace) -> None:
 def _trained(crf, seconds: float) -> None:
     """What the training run did, on stderr."""
     log = crf.training_log
-    if log.iterations and "mistakes" in log.iterations[-1]:   # the perceptron
-        print(f"trained in {seconds:.1f}s: {len(log.iterations)} epochs, "
-              f"{log.iterations[-1]['mistakes']} mistakes in the last ({log.message})",
-              file=sys.stderr)
-    elif crf.settings.trainer == "sgd":
-        from fgl.learn.trainers import NAMED
-        print(f"trained in {seconds:.1f}s: {NAMED['sgd'].summary(log)}", file=sys.stderr)
-    elif log.iterations and "bigrams" in log.iterations[-1]:   # the ECRN
-        row = log.iterations[-1]
-        print(f"trained in {seconds:.1f}s: ECRN (Zhu et al., eq. 5) of "
-              f"{row['features']} features counted over {row['tokens']} tokens and "
-              f"{row['bigrams']} bigrams in {log.seconds:.2f}s; -log eq. 5 on the training "
-              f"data {log.objective:.6g}", file=sys.stderr)
-    else:
-        print(f"trained in {seconds:.1f}s: {len(log.iterations)} iterations, "
-              f"{log.evaluations} evaluations, {len(log.recoveries)} line-search recoveries, "
-              f"objective {log.objective:.6g} ({log.message})", file=sys.stderr)
+    from fgl.learn.trainers import choose
+
+    trainer = choose(crf.spec, crf.settings)   # (its closing line: Trainer.summary)
+    print(f"trained in {seconds:.1f}s: {trainer.summary(log)}", file=sys.stderr)
     warn_convergence(crf.spec, log.inference, "the last training evaluation")
     if crf.checkpoint:
         print(f"checkpoint {crf.checkpoint} (iteration {len(log.iterations)}; "

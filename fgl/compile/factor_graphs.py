@@ -54,7 +54,8 @@ from fgl.data.sentence import Sentence
 from fgl.engines.graph.clique_tree import junction_tree_plan
 from fgl.engines.graph.factor_graph import FactorGraph
 from fgl.engines.graph.factor_graph_program import FactorGraphData, FactorGraphProgram
-from fgl.engines.graph.peeling import core_and_trees
+from fgl.engines.graph.inference import inference_method
+from fgl.engines.graph.inference.auto import AUTO_MAX_TABLE
 from fgl.engines.graph.table_kernels import clamp
 from fgl.engines.parallel import map_instances
 from fgl.engines.sequence.encoded import unit_ones
@@ -62,7 +63,6 @@ from fgl.errors import DataError, FglError
 from fgl.features.model_input import check_model_input
 from fgl.lang import ast
 from fgl.lang.settings import (
-    AUTO_MAX_TABLE,
     InferSettings,
     TrainSettings,
     resolve_infer,
@@ -143,7 +143,7 @@ class FactorGraphModel:
         if any(inst.partial for inst in instances):   # given labels: evidence to clamp
             data.evidence = [gold_assignment(inst, self.layers, False) if inst.partial else None
                              for inst in instances]
-        if self.program.method in ("auto", "junction_tree"):   # the clique tables, planned
+        if self.program.inference.junction_tree:   # the clique tables, planned
             self.footprint(data, jobs, training=False).check(self.spec.templates)
         return data
 
@@ -288,7 +288,7 @@ class FactorGraphModel:
         items = (np.bincount(data.fac_tpl, weights=np.diff(data.fac_ptr), minlength=T)
                  / np.maximum(factors.sum(axis=0), 1))
         cliques = None
-        if self.program.method in ("auto", "junction_tree"):
+        if self.program.inference.junction_tree:
             plans = [self.program.junction_tree_plan(g) for g in data.graphs]
             cliques = np.array([p.total_table if p else 0 for p in plans], dtype=np.int64)
         counts = GraphCounts(factors, np.array(data.sizes, dtype=np.int64), items, cliques)
@@ -329,16 +329,13 @@ class FactorGraphModel:
             E = sum(g.n_edges for g in data.graphs)
             V = sum(g.n_vars for g in data.graphs)
             cyc = sum(g.n_cycles() for g in data.graphs)
-            trees = sum(len(g.spanning_trees()) for g in data.graphs) if method == "trp" else 0
             free = self.unlabelled(data) if self.program.has_hidden else 0
             lines.append(f"training data: {data.n_sequences} instances, {data.n_tokens} "
                          "positions" + (f", {free} unlabelled (marginalised: the marginal "
                                         "likelihood, Sutton & McCallum §1.4.3)" if free else ""))
             lines.append(f"instances: {len(data.graphs)}; variables {V}, factors {F}, "
-                         f"edges {E}, independent cycles {cyc}"
-                         + (f", TRP trees {trees}" if method == "trp" else ""))
-            if method == "trw":
-                lines.append(self._trw_summary(data))
+                         f"edges {E}, independent cycles {cyc}")
+            lines += self.program.inference.describe(self.program, data.graphs)
             if cyc == 0 and data.graphs:
                 lines.append("no instance has a cycle: every factor graph is a tree or forest, "
                              "on which belief propagation is exact, not loopy (Sutton & McCallum "
@@ -351,25 +348,6 @@ class FactorGraphModel:
             lines += junction_tree_summary(settings, data.graphs)
             lines.append(self.footprint(data).line())
         return lines
-
-    def _trw_summary(self, data: FactorGraphData) -> str:
-        """What `infer trw` makes of the instances: where ρ comes from, its
-        range over the factors of two or more variables, how many variables
-        its sweeps visit (``fgl.engines.graph.peeling``), and the decoder."""
-        s = self.program.settings
-        rhos = [self.program.appearance_probabilities(g) for g in data.graphs]
-        rho = [r[np.diff(g.f_ptr) >= 2] for g, r in zip(data.graphs, rhos)]
-        rho = np.concatenate(rho) if rho else np.zeros(0)
-        where = (f"rho = {s.rho:g} for every factor (given)" if s.rho is not None else
-                 f"ρ from a cover by at least {s.forests} factor forests per instance")
-        spread = (f"; ρ min {rho.min():.3g}, mean {rho.mean():.3g}, "
-                  f"{int((rho < 1).sum())} of {rho.size} factors below 1" if rho.size else "")
-        core = sum(len(core_and_trees(g, r)[0]) for g, r in zip(data.graphs, rhos))
-        spread += (f"; sweeps visit the core, {core} of {sum(g.n_vars for g in data.graphs)} "
-                   f"variables (the trees hanging off it are passed once each way)")
-        return (f"trw: {where}{spread}; decode by "
-                + ("reweighted max-product" if s.decode == "max_product" else
-                   "the most probable value of each TRW marginal"))
 
     # ------------------------------------------------------------ model files
     # fgl.model's file methods, as in SequenceModel: the same shape over other fields
@@ -470,7 +448,7 @@ def junction_tree_summary(settings: InferSettings, graphs: list[FactorGraph]) ->
     """What the junction tree (Koller & Friedman 2009 ch. 10) makes of the
     instances: the treewidth and largest clique table found by min-fill
     elimination, and which instances run exactly and which by tree-reweighted BP."""
-    method, limit = settings.method, int(settings.max_table or AUTO_MAX_TABLE)
+    method, limit = inference_method(settings.method), int(settings.max_table or AUTO_MAX_TABLE)
     plans = [junction_tree_plan(g, limit) for g in graphs]
     fit = [p for p in plans if p.fits(limit)]
     over = [p for p in plans if not p.fits(limit)]
@@ -490,18 +468,18 @@ def junction_tree_summary(settings: InferSettings, graphs: list[FactorGraph]) ->
                      f">= {worst.largest_table} entries)")
     lines = [f"junction tree (min-fill, max_table = {limit}): " + "; ".join(found)]
     n = len(plans)
-    if method == "auto":
+    if method.junction_tree and method.run is not None:
         lines.append(f"runs: {len(fit)} of {n} instances exact by junction tree, "
-                     f"{len(over)} by tree-reweighted BP")
-    elif method == "junction_tree":
+                     f"{len(over)} by {method.fallback}")
+    elif method.junction_tree:
         lines.append(f"runs: {len(fit)} of {n} instances exact by junction tree"
                      + (f"; {len(over)} too large (inference on them is an error: raise "
                         "max_table or drop the `infer` line)" if over else ""))
     elif all(g.is_tree() for g in graphs):
-        lines.append(f"runs: every instance by `infer {method}`, exact here (no instance "
+        lines.append(f"runs: every instance by `infer {method.name}`, exact here (no instance "
                      "has a cycle)")
     else:
-        lines.append(f"runs: every instance by `infer {method}`; without the `infer` line "
+        lines.append(f"runs: every instance by `infer {method.name}`; without the `infer` line "
                      f"{len(fit)} of {n} would run exactly by junction tree")
     return lines
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fgl.compile.budget import budget_source, memory_budget
+from fgl.engines.graph.inference import inference_method
 from fgl.engines.parallel import GRAPH_SETS, resolve_jobs
 from fgl.errors import SpecError
 from fgl.lang import ast
@@ -240,14 +241,15 @@ def factor_graph_footprint(counts: GraphCounts, widths: list[int], tables: list[
     table_i, msg_i, edge_i = F @ tab, F @ msg, F @ w
     # which instances run BP (cached schedules) and which the junction tree (clique tables;
     # before the plans are made, the factor tables stand in for them)
-    exact_tree = method in ("auto", "junction_tree")
+    # (the method's ``junction_tree`` and ``messages``: fgl.engines.graph.inference)
+    inference = inference_method(method)
     if counts.cliques is None:
-        bp = np.full(len(F), method in ("auto", "loopy", "trp", "trw"))
-        cliques = table_i if exact_tree else np.zeros_like(table_i)
+        bp = np.full(len(F), inference.messages)
+        cliques = table_i if inference.junction_tree else np.zeros_like(table_i)
     else:
         cliques = counts.cliques.astype(np.float64)
-        bp = cliques == 0 if method == "auto" else np.full(len(F), method in ("loopy", "trp",
-                                                                                 "trw"))
+        bp = (cliques == 0) & inference.messages if inference.junction_tree else np.full(
+            len(F), inference.messages)
     per_tpl_f = F.sum(axis=0)
     unroll = per_tpl_f * (UNROLLED_PER_FACTOR + UNROLLED_PER_VARIABLE * w
                           + (UNROLLED_PER_ITEM + BYTES_PER_ITEM_LISTED) * items)

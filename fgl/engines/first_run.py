@@ -21,23 +21,38 @@ train and 32 s to tag (2026-12-04; later runs 1.7 s to train).
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Protocol, TextIO
 
-# the kernels whose cache decides, per engine and task, and the seconds their first
-# compilation takes (measured as above; a rough guide, shown as "~N s")
-_KERNELS = {
-    ("chain", "train"): ("fgl.engines.sequence.chain",
-                         ("_expectations_factored", "_expectations_scaled"), 8),
-    ("chain", "tag"): ("fgl.engines.sequence.chain", ("batch_viterbi",), 5),
-    ("segments", "train"): ("fgl.engines.sequence.semimarkov_batch",
-                            ("_expectations_factored", "_expectations_scaled"), 12),
-    ("segments", "tag"): ("fgl.engines.sequence.semimarkov_batch", ("batch_viterbi",), 6),
-    ("factor graph", "train"): ("fgl.engines.graph.table_kernels",
-                                ("feature_expectations",), 40),
-    ("factor graph", "tag"): ("fgl.engines.graph.table_kernels", ("factor_tables",), 30),
-}
+
+@dataclass(frozen=True)
+class Kernels:
+    """The kernels whose cache decides whether an engine's task ("train"
+    or "tag") is compiled on this machine: their module, their names, and
+    the seconds their first compilation takes (measured as above; a rough
+    guide, shown as "~N s").  Each ``fgl.registry.Engine`` declares its own
+    (``Engine.kernels``)."""
+
+    task: str
+    module: str
+    names: tuple[str, ...]
+    seconds: int
+
+
+class EngineKernels(Protocol):
+    """What the note reads of an engine (``fgl.registry.Engine``)."""
+
+    name: str
+    kernels: tuple[Kernels, ...]
+
+
 _noted: set[tuple[str, str]] = set()
+
+
+def kernels_of(engine: EngineKernels, task: str) -> Kernels | None:
+    """The kernels ``engine`` declares for ``task`` (None: none)."""
+    return next((k for k in engine.kernels if k.task == task), None)
 
 
 def cache_index(dispatcher) -> Path | None:
@@ -49,32 +64,32 @@ def cache_index(dispatcher) -> Path | None:
         return None
 
 
-def is_cold(engine: str, task: str) -> bool:
+def is_cold(engine: EngineKernels, task: str) -> bool:
     """Whether none of the kernels ``engine`` runs for ``task`` ("train" or
     "tag") has been compiled on this machine before (no cache index)."""
-    entry = _KERNELS.get((engine, task))
+    entry = kernels_of(engine, task)
     if entry is None:
         return False
-    module_name, names, _ = entry
     import importlib
 
-    module = importlib.import_module(module_name)
-    indexes = [cache_index(getattr(module, name)) for name in names]
+    module = importlib.import_module(entry.module)
+    indexes = [cache_index(getattr(module, name)) for name in entry.names]
     return all(i is not None and not i.exists() for i in indexes)
 
 
-def note_first_compile(engine: str, task: str, stream: TextIO | None = None) -> bool:
+def note_first_compile(engine: EngineKernels, task: str, stream: TextIO | None = None) -> bool:
     """Say on ``stream`` (standard error) that the kernels are compiled now,
     once per process, engine and task, when their cache is cold and someone
     watches (``stream`` is a terminal: a log file or a test capturing the
     output gets no note); returns whether it did."""
     stream = stream or sys.stderr
     watched = getattr(stream, "isatty", None)
-    if not (watched and watched()) or (engine, task) in _noted or not is_cold(engine, task):
+    if (not (watched and watched()) or (engine.name, task) in _noted
+            or not is_cold(engine, task)):
         return False
-    _noted.add((engine, task))
-    seconds = _KERNELS[(engine, task)][2]
+    _noted.add((engine.name, task))
+    seconds = kernels_of(engine, task).seconds
     print(f"fgl: compiling fgl's kernels for this machine, once: ~{seconds} s "
-          f"(the {engine} engine's {'training' if task == 'train' else 'tagging'}; later runs "
+          f"(the {engine.name} engine's {'training' if task == 'train' else 'tagging'}; later runs "
           "load them from numba's cache)", file=stream, flush=True)
     return True

@@ -21,7 +21,8 @@ import numpy as np
 from fgl import registry
 from fgl.errors import FglError, SpecError, TrainingError
 from fgl.lang import ast
-from fgl.lang.settings import OVERRIDES, TrainSettings
+from fgl.lang.overrides import OVERRIDES
+from fgl.lang.settings import TrainSettings
 from fgl.learn.checkpoint import TrainingState, check_same_model, load_checkpoint, save_checkpoint
 from fgl.learn.learner import TrainingLog
 from fgl.learn.trainers import choose, setting_errors
@@ -199,7 +200,7 @@ class TrainingRun:
             print(self.plan(), file=sys.stderr)
         if self.verbose and self.trainer.kernels:   # a first run compiles the kernels: say so
             from fgl.engines.first_run import note_first_compile
-            note_first_compile(self.choice.engine.name, self.trainer.kernels)
+            note_first_compile(self.choice.engine, self.trainer.kernels)
         self.stop_reason, self.started, self._start = None, True, time.perf_counter()
 
     def _finished(self, model: Model, weights: np.ndarray, log: TrainingLog) -> Fitted:

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import fgl
+from fgl import registry
 from fgl.engines import first_run
 
 SPEC = """columns word, label
@@ -29,27 +30,28 @@ class Terminal(io.StringIO):
 def test_the_note_needs_a_cold_cache_and_a_terminal_and_comes_once(monkeypatch):
     monkeypatch.setattr(first_run, "_noted", set())
     monkeypatch.setattr(first_run, "is_cold", lambda engine, task: True)
-    assert not first_run.note_first_compile("chain", "tag", io.StringIO())   # a log: no note
+    chain = registry.by_name("chain")
+    assert not first_run.note_first_compile(chain, "tag", io.StringIO())   # a log: no note
     term = Terminal()
-    assert first_run.note_first_compile("chain", "tag", term)
+    assert first_run.note_first_compile(chain, "tag", term)
     assert term.getvalue() == ("fgl: compiling fgl's kernels for this machine, once: ~5 s (the "
                                "chain engine's tagging; later runs load them from numba's "
                                "cache)\n")
-    assert not first_run.note_first_compile("chain", "tag", term)          # once per process
+    assert not first_run.note_first_compile(chain, "tag", term)          # once per process
     monkeypatch.setattr(first_run, "is_cold", lambda engine, task: False)
-    assert not first_run.note_first_compile("chain", "train", Terminal())  # warm: no note
+    assert not first_run.note_first_compile(chain, "train", Terminal())  # warm: no note
 
 
 def test_every_engine_and_task_names_cached_kernels():
-    from fgl import registry
     for engine in registry.ENGINES:
         for task in ("train", "tag"):
-            module, names, seconds = first_run._KERNELS[(engine.name, task)]
+            kernels = first_run.kernels_of(engine, task)
             import importlib
-            for name in names:
-                index = first_run.cache_index(getattr(importlib.import_module(module), name))
+            for name in kernels.names:
+                index = first_run.cache_index(getattr(importlib.import_module(kernels.module),
+                                                      name))
                 assert index is not None and index.suffix == ".nbi", (engine.name, task, name)
-            assert 0 < seconds <= 60   # (the longest: a skip chain's TRW and junction trees)
+            assert 0 < kernels.seconds <= 60   # (the longest: a skip chain: TRW, junction trees)
 
 
 def run_on_a_terminal(argv: list[str], env: dict) -> str:
@@ -80,7 +82,8 @@ def test_a_cold_cache_is_noted_on_the_first_tagging_only(tmp_path):
     (tmp_path / "test.txt").write_text("a\nb\n\nb\na\n")
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}   # nothing compiled yet
     check = [sys.executable, "-c", "from fgl.engines.first_run import is_cold; "
-             "print(is_cold('chain', 'tag'), is_cold('chain', 'train'))"]
+             "from fgl.registry import by_name; chain = by_name('chain'); "
+             "print(is_cold(chain, 'tag'), is_cold(chain, 'train'))"]
     assert subprocess.run(check, env=env, capture_output=True, text=True).stdout == \
         "True True\n"
     argv = ["tag", str(tmp_path / "m.fglm"), str(tmp_path / "test.txt")]

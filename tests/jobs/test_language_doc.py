@@ -18,7 +18,7 @@ from fgl.lang import ast
 from fgl.lang.builtins import BUILTINS
 from fgl.lang.checks.messages import COLUMN_KINDS, INPUT_FORMATS, SEGMENT_BOUNDARIES, WITHIN_SCOPES
 from fgl.lang.parser import parse_spec, read_spec
-from fgl.lang.settings import INFER_METHODS, SETTINGS
+from fgl.lang.settings import all_settings, infer_methods
 
 DOC = (REPO / "docs" / "language.md").read_text(encoding="utf-8")
 GRAMMAR = (REPO / "grammar" / "fgl.lark").read_text(encoding="utf-8")
@@ -223,7 +223,7 @@ def _used_settings() -> set[tuple[str, str, object]]:
 
 def test_every_setting_is_documented_and_used():
     used = _used_settings()
-    for s in SETTINGS:
+    for s in all_settings():
         if s.block.startswith("infer "):
             row = f"| `{s.block.split()[1]}` | `{s.key}` |"
         else:
@@ -240,7 +240,7 @@ def test_every_setting_is_documented_and_used():
 
 def test_every_inference_method_is_in_an_example():
     methods = {v for b, k, v in _used_settings() if (b, k) == ("infer", "method")}
-    assert set(INFER_METHODS) <= methods
+    assert set(infer_methods()) <= methods
 
 
 def test_every_builtin_and_vocabulary_word_is_in_an_example():
@@ -259,7 +259,7 @@ def test_the_statement_table_lists_every_statement():
 
 
 def test_the_default_sigma_is_explained():
-    default = next(s.default for s in SETTINGS if (s.block, s.key) == ("train", "sigma"))
+    default = next(s.default for s in all_settings() if (s.block, s.key) == ("train", "sigma"))
     assert f"| `sigma` | {default:g} |" in DOC
     section = DOC[DOC.index("#### The default sigma"):]
     assert f"**{default:g}, the default**" in section and "0.7071" in section

@@ -344,7 +344,7 @@ def test_train_settings_fine():
 def test_train_unknown_key():
     e = only("train {\n  sigma = 1\n  max_iters = 5\n}")
     at(e, 6, 3, "unknown setting 'max_iters' for train",
-       "expected one of: sigma, max_iter, tol, jobs, objective, bp_start",
+       "expected one of: sigma, max_iter, tol, objective, bp_start, l1",
        "(did you mean 'max_iter'?)")
 
 

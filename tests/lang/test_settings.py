@@ -12,11 +12,11 @@ from support.spec_errors import CHECK_FILE, check_errors, one_error
 from fgl.errors import FglError
 from fgl.lang.parser import parse_spec
 from fgl.lang.settings import (
-    INFER_METHODS,
-    SETTINGS,
     InductionSettings,
+    Overrides,
     TemplateOptions,
-    check_override,
+    all_settings,
+    infer_methods,
     resolve_infer,
     resolve_train,
     settings_markdown,
@@ -62,11 +62,10 @@ def test_refused_whatever_the_value(src, message):
 
 def test_refused_settings_are_not_offered():
     assert message_at("train { lone = 1 }")[2] == (
-        "unknown setting 'lone' for train; expected one of: sigma, max_iter, tol, jobs, "
-        "objective, bp_start, trainer, epochs, batch, learning_rate, period, delta, "
-        "induce_rounds, induce_per_round, "
-        "induce_min_gain, induce_iter, induce_pool, induce_transitions, induce_margin, l1, "
-        "min_count")
+        "unknown setting 'lone' for train; expected one of: sigma, max_iter, tol, objective, "
+        "bp_start, l1, epochs, batch, learning_rate, period, delta, induce_rounds, "
+        "induce_per_round, induce_min_gain, induce_iter, induce_pool, induce_transitions, "
+        "induce_margin, jobs, trainer, min_count")
     assert message_at("infer loopy(trees = 2)")[2] == (
         "unknown setting 'trees' for infer loopy; expected one of: damping, max_iter, tol")
 
@@ -81,7 +80,7 @@ def test_junction_tree_settings_are_checked():
 
 
 def test_refused_settings_have_no_default():
-    refused = [s for s in SETTINGS if s.refusal is not None]
+    refused = [s for s in all_settings() if s.refusal is not None]
     assert [(s.block, s.key) for s in refused] == [
         ("infer loopy", "schedule")]
     assert all(s.default is None for s in refused)
@@ -90,17 +89,17 @@ def test_refused_settings_have_no_default():
 # ---------------------------------------------------------------- the table
 
 def test_every_default_is_valid():
-    for s in SETTINGS:
+    for s in all_settings():
         if s.default is not None:
             assert s.validator(s.default) is None, (s.block, s.key, s.default)
 
 
 def test_keys_are_unique_per_block_and_blocks_known():
-    blocks = {"train", "template"} | {f"infer {m}" for m in INFER_METHODS}
-    assert {s.block for s in SETTINGS} == blocks
-    pairs = [(s.block, s.key) for s in SETTINGS]
+    blocks = {"train", "template"} | {f"infer {m}" for m in infer_methods()}
+    assert {s.block for s in all_settings()} == blocks
+    pairs = [(s.block, s.key) for s in all_settings()]
     assert len(pairs) == len(set(pairs))
-    assert all(s.read_by and s.meaning for s in SETTINGS)
+    assert all(s.read_by and s.meaning for s in all_settings())
 
 
 def test_docs_settings_md_is_the_rendered_table_and_trainers():
@@ -185,7 +184,7 @@ def test_template_options():
     ("min_count", 1), ("min_count", 5),
 ])
 def test_good_overrides(key, value):
-    check_override(key, value)
+    Overrides.of({key: value})
 
 
 @pytest.mark.parametrize("key, value, message", [
@@ -206,5 +205,5 @@ def test_good_overrides(key, value):
 ])
 def test_bad_overrides(key, value, message):
     with pytest.raises(FglError) as info:
-        check_override(key, value)
+        Overrides.of({key: value})
     assert str(info.value) == message

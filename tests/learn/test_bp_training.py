@@ -191,8 +191,8 @@ def test_tighten_lowers_the_tolerance_within_limits():
 def _precise(model):
     """The program with BP run as precisely as it can be: tolerance 1e-10,
     damped, many passes (and, in an Objective without warm starts, cold)."""
-    return dataclasses.replace(model.program, settings=dataclasses.replace(
-        model.program.settings, tol=1e-10, max_iter=5000, damping=0.5))
+    return dataclasses.replace(model.program, settings=model.program.settings.replace(
+        tol=1e-10, max_iter=5000, damping=0.5))
 
 
 def test_a_failing_line_search_is_recovered_and_reported():

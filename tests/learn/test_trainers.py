@@ -10,7 +10,7 @@ from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 from fgl.lang.settings import block_settings, resolve_train
 from fgl.learn.run import TrainingRun
-from fgl.learn.trainers import NAMED, TRAINERS, choose, setting_errors, trainers_markdown
+from fgl.learn.trainers import TRAINERS, choose, named, setting_errors, trainers_markdown
 from fgl.learn.trainers.base import READ_BY_ALL
 
 CHAIN = "columns word, label\noutput label\ntemplate s: y[t] ~ word[t]\ntemplate t: y[t-1..t]\n"
@@ -23,8 +23,8 @@ def spec(text: str):
 
 def test_the_spec_names_exactly_the_registered_trainers():
     assert set(block_settings("train")["trainer"].validator.expected[len("one of: "):]
-               .split(", ")) == set(NAMED)
-    assert set(NAMED.values()) <= set(TRAINERS)
+               .split(", ")) == set(named())
+    assert set(named().values()) <= set(TRAINERS)
     assert len({t.name for t in TRAINERS}) == len(TRAINERS)
 
 

@@ -21,7 +21,7 @@ from hypothesis import note
 from hypothesis import strategies as st
 
 from fgl.io.model_layout import ARRAYS, digest
-from fgl.lang.settings import SETTINGS, SettingDef
+from fgl.lang.settings import SettingDef, all_settings
 from support.paths import STDLIB
 
 # ---------------------------------------------------------------- specs
@@ -94,7 +94,7 @@ def _values(d: SettingDef) -> list[object]:
 
 
 # every setting of the table (fgl.lang.settings), so new ones are fuzzed as they come
-SETTING_CHOICES = [(d.block, d.key, v) for d in SETTINGS for v in _values(d)]
+SETTING_CHOICES = [(d.block, d.key, v) for d in all_settings() for v in _values(d)]
 _TRAIN = re.compile(r"train\s*\{")
 _INFER = re.compile(r"^\s*infer\b.*$", re.M)
 _TEMPLATE = re.compile(r"^\s*template\b[^\n]*$", re.M)

@@ -36,10 +36,11 @@ from fgl.engines.graph import (
     junction_tree,
     loopy,
     table_kernels,
-    trw,
     trw_training,
 )
 from fgl.engines.graph.factor_graph import FactorGraph
+from fgl.engines.graph.inference import inference_method
+from fgl.engines.graph.inference.method import InferenceMethod
 from fgl.engines.parallel import blocks, map_instances, ordered_reduce
 from fgl.engines.program import Decoding, Expectations, InferenceStats, InstanceRuns, Marginals
 from fgl.engines.sequence.encoded import unit_ones
@@ -255,9 +256,14 @@ class FactorGraphProgram:
     feat_config: np.ndarray
     row_template: np.ndarray
     template_size: np.ndarray
-    method: str              # "auto" | "junction_tree" | "loopy" | "trp" | "trw" | "exact"
+    method: str              # the inference method's name (fgl.engines.graph.inference)
     settings: Any            # the infer block in effect (fgl.lang.settings.InferSettings)
     has_hidden: bool
+
+    @property
+    def inference(self) -> InferenceMethod:
+        """The table entry of the spec's inference method."""
+        return inference_method(self.method)
 
     @property
     def n_features(self) -> int:
@@ -318,15 +324,16 @@ class FactorGraphProgram:
         brings it down to the spec's: TRW's fixed point is unique, so a
         looser run is the same objective, less precise — unlike the Bethe
         objective's, whose noise can move it between fixed points."""
-        if self.method in ("exact", "junction_tree"):
+        method = self.inference
+        if not method.keeps_messages:
             return None
         if data.graphs and all(self.junction_tree_plan(g) is not None for g in data.graphs):
             return None
         n, s = data.n_sequences, self.settings
         tol = float(s.tol)
         start = max(tol, min(float(f"{START_FACTOR * tol:.12g}"), LOOSEST_TOL)) \
-            if self.method in ("trw", "auto") else tol
-        convex = self.method in ("trw", "auto")
+            if method.convex else tol
+        convex = method.convex
         carry = convex if carry is None else carry
         return WarmStart([None] * n, [None] * n, [True] * n, start, int(s.max_iter),
                          float(s.damping or 0.0), carry=carry, floor=tol,
@@ -337,7 +344,7 @@ class FactorGraphProgram:
         """The junction-tree plan that runs ``graph`` exactly under ``infer
         auto`` or ``infer junction_tree`` (its largest clique table within
         ``max_table``; cached on the graph), else None."""
-        if self.method not in ("auto", "junction_tree"):
+        if not self.inference.junction_tree:
             return None
         limit = int(self.settings.max_table)
         plan = clique_tree.junction_tree_plan(graph, limit)
@@ -352,33 +359,15 @@ class FactorGraphProgram:
         clique tables fit ``max_table``, else tree-reweighted BP (its convex
         objective trains where the Bethe one stalls: docs/language.md); the
         junction tree ignores ``init`` and returns no messages."""
-        s = self.settings
-        if self.method == "exact":
-            try:
-                return loopy.exact(graph, table, int(s.max_states))
-            except ValueError as e:
-                raise FglError(f"infer exact: {e}; use `infer loopy` or `infer trp`") from None
-        if self.method in ("auto", "junction_tree"):
+        method = self.inference
+        if method.junction_tree:
             if self.junction_tree_plan(graph) is not None:
                 return junction_tree.junction_tree(graph, table, use_max=use_max,
-                                                   max_table=int(s.max_table))
-            if self.method == "junction_tree":
-                raise FglError(_too_big(graph, int(s.max_table)))
-        if self.method in ("trw", "auto"):   # (auto: the instances too big to run exactly)
-            return trw.trw(graph, table, rho=self.appearance_probabilities(graph),
-                           use_max=use_max, decode=str(s.decode or "max_product"),
-                           damping=float(s.damping if damping is None else damping),
-                           tol=float(s.tol if tol is None else tol),
-                           max_iter=int(s.max_iter if max_iter is None else max_iter),
-                           init=init)
-        return loopy.belief_propagation(
-            graph, table, schedule="flooding" if self.method == "loopy" else "trp",
-            use_max=use_max,  # (TRP runs undamped but for a WarmStart's damping)
-            damping=float((s.damping or 0.0) if damping is None else damping),
-            tol=float(s.tol if tol is None else tol),
-            max_iter=int(s.max_iter if max_iter is None else max_iter),
-            trees=graph.spanning_trees(s.trees) if s.trees is not None and self.method == "trp"
-            else None, init=init)
+                                                   max_table=int(self.settings.max_table))
+            if method.run is None:
+                raise FglError(_too_big(graph, int(self.settings.max_table)))
+        return method.run(self, graph, table, use_max=use_max, init=init, tol=tol,
+                          max_iter=max_iter, damping=damping)
 
     def appearance_probabilities(self, graph: FactorGraph) -> np.ndarray:
         """``infer trw``'s ρ per factor of ``graph``: the spec's ``rho``
@@ -466,10 +455,11 @@ class FactorGraphProgram:
         per data set and ρ setting) and which instances it runs: those
         under tree-reweighted BP (``infer trw``; ``auto``: the instances too
         big to run exactly).  None when there are none."""
-        if self.method not in ("trw", "auto"):
+        method = self.inference
+        if not method.blocks:
             return None
         s = self.settings
-        key = ("trw_blocks", s.rho, s.forests, s.max_table if self.method == "auto" else None)
+        key = ("trw_blocks", s.rho, s.forests, s.max_table if method.junction_tree else None)
         if key not in data.cache:
             picks = np.array([self.junction_tree_plan(g) is None for g in data.graphs],
                              dtype=bool)

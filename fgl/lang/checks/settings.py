@@ -6,7 +6,7 @@ from __future__ import annotations
 from fgl.lang.ast import Loc, Setting
 from fgl.lang.checks.base import CheckerBase
 from fgl.lang.checks.text import did_you_mean, loc_of, show
-from fgl.lang.settings import INFER_METHODS, block_settings
+from fgl.lang.settings import block_settings, infer_methods
 
 MAX_WHOLE = 2**31 - 1   # the largest whole-number setting (engines count in machine integers)
 
@@ -18,10 +18,11 @@ class SettingChecks(CheckerBase):
         if self.spec.infer_method is None:
             return
         method, loc = self.spec.infer_method
-        if method not in INFER_METHODS:
+        methods = infer_methods()
+        if method not in methods:
             self.error(loc_of(method, loc),
                        f"unknown inference method '{method}'; expected one of: "
-                       f"{', '.join(INFER_METHODS)}{did_you_mean(method, INFER_METHODS)}")
+                       f"{', '.join(methods)}{did_you_mean(method, methods)}")
             return
         self.check_settings(self.spec.infer, f"infer {method}", f"infer {method}")
 

@@ -12,7 +12,7 @@ one generic check, every setting the chosen one does not read.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
@@ -49,23 +49,26 @@ class RunContext(Protocol):
     def checkpointer(self, model: "Model") -> Callable[["TrainingState", bool], None] | None: ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Trainer:
     """One training method.
 
-    ``reads``: the train settings it reads besides ``READ_BY_ALL``; any
+    ``options``: its options class (``fgl.learn.trainer_options``), whose
+    fields are the train settings it ``reads`` besides ``READ_BY_ALL``; any
     other in the spec (or overridden by the caller) is refused at the
     setting, unless ``accepts`` holds it at that value (an override also
-    when ``overrides_read`` names it).  ``engines``: the
+    when the options' ``BOUNDS`` map it to an option: ``overrides_read``).
+    ``name``: the options' ``NAME`` (`trainer = NAME`) unless given (a
+    trainer the spec's shape chooses, sharing or without a name).  ``engines``: the
     engines (``fgl.registry``) it trains, None for all.  ``check_spec``
     refuses, at its location, a spec the method cannot train (beyond its
     engine).  ``fit(run, model, data)`` trains; ``summary(log)`` is the
     command line's closing line about it."""
 
-    name: str
+    name: str = ""
     title: str                      # what it is, with the paper it follows
     chosen_when: str                # which spec runs it
-    reads: tuple[str, ...]
+    options: type
     fit: Callable[["RunContext", "Model", Any], Fitted]
     summary: Callable[["TrainingLog"], str]
     progress_line: Callable[[dict], str]
@@ -76,14 +79,25 @@ class Trainer:
     partial_labels: bool = False    # trains on data with unlabelled nodes
     accepts: tuple[tuple[str, object], ...] = ()   # unread settings allowed at one value
     hint: str = ""                  # why it reads no more (added to a refusal)
-    overrides_read: tuple[str, ...] = ()   # overrides it reads beyond ``reads``
     override_hint: str = ""         # added to a refusal of overrides
     check_spec: Callable[[ast.Spec, "Engine", str], None] | None = None  # (spec, engine, why)
     kernels: str | None = "train"   # which kernels it compiles on a first run (train, tag)
 
     def __post_init__(self) -> None:
+        if not self.name:
+            object.__setattr__(self, "name", self.options.NAME)
         if not self.display:
             object.__setattr__(self, "display", f"trainer {self.name}")
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """The train settings it reads besides ``READ_BY_ALL``: its options."""
+        return tuple(f.name for f in fields(self.options))
+
+    @property
+    def overrides_read(self) -> tuple[str, ...]:
+        """Overrides it reads beyond ``reads`` (its options' ``BOUNDS``)."""
+        return tuple(self.options.BOUNDS)
 
     @property
     def distributed(self) -> bool:

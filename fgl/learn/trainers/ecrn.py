@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from fgl.compile.frontend import loc_error
 from fgl.lang import ast
+from fgl.learn.trainer_options import ECRNOptions
 from fgl.learn.trainers.base import Fitted, RunContext, Trainer
 
 if TYPE_CHECKING:
@@ -60,12 +61,12 @@ def _progress_line(row: dict) -> str:
 
 
 ECRN = Trainer(
-    name="ecrn",
     title="the empirical co-occurrence rate network (Zhu et al., eq. 5): weights set in one "
           "pass to log relative frequencies p(y | a) and co-occurrence rates CR(y'; y | a), "
           "decoded by the chain Viterbi",
     chosen_when="`trainer = ecrn`; first-order chain models only",
-    reads=(), fit=_fit, summary=_summary, progress_line=_progress_line, engines=("chain",),
+    options=ECRNOptions, fit=_fit, summary=_summary, progress_line=_progress_line,
+    engines=("chain",),
     hint=" (it counts relative frequencies in one pass)",
     override_hint=": it counts relative frequencies in one pass, nothing is optimised",
     check_spec=check_spec, kernels=None)

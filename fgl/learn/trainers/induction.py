@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from fgl.errors import SpecError
 from fgl.lang import ast
 from fgl.lang.settings import resolve_train
+from fgl.learn.trainer_options import InductionOptions
 from fgl.learn.trainers.base import Fitted, RunContext, Trainer
 from fgl.learn.trainers.lbfgs import iteration_line, run_summary
 
@@ -59,8 +60,7 @@ INDUCTION = Trainer(
     title="feature induction (McCallum 2003): rounds of scoring candidate conjunctions by "
           "their likelihood gain, adding the best and retraining by L-BFGS",
     chosen_when="a template marked (induce = k) holds its candidate tests",
-    reads=("sigma", "max_iter", "tol", "induce_rounds", "induce_per_round", "induce_min_gain",
-           "induce_iter", "induce_pool", "induce_transitions", "induce_margin"),
+    options=InductionOptions,
     fit=_fit, summary=run_summary, progress_line=_progress_line, engines=("chain",),
     accepts=(("objective", "likelihood"), ("bp_start", "cold"), ("l1", 0), ("l1", 0.0)),
     hint=f" ({_ALONE})", override_hint=f" ({_ALONE})",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from fgl.learn.trainer_options import LBFGSOptions
 from fgl.learn.trainers.base import Fitted, RunContext, Trainer
 
 if TYPE_CHECKING:
@@ -57,25 +58,23 @@ def iteration_line(row: dict) -> str:
 
 def run_summary(log: "TrainingLog") -> str:
     """The closing line's account of an L-BFGS run."""
-    return (f"{len(log.iterations)} iterations, {log.evaluations} evaluations, objective "
-            f"{log.objective:.6g} ({log.message})")
+    return (f"{len(log.iterations)} iterations, {log.evaluations} evaluations, "
+            f"{len(log.recoveries)} line-search recoveries, objective {log.objective:.6g} "
+            f"({log.message})")
 
-
-_READS = ("sigma", "max_iter", "tol", "objective", "bp_start")
 
 LBFGS = Trainer(
-    name="lbfgs", display="trainer lbfgs (the default)",
+    display="trainer lbfgs (the default)",
     title="maximum likelihood (or the `objective`) by L-BFGS (Nocedal & Wright 2006 §7.2; "
           "Sutton & McCallum §1.4.5), with recoveries from failed line searches",
     chosen_when="the default (`trainer = lbfgs`), l1 = 0",
-    reads=_READS, fit=fit_lbfgs, fit_objective=fit_objective, summary=run_summary,
-    progress_line=iteration_line, checkpoints=True, partial_labels=True,
-    accepts=(("l1", 0), ("l1", 0.0)))
+    options=LBFGSOptions, fit=fit_lbfgs, fit_objective=fit_objective, summary=run_summary,
+    progress_line=iteration_line, checkpoints=True, partial_labels=True)
 
 OWLQN = Trainer(
     name="owlqn",
     title="L1-penalised likelihood (the elastic net with sigma) by OWL-QN (Andrew & Gao "
           "2007): many weights exactly 0",
     chosen_when="`trainer = lbfgs` (the default) with l1 > 0",
-    reads=(*_READS, "l1"), fit=fit_lbfgs, fit_objective=fit_objective, summary=run_summary,
+    options=LBFGSOptions, fit=fit_lbfgs, fit_objective=fit_objective, summary=run_summary,
     progress_line=iteration_line, checkpoints=True, partial_labels=True)

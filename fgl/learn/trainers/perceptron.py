@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from fgl.learn.trainer_options import PerceptronOptions
 from fgl.learn.trainers.base import Fitted, RunContext, Trainer
 
 if TYPE_CHECKING:
@@ -28,13 +29,11 @@ def _progress_line(row: dict) -> str:
 
 
 PERCEPTRON = Trainer(
-    name="perceptron",
     title="the averaged structured perceptron over the engine's MAP decoding (Collins 2002 "
           "Fig. 1, §2.5)",
     chosen_when="`trainer = perceptron`",
-    reads=("epochs", "batch"), fit=_fit, summary=_summary, progress_line=_progress_line,
+    options=PerceptronOptions, fit=_fit, summary=_summary, progress_line=_progress_line,
     accepts=(("objective", "likelihood"), ("l1", 0), ("l1", 0.0)),
-    overrides_read=("max_iter",),
     hint=" (it runs `epochs` passes and has no prior)",
     override_hint=" (L-BFGS settings); --max-iter (max_iter) bounds its epochs and "
                   "--time-limit its time",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from fgl.learn.trainer_options import SGDOptions
 from fgl.learn.trainers.base import Fitted, RunContext, Trainer
 
 if TYPE_CHECKING:
@@ -46,15 +47,13 @@ def _progress_line(row: dict) -> str:
 
 
 SGD = Trainer(
-    name="sgd",
     title="the L2-regularised likelihood by stochastic gradient descent, a step per run of "
           "`batch` instances, the rate calibrated on a sample or given (Bottou 2012 §5; "
           "Vishwanathan et al. 2006 §2; CRFsuite's l2sgd)",
     chosen_when="`trainer = sgd`",
-    reads=("sigma", "epochs", "batch", "learning_rate", "period", "delta"), fit=_fit,
+    options=SGDOptions, fit=_fit,
     summary=_summary, progress_line=_progress_line, checkpoints=True,
     accepts=(("objective", "likelihood"), ("l1", 0), ("l1", 0.0), ("bp_start", "cold")),
-    overrides_read=("max_iter",),
     hint=" (it runs `epochs` passes, stopping by `period` and `delta`, with the L2 prior "
          "only; BP starts each instance from its previous pass)",
     override_hint=" (L-BFGS settings); --max-iter (max_iter) bounds its epochs and "
