@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from fgl.features.observations import ObservationCompiler, TemplateAttributes, s
 from fgl.lang import ast
 from fgl.lang.aggregates import needs_documents
 
+FACTOR_CHUNK = 512   # factors whose attribute lists live at once while unrolling
 SAMPLE_FACTORS = 1000  # factors per template whose attributes Unroller.census reads
 
 
@@ -142,9 +143,14 @@ class Unroller:
 
     def factors(self, inst: Instance) -> list[tuple[int, list[int], list[tuple[str, float]]]]:
         """Every factor of an instance: (template, variables, attributes)."""
+        return [f for chunk in self.factor_chunks(inst) for f in chunk]
+
+    def factor_chunks(self, inst: Instance
+                      ) -> Iterator[list[tuple[int, list[int], list[tuple[str, float]]]]]:
+        """``factors(inst)`` a part at a time, in order: a sentence's factors
+        of a chain template, up to ``FACTOR_CHUNK`` of a pair or node template."""
         inst = self.with_aggregates(inst)
         var, n = self.var_index(inst)
-        out = []
         for ti, tpl in enumerate(self.spec.templates):
             refs = variables(tpl)
             layer_of = [self.layer_index[var] for var, _, _ in refs]
@@ -152,19 +158,22 @@ class Unroller:
                 for a, b in zip(inst.bounds, inst.bounds[1:]):
                     sent_cols = {k: v[a:b] for k, v in inst.cols.items()}
                     attrs = self.attributes.evaluate(ti, sent_cols, b - a, None)
+                    out = []
                     for t in range(b - a):
                         pos = [t + off for _, off, _ in refs]
                         if min(pos) < 0 or max(pos) >= b - a:
                             continue
                         out.append((ti, [int(var[li, a + p]) for li, p in zip(layer_of, pos)],
                                     attrs[t]))
+                    yield out
                 continue
             spans = self.pairs(tpl, inst)
-            attrs = self.attributes.evaluate(ti, inst.cols, n, spans)
-            for (i, j), items in zip(spans, attrs):
-                ends = [i if index in ("i", "a") else j for _, _, index in refs]
-                out.append((ti, [int(var[li, p]) for li, p in zip(layer_of, ends)], items))
-        return out
+            for lo in range(0, len(spans), FACTOR_CHUNK):
+                part = spans[lo:lo + FACTOR_CHUNK]
+                attrs = self.attributes.evaluate(ti, inst.cols, n, part)
+                yield [(ti, [int(var[li, i if index in ("i", "a") else j])
+                             for li, (_, _, index) in zip(layer_of, refs)], items)
+                       for (i, j), items in zip(part, attrs)]
 
     def pairs(self, tpl: ast.Template, inst: Instance) -> list[tuple[int, int]]:
         """The pairs a pair (or graph) template links on ``inst``: within
@@ -181,25 +190,21 @@ class Unroller:
 
     def unroll(self, inst: Instance, keys: "AttributeKeys") -> "UnrolledFactors":
         """``factors(inst)`` in array form, its attribute keys numbered by
-        ``keys``: the Python lists of one instance live only while it is
-        unrolled (150 CoNLL-2002 articles with skip cliques, 1.3 million
-        attribute items: 198 MB as lists, 11 MB as arrays; tracemalloc)."""
-        factors = self.factors(inst)
-        widths = np.fromiter((len(vs) for _, vs, _ in factors), np.int64, len(factors))
-        lengths = np.fromiter((len(items) for _, _, items in factors), np.int64, len(factors))
-        var_ptr = np.zeros(len(factors) + 1, dtype=np.int64)
+        ``keys``, a chunk at a time (``factor_chunks``): the Python lists of
+        one chunk live only while it is turned into arrays (150 CoNLL-2002
+        articles with skip cliques, 1.3 million attribute items: 198 MB as
+        lists, 11 MB as arrays; tracemalloc)."""
+        parts = [_chunk_arrays(chunk, keys) for chunk in self.factor_chunks(inst)]
+        template, widths, var, lengths, key, value = (
+            np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, dtype)
+            for k, dtype in enumerate((np.int64, np.int64, np.int64, np.int64, np.int32,
+                                       np.float64)))
+        var_ptr = np.zeros(len(template) + 1, dtype=np.int64)
         np.cumsum(widths, out=var_ptr[1:])
-        item_ptr = np.zeros(len(factors) + 1, dtype=np.int64)
+        item_ptr = np.zeros(len(template) + 1, dtype=np.int64)
         np.cumsum(lengths, out=item_ptr[1:])
-        n = int(item_ptr[-1])
-        value = np.fromiter((v for _, _, items in factors for _, v in items), np.float64, n)
-        return UnrolledFactors(
-            np.fromiter((ti for ti, _, _ in factors), np.int64, len(factors)), var_ptr,
-            np.fromiter((v for _, vs, _ in factors for v in vs), np.int64, int(var_ptr[-1])),
-            item_ptr,
-            np.fromiter((keys.number(ti, key) for ti, _, items in factors for key, _ in items),
-                        np.int32, n),
-            unit_ones(n) if (value == 1.0).all() else value)
+        return UnrolledFactors(template, var_ptr, var, item_ptr, key,
+                               unit_ones(len(value)) if (value == 1.0).all() else value)
 
     def census(self, instances: list[Instance]) -> GraphCounts:
         """What ``factors`` would make, without making it: each template's
@@ -240,6 +245,22 @@ class Unroller:
         if len(self.spec.outputs) == 1:
             index["y"] = 0
         return index
+
+
+def _chunk_arrays(factors: list[tuple[int, list[int], list[tuple[str, float]]]],
+                  keys: "AttributeKeys") -> tuple[np.ndarray, ...]:
+    """A chunk of factors as arrays: templates, widths, variables, item
+    counts, attribute keys (numbered by ``keys``) and values."""
+    F = len(factors)
+    lengths = np.fromiter((len(items) for _, _, items in factors), np.int64, F)
+    widths = np.fromiter((len(vs) for _, vs, _ in factors), np.int64, F)
+    n = int(lengths.sum())
+    return (np.fromiter((ti for ti, _, _ in factors), np.int64, F), widths,
+            np.fromiter((v for _, vs, _ in factors for v in vs), np.int64, int(widths.sum())),
+            lengths,
+            np.fromiter((keys.number(ti, key) for ti, _, items in factors for key, _ in items),
+                        np.int32, n),
+            np.fromiter((v for _, _, items in factors for _, v in items), np.float64, n))
 
 
 @dataclass
