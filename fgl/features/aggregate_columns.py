@@ -62,21 +62,26 @@ class AggregateColumn:
         # a position's attributes share these strings instead of joining new ones per node
         self.keys = [name if text is None else f"{name}={text}" for name, text in self.names]
 
-    def items(self, p: int) -> list[Item]:
-        """Position p's items as (attribute key, None, value)."""
-        keys = self.keys
+    def items(self, p: int, keyed: bool = True) -> list[Item]:
+        """Position p's items as (attribute key, None, value), or (``keyed``
+        False: for a conjunction, which joins names and texts apart) as
+        (name, text, value)."""
         lo, hi = int(self.ptr[p]), int(self.ptr[p + 1])
-        return [(keys[k], None, v) for k, v in zip(self.idx[lo:hi].tolist(),
-                                                   self.val[lo:hi].tolist())]
+        ids, vals = self.idx[lo:hi].tolist(), self.val[lo:hi].tolist()
+        if not keyed:
+            return [(*self.names[k], v) for k, v in zip(ids, vals)]
+        keys = self.keys
+        return [(keys[k], None, v) for k, v in zip(ids, vals)]
 
     @property
     def nbytes(self) -> int:
         return self.ptr.nbytes + self.idx.nbytes + self.val.nbytes + self.linked.nbytes
 
 
-def aggregate_evaluator(agg: ast.Aggregate) -> Callable:
+def aggregate_evaluator(agg: ast.Aggregate, keyed: bool = True) -> Callable:
     """The evaluator of an aggregate: its items at every position, or on a
-    pair (i, j) / (a, b) at its first end, read off the instance's column."""
+    pair (i, j) / (a, b) at its first end, read off the instance's column
+    (``AggregateColumn.items``: ``keyed`` or not)."""
     key = aggregate_key(agg)
 
     def evaluate(cols: dict[str, list], T: int, spans) -> list[list[Item]]:
@@ -87,6 +92,6 @@ def aggregate_evaluator(agg: ast.Aggregate) -> Callable:
                             "models); train it on one machine",
                             agg.loc.file, agg.loc.line, agg.loc.col)
         if spans is None:
-            return [column.items(p) for p in range(T)]
-        return [column.items(u) for u, _ in spans]
+            return [column.items(p, keyed) for p in range(T)]
+        return [column.items(u, keyed) for u, _ in spans]
     return evaluate

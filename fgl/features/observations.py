@@ -74,13 +74,24 @@ class ObservationCompiler(SpecContext):
         if isinstance(expr, ast.Call):
             return self._call(expr)
         if isinstance(expr, ast.Conj):
-            parts = [self.compile(p) for p in expr.parts]
+            parts = [self._conjoined(p) for p in expr.parts]
             return lambda cols, T, spans: _conjoin([p(cols, T, spans) for p in parts])
         if isinstance(expr, ast.Disj):
             parts = [self.compile(p) for p in expr.parts]
             return lambda cols, T, spans: [sum(rows, []) for rows in
                                            zip(*(p(cols, T, spans) for p in parts))]
         raise TypeError(f"not an observation expression: {expr!r}")
+
+    def _conjoined(self, expr: ast.ObsExpr) -> Evaluator:
+        """A part of a conjunction: an aggregate's items keep their name and
+        text apart, as the conjunction joins names and texts separately."""
+        seen: set[str] = set()
+        while isinstance(expr, ast.NameRef) and expr.name in self.named and expr.name not in seen:
+            seen.add(expr.name)
+            expr = self.named[expr.name].expr
+        if isinstance(expr, ast.Aggregate):
+            return aggregate_evaluator(expr, keyed=False)
+        return self.compile(expr)
 
     def _column(self, ref: ast.ColumnRef) -> Evaluator:
         name, kind = ref.column, self.kinds[ref.column]

@@ -281,3 +281,23 @@ def test_hops_that_link_too_many_pairs_are_refused_at_the_aggregate(monkeypatch)
         node_features(f"any(tokens(words[b]) over {LINKS['both']}, hops = 2)", ring)
     e = info.value
     assert (e.line, e.col) == (4, 23) and "with hops = 2 links more than 10 pairs" in e.message
+
+
+def test_a_conjunction_with_an_aggregate_joins_names_and_texts_and_multiplies_values():
+    graph = {"nodes": [{"id": "p", "words": "ab", "x": 1.0}, {"id": "q", "words": "cd", "x": 2.0},
+                       {"id": "r", "words": "cd", "x": 3.0}],
+             "edges": [{"source": "p", "target": "q", "type": "c"},
+                       {"source": "p", "target": "r", "type": "c"}]}
+    spec = validate(parse_spec("input graph\ncolumns words, x:number, y\noutput y\n"
+                               "obs cited = count(tokens(words[b]) over edge(a, b, \"c\"))\n"
+                               "template node: y[a] ~ cited & tokens(words[a]), "
+                               "tokens(words[a]) & sum(value(x[b]) over edge(a, b, \"c\"))\n",
+                               "g.fgl"))
+    inst = group_instances(spec, [graph_instance(graph, spec)], with_gold=False)[0]
+    attributes = TemplateAttributes(spec)
+    Aggregator(spec, attributes.observations).complete(inst.cols, inst.bounds, inst.edges)
+    rows = attributes.evaluate(0, inst.cols, inst.size, [(a, a) for a in range(inst.size)])
+    assert dict(rows[0]) == {
+        "count(tokens(words[b]) over edge(a,b,'c'))&tokens(words[a])=cd|ab": 2.0,
+        "tokens(words[a])&sum(x[b] over edge(a,b,'c'))=ab|": 5.0}
+    assert rows[1] == rows[2] == []
