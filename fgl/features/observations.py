@@ -74,7 +74,7 @@ class ObservationCompiler(SpecContext):
         if isinstance(expr, ast.Call):
             return self._call(expr)
         if isinstance(expr, ast.Conj):
-            parts = [self._conjoined(p) for p in expr.parts]
+            parts = [self._inner(p) for p in expr.parts]
             return lambda cols, T, spans: _conjoin([p(cols, T, spans) for p in parts])
         if isinstance(expr, ast.Disj):
             parts = [self.compile(p) for p in expr.parts]
@@ -82,9 +82,10 @@ class ObservationCompiler(SpecContext):
                                            zip(*(p(cols, T, spans) for p in parts))]
         raise TypeError(f"not an observation expression: {expr!r}")
 
-    def _conjoined(self, expr: ast.ObsExpr) -> Evaluator:
-        """A part of a conjunction: an aggregate's items keep their name and
-        text apart, as the conjunction joins names and texts separately."""
+    def _inner(self, expr: ast.ObsExpr) -> Evaluator:
+        """An expression read inside another (a conjunction's part, a
+        call's argument): an aggregate's items keep their name and text
+        apart, which the outer one joins or rewrites."""
         seen: set[str] = set()
         while isinstance(expr, ast.NameRef) and expr.name in self.named and expr.name not in seen:
             seen.add(expr.name)
@@ -161,7 +162,7 @@ class ObservationCompiler(SpecContext):
             return _kept(*self._slots(call))
         if func == "zip":
             return _zipped([self._slots(p) for p in call.arg.parts])
-        inner = self.compile(call.arg)
+        inner = self._inner(call.arg)
         tag = call_tag(call)
         if func == "value":
             return inner

@@ -301,3 +301,11 @@ def test_a_conjunction_with_an_aggregate_joins_names_and_texts_and_multiplies_va
         "count(tokens(words[b]) over edge(a,b,'c'))&tokens(words[a])=cd|ab": 2.0,
         "tokens(words[a])&sum(x[b] over edge(a,b,'c'))=ab|": 5.0}
     assert rows[1] == rows[2] == []
+
+
+def test_a_text_builtin_rewrites_an_aggregates_texts():
+    graph = {"nodes": [{"id": "p", "words": "x", "x": 0.0},
+                       {"id": "q", "words": "Ab CD", "x": 0.0}],
+             "edges": [{"source": "p", "target": "q", "type": "c"}]}
+    got = node_features('lower(any(tokens(words[b]) over edge(a, b, "c")))', graph)
+    assert got == [{"ab": 1.0, "cd": 1.0}, {}]
