@@ -23,6 +23,8 @@ SEGMENT_RISE = 1.2   # segment variables sit this far above their tokens
 UNARY_COLUMNS = 4    # a variable's unary factors: a grid this many wide, rows going down
 UNARY_GAP = 0.24     # between the squares of that grid
 WORD_DROP = 0.8      # a word hangs this far below its variable (further under many unaries)
+NODE_GAP = 1.1       # graph nodes at least this far apart (the spring layout packs a chain)
+MAX_SPREAD = 60      # ... in graphs of at most this many nodes (larger ones: the layout's scale)
 KINDS = ("unary", "pairwise", "long-range pair", "graph edge", "higher-order",
          "not in this picture")   # the kinds of template a legend groups, in order
 
@@ -220,6 +222,9 @@ def graph_variables(node_ids: list[str], edges: list[tuple[int, int]], layers: l
     g.add_edges_from(edges)
     pos = nx.spring_layout(g, seed=7, k=1.5 / math.sqrt(max(n, 1))) if n > 1 else {0: (0, 0)}
     scale = 0.9 * math.sqrt(max(n, 1)) + 0.6
+    closest = min((math.dist(pos[a], pos[b]) for a in range(n) for b in range(a + 1, n)),
+                  default=1.0)
+    scale = max(scale, NODE_GAP / max(closest, 1e-9)) if n <= MAX_SPREAD else scale
     xs = {p: float(pos[p][0]) * scale for p in range(n)}
     ys = {p: float(pos[p][1]) * scale for p in range(n)}
     height = 2 * scale + 2 * UNARY_DROP + 1
