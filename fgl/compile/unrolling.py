@@ -28,7 +28,7 @@ from fgl.features.observations import ObservationCompiler, TemplateAttributes, s
 from fgl.lang import ast
 from fgl.lang.aggregates import needs_documents
 
-FACTOR_CHUNK = 512   # factors whose attribute lists live at once while unrolling
+FACTOR_CHUNK = 128   # factors whose attribute lists live at once while unrolling
 SAMPLE_FACTORS = 1000  # factors per template whose attributes Unroller.census reads
 
 
