@@ -270,6 +270,8 @@ class CRF:
         short way, from the dicts to the model's attribute rows
         (``FeatureDictSpec.encode``: 8 times faster than text rows the
         spec's observations read back)."""
+        from fgl.engines.first_run import note_first_compile
+        note_first_compile(self.engine.engine, "tag")   # (inference compiles its kernels once)
         if self.feature_dicts is not None and sentences and sentences[0].file == DICTS_SOURCE:
             return self.feature_dicts.encode([(s.doc, s.rows) for s in sentences], model.vocabs)
         return model.encode(sentences, jobs=self.jobs)

@@ -198,7 +198,7 @@ class TrainingRun:
     def _begin(self, model: Model) -> None:
         if self.verbose:
             print(self.plan(), file=sys.stderr)
-        if self.verbose and self.trainer.kernels:   # a first run compiles the kernels: say so
+        if self.trainer.kernels:   # a first run compiles the kernels: say so (verbose or not)
             from fgl.engines.first_run import note_first_compile
             note_first_compile(self.choice.engine, self.trainer.kernels)
         self.stop_reason, self.started, self._start = None, True, time.perf_counter()

@@ -34,8 +34,9 @@ def test_the_note_needs_a_cold_cache_and_a_terminal_and_comes_once(monkeypatch):
     assert not first_run.note_first_compile(chain, "tag", io.StringIO())   # a log: no note
     term = Terminal()
     assert first_run.note_first_compile(chain, "tag", term)
-    assert term.getvalue() == ("fgl: compiling fgl's kernels for this machine, once: ~5 s (the "
-                               "chain engine's tagging; later runs load them from numba's "
+    seconds = first_run.kernels_of(chain, "tag").seconds
+    assert term.getvalue() == (f"fgl: compiling fgl's kernels for this machine, once: ~{seconds} s "
+                               "(the chain engine's tagging; later runs load them from numba's "
                                "cache)\n")
     assert not first_run.note_first_compile(chain, "tag", term)          # once per process
     monkeypatch.setattr(first_run, "is_cold", lambda engine, task: False)
@@ -51,7 +52,7 @@ def test_every_engine_and_task_names_cached_kernels():
                 index = first_run.cache_index(getattr(importlib.import_module(kernels.module),
                                                       name))
                 assert index is not None and index.suffix == ".nbi", (engine.name, task, name)
-            assert 0 < kernels.seconds <= 60   # (the longest: a skip chain: TRW, junction trees)
+            assert 0 < kernels.seconds <= 90   # (the longest: a skip chain: TRW, junction trees)
 
 
 def run_on_a_terminal(argv: list[str], env: dict) -> str:
@@ -88,7 +89,8 @@ def test_a_cold_cache_is_noted_on_the_first_tagging_only(tmp_path):
         "True True\n"
     argv = ["tag", str(tmp_path / "m.fglm"), str(tmp_path / "test.txt")]
     first = run_on_a_terminal(argv, env)
-    assert first.count("compiling fgl's kernels for this machine, once: ~5 s") == 1, first
+    seconds = first_run.kernels_of(registry.by_name("chain"), "tag").seconds
+    assert first.count(f"compiling fgl's kernels for this machine, once: ~{seconds} s") == 1, first
     assert subprocess.run(check, env=env, capture_output=True, text=True).stdout == \
         "False True\n"                                   # tagging's kernels are cached now
     assert "compiling" not in run_on_a_terminal(argv, env)
