@@ -32,6 +32,11 @@ class TrainingError(FglError):
     """Training that ended without usable weights (a non-finite objective)."""
 
 
+class IterationLimitWarning(UserWarning):
+    """Training stopped at its iteration limit (``max_iter``) before its
+    convergence rule held: the weights are usable, not the optimum."""
+
+
 class DataError(FglError):
     """A mistake in a data file, located at ``file:line``."""
 

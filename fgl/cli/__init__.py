@@ -16,7 +16,7 @@ import sys
 import warnings
 
 from fgl import __version__
-from fgl.errors import FglError, TrainingError, shorten
+from fgl.errors import FglError, IterationLimitWarning, TrainingError, shorten
 from fgl.io.conll import ShortLineWarning
 from fgl.lang.lexicons import lexicon_folders
 from fgl.stopping import Interrupted
@@ -60,8 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """Data warnings (--short-lines) as one plain line on stderr."""
-    if issubclass(category, ShortLineWarning):
+    """Data warnings (--short-lines) and a training run's stop at its
+    iteration limit as one plain line on stderr."""
+    if issubclass(category, IterationLimitWarning):
+        print(f"fgl: warning: {message}", file=sys.stderr)
+    elif issubclass(category, ShortLineWarning):
         if str(message) not in _shown:  # a file streamed twice warns once
             _shown.add(str(message))
             print(f"fgl: warning: {message}", file=sys.stderr)
@@ -216,6 +219,7 @@ def _run(args: argparse.Namespace) -> int:
         with warnings.catch_warnings(), _memory_budget(getattr(args, "max_memory", None)), \
                 lexicon_folders(getattr(args, "lexicon_path", None) or ()):
             warnings.simplefilter("always", ShortLineWarning)
+            warnings.simplefilter("always", IterationLimitWarning)
             warnings.showwarning = _show_warning
             _cap_jobs(args)
             try:

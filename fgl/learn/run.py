@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fgl import registry
-from fgl.errors import FglError, SpecError, TrainingError
+from fgl.errors import FglError, IterationLimitWarning, SpecError, TrainingError
 from fgl.lang import ast
 from fgl.lang.overrides import OVERRIDES
 from fgl.lang.settings import TrainSettings
@@ -28,6 +28,10 @@ from fgl.learn.learner import TrainingLog
 from fgl.learn.trainers import choose, setting_errors
 from fgl.learn.trainers.base import Fitted
 from fgl.model import Model
+
+# how L-BFGS and OWL-QN begin the message of a run they stopped at max_iter
+# (fgl.learn.lbfgs, fgl.learn.owlqn)
+ITERATION_LIMIT = "reached the iteration limit"
 
 
 class TrainingRun:
@@ -208,6 +212,16 @@ class TrainingRun:
             raise TrainingError(f"training diverged: the objective became {log.objective} "
                                 f"after {len(log.iterations)} iterations ({log.message}); "
                                 "no model kept — check the data's numbers and the sigma")
+        if not log.converged and log.message.startswith(ITERATION_LIMIT):
+            import re
+            import warnings
+            limit = re.search(r"\((\d+)\)", log.message)
+            n = int(limit.group(1)) if limit else len(log.iterations)
+            warnings.warn(IterationLimitWarning(
+                f"training stopped at the iteration limit (max_iter = {n}) before its "
+                f"convergence rule held: the weights are usable but not the optimum; raise it "
+                f"(`train {{ max_iter = {4 * n} }}` in the spec, --max-iter {4 * n}, or "
+                f"max_iter={4 * n} in Python) or loosen `tol`"), stacklevel=2)
         return model, weights, log
 
     def _print(self, row: dict) -> None:

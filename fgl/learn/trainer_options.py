@@ -46,7 +46,8 @@ def _sigma() -> Any:
 
 
 def _max_iter() -> Any:
-    return option(200, whole_number(1), "the most L-BFGS iterations")
+    return option(1000, whole_number(1), "the most L-BFGS iterations (a run stopped there, "
+                                         "unconverged, warns)")
 
 
 def _tol() -> Any:

@@ -113,7 +113,7 @@ def test_docs_settings_md_is_the_rendered_table_and_trainers():
 
 def test_train_defaults():
     s = resolve_train(spec())
-    assert (s.sigma, s.max_iter, s.tol, s.jobs) == (10.0, 200, 1e-5, 0)
+    assert (s.sigma, s.max_iter, s.tol, s.jobs) == (10.0, 1000, 1e-5, 0)
     assert (s.objective, s.bp_start, s.trainer, s.epochs, s.batch, s.l1, s.min_count) == (
         "likelihood", "auto", "lbfgs", 10, 1, 0.0, 1)
     assert s.induction == InductionSettings(rounds=10, per_round=1000, min_gain=5.0,
