@@ -226,52 +226,43 @@ def resolve_train(spec: ast.Spec, overrides: Overrides | Mapping[str, object] | 
 class InferSettings:
     """The inference method and its settings in effect (``resolve_infer``):
     ``settings.KEY`` is the value of the method's setting KEY, None for a
-    setting of another method (``fgl.engines.graph.inference``)."""
-
-    __slots__ = ("method", "_values")
+    setting of another method (``fgl.engines.graph.inference``).  Every key
+    is a plain attribute: the engine reads them per instance."""
 
     def __init__(self, method: str, **values: object):
-        object.__setattr__(self, "method", method)
-        object.__setattr__(self, "_values", dict(values))
-
-    def __getattr__(self, key: str) -> object:
-        if key.startswith("_"):
-            raise AttributeError(key)
-        if key in self._values:
-            return self._values[key]
-        if any(key == s.key for m in inference_methods() for s in m.settings):
-            return None
-        raise AttributeError(f"no inference setting {key!r}")
+        known = dict.fromkeys(s.key for m in inference_methods() for s in m.settings)
+        self.__dict__.update(known, **values, method=method, _given=tuple(values))
 
     def __setattr__(self, key: str, value: object) -> None:
         raise AttributeError("InferSettings are frozen")
 
-    def __eq__(self, other: object) -> bool:
-        return (isinstance(other, InferSettings) and self.method == other.method
-                and self._values == other.values)
-
     def replace(self, **changes: object) -> InferSettings:
         """These settings with ``changes`` (as ``dataclasses.replace``)."""
-        return InferSettings(self.method, **{**self._values, **changes})
+        return InferSettings(self.method, **{**self.values, **changes})
 
     @property
     def values(self) -> dict[str, object]:
-        """Every setting given or defaulted, by key."""
-        return dict(self._values)
+        """The settings given or defaulted, by key."""
+        return {k: self.__dict__[k] for k in self._given}
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, InferSettings) and self.method == other.method
+                and self.values == other.values)
 
     def __hash__(self) -> int:
-        return hash((self.method, tuple(sorted(self._values.items()))))
+        return hash((self.method, tuple(sorted(self.values.items()))))
 
     def __repr__(self) -> str:
-        return f"InferSettings({self.method!r}, {self._values!r})"
+        return f"InferSettings({self.method!r}, {self.values!r})"
 
     def __reduce__(self) -> tuple:
-        return _infer_settings, (self.method, self._values)
+        return _infer_settings, (self.method, self.values)
 
     def items(self) -> list[tuple[str, object]]:
         """The method's settings in effect, in the order of the table."""
-        return [(k, self._values[k]) for k in block_settings(f"infer {self.method}")
-                if self._values.get(k) is not None]
+        values = self.values
+        return [(k, values[k]) for k in block_settings(f"infer {self.method}")
+                if values.get(k) is not None]
 
 
 def _infer_settings(method: str, values: dict) -> InferSettings:
