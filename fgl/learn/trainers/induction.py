@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from fgl.errors import SpecError
 from fgl.lang import ast
 from fgl.lang.settings import resolve_train
-from fgl.learn.trainer_options import InductionOptions
+from fgl.learn.trainer_options import InductionOptions, LBFGSOptions
 from fgl.learn.trainers.base import Fitted, RunContext, Trainer
 from fgl.learn.trainers.lbfgs import iteration_line, run_summary
 
@@ -33,7 +33,7 @@ def check_spec(spec: ast.Spec, engine: "Engine", reason: str) -> None:
     if engine.name not in INDUCTION.engines:
         raise SpecError("feature induction (`induce`) works on chain models; this spec runs "
                         f"on the {engine.name} engine", *where)
-    if resolve_train(spec).trainer != "lbfgs":
+    if resolve_train(spec).trainer != LBFGSOptions.NAME:
         raise SpecError(f"{_ALONE} with `induce`", *where)
 
 
