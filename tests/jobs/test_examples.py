@@ -86,6 +86,10 @@ RUNS: dict[str, tuple[list[str], str | None, list[str]]] = {
     "skip_chain_ner.py": (["--quick", "--corpus", "ned", "--pairs", "all"], "conll2002", [
         r"(?m)^linear\s+\d", r"(?m)^all/trp\s+\d", r"(?m)^all/trw\s+\d",
         r"all/trw - linear: overall F1"]),
+    "bench_mention_aggregates.py": (["--corpus", "ned", "--train-docs", "5", "--test-docs", "5",
+                                     "--max-iter", "5", "--sigma", "3"], "conll2002", [
+        r"(?m)^linear chain\s+[\d.]+\s+\d+", r"(?m)^chain \+ mentions\s+[\d.]+\s+\d+",
+        r"(?m)^\.\.\. own sigma 3\s+[\d.]+\s+\d+"]),
     "bench_skip_training.py": (["--quick", "--corpus", "announcements"], None, [
         r"(?m)^linear/lbfgs\s+[\d.]+\s+1\.00\s+10\s+\d+",
         r"(?m)^skip/lbfgs\s+[\d.]+\s+[\d.]+\s+10\s",
