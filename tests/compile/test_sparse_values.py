@@ -6,13 +6,16 @@ non-zeros, not with nodes x dimensions."""
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fgl.io.graphs import graph_instance
+from fgl.data.sparse_vector import SparseVector
+from fgl.errors import DataError
+from fgl.io.graphs import graph_instance, read_graphs
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 from fgl.learn.objective import Objective
@@ -132,3 +135,21 @@ def test_stored_attributes_grow_with_the_nonzeros_not_the_dimensions():
     assert small == large
     items = 300 * (1 + 4 + 1 + 1)   # bias, 4 non-zeros, the last dimension, x
     assert small[0] <= items and small[1] <= items
+
+
+def test_graph_files_read_vectors_sparsely_and_refuse_numbers_beyond_floats(tmp_path):
+    spec = validate(parse_spec(SPEC, "<test>"))
+    graph = random_graph(np.random.default_rng(1), 4, 9, 0.3)
+    path = tmp_path / "g.jsonl"
+    path.write_text(json.dumps(graph) + "\n")
+    read = read_graphs(path, spec)[0]
+    for row, node in zip(read.rows, graph["nodes"]):
+        v = row[0]
+        assert isinstance(v, SparseVector) and v.dim == 9
+        assert v.index.tolist() == [j for j, x in enumerate(node["v"]) if x != 0.0]
+        assert v.value.tolist() == [x for x in node["v"] if x != 0.0]
+    graph["nodes"][2]["v"][1] = 10**400
+    path.write_text(json.dumps(graph) + "\n")
+    with pytest.raises(DataError, match=r"g\.jsonl:1: node 'n2': attribute 'v' holds a number "
+                                         r"beyond 1e\+100"):
+        read_graphs(path, spec)
