@@ -36,6 +36,11 @@ RUNS: dict[str, tuple[list[str], str | None, list[str]]] = {
     "segment_models.py": (["--quick", "--max-iter", "5"], None, [
         r"(?m)^C1\s", r"(?m)^C3\s", r"(?m)^SC1\s", r"(?m)^SC2\s"]),
     "bench_high_order.py": (["--quick"], None, [r"Table 1", r"Table 2", r"max\|dlogZ\|"]),
+    "bench_nbest.py": (["--quick"], None, [
+        r"(?m)^first order \(\d+ forward states", r"(?m)^second order \(\d+ forward states",
+        r"(?m)^Viterbi \(predict\)\s+[\d.]+\s+1\.00x$",
+        r"(?m)^predict_probability\s+[\d.]+\s+[\d.]+x$",
+        r"(?m)^predict_nbest k=50\s+[\d.]+\s+[\d.]+x$"]),
     "bench_semimarkov.py": (["--quick"], None, [
         r"\(a\) maximum segment length", r"\(b\) segment-pattern order", r"\(c\) s/eval"]),
     "bench_dask.py": (["--quick"], None, [
