@@ -166,6 +166,7 @@ _NAMED: dict[str, type] = {o.NAME: o for o in (LBFGSOptions, SGDOptions, Percept
                                                 ECRNOptions)}
 # options of trainers chosen by the spec's shape rather than by name
 _CHOSEN_BY_SHAPE: dict[str, type] = {"feature induction": InductionOptions}
+DEFAULT_TRAINER = LBFGSOptions.NAME
 
 
 def register_trainer_options(name: str, options: type) -> None:
@@ -181,9 +182,6 @@ def unregister_trainer_options(name: str) -> None:
     if name == DEFAULT_TRAINER:
         raise ValueError("the default trainer stays")
     _NAMED.pop(name, None)
-
-
-DEFAULT_TRAINER = LBFGSOptions.NAME
 
 
 def trainer_names() -> tuple[str, ...]:
