@@ -105,6 +105,32 @@ def test_near_deterministic_beliefs_do_not_end_a_run_before_its_fixed_point(seed
                                atol=1e-8)
 
 
+@pytest.mark.parametrize("ruled_out", [5.0, 8.0])
+def test_a_sweep_that_multiplies_a_small_belief_has_not_converged(ruled_out):
+    """A warm start from messages that rule a value out (here: variable 2's
+    label 1, by ``ruled_out`` in each message) sees that value's belief grow
+    a hundred-fold in a sweep while it stays below 1e-6.  Weighting each
+    belief's log change by the belief itself counted that as a change of
+    2e-6, under a tol of 1e-4, and ended the run after one sweep: on 400
+    CoNLL-2003 skip-chain articles a warm-started article ended that way
+    4.7 below its bound (a value growing e^7-fold a sweep, dominant ten
+    sweeps later), and L-BFGS then failed its line searches.  Weighted by
+    the square root of the belief, the shift counts."""
+    g = FactorGraph.from_factors([2, 2, 2], [[0, 1], [1, 2], [0, 2], [0], [1], [2]])
+    log_pot = np.zeros(g.n_table)
+    log_pot[g.tab_ptr[5]:g.tab_ptr[6]] = [0.0, -15.0]   # (variable 2's unary factor)
+    start = np.zeros(int(g.msg_ptr[-1]))
+    for edge in (3, 5):   # (the messages of factors [1, 2] and [0, 2] into variable 2)
+        start[g.msg_ptr[edge] + 1] = -ruled_out
+    before = 1.0 / (1.0 + np.exp(15.0 + 2 * (2.0 / 3.0) * ruled_out))   # (ρ = 2/3 on a triangle)
+    one = trw(g, log_pot, tol=1e-4, max_iter=1, init=(start,))
+    after = one.var_flat[5]
+    assert after < 1e-6 and after / before > 100.0
+    assert not one.converged and one.residual >= 1e-4
+    done = trw(g, log_pot, tol=1e-4, max_iter=100, init=(start,))
+    assert done.converged and done.iterations > 1
+
+
 def test_the_reweighted_loopy_runs_converge_on_most_random_graphs():
     """The property tests above skip runs that do not converge; here, how
     many converge (sequential sweeps with adaptive damping) on graphs of
