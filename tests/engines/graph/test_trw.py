@@ -114,8 +114,9 @@ def test_a_sweep_that_multiplies_a_small_belief_has_not_converged(ruled_out):
     2e-6, under a tol of 1e-4, and ended the run after one sweep: on 400
     CoNLL-2003 skip-chain articles a warm-started article ended that way
     4.7 below its bound (a value growing e^7-fold a sweep, dominant ten
-    sweeps later), and L-BFGS then failed its line searches.  Weighted by
-    the square root of the belief, the shift counts."""
+    sweeps later), and L-BFGS then failed its line searches.  A belief
+    that grows by more than e^``GROWTH`` in a sweep is weighted by its square
+    root, and the shift counts."""
     g = FactorGraph.from_factors([2, 2, 2], [[0, 1], [1, 2], [0, 2], [0], [1], [2]])
     log_pot = np.zeros(g.n_table)
     log_pot[g.tab_ptr[5]:g.tab_ptr[6]] = [0.0, -15.0]   # (variable 2's unary factor)
