@@ -34,6 +34,20 @@ from fgl.model import Model
 ITERATION_LIMIT = "reached the iteration limit"
 
 
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside fgl, from the caller of
+    this function's caller: a warning then names the user's own line (the
+    ``fit`` call), not fgl's."""
+    import inspect
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = inspect.currentframe().f_back, 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 class TrainingRun:
     """A training run of ``spec`` on the engine ``choice`` with ``settings``.
 
@@ -221,7 +235,7 @@ class TrainingRun:
                 f"training stopped at the iteration limit (max_iter = {n}) before its "
                 f"convergence rule held: the weights are usable but not the optimum; raise it "
                 f"(`train {{ max_iter = {4 * n} }}` in the spec, --max-iter {4 * n}, or "
-                f"max_iter={4 * n} in Python) or loosen `tol`"), stacklevel=2)
+                f"max_iter={4 * n} in Python) or loosen `tol`"), stacklevel=_caller_level())
         return model, weights, log
 
     def _print(self, row: dict) -> None:
