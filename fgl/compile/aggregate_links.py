@@ -18,7 +18,7 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
-from fgl.compile.pairs import linked_pairs
+from fgl.compile.pairs import holds, linked_pairs
 from fgl.features.observations import ObservationCompiler
 from fgl.lang import ast
 
@@ -62,21 +62,9 @@ def _edge_links(link: list[ast.Predicate], cols: dict[str, list], n: int, edges:
     kept = sorted(pairs or ())
     for pred in link:
         if pred.kind != "edge" and kept:
-            kept = [pq for pq, ok in zip(kept, _holds(pred, cols, n, kept, obs)) if ok]
+            kept = [pq for pq, ok in zip(kept, holds(pred, cols, n, kept, obs)) if ok]
     return (np.array([p for p, _ in kept], dtype=np.int64),
             np.array([q for _, q in kept], dtype=np.int64))
-
-
-def _holds(pred: ast.Predicate, cols: dict[str, list], n: int, spans: list[tuple[int, int]],
-           obs: ObservationCompiler) -> list[bool]:
-    """Whether ``pred`` holds on each (a, b) span: a test gives an item, an
-    equality shares one, an inequality shares none."""
-    left = obs.compile(pred.left)(cols, n, spans)
-    if pred.kind == "test":
-        return [bool(items) for items in left]
-    right = obs.compile(pred.right)(cols, n, spans)
-    same = [bool({tx for _, tx, _ in x} & {tx for _, tx, _ in y}) for x, y in zip(left, right)]
-    return same if pred.kind == "eq" else [not s for s in same]
 
 
 def _mention_links(link: list[ast.Predicate], within: str, cols: dict[str, list],

@@ -43,8 +43,10 @@ def _ends(expr: ast.ObsExpr | None, named: dict[str, ast.ObsDef]) -> set[str]:
     return set().union(*(_ends(p, named) for p in expr.parts))
 
 
-def _holds(pred: ast.Predicate, cols: dict[str, list], n: int, spans: list[Pair],
-           obs: ObservationCompiler) -> list[bool]:
+def holds(pred: ast.Predicate, cols: dict[str, list], n: int, spans: list[Pair],
+          obs: ObservationCompiler) -> list[bool]:
+    """Whether ``pred`` holds on each (first, second) span: a test gives an
+    item, an equality shares one, an inequality shares none."""
     left = obs.compile(pred.left)(cols, n, spans)
     if pred.kind == "test":
         return [bool(items) for items in left]
@@ -82,8 +84,8 @@ class Candidates:
             if ok is None:
                 self.pair_tests.append(pred)
                 continue
-            for p, holds in enumerate(_holds(pred, cols, n, nodes, obs)):
-                ok[p] = ok[p] and holds
+            for p, passed in enumerate(holds(pred, cols, n, nodes, obs)):
+                ok[p] = ok[p] and passed
         self.by_first: dict[int, list[int]] | None = None
         self.keys: list[set[str]] | None = None
         self.seconds: list[int] | None = None   # (every pair) the second ends allowed
@@ -147,7 +149,7 @@ def _kept(tests: list[ast.Predicate], cols: dict[str, list], n: int, spans: list
     for pred in tests:
         if not spans:
             break
-        spans = [s for s, ok in zip(spans, _holds(pred, cols, n, spans, obs)) if ok]
+        spans = [s for s, ok in zip(spans, holds(pred, cols, n, spans, obs)) if ok]
     return spans
 
 
