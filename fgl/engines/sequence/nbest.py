@@ -48,6 +48,14 @@ def _better(sa, ca, ra, sb, cb, rb):
     return ra < rb
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _swap(hs, hc, hr, i, j):
+    """Exchange heap entries i and j."""
+    hs[i], hs[j] = hs[j], hs[i]
+    hc[i], hc[j] = hc[j], hc[i]
+    hr[i], hr[j] = hr[j], hr[i]
+
+
 @njit(cache=True, nogil=True)
 def _sift_down(hs, hc, hr, m, i):
     """Restore the heap (worst entry at the root) below position i of m."""
@@ -59,9 +67,7 @@ def _sift_down(hs, hc, hr, m, i):
             j += 1
         if not _better(hs[i], hc[i], hr[i], hs[j], hc[j], hr[j]):
             return
-        hs[i], hs[j] = hs[j], hs[i]
-        hc[i], hc[j] = hc[j], hc[i]
-        hr[i], hr[j] = hr[j], hr[i]
+        _swap(hs, hc, hr, i, j)
         i = j
 
 
@@ -77,9 +83,7 @@ def _offer(hs, hc, hr, m, k, x, c, r):
             parent = (i - 1) // 2
             if not _better(hs[parent], hc[parent], hr[parent], hs[i], hc[i], hr[i]):
                 break
-            hs[i], hs[parent] = hs[parent], hs[i]
-            hc[i], hc[parent] = hc[parent], hc[i]
-            hr[i], hr[parent] = hr[parent], hr[i]
+            _swap(hs, hc, hr, i, parent)
             i = parent
         return m + 1
     if not _better(x, c, r, hs[0], hc[0], hr[0]):
