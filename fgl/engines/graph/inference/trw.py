@@ -25,10 +25,11 @@ SETTINGS = (
                ENGINE_READS.format("TRW", "iteration limit"), "the most sweeps over the variables"),
     SettingDef("infer trw", "tol", POSITIVE, 1e-5,
                ENGINE_READS.format("TRW", "convergence tolerance"),
-               "stop when no variable's belief moves by more than this in one sweep (the "
-               "change of its log belief over the sweep, weighted by the belief, or its "
-               "square root where it changed by more than a factor e); training starts at "
-               "100x this (at most 1e-3) and refines down to it as its steps shrink"),
+               "stop when no variable's belief moves by more than this in one sweep (its "
+               "log belief's change weighted by the belief, or by its square root where the "
+               "log changed by more than 1) and each factor's marginals agree with its "
+               "variables' beliefs; training starts at 100x this (at most 1e-3) and tightens "
+               "it down to this as its steps shrink"),
     SettingDef("infer trw", "forests", whole_number(1), 10,
                ENGINE_READS.format("TRW", "forests of the cover"),
                "the fewest factor forests whose shares give the appearance probabilities ρ_f "
