@@ -51,7 +51,7 @@ from numba import njit
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from fgl.engines.sequence import chain, spans  # noqa: E402
+from fgl.engines.sequence import chain, span_lattice  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "conll2000" / "train.txt"
 SPEC = REPO / "stdlib" / "crfsuite_chunking.fgl"
@@ -118,7 +118,7 @@ def profile(prog, data, w, repeats: int) -> dict:
     longest = int(np.diff(data.seq_ptr).max())
     pot = np.empty((longest, len(st.patterns)))
     fill = np.flatnonzero(prog.dynamic)
-    units = spans.units(data)
+    units = span_lattice.units(data)
     scoring = best_cpu(lambda: _score_all(units, prog.features, st.tables, w, static, fill,
                                           w_dense, np.empty(st.n_labels), pot), repeats)
     return {"whole": whole, "scoring": scoring, "fb_rest": no_attributes,

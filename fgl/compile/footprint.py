@@ -159,7 +159,7 @@ def sequence_footprint(features: list[int], notes: list[str], advice: str, *, at
     ``units`` and the units' attribute rows, and per thread the
     forward-backward scratch of the ``longest`` sequence (α, β, marginals
     and potentials over |P| forward and |S| = |P|·n backward states per
-    unit: ``fgl.engines.sequence.spans.workspace``)."""
+    unit: ``fgl.engines.sequence.span_lattice.workspace``)."""
     threads = _threads(jobs, n_sequences)
     per_feature = BYTES_PER_FEATURE + 8 * (threads - 1)
     S = n_forward * n_labels

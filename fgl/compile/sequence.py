@@ -59,7 +59,7 @@ from fgl.data.sentence import Sentence
 from fgl.engines.sequence import constrained
 from fgl.engines.sequence.chain_program import ChainProgram
 from fgl.engines.sequence.encoded import EncodedData
-from fgl.engines.sequence.semimarkov_program import SemiMarkovProgram
+from fgl.engines.sequence.segments_program import SegmentProgram
 from fgl.engines.sequence.structure import ChainStructure
 from fgl.errors import DataError
 from fgl.features.model_input import check_model_input
@@ -526,7 +526,7 @@ class SegmentModel(SequenceModel):
                          for (u, v, y), c in zip(segs, conf)]])
         return out
 
-    def _program(self, row_ptr: np.ndarray, feat_pattern: np.ndarray) -> SemiMarkovProgram:
+    def _program(self, row_ptr: np.ndarray, feat_pattern: np.ndarray) -> SegmentProgram:
         seg = self.spec.segments
         limits = np.full(len(self.labels), seg.max_length, dtype=np.int64)
         for name, m in seg.per_label.items():
@@ -538,8 +538,8 @@ class SegmentModel(SequenceModel):
             raise loc_error(f"`adjacent distinct` needs two segment labels or more; the data has "
                             f"only '{self.labels[0]}'", seg.loc)
         const_rows = np.array([v["bias"] for v in self.vocabs if "bias" in v], dtype=np.int64)
-        return SemiMarkovProgram(self.structure, row_ptr, feat_pattern, limits, const_rows,
-                                 seg.distinct)
+        return SegmentProgram(self.structure, row_ptr, feat_pattern, limits, const_rows,
+                              seg.distinct)
 
     @classmethod
     def gold_segments(cls, spec: ast.Spec, tags: list[str], sent: Sentence) -> list[Segment]:

@@ -116,7 +116,7 @@ class Marginals:
 
 
 class Program(Protocol):
-    """The engine interface (``ChainProgram``, ``SemiMarkovProgram``,
+    """The engine interface (``ChainProgram``, ``SegmentProgram``,
     ``FactorGraphProgram``).  ``data`` is the engine's own encoded batch."""
 
     n_features: int

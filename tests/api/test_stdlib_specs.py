@@ -17,7 +17,7 @@ from fgl.api import CRF
 from fgl.cli import main
 from fgl.data.sentence import Sentence
 from fgl.engines.sequence.chain_program import ChainProgram
-from fgl.engines.sequence.semimarkov_program import SemiMarkovProgram
+from fgl.engines.sequence.segments_program import SegmentProgram
 from fgl.errors import FglError
 from fgl.io.evaluate import evaluate
 from fgl.io.synth import segment_sequences
@@ -141,7 +141,7 @@ def test_obs_transitions_spec_has_three_templates(data):
 def test_semi_markov_spec_learns_segments(data, name):
     train, test = data
     crf = fitted(name, train)
-    assert isinstance(crf.model.program, SemiMarkovProgram)
+    assert isinstance(crf.model.program, SegmentProgram)
     assert crf.explain().startswith("engine: exact high-order semi-Markov")
     # labels are segment types, not BIO tags
     assert crf.model.labels == sorted({t.split("-")[-1] for s in train for t in s.column(-1)})

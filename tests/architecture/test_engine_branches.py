@@ -32,7 +32,7 @@ EXEMPT = ("fgl/registry.py", "fgl/compile/", "fgl/lang/")
 ENGINE_NAMES = {"chain", "segments", "factor graph"}
 MODEL_CLASSES = {"ChainModel", "SegmentModel", "FactorGraphModel"}
 ENGINE_CLASSES = MODEL_CLASSES | {
-    "SequenceModel", "ChainProgram", "SemiMarkovProgram", "FactorGraphProgram", "EncodedData",
+    "SequenceModel", "ChainProgram", "SegmentProgram", "FactorGraphProgram", "EncodedData",
     "FactorGraphData", "FactorGraph", "ChainStructure"}
 # attributes that tell one engine's data or model from another's
 PROBED = {"edges", "node_ids", "graphs", "segments", "segment_starts", "structure", "machine",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from fgl.engines.sequence.constrained import confidences
-from fgl.engines.sequence.semimarkov import engine_structure, label_order
+from fgl.engines.sequence.segments import engine_structure, label_order
 from fgl.engines.sequence.structure import ChainStructure
 
 
@@ -31,7 +31,7 @@ def segment_confidences(st: ChainStructure, pot: np.ndarray,
     """P(the segmentation contains segment (u, v) labelled y | x) for every
     ``(u, v, y)`` (inclusive), potentials ``pot[u, d-1, z]`` (shape [T, L,
     |Z|]); ``max_len`` and ``distinct`` as in
-    ``fgl.engines.sequence.semimarkov.segment_marginals``."""
+    ``fgl.engines.sequence.segments.segment_marginals``."""
     pot = np.asarray(pot, dtype=np.float64)
     T, L, _ = pot.shape
     limits = (np.full(st.n_labels, L, dtype=np.int64) if max_len is None

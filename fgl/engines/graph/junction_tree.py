@@ -274,7 +274,7 @@ def junction_tree(graph: FactorGraph, log_pot: np.ndarray, *, use_max: bool = Fa
                   max_table: int | None = None) -> BPResult:
     """Exact sum- or max-product inference by clique-tree calibration
     (Koller & Friedman 2009 ch. 10; Sutton & McCallum §1.4.4), as a
-    ``BPResult`` like ``fgl.engines.graph.loopy.exact``'s.
+    ``BPResult`` like ``fgl.engines.graph.enumeration.exact``'s.
 
     Sum-product: ``log_z`` is the exact log partition function, beliefs the
     exact marginals (each block summing to 1), ``map_state`` None.

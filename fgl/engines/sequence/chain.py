@@ -7,7 +7,7 @@ never O(T·n^k).  Pattern marginals P(y_{t-|z|+1..t} = z | x) are transition
 marginals accumulated up the parent tree (Cuong et al. 2014 §2.3.2).
 
 The exact log-space recursion, in both semirings, is the span kernel
-(``fgl.engines.sequence.spans``) at L = 1 — a [T, |Z|] potential table is a
+(``fgl.engines.sequence.span_lattice``) at L = 1 — a [T, |Z|] potential table is a
 [T, 1, |Z|] view: it gives the MAP labelling and the gold counts, and log Z
 and marginals whenever the fast paths below would not be exact.
 
@@ -39,7 +39,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fgl.engines.sequence import spans
+from fgl.engines.sequence import span_lattice
 from fgl.engines.sequence.scaling import (
     HUGE,
     MAX_EXPONENT,
@@ -61,7 +61,7 @@ FULL_ROW = -2
 
 class ChainFeatures(NamedTuple):
     """A chain program's feature table: the fields of
-    ``spans.FeatureTable``, plus ``dynamic[z]``, whether some per-token row
+    ``span_lattice.FeatureTable``, plus ``dynamic[z]``, whether some per-token row
     feeds pattern z (every single label counts as dynamic), and
     ``row_dense[r]``, the dense row d >= 0 that scores and counts row r as
     one vector over the labels, ``FULL_ROW`` when row r's own features are
@@ -338,7 +338,7 @@ def _scaled_marginals(epsi, alpha, beta, scale, tables, marg):
             base = p * n
             for y in range(n):
                 m_row[base + y] = a * e_row[base + y] * nb[s_next[base + y]]
-        spans.accumulate_up(m_row, p_suffix, p_order, n)
+        span_lattice.accumulate_up(m_row, p_suffix, p_order, n)
 
 
 @njit(cache=True, nogil=True)
@@ -605,7 +605,7 @@ class Workspace:
     shares."""
 
     def __init__(self, st: ChainStructure, T: int):
-        self.span = spans.workspace(T, 1, st.tables)
+        self.span = span_lattice.workspace(T, 1, st.tables)
         self.alpha, self.beta = self.span.alpha, self.span.beta
         self.marg = self.span.marg.reshape(T, st.n_backward)
         self.epsi = np.empty((T, st.n_backward))
@@ -640,8 +640,8 @@ def sequence_marginals(st: ChainStructure, pot: np.ndarray, ws: Workspace) -> fl
     log_z = _scaled_sequence(pot, st.tables, sc, ws.epsi[:T], ws.alpha[:T + 1],
                              ws.beta[:T + 1], ws.scale[:T], ws.marg[:T])
     if not np.isfinite(log_z):
-        log_z = spans.sequence_marginals(pot.reshape(T, 1, n_z), T, st.tables, _unit_spans(st),
-                                         ws.span)
+        log_z = span_lattice.sequence_marginals(pot.reshape(T, 1, n_z), T, st.tables,
+                                                _unit_spans(st), ws.span)
     return float(log_z)
 
 
@@ -650,8 +650,9 @@ def viterbi(st: ChainStructure, pot: np.ndarray) -> tuple[np.ndarray, float]:
     pot = np.ascontiguousarray(pot, dtype=np.float64)
     T, n_z = pot.shape
     labels = np.empty(T, dtype=np.int64)
-    best = spans.viterbi(pot.reshape(T, 1, n_z), T, st.tables, _unit_spans(st),
-                         spans.workspace(T, 1, st.tables), labels, np.empty(T, dtype=np.int64))
+    best = span_lattice.viterbi(pot.reshape(T, 1, n_z), T, st.tables, _unit_spans(st),
+                                span_lattice.workspace(T, 1, st.tables), labels,
+                                np.empty(T, dtype=np.int64))
     return labels, float(best)
 
 
@@ -668,7 +669,7 @@ def viterbi(st: ChainStructure, pot: np.ndarray) -> tuple[np.ndarray, float]:
 # (``row_dense[r]`` >= 0), rows of one feature per label in label order *full*
 # (``FULL_ROW``): either is scored and counted as one vector over the labels
 # (``fgl.engines.sequence.chain_program.ChainProgram._dense_rows``).  The gold counts
-# are the span kernel's (``spans.gold_counts`` with L = 1).
+# are the span kernel's (``span_lattice.gold_counts`` with L = 1).
 
 
 @njit(cache=True, nogil=True)
@@ -797,7 +798,7 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
     feat_s = features.feat_s
     row_dense = features.row_dense
     dynamic = features.dynamic
-    max_t = spans.longest(seq_ptr, i0, i1)
+    max_t = span_lattice.longest(seq_ptr, i0, i1)
     n = tables.n_labels
     P = tables.n_forward
     S = P * n
@@ -817,7 +818,7 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
     own_sum = np.zeros(S)  # the factored path's transition counts (then up the tree)
     pot = np.empty((max_t, 1, n_patterns))  # the span kernel's view at L = 1
     pot2 = pot.reshape((max_t, n_patterns))
-    work = spans.workspace(max_t, 1, tables)  # α, β and marginals shared with the span kernel
+    work = span_lattice.workspace(max_t, 1, tables)  # α, β, marginals shared with the lattice
     alpha = work.alpha
     beta = work.beta
     marg = work.marg.reshape((max_t, S))
@@ -847,7 +848,7 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
             for t in range(T):
                 for z in static_patterns:
                     pot2[t, z] = static[z]
-            log_z = spans.sequence_marginals(pot, T, tables, unit_len, work)
+            log_z = span_lattice.sequence_marginals(pot, T, tables, unit_len, work)
         if path != _LOG_SPACE and not np.isfinite(log_z):
             redo[i - i0] = True   # (the factored path added nothing to own_sum for it)
             continue
@@ -880,7 +881,7 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
                         grad[k + shift] += v * m_row[feat_s[k]]
     if path == _FACTORED:  # (cum is finite only then)
         own_sum *= cum
-    spans.accumulate_up(own_sum, tables.p_suffix, tables.p_order, n)
+    span_lattice.accumulate_up(own_sum, tables.p_suffix, tables.p_order, n)
     const_feats = features.const_feats
     for i in range(const_feats.shape[0]):  # (the constant rows open grad's layout)
         s = feat_s[const_feats[i]]
@@ -893,7 +894,7 @@ def batch_viterbi(i0, i1, units, features, tables, w, w_dense, out):
     """MAP labelling of sequences i0..i1 into ``out`` (flat over tokens):
     the span kernel at L = 1."""
     seq_ptr = units.seq_ptr
-    max_t = spans.longest(seq_ptr, i0, i1)
+    max_t = span_lattice.longest(seq_ptr, i0, i1)
     n = tables.n_labels
     n_patterns = tables.n_patterns
     static = static_potentials(features, tables, w)
@@ -901,7 +902,7 @@ def batch_viterbi(i0, i1, units, features, tables, w, w_dense, out):
     lab = np.empty(n)
     pot = np.empty((max_t, 1, n_patterns))
     pot2 = pot.reshape((max_t, n_patterns))
-    work = spans.workspace(max_t, 1, tables)
+    work = span_lattice.workspace(max_t, 1, tables)
     starts = np.empty(max_t, dtype=np.int64)
     unit_len = np.ones(n, dtype=np.int64)
     # the sequence walk all batch kernels open with: the per-sequence work differs,
@@ -912,4 +913,4 @@ def batch_viterbi(i0, i1, units, features, tables, w, w_dense, out):
         if T == 0:
             continue
         potentials(a, T, units, features, tables, w, static, all_patterns, w_dense, lab, pot2)
-        spans.viterbi(pot, T, tables, unit_len, work, out[a:a + T], starts)
+        span_lattice.viterbi(pot, T, tables, unit_len, work, out[a:a + T], starts)

@@ -3,7 +3,7 @@
 ``ChainProgram`` holds one model's pattern state machine and feature table
 and answers the learner's and the models' questions over ``EncodedData``
 with the batch kernels of ``fgl.engines.sequence.chain`` (and the gold-count walk of
-``fgl.engines.sequence.spans``), in parallel over runs of sequences.
+``fgl.engines.sequence.span_lattice``), in parallel over runs of sequences.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from fgl.engines.parallel import blocks
 from fgl.engines.program import Decoding, Expectations, Marginals, RunGradient
-from fgl.engines.sequence import chain, nbest, spans
+from fgl.engines.sequence import chain, nbest, span_lattice
 from fgl.engines.sequence.encoded import (
     BlockLayout,
     EncodedData,
@@ -149,7 +149,7 @@ class ChainProgram(SequenceProgram):
         """Σ log Z and expected counts (``warm``: exact inference carries
         nothing between calls, so there is none)."""
         w_dense = self.dense_weights(w)
-        units = spans.units(data)
+        units = span_lattice.units(data)
 
         def kernel(i0: int, i1: int, grad: np.ndarray, grad_ptr: np.ndarray,
                    grad_dense: np.ndarray) -> float:
@@ -203,13 +203,14 @@ class ChainProgram(SequenceProgram):
         """Feature counts of the gold labelling: the span kernel's walk with
         every token a span of its own."""
         counts = np.zeros(self.n_features)
-        spans.gold_counts(spans.units(data), data.gold, np.ones(data.n_tokens, dtype=np.int64), 1,
-                          self.features, self.structure.tables, counts)
+        span_lattice.gold_counts(span_lattice.units(data), data.gold,
+                                 np.ones(data.n_tokens, dtype=np.int64), 1,
+                                 self.features, self.structure.tables, counts)
         return counts
 
     def decode(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> Decoding:
         w_dense = self.dense_weights(w)
-        units = spans.units(data)
+        units = span_lattice.units(data)
         out = np.zeros(data.n_tokens, dtype=np.int64)
 
         def work(i0: int, i1: int) -> None:
@@ -234,7 +235,7 @@ class ChainProgram(SequenceProgram):
         static, w_dense = scoring if scoring is not None else self.scoring(w)
         st = self.structure
         pot = np.empty((T, len(st.patterns)))
-        chain.potentials(a, T, spans.units(data), self.features, st.tables, w, static,
+        chain.potentials(a, T, span_lattice.units(data), self.features, st.tables, w, static,
                          np.arange(len(st.patterns)), w_dense, np.empty(st.n_labels), pot)
         return pot
 
@@ -276,7 +277,7 @@ class ChainRuns(SequenceRuns):
         self.slot = np.full(program.n_features, -1, dtype=np.int64)
         self.slot[program.dense_feats] = program.dense_slot
         self.grad_ptr = np.empty(len(self.row_ptr) - 1, dtype=np.int64)
-        self.units = spans.units(data)
+        self.units = span_lattice.units(data)
         const = program.const_feats   # (the first features of every run's layout, in order)
         order = np.argsort(program.feat_s[const], kind="stable")
         self.const_by_s, self.const_at = const[order], order.astype(np.int64)
@@ -328,7 +329,7 @@ def subtract_gold(i0, i1, units, gold, row_ptr, feat_s, const_by_s, const_at, co
     """Subtract the gold counts of sequences i0..i1-1 from ``grad`` (the
     run's compact layout: the constant features first, row r's from
     ``grad_ptr[r]``) and return their score w·F(x, y).  The gold walk of
-    ``spans.gold_counts`` at span length 1, counting into the run's own
+    ``span_lattice.gold_counts`` at span length 1, counting into the run's own
     features instead of a full-length vector, and the constant features by
     the gold transition's states (``const_by_s`` from ``const_ptr``, at
     ``const_at`` in the layout) instead of testing every one at every token:

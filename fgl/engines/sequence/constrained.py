@@ -4,7 +4,7 @@
 The confidence of an extracted segment is P(y_u..y_v = the predicted labels | x)
 = Z_constrained / Z, where the constrained lattice admits only labellings that
 take the predicted labels at positions u..v.  Written over the span lattice of
-``fgl.engines.sequence.spans`` (a chain is the case L = 1), a clamp is a run of
+``fgl.engines.sequence.span_lattice`` (a chain is the case L = 1), a clamp is a run of
 consecutive spans (start, length, label): one span per token for a chain
 chunk, the one segment (u, d, y) for a semi-Markov model.  Clamping a span
 to label y keeps, from every forward state p, only the transition p·y —
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fgl.engines.sequence import spans
+from fgl.engines.sequence import span_lattice
 from fgl.jit import njit
 
 
@@ -31,11 +31,11 @@ from fgl.jit import njit
 def lattice(pot, T, tables, max_len, distinct, work):
     """Span scores, α and β of one sequence into ``work`` (``pot[u, d-1,
     z]``, labels numbered by non-increasing ``max_len``); returns log Z."""
-    cnt = spans.label_counts(max_len, pot.shape[1])
-    spans.span_scores(pot, T, tables, cnt, distinct, work.psi)
-    spans.forward(T, tables, cnt, False, work)
-    spans.backward(T, tables, cnt, work)
-    return spans.logsumexp_row(work.alpha[T])
+    cnt = span_lattice.label_counts(max_len, pot.shape[1])
+    span_lattice.span_scores(pot, T, tables, cnt, distinct, work.psi)
+    span_lattice.forward(T, tables, cnt, False, work)
+    span_lattice.backward(T, tables, cnt, work)
+    return span_lattice.logsumexp_row(work.alpha[T])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -94,7 +94,7 @@ def confidences(pot: np.ndarray, tables, max_len: np.ndarray, distinct: bool,
     out = np.empty(len(clamp_ptr) - 1)
     if not len(out):
         return out
-    work = spans.workspace(T, L, tables)
+    work = span_lattice.workspace(T, L, tables)
     log_z = lattice(pot, T, tables, np.asarray(max_len, dtype=np.int64), distinct, work)
     clamped_log_z(work, tables, np.asarray(span_u, dtype=np.int64),
                   np.asarray(span_d, dtype=np.int64), np.asarray(span_y, dtype=np.int64),

@@ -378,7 +378,7 @@ class SequenceRuns:
 
 class SequenceProgram:
     """What the exact sequence programs (``ChainProgram``,
-    ``SemiMarkovProgram``) answer alike, over their ``feat_pattern`` and
+    ``SegmentProgram``) answer alike, over their ``feat_pattern`` and
     ``structure``: their sizes, no warm start, the perceptron's correction,
     runs of sequences one at a time."""
 

@@ -1,7 +1,7 @@
 """Exact k-best labellings of the chain and semi-Markov engines.
 
-The max-semiring forward pass of the span kernel (``fgl.engines.sequence.
-spans``; Ye et al. 2009 §3.1.3, Cuong et al. 2014 §2.4) keeps, per end
+The max-semiring forward pass of the span lattice (``fgl.engines.sequence.
+span_lattice``; Ye et al. 2009 §3.1.3, Cuong et al. 2014 §2.4) keeps, per end
 position v and forward state q, the best *k* partial labellings that end
 in q at v instead of the best one (a list Viterbi recursion), over the
 pattern-sparse state machine of ``fgl.engines.sequence.structure``.  A
@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fgl.engines.sequence import semimarkov, spans
+from fgl.engines.sequence import segments, span_lattice
 from fgl.engines.sequence.structure import ChainStructure
 from fgl.jit import njit
 
@@ -147,7 +147,7 @@ def _kbest_forward(T, tables, cnt, psi, k, ks, kc, kr, km):
 @njit(cache=True, nogil=True)
 def kbest(pot, T, tables, max_len, distinct, k, labels, starts, scores):
     """The k best labellings of one sequence (potentials ``pot[u, d-1, z]``,
-    labels numbered by non-increasing ``max_len`` as for ``spans.viterbi``):
+    labels numbered by non-increasing ``max_len`` as for ``span_lattice.viterbi``):
     labelling j's span labels into ``labels[j, :T]``, 1 at each span's
     first token into ``starts[j, :T]``, its score into ``scores[j]``, best
     first.  Returns how many labellings there are (at most k)."""
@@ -156,9 +156,9 @@ def kbest(pot, T, tables, max_len, distinct, k, labels, starts, scores):
     S = tables.s_prev.shape[0]
     s_prev = tables.s_prev
     s_label = tables.s_label
-    cnt = spans.label_counts(max_len, L)
+    cnt = span_lattice.label_counts(max_len, L)
     psi = np.empty((T, L, S))
-    spans.span_scores(pot, T, tables, cnt, distinct, psi)
+    span_lattice.span_scores(pot, T, tables, cnt, distinct, psi)
     ks = np.empty((T + 1, P, k))
     kc = np.empty((T + 1, P, k), dtype=np.int64)
     kr = np.empty((T + 1, P, k), dtype=np.int64)
@@ -225,13 +225,13 @@ def segment_nbest(st: ChainStructure, pot: np.ndarray, k: int,
                   ) -> list[tuple[list[tuple[int, int, int]], float]]:
     """The k best segmentations for potentials ``pot[u, d-1, z]``, each as
     (first token, last token, label) triples with its score (``max_len``,
-    ``distinct`` as for ``semimarkov.segment_viterbi``)."""
+    ``distinct`` as for ``segments.segment_viterbi``)."""
     pot = np.ascontiguousarray(pot, dtype=np.float64)
     T, L, _ = pot.shape
     limits = np.full(st.n_labels, L, dtype=np.int64) if max_len is None else \
         np.minimum(np.asarray(max_len, dtype=np.int64), L)
-    order = semimarkov.label_order(limits)
-    best = span_nbest(semimarkov.engine_structure(st, order).tables, pot, limits[order],
+    order = segments.label_order(limits)
+    best = span_nbest(segments.engine_structure(st, order).tables, pot, limits[order],
                       distinct, k)
     out = []
     for labels, starts, score in zip(*best):

@@ -1,6 +1,6 @@
 """The scaled sum-product path's shared pieces (Sutton & McCallum §1.4.6), used
 by the chain engine (``fgl.engines.sequence.chain``) and the semi-Markov one
-(``fgl.engines.sequence.semimarkov``): the range checks that decide when a
+(``fgl.engines.sequence.segments``): the range checks that decide when a
 scaled vector can be trusted, the position-independent ("static") potential
 tables, and the fill of one position's forward-state blocks from its label
 exponentials.

@@ -29,8 +29,9 @@ from support.graph_cases import (
     chain_graph,
 )
 
+from fgl.engines.graph.enumeration import exact
 from fgl.engines.graph.factor_graph import FactorGraph
-from fgl.engines.graph.loopy import BPResult, belief_propagation, exact
+from fgl.engines.graph.loopy import BPResult, belief_propagation
 
 TOL = 1e-8
 SETTINGS = settings(max_examples=80, deadline=None,

@@ -5,7 +5,7 @@ the MAP decoding order (numba kernels over the flat arrays).
 Oracles: networkx for connectivity and forests; a plain-Python sum-product
 pass over a schedule (numpy tables, no fgl kernels) against brute-force
 enumeration for "one two-pass sweep on a forest is exact"; and
-``fgl.engines.graph.loopy.exact`` for TRP through the engine.
+``fgl.engines.graph.enumeration.exact`` for TRP through the engine.
 """
 from __future__ import annotations
 
@@ -344,7 +344,8 @@ def test_one_sweep_on_a_forest_is_exact(graph, seed):
 @SETTINGS
 @given(forests(), st.integers(0, 2**32 - 1))
 def test_trp_on_a_forest_equals_exact(graph, seed):
-    from fgl.engines.graph.loopy import belief_propagation, exact
+    from fgl.engines.graph.enumeration import exact
+    from fgl.engines.graph.loopy import belief_propagation
 
     card, factors = graph
     g = FactorGraph.from_factors(card, factors)

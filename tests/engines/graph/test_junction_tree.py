@@ -3,7 +3,7 @@
 engine: ``infer auto`` (the default), ``infer junction_tree``, and gapped
 clique templates such as ``(y[t-2], y[t])``.
 
-Oracles: ``loopy.exact`` (brute-force enumeration, itself checked against a
+Oracles: ``enumeration.exact`` (brute-force enumeration, itself checked against a
 from-the-definition enumerator in test_belief_propagation.py) and, for the
 max-marginals and MAP score, the enumeration below.  On chains, the
 pattern-sparse chain engine.
@@ -21,10 +21,10 @@ from support.graph_cases import CHAIN_CASES, assert_matches_chain_engine, chain_
 
 from fgl.api import CRF
 from fgl.engines.graph.clique_tree import junction_tree_plan
+from fgl.engines.graph.enumeration import exact
 from fgl.engines.graph.factor_graph import FactorGraph
 from fgl.engines.graph.factor_graph_program import FactorGraphProgram
 from fgl.engines.graph.junction_tree import junction_tree
-from fgl.engines.graph.loopy import exact
 from fgl.errors import FglError
 from fgl.io.rows import as_sentences
 from fgl.lang.checks import validate

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from support.brute_force import chain_brute_force, chain_score
 
 from fgl.data.sentence import Sentence
-from fgl.engines.sequence import chain, scaling, spans
+from fgl.engines.sequence import chain, scaling, span_lattice
 from fgl.engines.sequence import chain_program as program_module
 from fgl.engines.sequence.structure import ChainStructure
 from fgl.lang.checks import validate
@@ -241,7 +241,7 @@ def test_potential_api_stays_on_the_scaled_path(monkeypatch):
     def no_fallback(*args):
         raise AssertionError("fell back to log space")
 
-    monkeypatch.setattr(spans, "sequence_marginals", no_fallback)
+    monkeypatch.setattr(span_lattice, "sequence_marginals", no_fallback)
     pot = np.random.default_rng(5).normal(0.0, 1.0, (5, 5))
     log_z, marg = chain.pattern_marginals(st_, pot)
     want_z, want_marg, _, _ = chain_brute_force(3, st_.patterns, pot)

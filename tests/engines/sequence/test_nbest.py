@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.brute_force import chain_all_scores, semimarkov_matches, semimarkov_segmentations
 from test_chain_engine import chain_problems
-from test_semimarkov_engine import semi_problems
+from test_segments_engine import semi_problems
 
 from fgl.engines.sequence.nbest import chain_nbest, segment_nbest
 from fgl.engines.sequence.structure import ChainStructure

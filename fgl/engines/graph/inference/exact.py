@@ -19,11 +19,11 @@ def _title(settings: Any, acyclic: bool) -> str:
 
 def _run(program: Any, graph: Any, table: Any, *, use_max: bool, init: Any,
          tol: float | None, max_iter: int | None, damping: float | None) -> Any:
-    from fgl.engines.graph import loopy
+    from fgl.engines.graph import enumeration
     from fgl.errors import FglError
 
     try:
-        return loopy.exact(graph, table, int(program.settings.max_states))
+        return enumeration.exact(graph, table, int(program.settings.max_states))
     except ValueError as e:
         raise FglError(f"infer exact: {e}; use `infer loopy` or `infer trp`") from None
 

@@ -1,4 +1,4 @@
-"""The shared span kernel (``fgl.engines.sequence.spans``) against the chain engine's
+"""The shared span kernel (``fgl.engines.sequence.span_lattice``) against the chain engine's
 fast paths: one algorithm, several implementations, which must agree.
 
 At L = 1 the span kernel is the exact log-space chain recursion.  The chain
@@ -17,7 +17,7 @@ label's limit must act as a -inf potential on its longer spans.
 choice and fallback together) is checked the same way on random encoded
 data through ``ChainProgram``, and the semi-Markov engine's (span units,
 per-label limits, `adjacent distinct`, its own label numbering) through
-``SemiMarkovProgram``.  At |w| up to some 1e3 (weak priors in training) both
+``SegmentProgram``.  At |w| up to some 1e3 (weak priors in training) both
 programs' expected counts and token marginals must equal exhaustive
 enumeration (``support.brute_force``), whichever path each sequence takes.
 """
@@ -37,10 +37,10 @@ from support.brute_force import (
     semimarkov_brute_force,
 )
 
-from fgl.engines.sequence import chain, chain_program, scaling, semimarkov, spans
+from fgl.engines.sequence import chain, chain_program, scaling, segments, span_lattice
 from fgl.engines.sequence.chain_program import ChainProgram
 from fgl.engines.sequence.encoded import EncodedData
-from fgl.engines.sequence.semimarkov_program import SemiMarkovProgram
+from fgl.engines.sequence.segments_program import SegmentProgram
 from fgl.engines.sequence.structure import ChainStructure
 
 RTOL, ATOL = 1e-9, 1e-12
@@ -78,8 +78,8 @@ def models(draw, max_n=4, max_T=8, max_len=4, max_extra=8):
 def span_sum(st_: ChainStructure, pot: np.ndarray) -> tuple[float, np.ndarray]:
     """log Z and accumulated transition marginals [T, S] from the span kernel at L = 1."""
     T = pot.shape[0]
-    work = spans.workspace(T, 1, st_.tables)
-    log_z = spans.sequence_marginals(np.ascontiguousarray(pot[:, None, :]), T, st_.tables,
+    work = span_lattice.workspace(T, 1, st_.tables)
+    log_z = span_lattice.sequence_marginals(np.ascontiguousarray(pot[:, None, :]), T, st_.tables,
                                      np.ones(st_.n_labels, dtype=np.int64), work)
     return log_z, work.marg[:, 0, :].copy()
 
@@ -93,8 +93,8 @@ def span_max(st_: ChainStructure, pot: np.ndarray, L: int = 1) -> tuple[np.ndarr
     pot3[:, 0, :] = pot
     labels = np.empty(T, dtype=np.int64)
     starts = np.empty(T, dtype=np.int64)
-    best = spans.viterbi(pot3, T, st_.tables, np.ones(st_.n_labels, dtype=np.int64),
-                         spans.workspace(T, L, st_.tables), labels, starts)
+    best = span_lattice.viterbi(pot3, T, st_.tables, np.ones(st_.n_labels, dtype=np.int64),
+                         span_lattice.workspace(T, L, st_.tables), labels, starts)
     np.testing.assert_array_equal(starts, 1)
     return labels, best
 
@@ -169,7 +169,7 @@ def test_factored_path_equals_span_kernel(model):
         np.testing.assert_allclose(fast_z, log_z, rtol=RTOL, atol=magnitude(pot))
         np.testing.assert_allclose(lab_marg, marg[:, :n], rtol=RTOL, atol=ATOL)
         taken *= cum
-        spans.accumulate_up(taken, tables.p_suffix, tables.p_order, n)
+        span_lattice.accumulate_up(taken, tables.p_suffix, tables.p_order, n)
         np.testing.assert_allclose(taken, marg.sum(axis=0), rtol=RTOL, atol=1e-10)
     else:
         np.testing.assert_array_equal(taken, 0.0)  # untouched when it gives up
@@ -256,8 +256,8 @@ def test_forbidden_longer_spans_leave_sums_unchanged(model, L):
     log_z, marg = span_sum(st_, pot)
     pot3 = np.full((T, L, len(patterns)), 1e6)
     pot3[:, 0, :] = pot
-    work = spans.workspace(T, L, st_.tables)
-    got = spans.sequence_marginals(pot3, T, st_.tables, np.ones(n, dtype=np.int64), work)
+    work = span_lattice.workspace(T, L, st_.tables)
+    got = span_lattice.sequence_marginals(pot3, T, st_.tables, np.ones(n, dtype=np.int64), work)
     assert got == pytest.approx(log_z, rel=RTOL, abs=magnitude(pot))
     np.testing.assert_allclose(work.marg[:, 0, :], marg, rtol=RTOL, atol=ATOL)
     np.testing.assert_array_equal(work.marg[:, 1:, :], 0.0)
@@ -282,11 +282,11 @@ def test_label_length_limits_equal_forbidding_potentials(model, L, data):
     everything = np.full(n, L, dtype=np.int64)
     runs = []
     for p, lim in [(pot, limits), (forbidden, everything)]:
-        work = spans.workspace(T, L, st_.tables)
-        log_z = spans.sequence_marginals(p, T, st_.tables, lim, work)
+        work = span_lattice.workspace(T, L, st_.tables)
+        log_z = span_lattice.sequence_marginals(p, T, st_.tables, lim, work)
         labels, starts = np.empty(T, dtype=np.int64), np.empty(T, dtype=np.int64)
-        best = spans.viterbi(p, T, st_.tables, lim, spans.workspace(T, L, st_.tables), labels,
-                             starts)
+        best = span_lattice.viterbi(p, T, st_.tables, lim,
+                                    span_lattice.workspace(T, L, st_.tables), labels, starts)
         runs.append((log_z, work.marg.copy(), labels, starts, best))
     (z1, m1, l1, s1, b1), (z2, m2, l2, s2, b2) = runs
     assert z1 == pytest.approx(z2, rel=RTOL, abs=magnitude(pot))
@@ -458,9 +458,9 @@ def add_span_counts(problem, i: int, marg: np.ndarray, counts: np.ndarray) -> No
                     counts[f] += data.tok_val[j] * marg[u, dm, feat_pattern[f]]
 
 
-def semimarkov_program(problem) -> SemiMarkovProgram:
+def segments_program(problem) -> SegmentProgram:
     n, patterns, row_ptr, feat_pattern, limits, distinct, _, _ = problem
-    return SemiMarkovProgram(ChainStructure.build(n, patterns), row_ptr, feat_pattern, limits,
+    return SegmentProgram(ChainStructure.build(n, patterns), row_ptr, feat_pattern, limits,
                              np.array([0, 1]), distinct)
 
 
@@ -479,11 +479,11 @@ ISSUE_47 = (1, [(0,), (0, 0, 0, 0), (0, 0)], np.array([0, 1, 3, 4]), np.array([0
 @settings(max_examples=300, **SLOW)
 @given(span_programs())
 @example(ISSUE_47)
-def test_semimarkov_batch_expectations_equal_span_kernel(problem):
+def test_segments_batch_expectations_equal_span_kernel(problem):
     n, patterns, row_ptr, feat_pattern, limits, distinct, data, w = problem
-    got = semimarkov_program(problem).expectations(w, data, 1)
-    order = semimarkov.label_order(limits)
-    est = semimarkov.engine_structure(ChainStructure.build(n, patterns), order)
+    got = segments_program(problem).expectations(w, data, 1)
+    order = segments.label_order(limits)
+    est = segments.engine_structure(ChainStructure.build(n, patterns), order)
     L = int(limits.max())
     total = 0.0
     counts = np.zeros(len(w))
@@ -491,8 +491,8 @@ def test_semimarkov_batch_expectations_equal_span_kernel(problem):
         T = int(data.seq_ptr[i + 1] - data.seq_ptr[i])
         if T == 0:
             continue
-        work = spans.workspace(T, L, est.tables)
-        total += spans.sequence_marginals(span_potentials(problem, i), T, est.tables,
+        work = span_lattice.workspace(T, L, est.tables)
+        total += span_lattice.sequence_marginals(span_potentials(problem, i), T, est.tables,
                                           limits[order], work, distinct)
         add_span_counts(problem, i, work.marg[:, :, est.pattern_s], counts)
     mag = ATOL * max(1.0, float(np.abs(w).sum()) * 3 * data.n_tokens * L)
@@ -534,11 +534,11 @@ def test_chain_program_at_extreme_weights_equals_brute_force(problem):
 @settings(max_examples=100, **SLOW)
 @given(span_programs(scales=EXTREME))
 @example(ISSUE_47)
-def test_semimarkov_program_at_extreme_weights_equals_brute_force(problem):
+def test_segments_program_at_extreme_weights_equals_brute_force(problem):
     """As the chain program's: per-label limits, `adjacent distinct`; token
     marginals P(token t lies in a segment where pattern z < n ends)."""
     n, patterns, row_ptr, feat_pattern, limits, distinct, data, w = problem
-    program = semimarkov_program(problem)
+    program = segments_program(problem)
     got = program.expectations(w, data, 1)
     got_marg = program.marginals(w, data).per_instance
     L = int(limits.max())

@@ -1,13 +1,13 @@
 """The exact semi-Markov engine's batch interface (Cuong et al. 2014 §2).
 
-``SemiMarkovProgram`` holds one model's state machine over segment labels,
+``SegmentProgram`` holds one model's state machine over segment labels,
 its length limits and feature table over span attributes, and answers the
 learner's and the models' questions over ``EncodedData`` (m units per token,
 m >= the longest span any of its sequences can hold) with the batch
-kernels of ``fgl.engines.sequence.semimarkov_batch`` and the span kernel's
-gold-count walk (``fgl.engines.sequence.spans``).  The kernels number labels by non-increasing
-length limit; the program translates gold labels in and decoded labels
-out.
+kernels of ``fgl.engines.sequence.segments_batch`` and the span lattice's
+gold-count walk (``fgl.engines.sequence.span_lattice``).  The kernels
+number labels by non-increasing length limit; the program translates gold
+labels in and decoded labels out.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from fgl.engines.program import Decoding, Expectations, Marginals
-from fgl.engines.sequence import nbest, semimarkov, semimarkov_batch, spans
+from fgl.engines.sequence import nbest, segments, segments_batch, span_lattice
 from fgl.engines.sequence.chain_program import ChainProgram
 from fgl.engines.sequence.encoded import (
     EncodedData,
@@ -30,7 +30,7 @@ from fgl.engines.sequence.structure import ChainStructure
 
 
 @dataclass
-class SemiMarkovProgram(SequenceProgram):
+class SegmentProgram(SequenceProgram):
     """An exact high-order semi-Markov program (Cuong et al. 2014 §2): the
     state machine over segment labels, segments of at most ``label_max[y]``
     tokens for label y (``max_length``: the longest of them), no two
@@ -49,11 +49,11 @@ class SemiMarkovProgram(SequenceProgram):
     def __post_init__(self) -> None:
         self.label_max = np.asarray(self.label_max, dtype=np.int64)
         self.max_length = int(self.label_max.max())
-        self.order = semimarkov.label_order(self.label_max)
+        self.order = segments.label_order(self.label_max)
         self.rank = np.empty_like(self.order)
         self.rank[self.order] = np.arange(len(self.order))
         self.limits = self.label_max[self.order]
-        self.machine = semimarkov.engine_structure(self.structure, self.order)
+        self.machine = segments.engine_structure(self.structure, self.order)
         # a chain program's feature table over the engine's labels: constant
         # rows scored once per call, static patterns, dense rows
         self.table = ChainProgram(self.machine, self.row_ptr, self.feat_pattern, self.const_rows)
@@ -64,10 +64,10 @@ class SemiMarkovProgram(SequenceProgram):
         """Σ log Z and expected counts (``warm``: exact inference carries
         nothing between calls, so there is none)."""
         w_dense = self.table.dense_weights(w)
-        units = spans.units(data)
+        units = span_lattice.units(data)
 
         def kernel(i0: int, i1: int, grad: np.ndarray, grad_dense: np.ndarray) -> float:
-            return semimarkov_batch.batch_expectations(
+            return segments_batch.batch_expectations(
                 i0, i1, data.units_per_token, self.max_length, units, self.features,
                 self.machine.tables, self.limits, self.distinct, w, w_dense, grad, grad_dense)
 
@@ -77,18 +77,18 @@ class SemiMarkovProgram(SequenceProgram):
 
     def gold_counts(self, data: EncodedData) -> np.ndarray:
         counts = np.zeros(self.n_features)
-        spans.gold_counts(spans.units(data), self.rank[data.gold], data.starts,
+        span_lattice.gold_counts(span_lattice.units(data), self.rank[data.gold], data.starts,
                           data.units_per_token, self.features, self.machine.tables, counts)
         return counts
 
     def decode(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> Decoding:
         w_dense = self.table.dense_weights(w)
-        units = spans.units(data)
+        units = span_lattice.units(data)
         labels = np.zeros(data.n_tokens, dtype=np.int64)
         starts = np.zeros(data.n_tokens, dtype=np.int64)
 
         def work(i0: int, i1: int) -> None:
-            semimarkov_batch.batch_viterbi(i0, i1, data.units_per_token, self.max_length,
+            segments_batch.batch_viterbi(i0, i1, data.units_per_token, self.max_length,
                                            units, self.features, self.machine.tables,
                                            self.limits, self.distinct, w, w_dense, labels,
                                            starts)
@@ -113,7 +113,7 @@ class SemiMarkovProgram(SequenceProgram):
         st = self.machine
         static, w_dense = self.table.scoring(w)
         pot = np.empty((T, L, len(st.patterns)))
-        semimarkov_batch.potentials(a, T, data.units_per_token, L, spans.units(data),
+        segments_batch.potentials(a, T, data.units_per_token, L, span_lattice.units(data),
                                     self.features, st.tables, w, static,
                                     np.arange(len(st.patterns)), w_dense, np.empty(st.n_labels),
                                     pot)
@@ -128,9 +128,9 @@ class SemiMarkovProgram(SequenceProgram):
         for i in range(data.n_sequences):
             pot = self.potentials(w, data, i)
             T, L = pot.shape[:2]
-            work = spans.workspace(T, L, st.tables)
-            semimarkov.sequence_marginals(pot, T, st.tables, self.limits, self.distinct, work,
-                                          semimarkov.scaled_workspace(T, L, n, st.n_forward))
+            work = span_lattice.workspace(T, L, st.tables)
+            segments.sequence_marginals(pot, T, st.tables, self.limits, self.distinct, work,
+                                          segments.scaled_workspace(T, L, n, st.n_forward))
             marg = work.marg[:, :, st.pattern_s[:n]]
             tok = np.zeros((T, n))
             for u in range(T):

@@ -17,7 +17,7 @@ transitions and the loops over them stay contiguous.
 
 The sum-product recursion has two implementations:
 
-* the span kernel (``fgl.engines.sequence.spans``) in log space: exact for any
+* the span kernel (``fgl.engines.sequence.span_lattice``) in log space: exact for any
   potentials; it also decodes (max semiring) and is the fallback;
 * the scaled path (training and marginals): probability-domain vectors
   normalised at every end position, their log scales kept (Sutton &
@@ -37,7 +37,7 @@ The sum-product recursion has two implementations:
 
 This module holds the scaled path and the potential-table API
 (``segment_marginals``, ``segment_viterbi``); the batch kernels over
-encoded span features are ``fgl.engines.sequence.semimarkov_batch``.
+encoded span features are ``fgl.engines.sequence.segments_batch``.
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fgl.engines.sequence import spans
+from fgl.engines.sequence import span_lattice
 from fgl.engines.sequence.scaling import (
     HUGE,
     MAX_EXPONENT,
@@ -447,7 +447,7 @@ def _span_marginals(F, T, tables, cnt, alpha, beta, ws, marg):
                 base = p * n
                 for y in range(c):
                     m_row[base + y] = a * F[k, base + y] * nb[s_next[base + y]]
-            spans.accumulate_up(m_row, p_suffix, p_order, n)
+            span_lattice.accumulate_up(m_row, p_suffix, p_order, n)
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
@@ -548,10 +548,10 @@ def sequence_marginals(pot, T, tables, max_len, distinct, work, ws):
     or the span kernel where it would not be exact."""
     n_z = tables.n_patterns
     sc = static_tables(np.zeros(n_z), np.ones(n_z, dtype=np.bool_), tables)  # all dynamic
-    log_z = scaled_sequence(pot, T, tables, sc, spans.label_counts(max_len, pot.shape[1]),
+    log_z = scaled_sequence(pot, T, tables, sc, span_lattice.label_counts(max_len, pot.shape[1]),
                             distinct, work, ws)
     if not np.isfinite(log_z):
-        log_z = spans.sequence_marginals(pot, T, tables, max_len, work, distinct)
+        log_z = span_lattice.sequence_marginals(pot, T, tables, max_len, work, distinct)
     return log_z
 
 
@@ -576,7 +576,7 @@ def segment_marginals(st: ChainStructure, pot: np.ndarray, max_len: np.ndarray |
     limits = _limits(st, L, max_len)
     order = label_order(limits)
     est = engine_structure(st, order)
-    work = spans.workspace(T, L, est.tables)
+    work = span_lattice.workspace(T, L, est.tables)
     log_z = sequence_marginals(pot, T, est.tables, limits[order], distinct, work,
                                scaled_workspace(T, L, st.n_labels, est.n_forward))
     return float(log_z), work.marg[:, :, est.pattern_s].copy()
@@ -593,8 +593,8 @@ def segment_viterbi(st: ChainStructure, pot: np.ndarray, max_len: np.ndarray | N
     est = engine_structure(st, order)
     labels = np.empty(T, dtype=np.int64)
     starts = np.empty(T, dtype=np.int64)
-    best = spans.viterbi(pot, T, est.tables, limits[order], spans.workspace(T, L, est.tables),
-                         labels, starts, distinct)
+    best = span_lattice.viterbi(pot, T, est.tables, limits[order],
+                                span_lattice.workspace(T, L, est.tables), labels, starts, distinct)
     first = np.flatnonzero(starts).tolist()
     return [(u, v - 1, int(order[labels[u]])) for u, v in zip(first, first[1:] + [T])], \
         float(best)

@@ -2,20 +2,20 @@
 (training and tagging; Cuong et al. 2014 §2).
 
 Span (u, d) of the sequence that starts at token a is unit (a + u)·m + d - 1
-of the encoded data, m its units per token (``spans.Units``).  Features are
+of the encoded data, m its units per token (``span_lattice.Units``).  Features are
 a chain program's table (``chain.ChainFeatures``): constant rows (``bias``,
 active on every span) are scored once per call, and a pattern fed only by
 them is static; frequent single-label rows are dense.  Each sequence takes
-the factored or the general scaled path of ``fgl.engines.sequence.
-semimarkov`` where it is exact, else the log-space span kernel
-(``fgl.engines.sequence.spans``), which also decodes and gives the gold
-counts (``spans.gold_counts``).
+the factored or the general scaled path of ``fgl.engines.sequence.segments``
+where it is exact, else the log-space span lattice
+(``fgl.engines.sequence.span_lattice``), which also decodes and gives the gold
+counts (``span_lattice.gold_counts``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from fgl.engines.sequence import chain, spans
+from fgl.engines.sequence import chain, span_lattice
 from fgl.engines.sequence.scaling import (
     MAX_EXPONENT,
     MIN_EXPONENT,
@@ -23,7 +23,7 @@ from fgl.engines.sequence.scaling import (
     static_cumulative,
     static_tables,
 )
-from fgl.engines.sequence.semimarkov import factored_sequence, scaled_sequence, scaled_workspace
+from fgl.engines.sequence.segments import factored_sequence, scaled_sequence, scaled_workspace
 from fgl.jit import njit
 
 
@@ -131,9 +131,9 @@ def _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w
     n = tables.n_labels
     P = tables.n_forward
     S = P * n
-    max_t = spans.longest(seq_ptr, i0, i1)
+    max_t = span_lattice.longest(seq_ptr, i0, i1)
     Lm = min(L, max_t)
-    cnt = spans.label_counts(max_len, Lm)
+    cnt = span_lattice.label_counts(max_len, Lm)
     static = chain.static_potentials(features, tables, w)
     dynamic_patterns = np.flatnonzero(dynamic)
     static_patterns = np.flatnonzero(~dynamic)
@@ -144,7 +144,7 @@ def _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w
     c_lo = min(1.0, sc.cum_lo[1:].min()) if P > 1 else 1.0
     c_hi = max(1.0, sc.cum_hi[1:].max()) if P > 1 else 1.0
     pot = np.empty((max_t, Lm, tables.n_patterns))
-    work = spans.workspace(max_t, Lm, tables)
+    work = span_lattice.workspace(max_t, Lm, tables)
     ws = scaled_workspace(max_t, Lm, n, P)
     span_lab = ws.lab.reshape((max_t * Lm, n))
     span_marg = work.marg.reshape((max_t * Lm, S))
@@ -170,7 +170,7 @@ def _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w
                 for dm in range(min(Lm, T - u)):
                     for z in static_patterns:
                         pot[u, dm, z] = static[z]
-            log_z = spans.sequence_marginals(pot, T, tables, max_len, work, distinct)
+            log_z = span_lattice.sequence_marginals(pot, T, tables, max_len, work, distinct)
         if path != _LOG_SPACE and not np.isfinite(log_z):
             redo[i - i0] = True   # (the factored path added nothing to own_sum for it)
             continue
@@ -202,7 +202,7 @@ def _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w
                             grad[f] += v * M[k, feat_s[f]]
     if path == _FACTORED:
         own_sum *= cum
-    spans.accumulate_up(own_sum, tables.p_suffix, tables.p_order, n)
+    span_lattice.accumulate_up(own_sum, tables.p_suffix, tables.p_order, n)
     for k in features.const_feats:
         grad[k] += marg_sum[feat_s[k]] + own_sum[feat_s[k]]
     return total
@@ -215,13 +215,13 @@ def batch_viterbi(i0, i1, m, L, units, features, tables, max_len, distinct, w, w
     semiring): per token its segment's label into ``labels``, and 1 where a
     segment starts (else 0) into ``starts`` (both flat over tokens)."""
     seq_ptr = units.seq_ptr
-    max_t = spans.longest(seq_ptr, i0, i1)
+    max_t = span_lattice.longest(seq_ptr, i0, i1)
     Lm = min(L, max_t)
     static = chain.static_potentials(features, tables, w)
     all_patterns = np.arange(tables.n_patterns)
     lab = np.empty(tables.n_labels)
     pot = np.empty((max_t, Lm, tables.n_patterns))
-    work = spans.workspace(max_t, Lm, tables)
+    work = span_lattice.workspace(max_t, Lm, tables)
     # the sequence walk all batch kernels open with: the per-sequence work differs,
     # and sharing the walk would take that work as a callback
     for i in range(i0, i1):
@@ -231,4 +231,5 @@ def batch_viterbi(i0, i1, m, L, units, features, tables, max_len, distinct, w, w
             continue
         potentials(a, T, m, Lm, units, features, tables, w, static, all_patterns, w_dense, lab,
                    pot)
-        spans.viterbi(pot, T, tables, max_len, work, labels[a:a + T], starts[a:a + T], distinct)
+        span_lattice.viterbi(pot, T, tables, max_len, work, labels[a:a + T], starts[a:a + T],
+                             distinct)

@@ -1,4 +1,4 @@
-"""The exact high-order semi-Markov engine (``fgl.engines.sequence.semimarkov``,
+"""The exact high-order semi-Markov engine (``fgl.engines.sequence.segments``,
 Cuong et al. 2014 §2) at the level of potential tables, against exhaustive
 enumeration of every segmentation (with per-label length limits and with
 no two adjacent segments of one label), the shared oracle cases, and the
@@ -17,8 +17,8 @@ from hypothesis.extra import numpy as hnp
 from support.brute_force import semimarkov_brute_force
 from support.paths import require_shared
 
-from fgl.engines.sequence import semimarkov as sm
-from fgl.engines.sequence import semimarkov_batch, spans
+from fgl.engines.sequence import segments as sm
+from fgl.engines.sequence import segments_batch, span_lattice
 from fgl.engines.sequence.chain import pattern_marginals, viterbi
 from fgl.engines.sequence.scaling import (
     MAX_EXPONENT,
@@ -26,7 +26,7 @@ from fgl.engines.sequence.scaling import (
     static_cumulative,
     static_tables,
 )
-from fgl.engines.sequence.semimarkov import segment_marginals, segment_viterbi
+from fgl.engines.sequence.segments import segment_marginals, segment_viterbi
 from fgl.engines.sequence.structure import ChainStructure
 
 RTOL, ATOL = 1e-9, 1e-12
@@ -144,13 +144,13 @@ def test_each_path_matches_brute_force(problem):
     _, est, lim = _engine(ChainStructure.build(n, patterns), limits)
     b_log_z, b_marg, _, _ = _brute(n, patterns, L, pot, limits, distinct)
     atol = ATOL * max(1.0, float(np.abs(pot).sum()))
-    work = spans.workspace(T, L, est.tables)
-    log_z = spans.sequence_marginals(pot, T, est.tables, lim, work, distinct)
+    work = span_lattice.workspace(T, L, est.tables)
+    log_z = span_lattice.sequence_marginals(pot, T, est.tables, lim, work, distinct)
     runs = [(log_z, work.marg.copy())]
-    work = spans.workspace(T, L, est.tables)
+    work = span_lattice.workspace(T, L, est.tables)
     sc = static_tables(np.zeros(len(patterns)), np.ones(len(patterns), np.bool_), est.tables)
-    fast = sm.scaled_sequence(pot, T, est.tables, sc, spans.label_counts(lim, L), distinct, work,
-                              sm.scaled_workspace(T, L, n, est.n_forward))
+    fast = sm.scaled_sequence(pot, T, est.tables, sc, span_lattice.label_counts(lim, L), distinct,
+                              work, sm.scaled_workspace(T, L, n, est.n_forward))
     if np.abs(pot).max() < 1.0:
         assert np.isfinite(fast)
     event("scaled path exact" if np.isfinite(fast) else "scaled path gave up")
@@ -180,7 +180,7 @@ def test_factored_path_matches_brute_force(problem):
     sc = static_tables(np.where(longer, pot[0, 0], 0.0), ~longer, tables)
     cum = static_cumulative(sc.static_exp, tables)
     if distinct:
-        cum = semimarkov_batch.distinct_cumulative(cum, tables)
+        cum = segments_batch.distinct_cumulative(cum, tables)
     c_lo = min(1.0, sc.cum_lo[1:].min()) if P > 1 else 1.0
     c_hi = max(1.0, sc.cum_hi[1:].max()) if P > 1 else 1.0
     if c_hi > np.exp(MAX_EXPONENT) or c_lo < np.exp(MIN_EXPONENT):
@@ -191,8 +191,8 @@ def test_factored_path_matches_brute_force(problem):
     ws = sm.scaled_workspace(T, L, n, P)
     taken = np.zeros(S)
     fast_z = sm.factored_sequence(fast_pot, T, tables, cum, c_lo, c_hi,
-                                  spans.label_counts(lim, L), spans.workspace(T, L, tables), ws,
-                                  taken)
+                                  span_lattice.label_counts(lim, L),
+                                  span_lattice.workspace(T, L, tables), ws, taken)
     if np.abs(pot).max() < 1.0:
         assert np.isfinite(fast_z)
     event("factored path exact" if np.isfinite(fast_z) else "factored path gave up")
@@ -207,7 +207,7 @@ def test_factored_path_matches_brute_force(problem):
                                    _brute_marg(b_marg, T, L, patterns.index((int(y),))),
                                    rtol=RTOL, atol=ATOL)
     taken *= cum
-    spans.accumulate_up(taken, tables.p_suffix, tables.p_order, n)
+    span_lattice.accumulate_up(taken, tables.p_suffix, tables.p_order, n)
     for z in range(len(patterns)):
         want = sum(b_marg[z][u, v] for u in range(T) for v in range(u, T))
         assert taken[est.pattern_s[z]] == pytest.approx(want, rel=RTOL, abs=1e-10)
@@ -222,14 +222,14 @@ def test_scaled_path_skips_negligible_long_spans():
     rng = np.random.default_rng(0)
     pot = rng.normal(0.0, 1.0, (T, L, 3))
     pot[:, 0, :2] += 30.0  # every one-token span scores far above longer ones
-    work = spans.workspace(T, L, st_.tables)
+    work = span_lattice.workspace(T, L, st_.tables)
     ws = sm.scaled_workspace(T, L, n, st_.n_forward)
     sc = static_tables(np.zeros(3), np.ones(3, np.bool_), st_.tables)
-    cnt = spans.label_counts(np.full(n, L), L)
+    cnt = span_lattice.label_counts(np.full(n, L), L)
     fast = sm.scaled_sequence(pot, T, st_.tables, sc, cnt, False, work, ws)
     assert np.isfinite(fast) and not ws.weight[:T - 20, 20:].any()
     fast_marg = work.marg.copy()
-    slow = spans.sequence_marginals(pot, T, st_.tables, np.full(n, L), work)
+    slow = span_lattice.sequence_marginals(pot, T, st_.tables, np.full(n, L), work)
     assert fast == pytest.approx(slow, rel=RTOL)
     np.testing.assert_allclose(fast_marg, work.marg, rtol=RTOL, atol=ATOL)
 
@@ -262,8 +262,8 @@ def test_span_kernel_needs_labels_numbered_by_limit():
     st_ = ChainStructure.build(2, [(0,), (1,)])
     pot = np.zeros((3, 2, 2))
     with pytest.raises(ValueError, match="non-increasing length limit"):
-        spans.sequence_marginals(pot, 3, st_.tables, np.array([1, 2]),
-                                 spans.workspace(3, 2, st_.tables))
+        span_lattice.sequence_marginals(pot, 3, st_.tables, np.array([1, 2]),
+                                 span_lattice.workspace(3, 2, st_.tables))
 
 
 def _cases():

@@ -21,7 +21,7 @@ consumes a span (u, d) of d tokens:
 
 Per-label length limits skip work rather than add -inf: the kernels number
 labels by non-increasing limit (``max_len[0] >= max_len[1] >= ...``; the
-semi-Markov engine renumbers them so, ``fgl.engines.sequence.semimarkov``), so the
+semi-Markov engine renumbers them so, ``fgl.engines.sequence.segments``), so the
 labels a span of d tokens may take are 0..cnt[d-1]-1 (``label_counts``) and
 every loop over spans of d tokens runs over that prefix of each block:
 O(T·|P|·Σ_y L_y) per pass instead of O(T·L·n·|P|) (Cuong et al. 2014 §2.5).
