@@ -238,7 +238,7 @@ def worker_crfsuite(a) -> dict:
     res["test_tokens"] = sum(map(len, test))
     res["peak_rss_mb"] = peak_rss_mb()        # before anything below
 
-    from fgl.io.evaluate import evaluate
+    from fgl.evaluation.evaluate import evaluate
     rep = evaluate([[r[2] for r in s] for s in test], pred)
     res["accuracy"], res["f1"] = rep.accuracy, rep.overall.f1
     res["precision"], res["recall"] = rep.overall.precision, rep.overall.recall
@@ -367,8 +367,8 @@ def worker_fgl(a) -> dict:
     import numpy as np
 
     from fgl.api import CRF
+    from fgl.evaluation.evaluate import evaluate
     from fgl.io.conll import iter_conll, read_conll
-    from fgl.io.evaluate import evaluate
     from fgl.lang.parser import read_spec
     from fgl.lang.settings import resolve_train
     from fgl.learn.learner import train_lbfgs

@@ -62,7 +62,7 @@ template transition: y[t-1..t]
 
 def synthetic(directory: Path, sequences: int) -> tuple[Path, Path]:
     """A generated stand-in: ``sequences`` sequences of 20 tokens."""
-    from fgl.io.synth import write_markov_files
+    from fgl.datasets.synth import write_markov_files
 
     train, _ = write_markov_files(directory, n_labels=10, n_train=sequences, n_test=1,
                                   length=20)

@@ -5,7 +5,7 @@ the transitions S = P x Y of the model's forward states P, so one
 objective+gradient evaluation should cost O(|P|·n) per token — not O(n^k).
 Two tables, printed only (nothing is asserted):
 
-Table 1 — scaling with order.  Data from ``fgl.io.synth.markov_sequences`` (an
+Table 1 — scaling with order.  Data from ``fgl.datasets.synth.markov_sequences`` (an
 order-k_true Markov model, r = 2 successors per history, m = 3 Gaussian
 observations); for each label count n and maximum CRF order 1..K the spec
 below (all observed label patterns up to that order) is compiled and one
@@ -34,9 +34,9 @@ import time
 import numpy as np
 from measure import best_time
 
+from fgl.datasets.synth import markov_sequences
 from fgl.engines.sequence import chain
 from fgl.engines.sequence.structure import ChainStructure
-from fgl.io.synth import markov_sequences
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 from fgl.registry import compile_model

@@ -9,7 +9,7 @@ the seconds to tag the test sentences by Viterbi (``predict``), by
 of a few runs after a warm-up, one thread, and its ratio to Viterbi's time
 in the same run.  The models: a first-order and a second-order chain
 (word and POS features) trained on CoNLL-2000 when ``../shared/data`` has
-it, else on generated chunking data (``fgl.io.synth``).
+it, else on generated chunking data (``fgl.datasets.synth``).
 
     python examples/bench_nbest.py --quick        # seconds
     python examples/bench_nbest.py                # 2,000 training sentences, the whole test set
@@ -22,8 +22,8 @@ from pathlib import Path
 from measure import best_time
 
 import fgl
+from fgl.datasets.synth import segment_sequences
 from fgl.io.conll import read_conll
-from fgl.io.synth import segment_sequences
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "conll2000"
 

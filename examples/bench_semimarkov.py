@@ -35,7 +35,7 @@ engine for comparison; both must give the same |Z|, |P|, |S| and feature
 count.  A benchmark prints, it does not assert: timings on a shared machine
 vary by some 10 %.
 
-Data: generated (``fgl.io.synth.segment_sequences``) and, when present,
+Data: generated (``fgl.datasets.synth.segment_sequences``) and, when present,
 CoNLL-2000 (first N training sentences, NP and VP chunks only).
 
     python examples/bench_semimarkov.py                 # ~a few minutes
@@ -52,9 +52,9 @@ import numpy as np
 from measure import best_time
 
 from fgl.data.sentence import Sentence
+from fgl.datasets.synth import segment_sequences
+from fgl.evaluation.evaluate import chunks
 from fgl.io.conll import read_conll
-from fgl.io.evaluate import chunks
-from fgl.io.synth import segment_sequences
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 from fgl.registry import compile_model

@@ -36,7 +36,7 @@ from pathlib import Path
 from bench_conll2000 import crfsuite_attributes, read_columns
 
 from fgl import CRF
-from fgl.io.evaluate import evaluate
+from fgl.evaluation.evaluate import evaluate
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "conll2000"

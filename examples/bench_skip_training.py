@@ -8,7 +8,7 @@ Data, each with the spec of docs/language.md's skip-chain advice (the
 linear chain is the same spec without its skip template):
 
 * ``announcements`` -- generated talk announcements
-  (``fgl.io.records.announcements``) scaled to seminar size: 300 training
+  (``fgl.datasets.records.announcements``) scaled to seminar size: 300 training
   documents of about 270 tokens whose speaker and organisation names come
   back 5 to 20 times, 184 test documents (no download);
 * ``conll2003`` -- CoNLL-2003 English, all 946 training articles, testa;
@@ -41,8 +41,8 @@ from skip_chain_conll2002 import inconsistent, strip_labels  # noqa: E402
 from skip_chain_ner import CORPORA, load  # noqa: E402
 
 from fgl.api import CRF  # noqa: E402
-from fgl.io.evaluate import evaluate  # noqa: E402
-from fgl.io.records import announcements  # noqa: E402
+from fgl.datasets.records import announcements  # noqa: E402
+from fgl.evaluation.evaluate import evaluate  # noqa: E402
 
 # docs/language.md, "Which observations a skip factor should read" and its example
 STATE = """columns {columns}

@@ -137,7 +137,7 @@ def worker(a) -> dict:
         res["features"] = crf.training_log_.featgen_num_features
     from sklearn.metrics import f1_score
 
-    from fgl.io.evaluate import evaluate
+    from fgl.evaluation.evaluate import evaluate
     names = sorted({t for s in y_test for t in s} - {"O"})
     flat = [t for s in y_test for t in s]
     res["token_f1"] = 100 * f1_score(flat, [t for s in pred for t in s], average="weighted",

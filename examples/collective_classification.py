@@ -51,7 +51,7 @@ Two settings, each over ``--seeds`` seeded splits:
 (a) ``fgl convert linqs --split 0.5 -o TRAIN --test-out TEST --seed N``:
     half the papers form the training graph, the rest the test graph.  The
     converter keeps each link only when both its papers fall on one side
-    (``fgl.io.linqs.split``): the links across the split — about half of
+    (``fgl.convert.linqs.split``): the links across the split — about half of
     them — are dropped and counted, so each graph keeps about a quarter.
     No test label is given, and every test node is scored.
 (b) ``fgl convert linqs --withhold 0.5 -o GIVEN --gold-out GOLD --seed N``:
@@ -65,7 +65,7 @@ seconds (ICA: the content-only model's and its local classifier's), peak
 RSS while training, how the training runs ended (``rule``: the stopping
 rule; ``LS``: a failed line search; ``limit``: ``--max-iter``) and the
 runs ending on a failed line search; then, per pair, the approximate
-randomisation test of ``fgl compare`` (``fgl.io.significance``; Noreen
+randomisation test of ``fgl compare`` (``fgl.evaluation.significance``; Noreen
 1989) on the per-node predictions of all seeds pooled — each shuffle swaps
 the two models' predictions of a node (not of a graph: a setting has one
 test graph per seed) with probability 1/2, 10,000 shuffles, two-sided.
@@ -155,8 +155,8 @@ from measure import RssPeak  # noqa: E402
 
 from fgl.api import CRF  # noqa: E402
 from fgl.cli import main as fgl_main  # noqa: E402
+from fgl.evaluation.significance import randomisation_test  # noqa: E402
 from fgl.io.graphs import graph_instance, scoring  # noqa: E402
-from fgl.io.significance import randomisation_test  # noqa: E402
 from fgl.learn.learner import TrainingLog  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "citeseer"

@@ -16,7 +16,7 @@ learner alone), features, overall precision / recall / F1 on ned.testb, F1
 with 95 % t-intervals over 21 contiguous partitions of the test sentences
 (Zhu et al. Table 3 cut 4,211 sentences into parts of 200; this testb has
 5,195, so the parts hold about 247) and the approximate randomisation
-p-value of the F1 difference (``fgl.io.significance.compare``, what ``fgl
+p-value of the F1 difference (``fgl.evaluation.significance.compare``, what ``fgl
 compare`` prints).  The paper: CRF 64.66 ± 3.61 F1 in 794 s, ECRN 64.97 ±
 2.60 in 1.3 s.
 
@@ -41,9 +41,9 @@ from pathlib import Path
 
 from fgl import CRF
 from fgl.data.sentence import Sentence
+from fgl.evaluation.evaluate import evaluate
+from fgl.evaluation.significance import compare
 from fgl.io.conll import ShortLineWarning, read_conll
-from fgl.io.evaluate import evaluate
-from fgl.io.significance import compare
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "conll2002"

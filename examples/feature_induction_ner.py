@@ -46,7 +46,7 @@ from pathlib import Path
 from measure import peak_rss_mb
 
 from fgl import CRF
-from fgl.io.evaluate import evaluate
+from fgl.evaluation.evaluate import evaluate
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "conll2003"

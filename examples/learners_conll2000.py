@@ -26,7 +26,7 @@ import numpy as np
 from measure import peak_rss_mb
 
 from fgl import CRF
-from fgl.io.evaluate import evaluate
+from fgl.evaluation.evaluate import evaluate
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "conll2000"

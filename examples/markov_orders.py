@@ -16,8 +16,8 @@ import argparse
 import time
 
 from fgl.api import CRF
-from fgl.io.evaluate import evaluate
-from fgl.io.synth import markov_sequences
+from fgl.datasets.synth import markov_sequences
+from fgl.evaluation.evaluate import evaluate
 
 SPEC = """
 model "order-{order} CRF on Markov data"

@@ -5,7 +5,7 @@ CRFs). Both specs in ``examples/specs/`` read the same word features.
 ``maxent.fgl`` labels every token on its own. ``linear_chain.fgl`` adds one
 line, the transition template ``y[t-1..t]``, so the labels of neighbouring
 tokens are decided together. The data are the generated announcements of
-``examples/structures.py`` (``fgl.io.records.announcements``). A talk
+``examples/structures.py`` (``fgl.datasets.records.announcements``). A talk
 title or a place is several made-up words long, and only a joint decision
 keeps all of a field's words under one label.
 
@@ -24,8 +24,8 @@ from pathlib import Path
 
 from fgl.api import CRF
 from fgl.data.sentence import Sentence
-from fgl.io.evaluate import chunks, evaluate
-from fgl.io.records import announcements
+from fgl.datasets.records import announcements
+from fgl.evaluation.evaluate import chunks, evaluate
 
 SPECS = Path(__file__).resolve().parent / "specs"
 
@@ -55,7 +55,7 @@ def main() -> None:
               for s in test.sentences]
     fields = sum(len(chunks(g, "iob")) for g in gold)
     print(f"data: {n_train} training and {n_test} test announcements "
-          f"(fgl.io.records.announcements, seed {a.seed}), {fields} test fields; "
+          f"(fgl.datasets.records.announcements, seed {a.seed}), {fields} test fields; "
           f"specs in {SPECS}")
     head = f"{'model':<14} {'train s':>7} {'token acc':>9} {'F1':>6} {'whole fields':>12}"
     print(head)

@@ -248,9 +248,9 @@ def table(models: list[str], sigmas: list[float], data: Path, max_iter: int) -> 
 
 def quick_split(directory: Path, seed: int = 0) -> Path:
     """given/val/test files of one small generated citation graph
-    (``fgl.io.synth.citation_graphs``): a third of the labels given, a third
+    (``fgl.datasets.synth.citation_graphs``): a third of the labels given, a third
     withheld for validation, the rest for test."""
-    from fgl.io.synth import citation_graphs
+    from fgl.datasets.synth import citation_graphs
 
     graph = citation_graphs(n_graphs=1, n_papers=150, n_topics=3, seed=seed,
                             p_within=0.05, p_across=0.005)[0]
@@ -293,7 +293,7 @@ def main() -> int:
     t0 = time.perf_counter()
     if args.quick:
         with tempfile.TemporaryDirectory() as tmp:
-            print("a generated graph of 150 papers (fgl.io.synth.citation_graphs), "
+            print("a generated graph of 150 papers (fgl.datasets.synth.citation_graphs), "
                   "a third of its labels given")
             table(models, [1.0], quick_split(Path(tmp)), min(args.max_iter, 15))
         vector_memory(300, 500, 10, 400)

@@ -45,8 +45,8 @@ from measure import current_rss_mb, peak_rss_mb
 
 from fgl.api import CRF
 from fgl.data.sentence import Sentence
-from fgl.io.evaluate import evaluate
-from fgl.io.significance import compare
+from fgl.evaluation.evaluate import evaluate
+from fgl.evaluation.significance import compare
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "punc"
 PAPER = {"C1": 66.21, "C2": 66.53, "C3": 66.85, "SC1": 66.73, "SC2": 70.85, "SC3": 70.47}

@@ -1,7 +1,7 @@
 """Collective classification of linked papers: a relational CRF against per-paper maxent.
 
 Sutton & McCallum §1.4.1: clique templates over an arbitrary graph. The
-data are citation graphs made by ``fgl.io.synth.citation_graphs``. Each paper
+data are citation graphs made by ``fgl.datasets.synth.citation_graphs``. Each paper
 has a topic and four words, and most words are common to every topic, so many
 papers have no topical word at all. Papers of one topic cite each other far
 more often than papers of different topics. Two specs are trained on the same
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from fgl.api import CRF
-from fgl.io.synth import write_citation_graphs
+from fgl.datasets.synth import write_citation_graphs
 
 STDLIB = Path(__file__).resolve().parents[1] / "stdlib"
 
@@ -58,7 +58,7 @@ def main() -> None:
         test_path = write_citation_graphs(Path(tmp) / "test.jsonl", n_graphs=n,
                                           seed=a.seed + 1000)
         print(f"data: {n} training and {n} test citation graphs of 12 papers "
-              f"(fgl.io.synth.citation_graphs, seed {a.seed}); relational spec: "
+              f"(fgl.datasets.synth.citation_graphs, seed {a.seed}); relational spec: "
               f"{STDLIB / 'relational.fgl'}")
         head = (f"{'model':<18} {'engine':<14} {'train s':>7} {'accuracy':>9} "
                 f"{'no topical word':>16}")

@@ -18,7 +18,7 @@ L: the script prints the longest NP/VP chunk, takes L = min(that, --max-len)
 and drops the training sentences holding a longer chunk (fgl refuses a BIO
 chunk longer than the limit).  O is limited to segments of one token,
 which is what ``from bio`` makes of O tokens.  ``--generated`` (and the
-fallback when CoNLL-2000 is absent) uses ``fgl.io.synth.segment_sequences``
+fallback when CoNLL-2000 is absent) uses ``fgl.datasets.synth.segment_sequences``
 (columns ``word label``; no POS features).
 
 Prints chunk P/R/F1, token accuracy, L-BFGS iterations, compile and
@@ -37,9 +37,9 @@ from pathlib import Path
 
 from fgl.api import CRF
 from fgl.data.sentence import Sentence
+from fgl.datasets.synth import segment_sequences
+from fgl.evaluation.evaluate import chunks, evaluate
 from fgl.io.conll import read_conll
-from fgl.io.evaluate import chunks, evaluate
-from fgl.io.synth import segment_sequences
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "conll2000"

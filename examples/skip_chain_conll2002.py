@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 
 from fgl.api import CRF  # noqa: E402
 from fgl.data.sentence import Sentence  # noqa: E402
+from fgl.evaluation.evaluate import evaluate  # noqa: E402
 from fgl.io.conll import read_conll  # noqa: E402
-from fgl.io.evaluate import evaluate  # noqa: E402
 from fgl.lang.checks import validate  # noqa: E402
 from fgl.lang.parser import parse_spec  # noqa: E402
 from fgl.lang.settings import resolve_train  # noqa: E402

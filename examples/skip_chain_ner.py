@@ -65,8 +65,8 @@ from skip_chain_conll2002 import first_docs, inconsistent, strip_labels  # noqa:
 
 from fgl.api import CRF  # noqa: E402
 from fgl.data.sentence import Sentence  # noqa: E402
+from fgl.evaluation.evaluate import Report, evaluate  # noqa: E402
 from fgl.io.conll import ShortLineWarning, read_conll  # noqa: E402
-from fgl.io.evaluate import Report, evaluate  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 TYPES = ["PER", "LOC", "ORG", "MISC"]

@@ -10,7 +10,12 @@ The package reads as the pipeline:
   al. 2014) and loopy belief propagation (Sutton & McCallum) programs;
 * ``fgl.learn`` — the objective, L-BFGS and OWL-QN, checkpoints, the
   perceptron, empirical co-occurrence rate networks and feature induction;
-* ``fgl.io`` — data files, model files, evaluation, drawing;
+* ``fgl.io`` — data formats: CoNLL columns, rows, feature dicts, graphs,
+  and every file fgl writes (``safe_files``);
+* ``fgl.modelfile`` — model files and checkpoints; ``fgl.evaluation`` —
+  scores, confusion, significance; ``fgl.report`` — pictures, inspection,
+  dumps and the HTML report; ``fgl.convert`` — CRF++/LINQS conversion;
+  ``fgl.datasets`` — generated data for examples and tests;
 * ``fgl.registry`` picks the engine a spec needs; ``fgl.model`` is the one
   model interface; ``fgl.api`` (``fgl.CRF``) and ``fgl.cli`` are the faces.
 """

@@ -16,7 +16,7 @@ reached through the one model interface
 
 Why one module of some 700 lines: ``CRF`` is the API's one class, and each
 of its methods is a short call into the package (training in ``fgl.learn``,
-inference through the model, files in ``fgl.io``); split into mixins, what
+inference through the model, files in ``fgl.io`` and ``fgl.modelfile``); split into mixins, what
 a user can call would be spread over modules.
 """
 from __future__ import annotations
@@ -31,23 +31,23 @@ import numpy as np
 from fgl import registry
 from fgl.data.sentence import Sentence
 from fgl.errors import FglError
+from fgl.evaluation.evaluate import Report, evaluate, evaluate_layers
 from fgl.io.conll import iter_conll, read_conll
-from fgl.io.evaluate import Report, evaluate, evaluate_layers
 from fgl.io.feature_dicts import META_KEY as DICTS_KEY
 from fgl.io.feature_dicts import MODEL_NAME, FeatureDictSpec, from_dicts_message
 from fgl.io.graphs import GraphInstance, graph_instance, read_graphs, scoring
-from fgl.io.inspect import inspection, state_features, transition_features
-from fgl.io.model_files import check_writable, load_model, save_model
 from fgl.io.rows import Rows, apart, as_sentences, label_fields
 from fgl.io.sources import expand, files_label
-from fgl.io.training_curve import META_KEY as CURVE_KEY
-from fgl.io.training_curve import training_curve
 from fgl.lang import ast
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec, read_spec
 from fgl.lang.settings import Overrides, resolve_train
 from fgl.learn.trainers import setting_errors
 from fgl.model import Model, Predictions, TokenMarginals, output_layers
+from fgl.modelfile.model_files import check_writable, load_model, save_model
+from fgl.modelfile.training_curve import META_KEY as CURVE_KEY
+from fgl.modelfile.training_curve import training_curve
+from fgl.report.inspect import inspection, state_features, transition_features
 
 if TYPE_CHECKING:   # (training's modules load its kernels: imported when a fit runs)
     from fgl.learn.learner import TrainingLog
@@ -165,9 +165,9 @@ class CRF:
 
     def _repr_svg_(self) -> str | None:
         """A notebook's picture of the model: its templates' clique shapes
-        over a few positions (``fgl.io.draw.structure_drawing``); None
+        over a few positions (``fgl.report.draw.structure_drawing``); None
         (the text repr) without matplotlib."""
-        from fgl.io.draw import structure_drawing
+        from fgl.report.draw import structure_drawing
 
         try:
             return structure_drawing(self.spec).svg()
@@ -177,12 +177,12 @@ class CRF:
     def draw(self, data: str | Path | Sequence[Rows] | None = None, instance: int = 0,
              tokens: str | tuple[int | None, int | None] | None = None,
              encoding: str = "utf-8", short_lines: str = "error") -> Any:
-        """A picture (``fgl.io.draw.Drawing``: ``.save("g.svg")``, shown by
+        """A picture (``fgl.report.draw.Drawing``: ``.save("g.svg")``, shown by
         a notebook) of instance ``instance`` of ``data`` — a data file, or
         sequences of rows as for ``predict`` — cut to ``tokens`` ("A:B" or
         (A, B)); a trained CRF colours it by its predictions.  Without
         data: the templates' structure."""
-        from fgl.io.draw import draw_instance, parse_tokens, structure_drawing
+        from fgl.report.draw import draw_instance, parse_tokens, structure_drawing
 
         if data is None:
             return structure_drawing(self.spec)
@@ -565,7 +565,7 @@ class CRF:
         a dict ``{layer: Report}``.  ``scheme``: bio, iob1, iobes, io, iob,
         plain, runs or auto (each layer chooses; a segment model ``from
         change`` is scored by runs), or ``{layer: scheme}`` (unnamed layers:
-        auto).  ``ignore``, ``labels``: as in ``fgl.io.evaluate.evaluate``.
+        auto).  ``ignore``, ``labels``: as in ``fgl.evaluation.evaluate.evaluate``.
 
         Graphs (``input graph``; ``y`` None) are scored on the nodes whose
         labels the model is not given (``fgl.io.graphs.scoring``): every
@@ -644,7 +644,7 @@ class CRF:
         """The model's weights by template (the strongest ``top`` per
         template, or a label matrix for a two-label template without
         observations) and its training metadata, as plain data
-        (``fgl.io.inspect``; ``fgl inspect MODEL`` prints it)."""
+        (``fgl.report.inspect``; ``fgl inspect MODEL`` prints it)."""
         return inspection(self._fitted(), self.weights, self._training_meta(), top, template,
                           self.attribute_name)
 
@@ -675,14 +675,14 @@ class CRF:
 
     def report(self, data: str | Path | Sequence[str | Path] | None = None, *,
                encoding: str = "utf-8", short_lines: str = "error", **options: Any) -> Any:
-        """A report of this trained model (``fgl.report.ModelReport``: one
+        """A report of this trained model (``fgl.report.model_report.ModelReport``: one
         self-contained HTML page; ``.save("r.html")``, shown by a notebook):
         the spec, the engine and why, the training curve, the strongest
         weights; with labelled ``data`` (a file, glob or list) the
         evaluation, the confusion matrix and an instance browser.
-        ``options``: ``fgl.report.build_report``'s (``first``, ``worst``,
+        ``options``: ``fgl.report.model_report.build_report``'s (``first``, ``worst``,
         ``scheme``)."""
-        from fgl.report import build_report
+        from fgl.report.model_report import build_report
 
         sentences = None if data is None else self.read(data, encoding, short_lines)
         return build_report(self, sentences, **options)

@@ -7,7 +7,7 @@ McCallum §1.3.3, after Culotta & McCallum), which each engine's model
 computes (``Model.segment_confidences``):
 
 * chain models (any order): the segments are the chunks of the predicted
-  tags under ``scheme`` (``fgl.io.evaluate.chunks``), each clamped to its
+  tags under ``scheme`` (``fgl.evaluation.evaluate.chunks``), each clamped to its
   predicted tags by constrained forward-backward, exactly
   (``fgl.engines.sequence.constrained``);
 * segment models: the model's own predicted segments (u, v, y); the
@@ -30,7 +30,7 @@ import numpy as np
 
 from fgl.data.sentence import Sentence
 from fgl.errors import FglError
-from fgl.io.evaluate import resolve
+from fgl.evaluation.evaluate import resolve
 from fgl.model import Confidences, Model, Predictions, TokenMarginals, output_layers
 
 
@@ -57,7 +57,7 @@ def segment_confidences(model: Model, w: np.ndarray, sentences: Sequence[Sentenc
     """The predicted segments of every sentence and output layer, with
     their confidences (``predictions``: the model's decoding of
     ``sentences``; ``scheme`` and ``ignore`` as for
-    ``fgl.io.evaluate.chunks``, except that a segment model's segments are
+    ``fgl.evaluation.evaluate.chunks``, except that a segment model's segments are
     its own; segments labelled as in ``ignore`` are left out)."""
     if model.spec.input_format == "graph":
         raise FglError("segment confidences need sequences, and graph input has none (its "

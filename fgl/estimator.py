@@ -445,7 +445,7 @@ def sequence_scorer(metric: str = "token_accuracy") -> Callable[[Any, Any, Any],
     in 0-1 as scikit-learn's scorers give):
     ``"token_accuracy"`` (the default of ``score``), ``"sequence_accuracy"``
     (the share of sequences with every label right) or ``"f1"`` (micro F1
-    of the chunks or labels ``fgl.io.evaluate`` finds, scheme ``auto``)."""
+    of the chunks or labels ``fgl.evaluation.evaluate`` finds, scheme ``auto``)."""
     if metric not in METRICS:
         raise FglError(f"unknown metric {metric!r}; choose one of {', '.join(METRICS)}")
 
@@ -458,7 +458,7 @@ def sequence_scorer(metric: str = "token_accuracy") -> Callable[[Any, Any, Any],
         if any(isinstance(label, tuple) for seq in y for label in seq):
             raise FglError("the f1 scorer scores one output layer; this model has several "
                            "(score each with fgl.CRF.evaluate)")
-        from fgl.io.evaluate import evaluate
+        from fgl.evaluation.evaluate import evaluate
         return evaluate(y, pred).overall.f1 / 100.0
     score.__name__ = f"fgl_{metric}"
     return score

@@ -2,7 +2,7 @@
 
 A *model* is a checked spec compiled against training data: its label
 layers, template plans, attribute vocabularies and the engine's program.
-The API (``fgl.api``), the CLI and model files (``fgl.io.model_files``) use
+The API (``fgl.api``), the CLI and model files (``fgl.modelfile.model_files``) use
 only this interface; which class implements it for a spec is decided in one
 place, ``fgl.registry``.
 """

@@ -35,7 +35,7 @@ def run(a: argparse.Namespace) -> None:
     from fgl.api import CRF
     from fgl.cli.reporting import layer_schemes, located
     from fgl.data.schemes import TagError
-    from fgl.io.significance import compare
+    from fgl.evaluation.significance import compare
 
     if a.trials < 1 or a.partitions < 1:
         raise FglError("--trials and --partitions must be at least 1")

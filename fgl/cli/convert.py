@@ -123,7 +123,7 @@ def _linqs_parser(kinds: argparse._SubParsersAction) -> None:
 def run(a: argparse.Namespace) -> int:
     if a.format == "linqs":
         return _run_linqs(a)
-    from fgl.io.crfpp import convert_file
+    from fgl.convert.crfpp import convert_file
 
     columns = a.columns.split(",") if a.columns is not None else None
     inputs = [(a.template, "the template")]
@@ -165,7 +165,7 @@ def _write(path: str, graph: dict, inputs: list) -> None:
 
 
 def _run_linqs(a: argparse.Namespace) -> int:
-    from fgl.io.linqs import graph_json, read_linqs, split, withhold
+    from fgl.convert.linqs import graph_json, read_linqs, split, withhold
 
     _check_linqs_options(a)
     inputs = [(a.content, "the .content file"), (a.cites, "the .cites file")]

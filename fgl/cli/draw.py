@@ -51,8 +51,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def run(a: argparse.Namespace) -> None:
     from fgl.api import CRF
-    from fgl.io.draw import draw_instance, parse_tokens, picture_format
     from fgl.io.safe_files import check_output
+    from fgl.report.draw import draw_instance, parse_tokens, picture_format
 
     tokens = parse_tokens(a.tokens) if a.tokens is not None else None
     if a.output:

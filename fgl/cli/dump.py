@@ -1,4 +1,4 @@
-"""``fgl dump``: every weight of a trained model, one per line (``fgl.io.dump``)."""
+"""``fgl dump``: every weight of a trained model, one per line (``fgl.report.dump``)."""
 from __future__ import annotations
 
 import argparse
@@ -42,7 +42,7 @@ def run(a: argparse.Namespace) -> None:
     import sys
 
     from fgl.api import CRF
-    from fgl.io.dump import HEADER, dump_lines
+    from fgl.report.dump import HEADER, dump_lines
 
     crf = CRF.load(a.model)
     names = [t.name for t in crf.model.templates]

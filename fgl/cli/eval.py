@@ -74,7 +74,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(a: argparse.Namespace) -> None:
     from fgl.api import CRF
     from fgl.errors import FglError
-    from fgl.io.confusion import check_picture_path
+    from fgl.evaluation.confusion import check_picture_path
     from fgl.io.safe_files import check_output
     from fgl.io.sources import expand
 

@@ -77,12 +77,12 @@ def _explain_aggregates(crf, a: argparse.Namespace) -> None:
 def _explain_on_data(crf, a: argparse.Namespace) -> None:
     """The engine and the program's sizes on ``--train``: estimated from
     counts when its features may be many (``fgl.compile.estimate``; the
-    counts of one streaming pass, ``fgl.io.tally``, when the data allows),
+    counts of one streaming pass, ``fgl.compile.tally``, when the data allows),
     else compiled and counted exactly."""
     from fgl.compile import estimate
     from fgl.compile.footprint import SizedOnly, sizing_only
+    from fgl.compile.tally import tally_columns
     from fgl.io.sources import expand, files_label
-    from fgl.io.tally import tally_columns
 
     files = expand(a.train)
     source = files_label(files)

@@ -24,7 +24,7 @@ def run(a: argparse.Namespace) -> None:
     import json
 
     from fgl.api import CRF
-    from fgl.io.inspect import format_inspection
+    from fgl.report.inspect import format_inspection
 
     if a.top < 0:
         raise FglError("--top must be 0 or more")

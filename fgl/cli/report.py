@@ -42,7 +42,7 @@ def run(a: argparse.Namespace) -> None:
     from fgl.api import CRF
     from fgl.io.safe_files import check_output
     from fgl.io.sources import expand, files_label
-    from fgl.report import build_report
+    from fgl.report.model_report import build_report
 
     check_output(a.output, "report", [(a.model, "the model"),
                                       (a.data and expand(a.data), "the data")])

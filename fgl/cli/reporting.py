@@ -66,7 +66,7 @@ def layer_schemes(crf, given: list[tuple[str | None, str]] | None) -> dict[str, 
 def report(crf, path: str, a: argparse.Namespace) -> None:
     """Evaluate every output column (`fgl eval`'s --scheme, --ignore,
     --labels, --confusion and -o apply; `train --dev` has their defaults)."""
-    from fgl.io.evaluate import TagError, evaluate
+    from fgl.evaluation.evaluate import TagError, evaluate
 
     schemes = layer_schemes(crf, getattr(a, "scheme", None))
     ignore = getattr(a, "ignore", None) or ("O",)
@@ -130,8 +130,8 @@ def report_tagged(path, a: argparse.Namespace) -> None:
     them, blank lines between sentences, ``-DOCSTART-`` lines), with `fgl
     eval`'s --scheme, --ignore, --labels, --confusion and -o."""
     from fgl.data.inputs import display_name
+    from fgl.evaluation.evaluate import TagError, evaluate
     from fgl.io.conll import read_conll
-    from fgl.io.evaluate import TagError, evaluate
     from fgl.io.sources import expand
 
     given = getattr(a, "scheme", None) or ()
@@ -167,10 +167,10 @@ def report_tagged(path, a: argparse.Namespace) -> None:
 def _conlleval_tokens(result, path: str, a: argparse.Namespace):
     """``result`` counting the data's ``-DOCSTART-`` lines as tokens
     tagged right, as conlleval does, with ``--docstart-tokens``
-    (``fgl.io.docstart_tokens``); else as it is."""
+    (``fgl.evaluation.docstart_tokens``); else as it is."""
     if not getattr(a, "docstart_tokens", False):
         return result
-    from fgl.io.docstart_tokens import counting_docstarts, docstart_lines
+    from fgl.evaluation.docstart_tokens import counting_docstarts, docstart_lines
     from fgl.io.sources import expand
 
     return counting_docstarts(result, docstart_lines(expand(path), a.encoding))
@@ -181,7 +181,7 @@ def _confusion(result, picture: str | None, layer: str | None) -> None:
     layer's name before the suffix when the model has several layers)."""
     from pathlib import Path
 
-    from fgl.io.confusion import draw_confusion, format_confusion
+    from fgl.evaluation.confusion import draw_confusion, format_confusion
 
     if picture is None:
         print(format_confusion(result.confusion))

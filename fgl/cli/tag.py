@@ -8,7 +8,7 @@ import sys
 
 from fgl.cli.options import data_args, encoding_arg
 from fgl.cli.reporting import warn_convergence
-from fgl.io.evaluate import SCHEMES
+from fgl.evaluation.evaluate import SCHEMES
 
 COLUMNS = """\
 columns appended to each token line, in this order:

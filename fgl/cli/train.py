@@ -71,8 +71,8 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def run(a: argparse.Namespace) -> None:
     from fgl.api import CRF
-    from fgl.io.model_files import check_writable
     from fgl.io.sources import expand
+    from fgl.modelfile.model_files import check_writable
 
     inputs = [(spec_file(a.spec), "the spec"), (expand(a.train), "the training data"),
               (a.dev and expand(a.dev), "the development data")]

@@ -6,7 +6,7 @@ One pass over the data counts the distinct values of each column (and,
 under ``tokens``, of each column's words); the first pass of compiling
 gives the labels, the label patterns and the gold units (``Counted``).
 Both come from one streaming count of the data's bytes (``Tally``, made
-by ``fgl.io.tally``; ``counted_tally``), which needs neither sentences nor
+by ``fgl.compile.tally``; ``counted_tally``), which needs neither sentences nor
 the engines' kernels — or, for data that count cannot read, from the
 sentences (``counted_sentences``, whose errors are located).  An observation
 expression's attributes are then bounded bottom-up (``fgl.compile.bounds``,
@@ -56,7 +56,7 @@ from fgl.lang.settings import TrainSettings
 
 @dataclass
 class Tally:
-    """What one pass over labelled column data counts (``fgl.io.tally``):
+    """What one pass over labelled column data counts (``fgl.compile.tally``):
     the distinct gold ``labels`` (in any order), each token's label as an
     index into them (``ids``, sequence after sequence), the tokens of each
     sequence (``lengths``) and the ``columns``' counts."""

@@ -26,7 +26,7 @@ if TYPE_CHECKING:   # (imported where used: this module loads without numba, for
 
 # the most label patterns (configurations) one template may enumerate
 MAX_PATTERNS = 200_000
-# the longest label, in UTF-8 bytes (model files keep labels up to this: fgl.io.model_header)
+# the longest label, in UTF-8 bytes (model files keep labels up to this: fgl.modelfile.model_header)
 MAX_LABEL_BYTES = 4096
 
 

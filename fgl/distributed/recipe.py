@@ -3,7 +3,7 @@
 Compiled models hold compiled observation functions, which do not pickle;
 a model file's contents do — the spec, the header (labels, templates,
 vocabularies, lexicons) and the arrays — so workers rebuild the model the
-way ``fgl.io.model_files`` loads one (``Model.from_header``).
+way ``fgl.modelfile.model_files`` loads one (``Model.from_header``).
 """
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ def train_one(spec: str, sigma: float | None, train: list[str], dev: list[str] |
     the nodes ``fgl eval`` scores: the withheld ones where some are);
     ``verbose``: a line per training iteration on stderr."""
     from fgl.api import CRF, eval_scheme
-    from fgl.io.evaluate import evaluate
+    from fgl.evaluation.evaluate import evaluate
     from fgl.io.graphs import scoring
 
     crf = CRF(spec, sigma=sigma, max_iter=max_iter, jobs=jobs, verbose=verbose)

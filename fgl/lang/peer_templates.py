@@ -1,6 +1,6 @@
 """Recognising a CRF++ or Wapiti feature template given where a spec is
 expected, so that the error says what the file is and what to do with it
-(``fgl convert crfpp``, ``fgl.io.crfpp``) instead of pointing at its
+(``fgl convert crfpp``, ``fgl.convert.crfpp``) instead of pointing at its
 first ``U00:%x[...]`` as a syntax error."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Training checkpoints: save a run between two iterations, resume it exactly.
 
-A checkpoint is a model file (``fgl.io.model_files``) of the iterate's
+A checkpoint is a model file (``fgl.modelfile.model_files``) of the iterate's
 weights — ``fgl tag`` and ``fgl eval`` use it as they use a model — whose
 metadata says where training was (iteration, objective, evaluations, the
 learner's objective history for its stopping rule, the log so far and
@@ -112,7 +112,7 @@ class Checkpointable(Protocol):
 def save_checkpoint(path: str | Path, model, state: Checkpointable, meta: dict) -> None:
     """Write ``state`` of a run training ``model`` to ``path`` (atomically,
     as a model file); ``meta`` adds what a model file's metadata says."""
-    from fgl.io.model_files import save_model  # (model files: read and written on demand)
+    from fgl.modelfile.model_files import save_model  # (model files: read and written on demand)
     save_model(path, model, state.weights, {**meta, "checkpoint": state.meta()}, state.arrays())
 
 
@@ -121,7 +121,7 @@ def load_checkpoint(path: str | Path) -> tuple[object, TrainingState | SGDState]
     the trainer sgd's); ModelFileError when it is no intact checkpoint (a
     plain model file included)."""
     name = str(path)
-    from fgl.io.model_files import MAX_STATE_PAIRS, read_model_file
+    from fgl.modelfile.model_files import MAX_STATE_PAIRS, read_model_file
     model, weights, meta, arrays = read_model_file(path)
     saved = meta.get("checkpoint")
     if isinstance(saved, dict) and saved.get("kind") == SGD_KIND:

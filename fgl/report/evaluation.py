@@ -1,5 +1,5 @@
 """The report's evaluation: every output layer scored as ``fgl eval``
-scores it (``fgl.io.evaluate``; graphs: the nodes ``fgl.io.graphs.scoring``
+scores it (``fgl.evaluation.evaluate``; graphs: the nodes ``fgl.io.graphs.scoring``
 chooses), shown as tables and the confusion matrix as a heat map (rows
 gold, columns predicted, cells shaded by their share of the gold row)."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ import numpy as np
 
 from fgl.data.sentence import Sentence
 from fgl.errors import DataError
-from fgl.io.confusion import matrix
-from fgl.io.evaluate import UNTYPED, Report, Scores, TagError, evaluate
+from fgl.evaluation.confusion import matrix
+from fgl.evaluation.evaluate import UNTYPED, Report, Scores, TagError, evaluate
 from fgl.report.charts import heat_map
 
 MAX_CONFUSION = 40   # labels of the confusion matrix (the rest merged into "(other)")

@@ -2,7 +2,7 @@
 graphs) — the first few and those with the most errors — each shown as its
 tokens coloured by predicted label, shaded by the label's marginal
 probability, the gold label marked where it differs, and its factor graph
-(``fgl.io.draw``'s scene, drawn by ``fgl.report.scene_svg``).  Plain HTML:
+(``fgl.report.draw``'s scene, drawn by ``fgl.report.scene_svg``).  Plain HTML:
 every instance is listed; a little script, where it runs, shows one at a
 time with a chooser."""
 from __future__ import annotations
@@ -16,9 +16,9 @@ import numpy as np
 from fgl.compile.unrolling import group_instances
 from fgl.data.sentence import Sentence
 from fgl.errors import FglError
-from fgl.io.draw import DEFAULT_WINDOW, draw_instance
-from fgl.io.draw_layout import by_kind
-from fgl.io.draw_render import RIGHT, WRONG, shade, tag_colours, template_colour
+from fgl.report.draw import DEFAULT_WINDOW, draw_instance
+from fgl.report.draw_layout import by_kind
+from fgl.report.draw_render import RIGHT, WRONG, shade, tag_colours, template_colour
 from fgl.report.evaluation import Scored
 from fgl.report.scene_svg import scene_svg
 

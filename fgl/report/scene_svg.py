@@ -1,7 +1,7 @@
-"""A factor-graph ``Scene`` (``fgl.io.draw_layout``) as hand-written SVG
+"""A factor-graph ``Scene`` (``fgl.report.draw_layout``) as hand-written SVG
 text, for the report: no matplotlib needed.
 
-The same marks as ``fgl.io.draw_render`` paints — factor squares in their
+The same marks as ``fgl.report.draw_render`` paints — factor squares in their
 template's colour joined to their variables (skip edges as arcs), variables
 filled with the predicted label's colour shaded by its marginal, the label
 written in, a green or red ring against the gold label (written above
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from html import escape
 
-from fgl.io.draw_layout import Scene, Variable, word_drop
-from fgl.io.draw_render import (
+from fgl.report.draw_layout import Scene, Variable, word_drop
+from fgl.report.draw_render import (
     RADIUS,
     RIGHT,
     SQUARE,

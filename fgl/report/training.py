@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
-from fgl.io.training_curve import stored_curve, training_curve
+from fgl.modelfile.training_curve import stored_curve, training_curve
 from fgl.report.charts import line_chart
 
 # (column, chart title, y axis, log scale)

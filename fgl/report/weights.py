@@ -1,6 +1,6 @@
 """The report's weights: per template its sizes, then either its label
 matrix as a heat map (a transition, a skip edge, a cross-layer link:
-``fgl.io.inspect``'s matrix) or its strongest weights per label pattern
+``fgl.report.inspect``'s matrix) or its strongest weights per label pattern
 (a card per label: the attributes that most favour it, and most oppose it).
 
 One template's features are taken at a time, as arrays; a pattern's
@@ -13,8 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from fgl.io.inspect import inspection
 from fgl.report.charts import heat_map
+from fgl.report.inspect import inspection
 
 TOP = 8             # strongest weights shown per label
 AGAINST = 3         # most negative weights shown per label

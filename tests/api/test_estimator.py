@@ -192,7 +192,7 @@ def test_cross_val_score_and_scorers():
     pred = est.predict(X[20:])
     whole = np.mean([p == g for p, g in zip(pred, y[20:])])
     assert sequence_scorer("sequence_accuracy")(est, X[20:], y[20:]) == pytest.approx(whole)
-    from fgl.io.evaluate import evaluate
+    from fgl.evaluation.evaluate import evaluate
     assert sequence_scorer("f1")(est, X[20:], y[20:]) == pytest.approx(
         evaluate(y[20:], pred).overall.f1 / 100)
     with pytest.raises(FglError, match="unknown metric 'recall'"):

@@ -197,7 +197,7 @@ def test_tag_and_eval_explain_that_the_model_reads_feature_dicts(tmp_path, capsy
 
 def test_a_corrupt_feature_dict_entry_is_a_model_file_error(tmp_path):
     from fgl.errors import ModelFileError
-    from fgl.io.model_files import load_model, save_model
+    from fgl.modelfile.model_files import load_model, save_model
 
     X, y = data(10)
     CRFEstimator(c2=0.1, max_iter=5).fit(X, y).save(tmp_path / "m.fglm")

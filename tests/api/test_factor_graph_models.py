@@ -12,9 +12,9 @@ from support.specs import CHAIN_FORMAT, LATENT, NEVER_SKIP, SKIP_EQUAL_WORDS, ch
 
 from fgl.api import CRF
 from fgl.data.sentence import Sentence
+from fgl.datasets.synth import segment_sequences
 from fgl.engines.graph.factor_graph_program import FactorGraphProgram
-from fgl.io.evaluate import evaluate
-from fgl.io.synth import segment_sequences
+from fgl.evaluation.evaluate import evaluate
 from fgl.learn.objective import Objective
 from fgl.registry import compile_model
 from fgl.registry import compile_model as compile_loopy_model

@@ -23,10 +23,10 @@ from support.specs import FACTORIAL
 
 from fgl.api import CRF
 from fgl.cli import main
+from fgl.datasets.synth import segment_sequences
 from fgl.engines.graph.loopy import assignment_score
 from fgl.io.conll import write_conll
 from fgl.io.rows import as_sentences
-from fgl.io.synth import segment_sequences
 
 TOL = 1e-10
 

@@ -13,7 +13,7 @@ from support.sentences import segment_data, two_layer_sentences, without_labels
 from fgl import registry
 from fgl.api import CRF
 from fgl.data.sentence import Sentence
-from fgl.io.synth import segment_sequences
+from fgl.datasets.synth import segment_sequences
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec, read_spec
 

@@ -8,10 +8,10 @@ from support.gradcheck import assert_gradient_matches_central_differences
 from fgl.api import CRF
 from fgl.compile.segmentation import segments_from_tags, tags_from_segments
 from fgl.data.sentence import Sentence
+from fgl.datasets.synth import segment_sequences
 from fgl.engines.sequence.chain import FULL_ROW
 from fgl.errors import DataError, SpecError
-from fgl.io.evaluate import evaluate
-from fgl.io.synth import segment_sequences
+from fgl.evaluation.evaluate import evaluate
 from fgl.lang.ast import Loc, Segments
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec

@@ -16,11 +16,11 @@ from fgl import registry
 from fgl.api import CRF
 from fgl.cli import main
 from fgl.data.sentence import Sentence
+from fgl.datasets.synth import segment_sequences
 from fgl.engines.sequence.chain_program import ChainProgram
 from fgl.engines.sequence.segments_program import SegmentProgram
 from fgl.errors import FglError
-from fgl.io.evaluate import evaluate
-from fgl.io.synth import segment_sequences
+from fgl.evaluation.evaluate import evaluate
 from fgl.lang.parser import parse_spec, read_spec
 from fgl.lang.settings import resolve_infer
 from fgl.lang.stdlib import resolve_spec_path, stdlib_dir, stdlib_names

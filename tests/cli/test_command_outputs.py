@@ -17,7 +17,7 @@ from support.cli import data_files, run, train_model, train_until_sigterm
 from support.paths import HMM, REPO
 
 from fgl import __version__
-from fgl.io.model_files import load_model
+from fgl.modelfile.model_files import load_model
 
 
 @pytest.mark.parametrize("where", ["missing folder", "a folder"])

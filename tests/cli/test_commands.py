@@ -13,7 +13,7 @@ from support.paths import HMM, REPO, STDLIB
 from fgl.cli import main
 from fgl.data.sentence import Sentence
 from fgl.io.conll import read_conll
-from fgl.io.model_files import load_model
+from fgl.modelfile.model_files import load_model
 
 # ---------------------------------------------------------------- check
 

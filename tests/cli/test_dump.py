@@ -10,7 +10,7 @@ from support.cli import run, train_model
 from support.paths import STDLIB
 
 from fgl import CRF
-from fgl.io.inspect import weights
+from fgl.report.inspect import weights
 
 L1_SPEC = STDLIB / "hmm_like.fgl"
 

@@ -12,7 +12,7 @@ import pytest
 from support.cli import run
 from support.paths import REPO
 
-from fgl.io.synth import segment_sequences
+from fgl.datasets.synth import segment_sequences
 
 STDLIB = REPO / "stdlib"
 RELATIONAL = STDLIB / "relational.fgl"      # infer trw

@@ -7,8 +7,8 @@ import pytest
 from support.specs import FACTORIAL, GRAPH, SKIP_CHAIN
 
 from fgl.cli import main
+from fgl.datasets.synth import segment_sequences
 from fgl.io.conll import write_conll
-from fgl.io.synth import segment_sequences
 
 
 @pytest.fixture

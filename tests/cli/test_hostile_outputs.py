@@ -25,7 +25,7 @@ from support.paths import HMM, REPO
 
 from fgl.cli import main
 from fgl.io import safe_files
-from fgl.io.model_files import load_model
+from fgl.modelfile.model_files import load_model
 
 TEMPLATE = "U00:%x[0,0]\nB\n"
 

@@ -148,8 +148,8 @@ def test_a_model_file_with_too_many_label_states_is_refused_when_loaded(files, t
     """The same estimate guards a model whose labels come from its file."""
     from fgl.compile.budget import set_memory_budget
     from fgl.errors import ModelFileError
-    from fgl.io import model_files
-    from fgl.io.model_files import load_model
+    from fgl.modelfile import model_files
+    from fgl.modelfile.model_files import load_model
 
     # (the objects loading makes, its spec parsed above all, left out: the file's
     # members alone pass, and the state machine's estimate is what is tested)

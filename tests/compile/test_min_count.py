@@ -12,8 +12,8 @@ from support.cli import run
 from support.spec_errors import check_errors
 
 import fgl
+from fgl.convert.crfpp import convert
 from fgl.errors import FglError
-from fgl.io.crfpp import convert
 from fgl.lang.parser import parse_spec
 
 # word pos chunk; counts by hand: word 'the' 3, 'sat' 3, 'dog' 2, 'a' 1, 'cat' 1, 'runs' 1,

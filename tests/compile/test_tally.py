@@ -1,4 +1,4 @@
-"""The streaming count behind ``fgl explain --train`` (``fgl.io.tally``,
+"""The streaming count behind ``fgl explain --train`` (``fgl.compile.tally``,
 issue 25 item 3): the same first pass and column counts as reading the
 data into sentences, whatever the file's layout and wherever its chunks
 end; data it cannot count that way is read as sentences, with their
@@ -16,8 +16,8 @@ from fgl import registry
 from fgl.api import CRF
 from fgl.cli import main
 from fgl.compile import estimate as est
-from fgl.io import tally
-from fgl.io.tally import tally_columns
+from fgl.compile import tally
+from fgl.compile.tally import tally_columns
 from fgl.lang.parser import parse_spec
 from fgl.lang.settings import resolve_train
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from fgl.api import CRF
+from fgl.datasets.synth import segment_sequences
 from fgl.errors import DataError
 from fgl.io.conll import iter_conll, read_conll, write_conll
-from fgl.io.synth import segment_sequences
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 from fgl.registry import compile_model

@@ -12,9 +12,9 @@ from support.paths import STDLIB
 
 from fgl.api import CRF
 from fgl.cli import main
+from fgl.datasets.synth import segment_sequences
 from fgl.errors import FglError
 from fgl.io.conll import read_conll, write_conll
-from fgl.io.synth import segment_sequences
 
 distributed = pytest.importorskip("distributed")
 

@@ -10,8 +10,8 @@ import pytest
 
 from fgl.api import CRF
 from fgl.data.sentence import Sentence
+from fgl.datasets.synth import segment_sequences
 from fgl.engines import parallel
-from fgl.io.synth import segment_sequences
 
 CHAIN = """columns word, label
 output label

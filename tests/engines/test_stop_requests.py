@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from fgl import stopping
+from fgl.datasets.synth import write_segment_files
 from fgl.engines.graph import loopy
 from fgl.engines.graph.factor_graph import FactorGraph
-from fgl.io.synth import write_segment_files
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and FIFOs")
 

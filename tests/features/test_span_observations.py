@@ -5,10 +5,10 @@ and refuses, and models that train and tag."""
 import pytest
 
 from fgl.api import CRF
+from fgl.datasets.synth import segment_sequences
 from fgl.errors import SpecError
 from fgl.features.builtins import END_MARKER, START_MARKER
 from fgl.features.observations import TemplateAttributes
-from fgl.io.synth import segment_sequences
 from fgl.lang.checks import check_spec, validate
 from fgl.lang.parser import parse_spec
 

@@ -9,8 +9,8 @@ from support.paths import require_shared
 
 from fgl.cli import main
 from fgl.errors import DataError
+from fgl.evaluation.evaluate import chunks, evaluate
 from fgl.io.conll import ShortLineWarning, iter_conll, read_conll
-from fgl.io.evaluate import chunks, evaluate
 
 # 'Belgi\x81EN B-LOC': word and POS ran together, as in CoNLL-2002 ned.*
 DEFECT = (b"-DOCSTART- -DOCSTART- O\n"

@@ -9,8 +9,8 @@ L-BFGS iterations to keep the suite short, which already clears 93.0.
 from support.paths import STDLIB, require_shared
 
 from fgl.api import CRF
+from fgl.evaluation.evaluate import evaluate
 from fgl.io.conll import read_conll
-from fgl.io.evaluate import evaluate
 
 
 def test_crfsuite_features_reach_chunk_f1_93():

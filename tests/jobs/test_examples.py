@@ -142,7 +142,7 @@ def test_example_runs_at_reduced_size(script: str) -> None:
 
 def test_citation_graphs_read_back_and_link_papers_of_one_topic(tmp_path: Path) -> None:
     from fgl.api import CRF
-    from fgl.io.synth import citation_graphs, write_citation_graphs
+    from fgl.datasets.synth import citation_graphs, write_citation_graphs
 
     assert citation_graphs(n_graphs=3, seed=4) == citation_graphs(n_graphs=3, seed=4)
     assert citation_graphs(n_graphs=3, seed=4) != citation_graphs(n_graphs=3, seed=5)

@@ -30,9 +30,9 @@ from fgl.api import CRF
 from fgl.cli import main
 from fgl.errors import FglError
 from fgl.io.conll import ShortLineWarning
-from fgl.io.model_files import load_model
 from fgl.lang.parser import read_spec
 from fgl.learn.trainers import setting_errors
+from fgl.modelfile.model_files import load_model
 
 FUZZ = settings(deadline=None, derandomize=True, database=None, print_blob=True,
                 suppress_health_check=list(HealthCheck))

@@ -18,9 +18,7 @@ import pytest
 from support.paths import REPO
 
 from fgl.api import CRF
-from fgl.io.conll import read_conll
-from fgl.io.evaluate import chunks
-from fgl.io.records import (
+from fgl.datasets.records import (
     ORDER_FIELDS,
     PARTS,
     PLACE_LENGTHS,
@@ -28,6 +26,8 @@ from fgl.io.records import (
     announcements,
     write_announcement_files,
 )
+from fgl.evaluation.evaluate import chunks
+from fgl.io.conll import read_conll
 
 MODELS = ("linear_chain", "high_order", "semi_markov", "skip_chain")
 

@@ -17,10 +17,10 @@ import pytest
 from support.model_files import with_header
 
 from fgl.errors import ModelFileError
-from fgl.io.model_files import load_model
 from fgl.lang.checks import check_spec
 from fgl.lang.parser import parse_spec
 from fgl.lang.regexes import RegexRefused, compile_regex, translate
+from fgl.modelfile.model_files import load_model
 
 FGL = [sys.executable, "-m", "fgl.cli"]
 

@@ -10,7 +10,7 @@ import pytest
 from support.gradcheck import assert_gradient_matches_central_differences
 from support.specs import LATENT, NEVER_SKIP, SKIP_EQUAL_WORDS, TRAINED_CHAIN_FORMAT
 
-from fgl.io.synth import segment_sequences
+from fgl.datasets.synth import segment_sequences
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 from fgl.learn.learner import train_lbfgs

@@ -11,12 +11,12 @@ from scipy.optimize import minimize_scalar
 
 from fgl import CRF
 from fgl.errors import SpecError
-from fgl.io.model_files import load_model
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 from fgl.lang.settings import InductionSettings
 from fgl.learn.induction import FeatureInduction, _gains
 from fgl.learn.objective import Objective
+from fgl.modelfile.model_files import load_model
 from fgl.registry import compile_model
 
 WORDS = [f"w{i}" for i in range(8)]

@@ -6,8 +6,8 @@ import pytest
 from support.gradcheck import assert_gradient_matches_central_differences
 
 from fgl.api import CRF
-from fgl.io.evaluate import evaluate
-from fgl.io.synth import markov_sequences, segment_sequences
+from fgl.datasets.synth import markov_sequences, segment_sequences
+from fgl.evaluation.evaluate import evaluate
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 from fgl.learn.lbfgs import minimize_lbfgs

@@ -14,8 +14,8 @@ from support.sentences import small_sentences
 from support.specs import CHAIN_FORMAT, NEVER_SKIP, SKIP_EQUAL_WORDS, checked_spec
 
 from fgl.api import CRF
-from fgl.io.evaluate import evaluate
-from fgl.io.synth import segment_sequences
+from fgl.datasets.synth import segment_sequences
+from fgl.evaluation.evaluate import evaluate
 from fgl.learn.local_objectives import LocalObjective
 from fgl.registry import compile_model
 

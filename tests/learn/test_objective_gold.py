@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fgl.io.synth import segment_sequences
+from fgl.datasets.synth import segment_sequences
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 from fgl.learn.objective import Objective, add_prior, subtract_at

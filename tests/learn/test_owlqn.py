@@ -15,8 +15,8 @@ from support.paths import HMM
 from support.sentences import inputs_and_labels, training_sentences
 
 from fgl import CRF
-from fgl.io.model_files import load_model
 from fgl.learn.owlqn import l1_penalty, minimize_owlqn, pseudo_gradient
+from fgl.modelfile.model_files import load_model
 
 
 def _lasso_by_enumeration(A, b, c):

@@ -20,8 +20,8 @@ import numpy as np
 from hypothesis import note
 from hypothesis import strategies as st
 
-from fgl.io.model_layout import ARRAYS, digest
 from fgl.lang.settings import SettingDef, all_settings
+from fgl.modelfile.model_layout import ARRAYS, digest
 from support.paths import STDLIB
 
 # ---------------------------------------------------------------- specs

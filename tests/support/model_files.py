@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fgl.io.model_layout import digest, pack, strings
+from fgl.modelfile.model_layout import digest, pack, strings
 
 
 def arrays_of(path: Path) -> dict[str, np.ndarray]:

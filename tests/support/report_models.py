@@ -1,5 +1,5 @@
 """Small trained models of every structure and their data, for the tests
-of `fgl report` (tests/io/test_report*.py): a chain, a skip chain, a
+of `fgl report` (tests/report/test_report*.py): a chain, a skip chain, a
 semi-Markov model and a graph model, each saved to a model file."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from fgl.api import CRF
+from fgl.datasets.synth import segment_sequences
 from fgl.io.conll import write_conll
-from fgl.io.synth import segment_sequences
 from support.specs import GRAPH, SKIP_CHAIN
 
 CHAIN = """model "small chunker"

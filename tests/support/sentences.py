@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from fgl.data.sentence import Sentence
-from fgl.io.synth import segment_sequences
+from fgl.datasets.synth import segment_sequences
 
 
 def segment_data(seed: int = 1, n_train: int = 40, n_test: int = 20, length: int = 12):

@@ -261,7 +261,7 @@ def test_max_product_that_does_not_settle_decodes_by_the_marginals():
 def _frustrated_skip_chain(infer: str, n: int = 15):
     """The skip chain of ``test_bp_training``'s failing line search: a small
     vocabulary (many skip edges, long loops) and a weak prior."""
-    from fgl.io.synth import segment_sequences
+    from fgl.datasets.synth import segment_sequences
     from fgl.lang.checks import validate
     from fgl.lang.parser import parse_spec
     from fgl.registry import compile_model

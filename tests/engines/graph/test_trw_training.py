@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from support.specs import LATENT, SKIP_EQUAL_WORDS, TRAINED_CHAIN_FORMAT
 
+from fgl.datasets.synth import segment_sequences
 from fgl.engines.graph.factor_graph_program import FactorGraphProgram
-from fgl.io.synth import segment_sequences
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 from fgl.registry import compile_model
@@ -136,7 +136,7 @@ def test_trw_converges_on_seminar_sized_cliques_at_trained_weights():
     tolerance within the sweep limit, at the loose tolerance training
     starts from and at the spec's, so every evaluation is exact to the
     tolerance the line search allows for."""
-    from fgl.io.records import announcements
+    from fgl.datasets.records import announcements
     from fgl.learn.learner import train_lbfgs
 
     docs, _ = announcements(6, 0, repeats=(15, 20), sections=8, seed=2)

@@ -1,0 +1,1 @@
+"""Generated data sets for the examples, the benchmarks and the tests."""
