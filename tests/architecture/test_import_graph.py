@@ -10,6 +10,7 @@ import ast
 from pathlib import Path
 
 import networkx as nx
+import pytest
 
 FGL = Path(__file__).resolve().parents[2] / "fgl"
 
@@ -201,3 +202,34 @@ def test_a_planted_reach_up_is_reported(tmp_path):
     assert found == ["pkg/base/x.py:3: pkg.base.x imports pkg.top.z"]   # (by both rules)
     allowed = {"pkg.base": ("pkg.errors", "pkg.top")}
     assert not reaches_up(graph, {"pkg.top": ("pkg.nothing",)}, allowed, "pkg")
+
+
+# what splitting ``fgl.io`` by concern is for: each planted import is one a
+# concern must not make (formats -> compile or learn; learn -> drawing or
+# evaluation; model files -> learn, which would close learn -> modelfile)
+PLANTED = [("fgl.io.conll", "fgl.compile.sequence"), ("fgl.io.graphs", "fgl.learn.learner"),
+           ("fgl.learn.checkpoint", "fgl.report.draw"),
+           ("fgl.learn.learner", "fgl.evaluation.evaluate"),
+           ("fgl.modelfile.model_files", "fgl.learn.checkpoint")]
+
+
+@pytest.fixture(scope="module")
+def fgl_graph() -> nx.DiGraph:
+    return import_graph(FGL)
+
+
+@pytest.mark.parametrize("importer, imported", PLANTED)
+def test_a_planted_import_across_the_concerns_is_reported(fgl_graph, importer, imported):
+    graph = fgl_graph.copy()
+    assert importer in graph and imported in graph and not graph.has_edge(importer, imported)
+    line = importer.replace(".", "/") + ".py:1"
+    graph.add_edge(importer, imported, at=[line])
+    assert reaches_up(graph, FORBIDDEN, ONLY) == [f"{line}: {importer} imports {imported}"]
+
+
+def test_model_files_importing_learn_would_be_a_circle(fgl_graph):
+    graph = fgl_graph.copy()
+    graph.add_edge("fgl.modelfile.model_files", "fgl.learn.checkpoint",
+                   at=["fgl/modelfile/model_files.py:1"])
+    assert any("fgl.learn.checkpoint" in c and "fgl.modelfile.model_files" in c
+               for c in circles(graph))
