@@ -216,16 +216,17 @@ class CRFEstimator:
         overrides = self._check_params()
         for name in self.FITTED:
             self.__dict__.pop(name, None)
-        dicts = None
-        if self.spec is None:
-            dicts = FeatureDictSpec(X, all_possible_states=bool(self.all_possible_states),
-                                    all_possible_transitions=bool(self.all_possible_transitions))
+        dicts = prepared = None
+        if self.spec is None:   # the dicts read once, into the attributes' arrays
+            dicts, prepared = FeatureDictSpec.for_training(
+                X, y, all_possible_states=bool(self.all_possible_states),
+                all_possible_transitions=bool(self.all_possible_transitions))
         crf = CRF(self.spec if dicts is None else dicts.text + labels_statement(y),
                   verbose=bool(self.verbose), time_limit=self.time_limit, **overrides)
         if dicts is None:
             crf.fit(_plain_rows(X), y)
         else:   # prepared sentences: the attributes go straight to the compiler
-            crf.fit_sentences(dicts.sentences(X, y))
+            crf.fit_sentences(prepared)
         crf.feature_dicts = dicts
         self.adopt(crf)
         if X_dev is not None:

@@ -1,8 +1,8 @@
 """sklearn-crfsuite's feature dicts, as rows of a spec generated for them.
 
 python-crfsuite (which sklearn-crfsuite feeds) turns one token's features
-into (attribute, weight) pairs by these rules, which ``token_attributes``
-follows exactly:
+into (attribute, weight) pairs by these rules, which
+``fgl.io.crfsuite_attributes.token_attributes`` follows exactly:
 
 * a dict: ``{"k": "v"}`` gives ``k:v`` with weight 1; ``{"k": 2.5}`` gives
   ``k`` with weight 2.5; ``{"k": True}`` weight 1, ``{"k": False}`` weight 0;
@@ -27,19 +27,18 @@ that label in training.
 """
 from __future__ import annotations
 
-import math
-import numbers
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Sequence
 from urllib.parse import unquote
 
 import numpy as np
 
 from fgl.data.sentence import Sentence
 from fgl.errors import FglError, ModelFileError
+from fgl.io.crfsuite_attributes import token_attributes
+from fgl.io.dict_tokens import TokenEntries, merged, read_tokens, refuse_scaled
 
-SEP = ":"                 # python-crfsuite's separator of a key and its value or sub-key
 BAG = "attrs"             # the text column holding the bag of string-given attributes
 LABEL = "label"           # the label column
 BAG_KEY = f"tokens({BAG}[t])="   # how fgl names a bag word's attribute
@@ -48,86 +47,6 @@ EMPTY = "%"               # the bag word of the empty attribute name (a lone '%'
                           # escape: every '%' of a name is written %25)
 MODEL_NAME = "sklearn-crfsuite feature dicts"   # the generated spec's `model` name
 META_KEY = "feature_dicts"   # the model file's metadata entry keeping the mapping (to_json)
-
-
-@dataclass
-class TokenAttributes:
-    """One token's attributes: the names given by strings (weight 1 each,
-    repeats kept) and the summed weight of each name given by a number."""
-
-    words: list[str]
-    numbers: dict[str, float]
-
-
-def token_attributes(token: object, where: str) -> TokenAttributes:
-    """The (attribute, weight) pairs python-crfsuite makes of ``token``
-    (a dict, or a list or set of attribute names); ``where`` names the
-    token in errors."""
-    out = TokenAttributes([], {})
-    if isinstance(token, dict):
-        _from_dict(token, "", out, where)
-    elif isinstance(token, (list, tuple, set, frozenset)):
-        _from_names(token, "", out, where)
-    else:
-        raise FglError(f"{where}: a token must be a dict of features (or a list of attribute "
-                       f"names), as sklearn-crfsuite takes; found {_kind(token)}")
-    return out
-
-
-def _from_dict(d: dict, prefix: str, out: TokenAttributes, where: str) -> None:
-    words, weights = out.words, out.numbers
-    for key, value in d.items():
-        name = prefix + (key if type(key) is str else _text(key, where, "a key"))
-        kind = type(value)       # the common kinds first, by exact type (no ABC checks)
-        if kind is str:
-            words.append(name + SEP + value)
-        elif kind is bool or kind is int:
-            weights[name] = weights.get(name, 0.0) + float(value)
-        elif kind is float and math.isfinite(value):
-            weights[name] = weights.get(name, 0.0) + value
-        elif isinstance(value, dict):
-            _from_dict(value, name + SEP, out, where)
-        elif isinstance(value, (list, set, frozenset)):
-            _from_names(value, name + SEP, out, where)
-        elif isinstance(value, (str, bytes)):
-            out.words.append(name + SEP + _text(value, where, f"the value of {name!r}"))
-        elif isinstance(value, numbers.Real):
-            weight = float(value)
-            if not math.isfinite(weight):
-                raise FglError(f"{where}: feature {name!r} has the weight {value!r}; weights "
-                               "must be finite numbers")
-            out.numbers[name] = out.numbers.get(name, 0.0) + weight
-        else:
-            raise FglError(f"{where}: feature {name!r} has the value {_kind(value)}; a value is "
-                           "a string (the attribute key:value, weight 1), a number or bool (the "
-                           "weight of the attribute key), or a dict, list or set of them nested "
-                           "under the key")
-
-
-def _from_names(names: Iterable, prefix: str, out: TokenAttributes, where: str) -> None:
-    for item in names:
-        if not isinstance(item, (str, bytes)):
-            raise FglError(f"{where}: a list of features holds {_kind(item)}"
-                           + (f" (under {prefix[:-1]!r})" if prefix else "")
-                           + "; a list or set holds attribute names (strings) only, each of "
-                           "weight 1 — give weights in a dict")
-        out.words.append(prefix + _text(item, where, "an attribute name"))
-
-
-def _text(value: object, where: str, what: str) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            raise FglError(f"{where}: {what} is bytes that are not UTF-8: {value!r}") from None
-    raise FglError(f"{where}: {what} must be a string; found {_kind(value)}")
-
-
-def _kind(value: object) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
 
 
 _PLAIN = re.compile(r"[^\s%]+")   # a name escape leaves as it is
@@ -153,29 +72,36 @@ class FeatureDictSpec:
     gives there gets its own columns; the rest go in the bag."""
 
     def __init__(self, X: Sequence[Sequence[object]], *, all_possible_states: bool = False,
-                 all_possible_transitions: bool = False):
-        numeric: dict[str, None] = {}
-        for i, seq in enumerate(X):
-            for t, token in enumerate(seq):
-                if type(token) is dict:   # a flat dict of strings and numbers: read it here
-                    names = []
-                    for key, value in token.items():
-                        kind = type(value)
-                        if type(key) is not str or not (
-                                kind is str or kind is bool or kind is int
-                                or (kind is float and math.isfinite(value))):
-                            break
-                        if kind is not str:
-                            names.append(key)
-                    else:
-                        numeric.update(dict.fromkeys(n for n in names if n not in numeric))
-                        continue
-                for name in token_attributes(token, _where(i, t)).numbers:
-                    numeric.setdefault(name, None)
-        self.numeric = list(numeric)                       # in order of first appearance
+                 all_possible_transitions: bool = False, entries: TokenEntries | None = None):
+        if entries is None:          # (``entries``: X already read, by ``for_training``)
+            entries = read_tokens(enumerate(X))
+        self.numeric = [entries.names[i] for i in entries.numbers]   # in order first given
         self.column = {name: k for k, name in enumerate(self.numeric)}
         self.all_possible_states = all_possible_states
         self.all_possible_transitions = all_possible_transitions
+
+    @classmethod
+    def for_training(cls, X: Sequence[Sequence[object]], y: Sequence[Sequence[object]], *,
+                     all_possible_states: bool = False, all_possible_transitions: bool = False
+                     ) -> tuple["FeatureDictSpec", list["DictSentence"]]:
+        """The spec for training sequences ``X`` with labels ``y``, and the
+        sequences as prepared sentences (``DictSentence``: labels, and the
+        rows the spec's observations would read, made straight from the
+        dicts, which are read once); empty sequences add nothing and are
+        left out."""
+        if len(X) != len(y):
+            raise ValueError(f"train: X has {len(X)} sequences but y has {len(y)}")
+        for i, (seq, labels) in enumerate(zip(X, y)):
+            if len(seq) != len(labels):
+                raise ValueError(f"train: sequence {i} has {len(seq)} tokens but "
+                                 f"{len(labels)} labels")
+        entries = read_tokens(enumerate(X))
+        spec = cls(X, all_possible_states=all_possible_states,
+                   all_possible_transitions=all_possible_transitions, entries=entries)
+        prepared = TrainingRows(spec, entries)
+        return spec, [DictSentence(list(seq), list(range(1, len(seq) + 1)), i,
+                                   f"<train sequence {i}>", [str(v) for v in labels], prepared)
+                      for i, (seq, labels) in enumerate(zip(X, y)) if len(seq)]
 
     @property
     def text(self) -> str:
@@ -258,111 +184,52 @@ class FeatureDictSpec:
         per token the bag attributes the model knows (a repeat adds 1, a
         whole number at predict time adds that many, as ``rows``) in order
         of first appearance, then the weighted attributes in column order.
-        ``index`` numbers a sequence in errors."""
-        from fgl.engines.sequence.encoded import EncodedData, unit_ones
+        ``index`` numbers a sequence in errors.  The dicts are read once
+        (``read_tokens``), the rest is array work over their entries."""
+        from fgl.engines.sequence.encoded import EncodedData, unit_values
 
+        entries = read_tokens(seqs)
+        names, ids = entries.names, entries.name_ids
+        col_of = np.fromiter((self.column.get(name, -1) for name in names), dtype=np.int64,
+                             count=len(names))
+        row_of = np.full(len(names), -1, dtype=np.int64)   # (a name's row in the bag)
+        bag_names = np.flatnonzero(col_of < 0)
+        if len(bag_names):
+            row_of[bag_names] = vocabs[0].lookup([BAG_KEY + escape(names[i])
+                                                  for i in bag_names.tolist()])
+        token, col, row = entries.token_of_entries(), col_of[ids], row_of[ids]
+        bag = row >= 0
+        scaled = np.flatnonzero(bag & entries.by_number)
+        refuse_scaled(entries, scaled, MAX_REPEAT)
+        bag[scaled[entries.weights[scaled] == 0]] = False   # (a count of 0 adds nothing)
+        n_tokens = len(entries.tok_ptr) - 1
+        bag_tok, bag_row, bag_val = merged(token[bag], row[bag], entries.weights[bag],
+                                           int(row_of.max(initial=-1)) + 1, False,
+                                           entries.repeats)
+        weighted = col >= 0
+        num_tok, num_col, num_val = merged(token[weighted], col[weighted],
+                                           entries.weights[weighted], len(self.numeric), True)
         numeric_row = self._numeric_rows(vocabs)
-        read = self._token_reader(vocabs[0])
-        seq_ptr, tok_ptr, rows, vals = [0], [0], [], []
-        for i, seq in seqs:
-            for t, token in enumerate(seq):
-                counts, weights = read(token, i, t)
-                rows.extend(counts)
-                vals.extend(counts.values())
-                for k in sorted(weights):
-                    r = numeric_row.get(k)
-                    if r is not None:
-                        rows.append(r)
-                        vals.append(weights[k])
-                tok_ptr.append(len(rows))
-            seq_ptr.append(seq_ptr[-1] + len(seq))
-        values = np.array(vals, dtype=np.float64)
-        return EncodedData(np.array(seq_ptr, dtype=np.int64), np.array(tok_ptr, dtype=np.int64),
-                           np.array(rows, dtype=np.int32),
-                           unit_ones(len(values)) if np.all(values == 1.0) else values, None)
+        num_row = numeric_row[num_col]
+        kept = num_row >= 0
+        tok = np.concatenate([bag_tok, num_tok[kept]])
+        order = np.argsort(tok, kind="stable")     # per token: the bag, then the weighted
+        rows = np.concatenate([bag_row, num_row[kept]])[order].astype(np.int32)
+        values = np.concatenate([bag_val, num_val[kept]])[order]
+        tok_ptr = np.zeros(n_tokens + 1, dtype=np.int64)
+        np.cumsum(np.bincount(tok, minlength=n_tokens), out=tok_ptr[1:])
+        return EncodedData(entries.seq_ptr, tok_ptr, rows, unit_values(values), None)
 
-    def _numeric_rows(self, vocabs: list[dict[str, int]]) -> dict[int, int]:
+    def _numeric_rows(self, vocabs: list[dict[str, int]]) -> np.ndarray:
         """The row of each weighted attribute (by column) in the model's
-        second vocabulary."""
-        numeric_row = {}
+        second vocabulary, -1 for one without."""
+        numeric_row = np.full(len(self.numeric), -1, dtype=np.int64)
         if len(vocabs) > 1 and self.numeric:
             for key, r in vocabs[1].items():
                 k = self._numeric_index(key)
                 if k is not None:
                     numeric_row[k] = r
         return numeric_row
-
-    def _token_reader(self, bag: dict[str, int]
-                      ) -> Callable[[object, int, int], tuple[dict[int, float], dict[int, float]]]:
-        """A function reading token t of sequence i into (bag row -> count,
-        column -> weight), the bag rows those of ``bag`` that the model
-        knows, in order of first appearance (``encode``)."""
-        word_row: dict[str, int] = {}        # name -> row in the bag (-1: unknown)
-
-        def bag_row(name: str) -> int:
-            r = word_row.get(name)
-            if r is None:
-                r = word_row[name] = bag.get(BAG_KEY + escape(name), -1)
-            return r
-
-        column = self.column
-
-        def number(name: str, weight: float, counts: dict, weights: dict, i: int, t: int
-                   ) -> None:
-            k = column.get(name)
-            if k is not None:
-                weights[k] = weights.get(k, 0.0) + weight
-                return
-            r = bag_row(name)
-            if r < 0:
-                return       # unknown to the model: it has no weights
-            if not (0 <= weight <= MAX_REPEAT and weight == int(weight)):
-                raise FglError(f"{_where(i, t)}: feature {name!r} has the weight {weight!r}, "
-                               "but in training it was given by strings only (weight 1), so "
-                               "the model holds it as an indicator and cannot scale it; give "
-                               "it in training as a number too")
-            if weight:
-                counts[r] = counts.get(r, 0.0) + weight
-
-        def word(name: str, counts: dict, weights: dict) -> None:
-            k = column.get(name)
-            if k is not None:
-                weights[k] = weights.get(k, 0.0) + 1.0
-            else:
-                r = word_row.get(name)
-                if r is None:
-                    r = bag_row(name)
-                if r >= 0:
-                    counts[r] = counts.get(r, 0.0) + 1.0
-
-        def read(token: object, i: int, t: int) -> tuple[dict[int, float], dict[int, float]]:
-            counts: dict[int, float] = {}
-            weights: dict[int, float] = {}
-            # the common token, a flat dict of strings and numbers, read in one pass
-            flat = type(token) is dict
-            if flat:
-                for key, value in token.items():
-                    kind = type(value)
-                    if type(key) is not str:
-                        flat = False
-                    elif kind is str:
-                        word(key + SEP + value, counts, weights)
-                    elif kind is bool or kind is int or (kind is float and math.isfinite(value)):
-                        number(key, float(value), counts, weights, i, t)
-                    else:
-                        flat = False
-                    if not flat:
-                        break
-            if not flat:     # anything else: python-crfsuite's rules in full
-                counts, weights = {}, {}
-                attrs = token_attributes(token, _where(i, t))
-                for name in attrs.words:
-                    word(name, counts, weights)
-                for name, weight in attrs.numbers.items():
-                    number(name, weight, counts, weights, i, t)
-            return counts, weights
-
-        return read
 
     @staticmethod
     def _numeric_index(key: str) -> int | None:
@@ -373,81 +240,7 @@ class FeatureDictSpec:
         except ValueError:
             return None
 
-    # ------------------------------------------------------------ training, the short way
-
-    def sentences(self, X: Sequence[Sequence[object]], y: Sequence[Sequence[object]]
-                  ) -> list["DictSentence"]:
-        """The training sequences as prepared sentences (``DictSentence``:
-        labels, and the rows the spec's observations would read, made
-        straight from the dicts); empty sequences add nothing and are left
-        out."""
-        if len(X) != len(y):
-            raise ValueError(f"train: X has {len(X)} sequences but y has {len(y)}")
-        out = []
-        for i, (seq, labels) in enumerate(zip(X, y)):
-            if len(seq) != len(labels):
-                raise ValueError(f"train: sequence {i} has {len(seq)} tokens but "
-                                 f"{len(labels)} labels")
-            if len(seq):
-                out.append(DictSentence(list(seq), list(range(1, len(seq) + 1)), i,
-                                        f"<train sequence {i}>", [str(v) for v in labels],
-                                        self))
-        return out
-
-    def unit_rows(self, tokens: Sequence[object], index: int, keys: Any) -> list:
-        """Per template of ``text`` (the bag, the weighted attributes if any,
-        the transitions), the attribute rows (``fgl.features.span_arrays.
-        Rows``, ids in ``keys``) of every token of sequence ``index``: the
-        keys and values the spec's observations give on ``rows``' text —
-        ``tokens(attrs[t])=NAME`` counted, ``regex(onK[t], "1") & wK[t]`` with
-        its weight, the transitions' constant ``bias``."""
-        from fgl.features.span_arrays import Rows
-
-        if getattr(self, "_keys", None) is not keys:
-            self._keys, self._ids = keys, {}
-            self._weighted = [keys.key_id(k) for k in self._weighted_keys()]
-        ids, column = self._ids, self.column
-        bag_ptr, bag_name, bag_val = [0], [], []
-        num_ptr, num_key, num_val = [0], [], []
-        for t, token in enumerate(tokens):
-            attrs = token_attributes(token, _where(index, t))
-            counts: dict[str, float] = {}
-            weights: dict[int, float] = {}
-            for name in attrs.words:
-                k = column.get(name)
-                if k is None:
-                    counts[name] = counts.get(name, 0.0) + 1.0
-                else:
-                    weights[k] = weights.get(k, 0.0) + 1.0
-            for name, weight in attrs.numbers.items():
-                k = column.get(name)
-                if k is not None:          # (in training, every number has its column)
-                    weights[k] = weights.get(k, 0.0) + weight
-            bag_name.extend(counts)
-            bag_val.extend(counts.values())
-            for k in sorted(weights):
-                num_key.append(self._weighted[k])
-                num_val.append(weights[k])
-            bag_ptr.append(len(bag_name))
-            num_ptr.append(len(num_key))
-        T = len(tokens)
-        new = [name for name in dict.fromkeys(bag_name) if name not in ids]
-        if new:   # (new names interned together: a key table call per batch)
-            ids.update(zip(new, keys.ids([BAG_KEY + escape(name) for name in new]).tolist()))
-        bag_key = [ids[name] for name in bag_name]
-
-        def rows(ptr: list, key: list, val: list) -> Rows:
-            return Rows(np.array(ptr, dtype=np.int64), np.array(key, dtype=np.int64),
-                        np.array(val, dtype=np.float64))
-        out = [rows(bag_ptr, bag_key, bag_val)]
-        if self.numeric:
-            out.append(rows(num_ptr, num_key, num_val))
-        bias = keys.key_id("bias")
-        out.append(Rows(np.arange(T + 1, dtype=np.int64), np.full(T, bias, dtype=np.int64),
-                        np.ones(T)))
-        return out
-
-    def _weighted_keys(self) -> list[str]:
+    def weighted_keys(self) -> list[str]:
         """The attribute key of each weighted attribute, in column order, as
         the spec's observations spell it (read off one token of text)."""
         from pathlib import Path
@@ -510,19 +303,101 @@ def from_dicts_message(model: str) -> str:
             "(docs/sklearn.md); fgl inspect shows its weights by your feature names")
 
 
+class TrainingRows:
+    """The attribute rows of training sequences of feature dicts, read once
+    (``read_tokens``): per token, the bag attributes counted in order of
+    first appearance and the weighted ones summed in column order, as
+    ``rows`` writes them and the spec's observations read them back
+    (``tokens(attrs[t])=NAME`` counted, ``regex(onK[t], "1") & wK[t]`` with
+    its weight, the transitions' constant ``bias``).  The bag attributes
+    become keys of the compiler's key table a sequence at a time, in the
+    order the text rows would give them (``unit_rows``)."""
+
+    def __init__(self, spec: FeatureDictSpec, entries: TokenEntries):
+        self.spec, self.seq_ptr = spec, entries.seq_ptr
+        n_names, n_tokens = len(entries.names), len(entries.tok_ptr) - 1
+        col_of = np.full(n_names, -1, dtype=np.int64)
+        col_of[entries.numbers] = np.arange(len(entries.numbers))   # (spec.numeric's order)
+        token, col = entries.token_of_entries(), col_of[entries.name_ids]
+        bag = col < 0            # (in training every number has its column)
+        bag_tok, self.bag_name, self.bag_val = merged(
+            token[bag], entries.name_ids[bag], entries.weights[bag], n_names, False,
+            entries.repeats)
+        num_tok, self.num_col, self.num_val = merged(
+            token[~bag], col[~bag], entries.weights[~bag], len(spec.numeric), True)
+        self.bag_ptr, self.num_ptr = _pointers(bag_tok, n_tokens), _pointers(num_tok, n_tokens)
+        # the bag names in order of first appearance, and where each sequence's new ones end
+        first = np.unique(self.bag_name, return_index=True)[1]
+        first.sort()
+        self.new_names = self.bag_name[first]
+        self.new_end = np.searchsorted(first, self.bag_ptr[self.seq_ptr[1:]])
+        self.names = entries.names
+        self._keys: Any = None
+
+    def _intern(self, keys: Any, upto: int) -> None:
+        """Key ids for the bag names new in sequences up to ``upto`` (the
+        first call: the weighted attributes' keys first, and ``bias`` after
+        the first sequence's names, as the text rows give them)."""
+        if self._keys is not keys:
+            self._keys, self._done = keys, 0
+            self.key_of = np.full(len(self.names), -1, dtype=np.int64)
+            self.weighted = np.array([keys.key_id(k) for k in self.spec.weighted_keys()],
+                                     dtype=np.int64)
+            self.bias = None
+        while self._done <= upto:
+            last = upto if self.bias is not None else self._done
+            lo = int(self.new_end[self._done - 1]) if self._done else 0
+            new = self.new_names[lo:int(self.new_end[last])]
+            if len(new):
+                self.key_of[new] = keys.ids([BAG_KEY + escape(self.names[i])
+                                             for i in new.tolist()])
+            self._done = last + 1
+            if self.bias is None:
+                self.bias = keys.key_id("bias")
+
+    def unit_rows(self, i: int, keys: Any) -> list:
+        """Per template of the spec (the bag, the weighted attributes if any,
+        the transitions), the attribute rows (``fgl.features.span_arrays.
+        Rows``, ids in ``keys``) of every token of sequence ``i``."""
+        from fgl.features.span_arrays import Rows
+
+        self._intern(keys, i)
+        a, b = int(self.seq_ptr[i]), int(self.seq_ptr[i + 1])
+
+        lo, hi = int(self.bag_ptr[a]), int(self.bag_ptr[b])
+        out = [Rows(self.bag_ptr[a:b + 1] - lo, self.key_of[self.bag_name[lo:hi]],
+                    self.bag_val[lo:hi])]
+        if self.spec.numeric:
+            lo, hi = int(self.num_ptr[a]), int(self.num_ptr[b])
+            out.append(Rows(self.num_ptr[a:b + 1] - lo, self.weighted[self.num_col[lo:hi]],
+                            self.num_val[lo:hi]))
+        T = b - a
+        out.append(Rows(np.arange(T + 1, dtype=np.int64), np.full(T, self.bias, dtype=np.int64),
+                        np.ones(T)))
+        return out
+
+
+def _pointers(token: np.ndarray, n_tokens: int) -> np.ndarray:
+    """CSR offsets of entries sorted by ``token``, over ``n_tokens`` tokens."""
+    ptr = np.zeros(n_tokens + 1, dtype=np.int64)
+    np.cumsum(np.bincount(token, minlength=n_tokens), out=ptr[1:])
+    return ptr
+
+
 @dataclass
 class DictSentence(Sentence):
     """A training sequence of feature dicts, prepared for the compiler
     (``fgl.compile.sequence``): ``rows`` holds the dicts, ``tags`` the
-    labels, and ``unit_rows(keys)`` the attribute rows — what the spec's
-    observations would read from ``FeatureDictSpec.rows``' text, without
-    the text (about 3 times faster on the sklearn-crfsuite tutorial)."""
+    labels, ``doc`` its index in the training sequences, and
+    ``unit_rows(keys)`` the attribute rows (``TrainingRows``) — what the
+    spec's observations would read from ``FeatureDictSpec.rows``' text,
+    without the text."""
 
     tags: list[str] | None = None
-    dicts: FeatureDictSpec | None = None
+    prepared: TrainingRows | None = None
 
     def unit_rows(self, keys: Any) -> list:
-        return self.dicts.unit_rows(self.rows, self.doc, keys)
+        return self.prepared.unit_rows(self.doc, keys)
 
 
 def _where(i: int, t: int) -> str:
