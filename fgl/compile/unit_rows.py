@@ -13,7 +13,7 @@ import numpy as np
 from fgl.compile.conjunctions import ConjunctionIndex
 from fgl.compile.footprint import BATCH_ITEMS
 from fgl.data.sentence import Sentence
-from fgl.engines.sequence.encoded import unit_ones
+from fgl.engines.sequence.encoded import holds_exactly, unit_ones
 from fgl.features.key_table import KeyTable
 from fgl.features.span_arrays import Rows
 
@@ -108,9 +108,7 @@ def _exact(vals: np.ndarray, level: int) -> bool:
         return True
     if code == "b" and not np.all((vals >= -128) & (vals <= 127)):
         return False
-    with np.errstate(over="ignore", invalid="ignore"):
-        back = vals.astype(_DTYPES[code]).astype(np.float64)
-    return bool(np.array_equal(back.view(np.int64), vals.view(np.int64)))
+    return holds_exactly(vals, _DTYPES[code])
 
 
 def _raw(buffer) -> memoryview:

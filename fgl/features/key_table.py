@@ -78,7 +78,8 @@ def _find_or_add(blob, ptr, n, slots, data, dptr, which, add, out):
             s = (s + 1) & mask
         if found < 0 and add:
             end = ptr[n]
-            blob[end:end + d - c] = data[c:d]
+            for i in range(d - c):   # (a slice copy compiles numba's shape-error message)
+                blob[end + i] = data[c + i]
             ptr[n + 1] = end + d - c
             slots[s] = n
             found = n
@@ -139,7 +140,7 @@ class KeyTable:
         if add:
             self._reserve(1, len(data))
         out = np.empty(1, dtype=np.int64)
-        self._n = int(_find_or_add(self._blob, self._ptr, self._n, self._slots, data,
+        self._n = int(_find_or_add(self._blob, self._ptr, self._n, self._slots, _read_only(data),
                                    np.array([0, len(data)], dtype=np.int64), _FIRST, add, out))
         return int(out[0])
 
@@ -155,8 +156,8 @@ class KeyTable:
         out = np.empty(len(which), dtype=np.int64)
         if add:
             self._reserve(len(which), int((dptr[which + 1] - dptr[which]).sum()))
-        self._n = int(_find_or_add(self._blob, self._ptr, self._n, self._slots, data, dptr,
-                                   which, add, out))
+        self._n = int(_find_or_add(self._blob, self._ptr, self._n, self._slots,
+                                   _read_only(data), dptr, which, add, out))
         return out
 
     def _reserve(self, keys: int, size: int) -> None:
@@ -198,6 +199,16 @@ class KeyTable:
     def data(self) -> tuple[np.ndarray, np.ndarray]:
         """(bytes, offsets) of the keys, as ``encoded`` gives them (views)."""
         return self._blob, self._ptr[:self._n + 1]
+
+
+def _read_only(data: np.ndarray) -> np.ndarray:
+    """``data`` as a read-only view: keys' bytes reach ``_find_or_add`` both
+    from ``bytes`` (read-only) and from arrays; one type compiles it once."""
+    if not data.flags.writeable:
+        return data
+    view = data.view()
+    view.flags.writeable = False
+    return view
 
 
 def _grown(a: np.ndarray, need: int) -> np.ndarray:

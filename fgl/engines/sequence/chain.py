@@ -46,6 +46,7 @@ from fgl.engines.sequence.scaling import (
     MIN_EXPONENT,
     SAFE_FAST,
     TINY,
+    cum_range,
     extend_blocks,
     label_exps,
     static_cumulative,
@@ -757,7 +758,7 @@ def _factored_path(features, tables, w):
     """Whether ``batch_expectations`` takes the factored path: no block of
     the static potentials varies with t and their range is safe."""
     sc = static_tables(static_potentials(features, tables, w), features.dynamic, tables)
-    c_hi = max(1.0, sc.cum_hi[1:].max()) if tables.n_forward > 1 else 1.0
+    c_hi = cum_range(sc)[1]
     return not sc.block_dynamic[1:].any() and c_hi <= np.exp(MAX_EXPONENT)
 
 
@@ -810,7 +811,7 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
     cum = static_cumulative(sc.static_exp, tables)
     cum_t = first_order_factors(tables, cum) if path == _FACTORED else np.empty((0, P))
     product = taken_scratch(max_t, tables, cum_t)
-    c_lo = min(1.0, sc.cum_lo[1:].min()) if P > 1 else 1.0
+    c_lo = cum_range(sc)[0]
     e_lab = np.empty((max_t, n))
     lab = np.empty(n)
     lab_marg = np.empty((max_t, n))

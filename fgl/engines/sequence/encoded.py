@@ -28,6 +28,26 @@ def unit_ones(count: int) -> np.ndarray:
     return np.broadcast_to(np.ones(1), (count,)) if count >= 2 else np.ones(count)
 
 
+def holds_exactly(vals: np.ndarray, dtype: type) -> bool:
+    """Whether ``dtype`` holds every one of the float64 ``vals`` with the
+    same bits once widened back (not -0.0 as int8 0, nor NaN)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        back = vals.astype(dtype).astype(np.float64)
+    return bool(np.array_equal(back.view(np.int64), vals.view(np.int64)))
+
+
+def unit_values(vals: np.ndarray) -> np.ndarray:
+    """Attribute values as training stores them (``fgl.compile.unit_rows``):
+    ``unit_ones`` when every one is 1, else the narrowest of int8, float32
+    and float64 that holds each exactly — so tagging meets the kernels with
+    the type training compiled them for."""
+    vals = np.ascontiguousarray(vals, dtype=np.float64)
+    if np.all(vals == 1.0):
+        return unit_ones(len(vals))
+    return next(vals.astype(t) for t in (np.int8, np.float32, np.float64)
+                if holds_exactly(vals, t))
+
+
 @dataclass
 class EncodedData:
     """Sequences as flat integer arrays (CSR over units: tokens for chain
@@ -200,7 +220,8 @@ def block_rows(tok_ptr, tok_row, unit_cuts, scattered):
                 mark[r] = True
                 if c == out.shape[0]:
                     grown = np.empty(2 * c, dtype=np.int64)
-                    grown[:c] = out
+                    for i in range(c):   # (a slice copy compiles numba's shape-error message)
+                        grown[i] = out[i]
                     out = grown
                 out[c] = r
                 c += 1

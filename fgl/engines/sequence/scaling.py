@@ -78,6 +78,20 @@ def static_tables(static, dynamic, tables):
     return ScaledTables(dynamic, block_dynamic, static_exp, cum_lo, cum_hi)
 
 
+@njit(cache=True, nogil=True)
+def cum_range(sc):
+    """The bounds of every static block relative to block ε and 1: (the
+    least ``sc.cum_lo``, the largest ``sc.cum_hi``), by a loop (numpy's
+    ``min``/``max`` compile their every array case on a first run)."""
+    lo = hi = 1.0
+    for p in range(1, sc.cum_lo.shape[0]):
+        if sc.cum_lo[p] < lo:
+            lo = sc.cum_lo[p]
+        if sc.cum_hi[p] > hi:
+            hi = sc.cum_hi[p]
+    return lo, hi
+
+
 @njit(cache=True, nogil=True, inline="always")
 def label_max(z_row, label_z, c):
     """The largest potential of labels 0..c-1 (-inf when c = 0)."""
