@@ -239,12 +239,18 @@ class ChainProgram(SequenceProgram):
                          np.arange(len(st.patterns)), w_dense, np.empty(st.n_labels), pot)
         return pot
 
-    def nbest(self, w: np.ndarray, data: EncodedData, k: int) -> list[nbest.NBest]:
+    def nbest(self, w: np.ndarray, data: EncodedData, k: int, jobs: int = 1
+              ) -> list[nbest.NBest]:
         """The k best labellings of every sequence, best first
-        (``fgl.engines.sequence.nbest``)."""
-        scoring = self.scoring(w)
-        return [nbest.chain_nbest(self.structure, self.potentials(w, data, i, scoring), k)
-                for i in range(data.n_sequences)]
+        (``fgl.engines.sequence.nbest``): one kernel call per run of sequences."""
+        static, w_dense = self.scoring(w)
+        scoring = nbest.Scoring(w, static, np.arange(len(self.structure.patterns)), w_dense)
+        units, tables = span_lattice.units(data), self.structure.tables
+
+        def kernel(i0: int, i1: int, found: nbest.Found) -> None:
+            nbest.batch_chain_kbest(i0, i1, units, self.features, tables, scoring, k, found)
+
+        return nbest.batch_nbest(data, k, jobs, kernel)
 
     def marginals(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> Marginals:
         """Per sequence, P(y_t = y | x) as a [T, n_labels] array."""

@@ -22,7 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from fgl.engines.sequence import segments, span_lattice
+from fgl.engines.sequence import chain, segments, segments_batch, span_lattice
+from fgl.engines.sequence.encoded import EncodedData, run_parallel
 from fgl.engines.sequence.structure import ChainStructure
 from fgl.jit import njit
 
@@ -35,6 +36,46 @@ class NBest(NamedTuple):
     labels: np.ndarray
     starts: np.ndarray
     scores: np.ndarray
+
+
+class Scoring(NamedTuple):
+    """What scoring a sequence's potentials reads of the weights (the
+    programs' ``scoring``): the weights, the constant rows' potentials
+    ``static``, the patterns to ``fill`` and the dense rows' weights."""
+
+    w: np.ndarray
+    static: np.ndarray
+    fill: np.ndarray
+    w_dense: np.ndarray
+
+
+class Found(NamedTuple):
+    """The k best labellings of a batch of sequences, flat: sequence i (T
+    tokens from token a) has ``count[i]`` of them; labelling j's label and
+    span-start flag at token t are ``labels[k·a + j·T + t]`` and
+    ``starts[...]`` (a [k, T] block per sequence), its score ``scores[k·i + j]``."""
+
+    labels: np.ndarray
+    starts: np.ndarray
+    scores: np.ndarray
+    count: np.ndarray
+
+    @staticmethod
+    def empty(data: EncodedData, k: int) -> "Found":
+        return Found(np.zeros(k * data.n_tokens, dtype=np.int64),
+                     np.zeros(k * data.n_tokens, dtype=np.int64),
+                     np.zeros(k * data.n_sequences), np.zeros(data.n_sequences, dtype=np.int64))
+
+    def split(self, data: EncodedData, k: int) -> list[NBest]:
+        """Per sequence its ``NBest`` (views of the flat arrays)."""
+        out = []
+        for i in range(data.n_sequences):
+            a, T, m = int(data.seq_ptr[i]), int(data.seq_ptr[i + 1] - data.seq_ptr[i]), \
+                int(self.count[i])
+            block = slice(k * a, k * a + m * T)
+            out.append(NBest(self.labels[block].reshape(m, T), self.starts[block].reshape(m, T),
+                             self.scores[k * i:k * i + m]))
+        return out
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -195,6 +236,62 @@ def kbest(pot, T, tables, max_len, distinct, k, labels, starts, scores):
             q = s_prev[s]
             v = u
     return m
+
+
+@njit(cache=True, nogil=True)
+def _kbest_into(pot, T, a, i, tables, max_len, distinct, k, found):
+    """``kbest`` of sequence i (T tokens from token a) into ``found``."""
+    block = found.labels[k * a:k * (a + T)].reshape((k, T))
+    starts = found.starts[k * a:k * (a + T)].reshape((k, T))
+    found.count[i] = kbest(pot, T, tables, max_len, distinct, k, block, starts,
+                           found.scores[k * i:k * (i + 1)])
+
+
+@njit(cache=True, nogil=True)
+def batch_chain_kbest(i0, i1, units, features, tables, scoring, k, found):
+    """The k best labellings of chain sequences i0..i1-1 into ``found``: each
+    sequence's potentials (``chain.potentials``) and its k-best pass, in one
+    call."""
+    n = tables.n_labels
+    P = scoring.fill.shape[0]
+    lab = np.empty(n)
+    max_len = np.ones(n, dtype=np.int64)
+    for i in range(i0, i1):
+        a = units.seq_ptr[i]
+        T = units.seq_ptr[i + 1] - a
+        pot = np.empty((T, P))
+        chain.potentials(a, T, units, features, tables, scoring.w, scoring.static, scoring.fill,
+                         scoring.w_dense, lab, pot)
+        _kbest_into(pot.reshape((T, 1, P)), T, a, i, tables, max_len, False, k, found)
+
+
+@njit(cache=True, nogil=True)
+def batch_segment_kbest(i0, i1, m, max_length, units, features, tables, limits, distinct,
+                        scoring, k, found):
+    """The k best segmentations of sequences i0..i1-1 (``m`` units per
+    token, spans up to ``max_length``) into ``found``, labels numbered by
+    ``limits``' order (``segments.label_order``), in one call."""
+    P = scoring.fill.shape[0]
+    lab = np.empty(tables.n_labels)
+    for i in range(i0, i1):
+        a = units.seq_ptr[i]
+        T = units.seq_ptr[i + 1] - a
+        L = min(max_length, T)
+        pot = np.empty((T, L, P))
+        segments_batch.potentials(a, T, m, L, units, features, tables, scoring.w,
+                                  scoring.static, scoring.fill, scoring.w_dense, lab, pot)
+        _kbest_into(pot, T, a, i, tables, limits, distinct, k, found)
+
+
+def batch_nbest(data: EncodedData, k: int, jobs: int, kernel) -> list[NBest]:
+    """Per sequence of ``data`` its k best labellings, by ``kernel(i0, i1,
+    found)`` (a batch kernel above with the program's arguments bound) over
+    runs of sequences, one thread each."""
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    found = Found.empty(data, k)
+    run_parallel(jobs, data, lambda i0, i1: kernel(i0, i1, found))
+    return found.split(data, k)
 
 
 def span_nbest(tables, pot: np.ndarray, max_len: np.ndarray, distinct: bool, k: int) -> NBest:

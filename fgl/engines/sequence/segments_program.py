@@ -96,15 +96,22 @@ class SegmentProgram(SequenceProgram):
         run_parallel(jobs, data, work)
         return Decoding(data.split(self.order[labels]), data.split(starts))
 
-    def nbest(self, w: np.ndarray, data: EncodedData, k: int) -> list[nbest.NBest]:
+    def nbest(self, w: np.ndarray, data: EncodedData, k: int, jobs: int = 1
+              ) -> list[nbest.NBest]:
         """The k best segmentations of every sequence, best first
-        (``fgl.engines.sequence.nbest``), in the model's label ids."""
-        out = []
-        for i in range(data.n_sequences):
-            got = nbest.span_nbest(self.machine.tables, self.potentials(w, data, i), self.limits,
-                                   self.distinct, k)
-            out.append(got._replace(labels=self.order[got.labels]))
-        return out
+        (``fgl.engines.sequence.nbest``), in the model's label ids: one
+        kernel call per run of sequences."""
+        static, w_dense = self.table.scoring(w)
+        scoring = nbest.Scoring(w, static, np.arange(len(self.machine.patterns)), w_dense)
+        units, m = span_lattice.units(data), data.units_per_token
+
+        def kernel(i0: int, i1: int, found: nbest.Found) -> None:
+            nbest.batch_segment_kbest(i0, i1, m, self.max_length, units, self.features,
+                                      self.machine.tables, self.limits, self.distinct, scoring,
+                                      k, found)
+
+        return [got._replace(labels=self.order[got.labels])
+                for got in nbest.batch_nbest(data, k, jobs, kernel)]
 
     def potentials(self, w: np.ndarray, data: EncodedData, i: int) -> np.ndarray:
         """pot[u, d-1, z] of sequence ``i`` (d up to the longest span it holds)."""
