@@ -280,7 +280,7 @@ def worker_alternate(a) -> dict:
 
     def fgl(jobs: int) -> float:
         _, tlog = train_lbfgs(model.program, data, model.feat_sigma, max_iter=a.alternate_iter,
-                              tol=settings.tol, jobs=jobs)
+                              tol=settings.options().tol, jobs=jobs)
         return tlog.eval_seconds / tlog.evaluations
 
     runs = [("crfsuite", crfsuite), ("fgl 1 core", lambda: fgl(1))]
@@ -406,8 +406,9 @@ def worker_fgl(a) -> dict:
     res["labels"] = len(model.labels)
 
     settings = resolve_train(spec)
-    max_iter = a.max_iter if a.max_iter is not None else settings.max_iter
-    tol = settings.tol
+    lbfgs = settings.options()
+    max_iter = a.max_iter if a.max_iter is not None else lbfgs.max_iter
+    tol = lbfgs.tol
     t0 = time.perf_counter()
     if a.traced:    # (tracing leaves its own heap behind: this run's peak is not the table's)
         w, tlog, mem = traced_training(prog, data, model.feat_sigma, max_iter=max_iter,

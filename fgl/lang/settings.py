@@ -16,8 +16,8 @@ as ``docs/settings.md``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Mapping
+from dataclasses import Field, dataclass, fields
+from typing import Any, Mapping
 
 from fgl.engines.graph.inference import DEFAULT_METHOD, inference_methods, method_names
 from fgl.errors import FglError
@@ -136,59 +136,60 @@ class Overrides:
         return dict(self.given)
 
 
-def _train_default(key: str):
-    return block_settings("train")[key].default
-
-
-@dataclass(frozen=True)
-class InductionSettings:
-    """The ``induce_*`` train settings (feature induction, McCallum 2003)."""
-
-    rounds: int = _train_default("induce_rounds")
-    per_round: int = _train_default("induce_per_round")
-    min_gain: float = _train_default("induce_min_gain")
-    iterations: int = _train_default("induce_iter")
-    pool: int = _train_default("induce_pool")
-    margin: float = _train_default("induce_margin")
-    transitions: bool = bool(_train_default("induce_transitions"))
-
-
 @dataclass(frozen=True)
 class TrainSettings:
     """The train settings in effect, resolved once (``resolve_train``):
-    every default, then the spec's ``train { ... }``, then the caller's
-    overrides (``overridden`` names those).  ``values`` holds every train
-    setting by key (a registered trainer's options too); ``options()`` the
-    named trainer's options object."""
+    every row's default, then the spec's ``train { ... }``, then the
+    caller's overrides (``overridden`` names those).  ``values`` holds
+    every train setting by key, a registered trainer's options too; a
+    trainer reads its own through ``options`` (its options class,
+    ``fgl.learn.trainer_options``), the rest of fgl the settings every
+    run has whatever its trainer: ``trainer``, ``jobs``, ``min_count`` and
+    ``sigma`` (the prior of every template without its own, which the
+    compilers read), or any by ``value(key)``."""
 
-    sigma: float
-    max_iter: int
-    tol: float
-    jobs: int
-    objective: str
-    bp_start: str
-    trainer: str
-    epochs: int
-    batch: int
-    l1: float
-    min_count: int
-    induction: InductionSettings
-    learning_rate: float | None = None
-    period: int = _train_default("period")
-    delta: float = _train_default("delta")
+    values: tuple[tuple[str, object], ...]
     overridden: frozenset[str] = frozenset()
-    values: tuple[tuple[str, object], ...] = ()
 
     def value(self, key: str) -> object:
         """The value of the train setting ``key`` (as the spec names it)."""
         return dict(self.values)[key]
 
-    def options(self) -> object:
-        """The options object (``fgl.learn.trainer_options``) of the
-        trainer ``trainer`` names, with the values in effect."""
-        cls = named_options(self.trainer)
+    @property
+    def trainer(self) -> str:
+        """The `trainer` setting: the name of the trainer the spec asks for."""
+        return str(self.value("trainer"))
+
+    @property
+    def jobs(self) -> int:
+        """Worker threads; 0: one per core."""
+        return int(self.value("jobs"))
+
+    @property
+    def min_count(self) -> int:
+        """The feature cut-off of every template without its own."""
+        return int(self.value("min_count"))
+
+    @property
+    def sigma(self) -> float:
+        """The Gaussian prior's sigma of every template without its own."""
+        return float(self.value("sigma"))
+
+    def options(self, cls: type | None = None) -> Any:
+        """The options object of ``cls`` (default: the class of the trainer
+        ``trainer`` names, ``fgl.learn.trainer_options``) with the values in
+        effect; a whole number given for a real-valued option becomes a
+        float."""
+        cls = cls or named_options(self.trainer)
         found = dict(self.values)
-        return cls(**{f.name: found.get(f.name) for f in fields(cls)})
+        return cls(**{f.name: _typed(f, found.get(f.name)) for f in fields(cls)})
+
+
+def _typed(f: Field, value: object) -> object:
+    """``value`` as the option ``f`` holds it: a float where it is declared
+    one (a spec's ``sigma = 3`` reads as the int 3)."""
+    real = "float" in str(f.type)
+    return float(value) if real and type(value) is int else value
 
 
 def resolve_train(spec: ast.Spec, overrides: Overrides | Mapping[str, object] | None = None
@@ -207,20 +208,7 @@ def resolve_train(spec: ast.Spec, overrides: Overrides | Mapping[str, object] | 
     trainer = str(values["trainer"])
     bounds = named_options(trainer).BOUNDS if trainer in trainer_names() else {}
     values.update((bounds[k], v) for k, v in given.items() if k in bounds)
-    induction = InductionSettings(
-        rounds=int(values["induce_rounds"]), per_round=int(values["induce_per_round"]),
-        min_gain=float(values["induce_min_gain"]), iterations=int(values["induce_iter"]),
-        pool=int(values["induce_pool"]), margin=float(values["induce_margin"]),
-        transitions=bool(values["induce_transitions"]))
-    return TrainSettings(
-        sigma=float(values["sigma"]), max_iter=int(values["max_iter"]), tol=float(values["tol"]),
-        jobs=int(values["jobs"]), objective=str(values["objective"]),
-        bp_start=str(values["bp_start"]), trainer=str(values["trainer"]),
-        epochs=int(values["epochs"]), batch=int(values["batch"]), l1=float(values["l1"]),
-        min_count=int(values["min_count"]), induction=induction,
-        learning_rate=None if "learning_rate" not in values else float(values["learning_rate"]),
-        period=int(values["period"]), delta=float(values["delta"]),
-        overridden=frozenset(given), values=tuple(values.items()))
+    return TrainSettings(tuple(values.items()), frozenset(given))
 
 
 class InferSettings:

@@ -30,7 +30,7 @@ repeats, for ``induce_rounds`` rounds:
 Then all weights are trained to convergence (``max_iter``, ``tol``).
 Candidates are scored as the agglomerated state features g(s_t, o, t),
 and a chosen one enters the model as the state feature (test, s).  With
-``InductionSettings.transitions`` it also enters, as the paper's CRF
+``InductionOptions.induce_transitions`` it also enters, as the paper's CRF
 features pair tests with source and destination states (1*), as copies
 g(s_{t-1}, s_t, o, t) for the first-order label pairs (s', s) of the model
 (its transition templates') that the gold labels show where the test
@@ -55,8 +55,8 @@ from fgl.compile.conjunctions import conjunction_key
 from fgl.engines.sequence.encoded import EncodedData
 from fgl.errors import SpecError
 from fgl.jit import njit
-from fgl.lang.settings import InductionSettings
 from fgl.learn.learner import TrainingLog, train_lbfgs
+from fgl.learn.trainer_options import InductionOptions
 
 NEWTON_STEPS = 20
 
@@ -165,7 +165,7 @@ def _invert(ptr: np.ndarray, items: np.ndarray, n_items: int) -> tuple[np.ndarra
 class FeatureInduction:
     """One induction run over a compiled chain model (module docstring)."""
 
-    def __init__(self, model, data: EncodedData, settings: InductionSettings):
+    def __init__(self, model, data: EncodedData, settings: InductionOptions):
         self.model, self.data, self.s = model, data, settings
         self.cand = _candidate_template(model.spec)
         self.max_parts = int(next(o.value for o in model.spec.templates[self.cand].options
@@ -196,7 +196,7 @@ class FeatureInduction:
         z_of = {z: i for i, z in enumerate(model.structure.patterns)}
         self.label_z = [z_of[(y,)] for y in range(len(model.labels))]
         self.pair_z = {z: i for z, i in z_of.items() if len(z) == 2} \
-            if settings.transitions else {}
+            if settings.induce_transitions else {}
         self.prev_gold = np.concatenate([[-1], data.gold[:-1]]).astype(np.int64)
         self.prev_gold[data.seq_ptr[:-1][data.seq_ptr[:-1] < data.n_tokens]] = -1
         self.patterns: dict[tuple[int, int], list[int]] = {}
@@ -324,7 +324,7 @@ class FeatureInduction:
         p_gold = probs[np.arange(len(gold)), gold]
         rival = probs.copy()
         rival[np.arange(len(gold)), gold] = -1.0
-        tokens = np.flatnonzero(p_gold - rival.max(axis=1) < self.s.margin)
+        tokens = np.flatnonzero(p_gold - rival.max(axis=1) < self.s.induce_margin)
         if len(tokens) == 0:
             return [], 0
         pm, gm = probs[tokens], gold[tokens]
@@ -347,7 +347,7 @@ class FeatureInduction:
             pool_parts = [(a,) for a in range(len(self.atom_keys))] + self.tests.parts
             pool_gain = np.concatenate([atom_gain.max(axis=1, initial=0.0),
                                         test_gain.max(axis=1, initial=0.0)])
-            pool = np.argsort(-pool_gain, kind="stable")[:self.s.pool]
+            pool = np.argsort(-pool_gain, kind="stable")[:self.s.induce_pool]
             pool = pool[pool_gain[pool] > 0]
             conj_parts, conj_ptr, conj_tok = self._conjunctions(
                 tokens, a_ptr, a_items, t_ptr, t_items, pool, pool_parts)
@@ -361,7 +361,7 @@ class FeatureInduction:
         for gains, parts_list in scored:
             for c, parts in enumerate(parts_list):
                 test = known.get(parts)
-                for s in np.flatnonzero(gains[c] >= self.s.min_gain):
+                for s in np.flatnonzero(gains[c] >= self.s.induce_min_gain):
                     if test is None or (test, int(s)) not in taken:
                         out.append((float(gains[c, s]), parts, int(s)))
         out.sort(key=lambda item: (-item[0], item[1], item[2]))
@@ -398,7 +398,7 @@ class FeatureInduction:
         added: list[tuple[int, int]] = []
         seen: set[tuple[float, int]] = set()
         for gain, parts, label in scored:
-            if len(added) >= self.s.per_round:
+            if len(added) >= self.s.induce_per_round:
                 break
             key = (round(gain, 9), label)
             if key in seen:
@@ -433,7 +433,7 @@ def _candidate_template(spec) -> int:
     return marked[0]
 
 
-def train_with_induction(model, data: EncodedData, settings: InductionSettings, *,
+def train_with_induction(model, data: EncodedData, settings: InductionOptions, *,
                          max_iter: int, tol: float, jobs: int,
                          progress: Callable[[dict], None] | None = None,
                          dev_score: Callable[[object, np.ndarray], float] | None = None,
@@ -449,10 +449,10 @@ def train_with_induction(model, data: EncodedData, settings: InductionSettings, 
     weights: dict[tuple[int, int], float] = {}
     rounds: list[dict] = []
     w = None
-    for r in range(1, settings.rounds + 1):
+    for r in range(1, settings.induce_rounds + 1):
         current, encoded = run.build()
         w, log = train_lbfgs(current.program, encoded, current.feat_sigma,
-                             max_iter=settings.iterations, tol=tol, jobs=jobs,
+                             max_iter=settings.induce_iter, tol=tol, jobs=jobs,
                              w0=_carry(weights, current))
         weights = _weights_by_feature(current, w)
         probs = np.concatenate(current.program.marginals(w, encoded, jobs).per_instance)

@@ -109,7 +109,7 @@ class TrainingRun:
 
     def _check_objective(self) -> None:
         """A training objective the engine does not offer, at the setting."""
-        kind, engine = self.settings.objective, self.choice.engine
+        kind, engine = self.settings.value("objective"), self.choice.engine
         if kind in engine.objectives:
             return
         setting = next(s for s in self.spec.train if s.key == "objective")
@@ -119,14 +119,14 @@ class TrainingRun:
                         setting.loc.file, setting.loc.line, setting.loc.col)
 
     def _check_distributed(self) -> None:
-        s = self.settings
+        objective, bp_start = self.settings.value("objective"), self.settings.value("bp_start")
         if not self.trainer.distributed:
             raise FglError(f"{self.trainer.display} runs on one machine; distributed training "
                            "is L-BFGS (the default trainer)")
-        if s.objective != "likelihood":
-            raise FglError(f"objective '{s.objective}' runs on one machine; distributed "
+        if objective != "likelihood":
+            raise FglError(f"objective '{objective}' runs on one machine; distributed "
                            "training optimises the likelihood")
-        if s.bp_start == "warm":
+        if bp_start == "warm":
             raise FglError("bp_start = warm keeps BP messages per worker between evaluations; "
                            "distributed training starts BP cold (remove bp_start)")
 
@@ -135,8 +135,9 @@ class TrainingRun:
         likelihood, which only L-BFGS on the likelihood optimises: other
         trainers and objectives are refused)."""
         free = model.unlabelled(data)
-        if free and not (self.trainer.partial_labels and self.settings.objective == "likelihood"):
-            what = (f"objective = {self.settings.objective}" if self.trainer.partial_labels
+        objective = self.settings.value("objective")
+        if free and not (self.trainer.partial_labels and objective == "likelihood"):
+            what = (f"objective = {objective}" if self.trainer.partial_labels
                     else f"trainer = {self.settings.trainer}")
             raise FglError(f"the training data has {free} unlabelled nodes (null labels), which "
                            "train by the marginal likelihood (Sutton & McCallum §1.4.3): L-BFGS "

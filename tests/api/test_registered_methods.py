@@ -91,24 +91,26 @@ MEAN_FIELD = InferenceMethod(
 
 # ---------------------------------------------------------------- the trainer
 
-FITS: list[int] = []   # the passes each fit was asked for
+FITS: list[tuple[int, int]] = []   # the (passes, runs) each fit was asked for
 
 
 @dataclass(frozen=True)
 class CountingOptions:
-    """counting_perceptron: the averaged perceptron, `passes` times."""
+    """counting_perceptron: the averaged perceptron, `passes` times, an
+    update per `runs` instances."""
 
     passes: int = option(3, whole_number(1), "passes over the data (a test's trainer)")
+    runs: int = option(1, whole_number(1), "instances per update (a test's trainer)")
     BOUNDS = {"max_iter": "passes"}   # (--max-iter bounds the passes)
 
 
 def _fit(run, model, data):
     from fgl.learn.perceptron import train_perceptron
 
-    passes = run.settings.options().passes
-    FITS.append(passes)
-    return (model, *train_perceptron(model.program, data, epochs=passes, batch=1,
-                                     w0=model.initial_weights()))
+    options = run.settings.options()
+    FITS.append((options.passes, options.runs))
+    return (model, *train_perceptron(model.program, data, epochs=options.passes,
+                                     batch=options.runs, w0=model.initial_weights()))
 
 
 COUNTING = Trainer(
@@ -188,13 +190,35 @@ def test_a_registered_trainer_trains_reads_its_options_and_refuses_the_rest(regi
     X, y = data()
     crf = fgl.CRF(LOOPY + "infer mean_field\ntrain { trainer = counting_perceptron "
                           "passes = 4 }\n").fit(X, y)
-    assert FITS == [4]
+    assert FITS == [(4, 1)]
     assert crf.predict(X) == y
     with pytest.raises(SpecError, match="`sigma` is not read by trainer counting_perceptron"):
         fgl.CRF(LOOPY + "train { trainer = counting_perceptron sigma = 2 }\n")
     with pytest.raises(SpecError, match="`passes` is not read by trainer lbfgs.*read by "
                                         "trainer counting_perceptron only"):
         fgl.CRF(LOOPY + "train { passes = 2 }\n")
+
+
+def test_a_registered_trainers_own_option_reaches_it_from_the_spec_and_the_overrides(
+        registered, tmp_path):
+    """A new option is one field of the trainer's options class: a spec's
+    `train { ... }` sets it, ``CRF(max_iter=...)`` reaches the option its
+    ``BOUNDS`` names, the checker validates it at its line and the
+    settings page lists it — with no field of ``TrainSettings`` for it."""
+    X, y = data()
+    spec = LOOPY + "train { trainer = counting_perceptron  passes = 5  runs = 2 }\n"
+    crf = fgl.CRF(spec).fit(X, y)
+    assert FITS == [(5, 2)]
+    assert not hasattr(crf.settings, "runs") and crf.settings.value("runs") == 2
+    fgl.CRF(spec, max_iter=3).fit(X, y)
+    assert FITS[-1] == (3, 2)
+    bad = tmp_path / "bad.fgl"
+    bad.write_text(LOOPY + "train { trainer = counting_perceptron  runs = 0 }\n")
+    with pytest.raises(SpecError, match="runs") as caught:
+        fgl.CRF(bad)
+    assert f"{bad}:6:" in str(caught.value)
+    assert "| train | `runs` | a whole number > 0 | 1 | trainers: counting_perceptron |" \
+        in settings_doc()
 
 
 def test_fgl_train_runs_a_registered_trainer_and_lists_it(registered, tmp_path, capsys):
@@ -204,7 +228,7 @@ def test_fgl_train_runs_a_registered_trainer_and_lists_it(registered, tmp_path, 
     (tmp_path / "m.fgl").write_text(LOOPY + "train { trainer = counting_perceptron }\n")
     assert main(["train", str(tmp_path / "m.fgl"), "--train", str(tmp_path / "train.txt"),
                  "-o", str(tmp_path / "m.fglm"), "--max-iter", "2", "-q"]) == 0
-    assert FITS == [2]   # --max-iter bounds its passes (CountingOptions.BOUNDS)
+    assert FITS == [(2, 1)]   # --max-iter bounds its passes (CountingOptions.BOUNDS)
     assert "trained in" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["train", "--help"])

@@ -12,16 +12,17 @@ from support.spec_errors import CHECK_FILE, check_errors, one_error
 from fgl.errors import FglError
 from fgl.lang.parser import parse_spec
 from fgl.lang.settings import (
-    InductionSettings,
     Overrides,
     TemplateOptions,
     all_settings,
+    block_settings,
     infer_methods,
     resolve_infer,
     resolve_train,
     settings_markdown,
     template_options,
 )
+from fgl.learn.trainer_options import InductionOptions, LBFGSOptions, PerceptronOptions
 
 # three lines every snippet builds on; snippets start at line 4
 BASE = "columns word, chunk\noutput chunk\ntemplate base: y[t] ~ word[t]\n"
@@ -113,30 +114,45 @@ def test_docs_settings_md_is_the_rendered_table_and_trainers():
 
 def test_train_defaults():
     s = resolve_train(spec())
-    assert (s.sigma, s.max_iter, s.tol, s.jobs) == (10.0, 1000, 1e-5, 0)
-    assert (s.objective, s.bp_start, s.trainer, s.epochs, s.batch, s.l1, s.min_count) == (
-        "likelihood", "auto", "lbfgs", 10, 1, 0.0, 1)
-    assert s.induction == InductionSettings(rounds=10, per_round=1000, min_gain=5.0,
-                                            iterations=10, pool=1000, margin=0.5,
-                                            transitions=False)
+    assert (s.sigma, s.jobs, s.trainer, s.min_count) == (10.0, 0, "lbfgs", 1)
+    assert s.options() == LBFGSOptions(sigma=10.0, max_iter=1000, tol=1e-5,
+                                       objective="likelihood", bp_start="auto", l1=0.0)
+    assert s.options(InductionOptions) == InductionOptions(
+        sigma=10.0, max_iter=1000, tol=1e-5, induce_rounds=10, induce_per_round=1000,
+        induce_min_gain=5.0, induce_iter=10, induce_pool=1000, induce_transitions=0,
+        induce_margin=0.5)
+    assert (s.value("epochs"), s.value("batch")) == (10, 1)
     assert s.overridden == frozenset()
+
+
+def test_train_settings_hold_every_row_and_no_field_of_their_own():
+    """The rows are the one place: every train row is a value, and no
+    trainer's option is a field of ``TrainSettings``."""
+    import dataclasses
+
+    s = resolve_train(spec())
+    assert {k for k, _ in s.values} == set(block_settings("train")) - {"learning_rate"}
+    assert {f.name for f in dataclasses.fields(s)} == {"values", "overridden"}
 
 
 def test_train_spec_values_then_overrides():
     s = spec("train { sigma = 2 max_iter = 50 jobs = 4 induce_rounds = 3 }")
     got = resolve_train(s)
-    assert (got.sigma, got.max_iter, got.tol, got.jobs, got.induction.rounds) == (
-        2, 50, 1e-5, 4, 3)
+    lbfgs = got.options()
+    assert (got.sigma, lbfgs.max_iter, lbfgs.tol, got.jobs) == (2, 50, 1e-5, 4)
+    assert type(lbfgs.sigma) is float   # (the spec's `sigma = 2`, an option declared a float)
+    assert got.options(InductionOptions).induce_rounds == 3
     assert got.value("induce_rounds") == 3 and got.value("induce_iter") == 10
     got = resolve_train(s, {"sigma": 0.5, "max_iter": None, "tol": 1e-3, "jobs": 1, "l1": 2})
-    assert (got.sigma, got.max_iter, got.tol, got.jobs, got.l1) == (0.5, 50, 1e-3, 1, 2)
+    lbfgs = got.options()
+    assert (got.sigma, lbfgs.max_iter, lbfgs.tol, got.jobs, lbfgs.l1) == (0.5, 50, 1e-3, 1, 2)
     assert got.overridden == {"sigma", "tol", "jobs", "l1"}
 
 
 def test_a_max_iter_override_bounds_the_perceptrons_epochs():
     s = spec("train { trainer = perceptron epochs = 7 }")
-    assert resolve_train(s).epochs == 7
-    assert resolve_train(s, {"max_iter": 3}).epochs == 3
+    assert resolve_train(s).options().epochs == 7
+    assert resolve_train(s, {"max_iter": 3}).options() == PerceptronOptions(epochs=3, batch=1)
 
 
 def test_train_overrides_are_checked():

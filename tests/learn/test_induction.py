@@ -13,9 +13,9 @@ from fgl import CRF
 from fgl.errors import SpecError
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
-from fgl.lang.settings import InductionSettings
 from fgl.learn.induction import FeatureInduction, _gains
 from fgl.learn.objective import Objective
+from fgl.learn.trainer_options import InductionOptions
 from fgl.modelfile.model_files import load_model
 from fgl.registry import compile_model
 
@@ -54,7 +54,7 @@ def test_mean_field_gain_is_the_exact_gain_for_independent_tokens():
            "template base: y[t] ~ bias\n"
     from fgl.io.rows import as_sentences
     model, data = compile_model(validate(parse_spec(text, "<t>")), as_sentences(X, Y, "t"))
-    run = FeatureInduction(model, data, InductionSettings())
+    run = FeatureInduction(model, data, InductionOptions())
     rng = np.random.default_rng(1)
     first = run.tests.add((0,))
     run.features.append((first, 0))             # one feature already in, with some weight
@@ -165,7 +165,8 @@ def test_induced_features_are_copied_onto_label_pairs():
     accuracy, sizes = {}, {}
     for copies in (True, False):
         model, data = compile_model(spec, as_sentences(X, Y, "t"))
-        settings = InductionSettings(rounds=3, per_round=6, min_gain=1.0, transitions=copies)
+        settings = InductionOptions(induce_rounds=3, induce_per_round=6, induce_min_gain=1.0,
+                                    induce_transitions=int(copies))
         model, w, log = train_with_induction(model, data, settings, max_iter=200, tol=1e-6,
                                              jobs=1)
         st, prog = model.structure, model.program

@@ -48,4 +48,4 @@ def test_the_command_line_says_so_with_quiet(capsys, tmp_path):
 
 
 def test_the_default_limit():
-    assert resolve_train(parse_spec(SPEC)).max_iter == 1000   # (docs/language.md: why)
+    assert resolve_train(parse_spec(SPEC)).options().max_iter == 1000   # (docs/language.md: why)

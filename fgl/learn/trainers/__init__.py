@@ -64,7 +64,7 @@ def choose(spec: ast.Spec, settings: TrainSettings) -> Trainer:
     if candidates(spec) is not None:
         return INDUCTION
     trainer = named()[settings.trainer]
-    return OWLQN if trainer is LBFGS and settings.l1 > 0 else trainer
+    return OWLQN if trainer is LBFGS and settings.options(LBFGS.options).l1 > 0 else trainer
 
 
 def unread_message(trainer: Trainer, key: str) -> str:

@@ -40,8 +40,8 @@ def check_spec(spec: ast.Spec, engine: "Engine", reason: str) -> None:
 def _fit(run: RunContext, model: Any, data: Any) -> Fitted:
     from fgl.learn.induction import train_with_induction
 
-    s = run.settings
-    return train_with_induction(model, data, s.induction, max_iter=s.max_iter, tol=s.tol,
+    s = run.settings.options(InductionOptions)
+    return train_with_induction(model, data, s, max_iter=s.max_iter, tol=s.tol,
                                 jobs=run.jobs, progress=run.progress,
                                 should_stop=run.should_stop, dev_score=run.dev_score)
 

@@ -20,7 +20,7 @@ def fit_lbfgs(run: RunContext, model: Any, data: Any,
     from fgl.learn.learner import train_lbfgs
     from fgl.learn.local_objectives import LocalObjective
 
-    s = run.settings
+    s = run.settings.options(LBFGSOptions)
     if objective is None and s.objective != "likelihood":
         objective = LocalObjective(s.objective, model.program, data, model.feat_sigma, run.jobs)
     weights, log = train_lbfgs(

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 def _fit(run: RunContext, model: Any, data: Any) -> Fitted:
     from fgl.learn.perceptron import train_perceptron
 
-    s = run.settings
+    s = run.settings.options(PerceptronOptions)
     return (model, *train_perceptron(model.program, data, epochs=s.epochs, batch=s.batch,
                                      w0=model.initial_weights(), progress=run.progress,
                                      should_stop=run.should_stop))

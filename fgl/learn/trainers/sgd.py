@@ -15,7 +15,7 @@ def _fit(run: RunContext, model: Any, data: Any) -> Fitted:
     from fgl.learn.sgd import train_sgd
     from fgl.learn.sgd_state import SGDState
 
-    s = run.settings
+    s = run.settings.options(SGDOptions)
     resume = run.resume_state
     if resume is not None and not isinstance(resume, SGDState):
         from fgl.errors import FglError
