@@ -161,7 +161,7 @@ class BlockLayout:
                              + [data.seq_ptr[cuts[-1][1]] * m], dtype=np.int64)
         rows, ptr = block_rows(data.tok_ptr, data.tok_row, unit_cuts, scattered)
         narrow = offset_type(len(scattered))
-        per_block = [np.concatenate([first_rows, rows[ptr[k]:ptr[k + 1]]]).astype(narrow)
+        per_block = [np.concatenate([first_rows, np.sort(rows[ptr[k]:ptr[k + 1]])]).astype(narrow)
                      for k in range(len(cuts))]
         lengths = np.diff(row_ptr)
         return cls(cuts, per_block, max(int(lengths[r].sum()) for r in per_block))
@@ -205,8 +205,9 @@ def row_block_sums(layout: BlockLayout, jobs: int, n_features: int, row_ptr: np.
 @njit(cache=True, nogil=True)
 def block_rows(tok_ptr, tok_row, unit_cuts, scattered):
     """Per block b (units ``unit_cuts[b]`` to ``unit_cuts[b+1]``), the
-    distinct rows r of its units with ``scattered[r]``, ascending: flat,
-    with each block's offsets."""
+    distinct rows r of its units with ``scattered[r]``, in the order met:
+    flat, with each block's offsets.  (The caller sorts them with numpy's
+    sort: numba's compiles a quicksort of its own on a first run.)"""
     n_blocks = unit_cuts.shape[0] - 1
     mark = np.zeros(scattered.shape[0], dtype=np.bool_)
     ptr = np.zeros(n_blocks + 1, dtype=np.int64)
@@ -225,7 +226,6 @@ def block_rows(tok_ptr, tok_row, unit_cuts, scattered):
                     out = grown
                 out[c] = r
                 c += 1
-        out[lo:c].sort()
         for i in range(lo, c):
             mark[out[i]] = False
         ptr[b + 1] = c
