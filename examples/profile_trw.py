@@ -101,9 +101,9 @@ class Articles:
         g = self.graphs[i]
         L = np.zeros(int(g.msg_ptr[-1])) if init is None else init.copy()
         lb = np.empty(int(g.var_ptr[-1]))
-        k = trw.propagate(pot, g.arrays, self.orders[i], L, lb, np.zeros_like(lb),
-                          np.zeros(g.n_vars), True, np.array([np.inf, np.inf, 0.0]), 0, False,
-                          self.tol, max_iter)[0]
+        run = trw.RunState(L, lb, np.zeros_like(lb), np.zeros(g.n_vars),
+                           np.array([np.inf, np.inf, 0.0]))
+        k = trw.propagate(pot, g.arrays, self.orders[i], run, 0, False, self.tol, max_iter)[0]
         return L, lb, int(k)
 
     def beliefs(self, pot, i: int, L: np.ndarray, lb: np.ndarray) -> np.ndarray:
@@ -157,10 +157,11 @@ def whole(arts: Articles, w: np.ndarray, starts: list | None, max_iter: int,
     msgs = np.empty(int(a.msg_at[-1]))
 
     def run():
-        trw_training.expect_block(picks, a, feats, w, inits, init_at, msgs, 0.0, arts.tol,
-                                  max_iter, False, np.zeros(arts.prog.n_features),
-                                  np.empty(n), np.empty(n, dtype=np.int64), np.empty(n),
-                                  np.empty(n, dtype=bool))
+        trw_training.expect_block(picks, a, feats, w,
+                                  trw_training.BlockMessages(inits, init_at, msgs),
+                                  trw_training.BlockSettings(0.0, float(arts.tol), int(max_iter),
+                                                             False),
+                                  np.zeros(arts.prog.n_features), trw_training.block_runs(n))
     return best_cpu(run, repeats)
 
 

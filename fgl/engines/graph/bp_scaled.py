@@ -187,11 +187,12 @@ def _advance(digits, card, f_var, a, k):
 
 
 @njit(cache=True, nogil=True)
-def factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf, use_max,
-                    out, digits):
+def factor_message(e, psi, psi_at, g: GraphArrays, vf, use_max, out, digits):
     """m_{f->v} for edge e = (f, v) of a factor of any arity into
     out[:card[v]], unnormalised: a walk of the table (row-major, the last
     variable fastest) with a mixed-radix counter."""
+    card, f_ptr, f_var, msg_ptr = g.card, g.f_ptr, g.f_var, g.msg_ptr
+    tab_ptr, e_fac = g.tab_ptr, g.e_fac
     f = e_fac[e]
     a = f_ptr[f]
     k = f_ptr[f + 1] - a
@@ -217,14 +218,14 @@ def factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, 
 
 
 @njit(cache=True, nogil=True)
-def _flood_factors(psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf, fv, use_max,
-                   damping, out, digits):
+def _flood_factors(psi, psi_at, g: GraphArrays, vf, fv, use_max, damping, out, digits):
     """Every factor->variable message of the factors of two or more
     variables; returns the largest change, -1 when a normaliser
     failed.  A pairwise factor's two messages come from one sweep of its
     table, into out[:c0] and out[c0:c0+c1].  (The normalise-damp-commit
     step is written out here and in the two passes below: as a numba
     function called per message it made the pass three times slower.)"""
+    card, f_ptr, f_var, msg_ptr = g.card, g.f_ptr, g.f_var, g.msg_ptr
     res = 0.0
     for f in range(f_ptr.shape[0] - 1):
         a = f_ptr[f]
@@ -263,8 +264,7 @@ def _flood_factors(psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf,
             e = a + j
             cv = card[f_var[e]]
             if k > 2:
-                factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf,
-                                use_max, out, digits)
+                factor_message(e, psi, psi_at, g, vf, use_max, out, digits)
             # normalise, damp, commit out[b:b+cv]
             z = 0.0
             for x in range(b, b + cv):
@@ -463,11 +463,11 @@ def _variable_message(v, e, card, v_ptr, v_edge, msg_ptr, fv, out):
 
 
 @njit(cache=True, nogil=True)
-def _scheduled_pass(psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge, prog,
-                    msgs, use_max, damping, out, digits):
+def _scheduled_pass(psi, psi_at, g: GraphArrays, prog, msgs, use_max, damping, out, digits):
     """One pass of a compiled schedule (``_compile_schedule``), as TRP's
     tree passes are; returns the largest change, -1 when a normaliser
     failed.  Damping applies to factor->variable messages only."""
+    card, msg_ptr, v_ptr, v_edge = g.card, g.msg_ptr, g.v_ptr, g.v_edge
     M = msgs.shape[0] // 2
     fv = msgs[:M]
     vf = msgs[M:]
@@ -482,8 +482,7 @@ def _scheduled_pass(psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_
             damp = 0.0
             _variable_message(prog[k, 4], e, card, v_ptr, v_edge, msg_ptr, fv, out)
         elif kind == FROM_FACTOR:
-            factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf,
-                            use_max, out, digits)
+            factor_message(e, psi, psi_at, g, vf, use_max, out, digits)
         else:
             pairwise_message(psi, prog[k, 5], cv, prog[k, 6], kind == TO_FIRST, vf, prog[k, 4],
                               use_max, out)
@@ -545,7 +544,7 @@ def propagate(pot: ScaledPotentials, g: GraphArrays, sched_edge, sched_dir, floo
     ones.  Returns (passes run, last residual, ok): ok False when a
     normaliser failed."""
     psi, psi_at = pot.psi, pot.psi_at
-    card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
+    card, f_ptr, f_var, e_fac = g.card, g.f_ptr, g.f_var, g.e_fac
     msg_ptr, v_ptr, v_edge = g.msg_ptr, g.v_ptr, g.v_edge
     M = msgs.shape[0] // 2
     fv = msgs[:M]
@@ -569,14 +568,12 @@ def propagate(pot: ScaledPotentials, g: GraphArrays, sched_edge, sched_dir, floo
     res = np.inf
     for it in range(1, max_iter + 1):
         if flooding:
-            res = _flood_factors(psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, vf, fv,
-                                 use_max, damping, out0, digits)
+            res = _flood_factors(psi, psi_at, g, vf, fv, use_max, damping, out0, digits)
             if res >= 0.0:
                 r2 = _flood_variables(card, v_ptr, v_edge, msg_ptr, fv, vf, use_max, pre, out0)
                 res = -1.0 if r2 < 0.0 else max(res, r2)
         else:
-            res = _scheduled_pass(psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr,
-                                  v_edge, prog, msgs, use_max, damping, out0, digits)
+            res = _scheduled_pass(psi, psi_at, g, prog, msgs, use_max, damping, out0, digits)
         if res < 0.0:
             return it, np.inf, False
         if res < tol:
@@ -585,12 +582,13 @@ def propagate(pot: ScaledPotentials, g: GraphArrays, sched_edge, sched_dir, floo
 
 
 @njit(cache=True, nogil=True)
-def _variable_belief(log_pot, card, e_fac, f_ptr, tab_ptr, msg_ptr, v_ptr, v_edge, var_ptr, fv,
-                     use_max, v, bv):
+def _variable_belief(log_pot, g: GraphArrays, fv, use_max, v, bv):
     """b_v ∝ Π_{f ∋ v} m_{f->v} into bv (normalised), and v's part of the
     Bethe log Z: (d_v - 1 - u_v) Σ_x b_v log b_v + Σ_{unary f ∋ v} Σ_x b_v θ_f
     (u_v unary factors; see ``beliefs``; 0 for max-product).  NaN when the
     belief's normaliser failed."""
+    card, f_ptr, tab_ptr, e_fac = g.card, g.f_ptr, g.tab_ptr, g.e_fac
+    msg_ptr, v_ptr, v_edge, var_ptr = g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
     o = var_ptr[v]
     cv = card[v]
     for x in range(cv):
@@ -712,7 +710,7 @@ def beliefs(log_pot, pot: ScaledPotentials, g: GraphArrays, fv, vf, use_max, bv,
     messages, not of table entries.  ``fv``, ``vf``: the messages of
     ``propagate``.  Returns (Bethe log Z, or 0 for max-product; ok)."""
     psi, psi_at, shift = pot.psi, pot.psi_at, pot.shift
-    card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
+    card, f_ptr, f_var, tab_ptr = g.card, g.f_ptr, g.f_var, g.tab_ptr
     msg_ptr, v_ptr, v_edge, var_ptr = g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
     max_card, max_deg, max_arity = widths(card, v_ptr, f_ptr)
     digits = np.zeros(max_arity, dtype=np.int64)
@@ -722,8 +720,7 @@ def beliefs(log_pot, pot: ScaledPotentials, g: GraphArrays, fv, vf, use_max, bv,
         return np.nan, False
     total = 0.0
     for v in range(card.shape[0]):
-        total += _variable_belief(log_pot, card, e_fac, f_ptr, tab_ptr, msg_ptr, v_ptr, v_edge,
-                                  var_ptr, fv, use_max, v, bv)
+        total += _variable_belief(log_pot, g, fv, use_max, v, bv)
     if not total == total:   # (NaN: a belief's normaliser failed)
         return np.nan, False
     for f in range(f_ptr.shape[0] - 1):

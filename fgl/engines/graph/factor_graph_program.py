@@ -492,22 +492,22 @@ class FactorGraphProgram:
                 at += len(start[0])
         inits = np.concatenate(parts) if parts else np.empty(0)
         n = len(picks)
-        log_z, residual = np.empty(n), np.empty(n)
-        sweeps, converged = np.empty(n, dtype=np.int64), np.empty(n, dtype=bool)
-        tol = float(s.tol if warm is None else warm.tol)
+        runs = trw_training.block_runs(n)
+        settings = trw_training.BlockSettings(
+            float((s.damping or 0.0) if warm is None else warm.damping),
+            float(s.tol if warm is None else warm.tol),
+            int(s.max_iter if warm is None else warm.max_iter), bool(clamped))
         bad = trw_training.expect_block(
-            picks, arrays, feats, w, inits, init_at, msgs,
-            float((s.damping or 0.0) if warm is None else warm.damping), tol,
-            int(s.max_iter if warm is None else warm.max_iter), clamped, counts, log_z, sweeps,
-            residual, converged)
+            picks, arrays, feats, w, trw_training.BlockMessages(inits, init_at, msgs), settings,
+            counts, runs)
         if bad >= 0:
             raise ValueError("log-potentials must be finite or -inf")
         if warm is not None:
             for k, i in enumerate(picks):
-                warm.keep(int(i), bool(converged[k]),
+                warm.keep(int(i), bool(runs.converged[k]),
                           (msgs[arrays.msg_at[i]:arrays.msg_at[i + 1]],))
-        return [RunSummary(float(log_z[k]), int(sweeps[k]), float(residual[k]),
-                           bool(converged[k])) for k in range(n)]
+        return [RunSummary(float(runs.log_z[k]), int(runs.sweeps[k]), float(runs.residual[k]),
+                           bool(runs.converged[k])) for k in range(n)]
 
     def expectations(self, w: np.ndarray, data: FactorGraphData, jobs: int = 1,
                      warm: WarmStart | None = None) -> Expectations:

@@ -72,6 +72,7 @@ The cover, and so ρ, comes from ``fgl.engines.graph.forest_cover``.
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 
@@ -95,7 +96,7 @@ from fgl.engines.graph.trw_beliefs import (
     variable_log_belief,
 )
 from fgl.engines.graph.trw_potentials import ReweightedPotentials, reweighted_potentials
-from fgl.engines.graph.trw_sweep import sweep
+from fgl.engines.graph.trw_sweep import SweepScratch, sweep
 from fgl.engines.vector_math import exp_neg, log_pos
 from fgl.jit import njit
 
@@ -119,6 +120,21 @@ GROWTH = 1.0
 # selective sweeps: a core variable is revisited once its inputs have moved by SELECTIVE x tol
 # (``propagate``), so one left out would have moved its belief by less than tol
 SELECTIVE = 0.5
+
+
+class RunState(NamedTuple):
+    """What a run carries from one call of ``propagate`` to the next, as
+    one argument: the log messages ``L`` (a warm start or zeros), the
+    variables' log beliefs ``lb``, their normalised log beliefs after the
+    last sweep ``last``, what each variable's inputs have moved since its
+    last visit ``stale`` (selective sweeps), and ``state``: [last residual,
+    residual at the last stall check, damping]."""
+
+    L: np.ndarray
+    lb: np.ndarray
+    last: np.ndarray
+    stale: np.ndarray
+    state: np.ndarray
 
 
 # --------------------------------------------------------------------------
@@ -225,11 +241,14 @@ def _commit(e, new, exact, cv, rho, damping, use_max, f_var, msg_ptr, var_ptr, L
 
 
 @njit(cache=True, nogil=True)
-def _update_message(e, log_pot, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
-                    e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb, lcav, cav, use_max, damping,
-                    out, new, tmp, acc, digits):
+def _update_message(e, pot: ReweightedPotentials, g: GraphArrays, L, lb, use_max, damping,
+                    work: SweepScratch):
     """M_{f->v} for edge e = (f, v) from the cavities of f's other
     variables (``_commit``)."""
+    log_pot, psi, psi_at, rho = pot.log_pot, pot.psi, pot.psi_at, pot.rho
+    card, f_ptr, f_var, e_fac = g.card, g.f_ptr, g.f_var, g.e_fac
+    msg_ptr, var_ptr = g.msg_ptr, g.var_ptr
+    lcav, cav, out, new, tmp, acc = work.lcav, work.cav, work.out, work.new, work.tmp, work.acc
     f = e_fac[e]
     a = f_ptr[f]
     k = f_ptr[f + 1] - a
@@ -243,8 +262,7 @@ def _update_message(e, log_pot, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e
         bp_scaled.pairwise_message(psi, psi_at[f], cv, card[f_var[other]], e == a, cav,
                                     msg_ptr[other], use_max, out)
     else:
-        bp_scaled.factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr,
-                                  cav, use_max, out, digits)
+        bp_scaled.factor_message(e, psi, psi_at, g, cav, use_max, out, work.digits)
     z = 0.0
     low = np.inf
     for x in range(cv):
@@ -260,16 +278,14 @@ def _update_message(e, log_pot, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e
             out[x] *= inv
             new[x] = np.log(out[x])
     else:   # underflow: the same message in log space, over θ_f/ρ_f and log cavities
-        log_factor_message(e, log_pot, card, f_ptr, f_var, tab_ptr, e_fac, e_stride, msg_ptr,
-                           lcav, use_max, new, tmp, acc, rho[f])
+        log_factor_message(e, log_pot, g, lcav, use_max, new, tmp, acc, rho[f])
     if _commit(e, new, exact, cv, rho[f], damping, use_max, f_var, msg_ptr, var_ptr, L, lb):
-        variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
-                            msg_ptr, var_ptr, L, lb)
+        variable_log_belief(v, log_pot, rho, g, L, lb)
 
 
 @njit(cache=True, nogil=True)
-def _tree_pass(visit, toward, mode, pot: ReweightedPotentials, g: GraphArrays, L, lb, lcav, cav,
-               use_max, out, new, tmp, acc, digits, pending, seen, moved, vals, slots):
+def _tree_pass(visit, toward, mode, pot: ReweightedPotentials, g: GraphArrays, L, lb, use_max,
+               work: SweepScratch):
     """One undamped pass over the peeled variables ``visit``: in peeling
     order (``mode`` 1) renewing each variable's messages from all its
     factors but the one ``toward`` the core, in reverse (``mode`` 2) only
@@ -277,29 +293,20 @@ def _tree_pass(visit, toward, mode, pot: ReweightedPotentials, g: GraphArrays, L
     (``fgl.engines.graph.peeling``).  Messages that ``sweep`` leaves
     pending are made in turn, variable by variable, so that each sees the
     ones before it."""
-    log_pot, rho, psi, psi_at = pot.log_pot, pot.rho, pot.psi, pot.psi_at
-    card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
-    e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
     every = np.empty(0)   # (no stale array: every variable is visited)
-    if sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge,
-              var_ptr, L, lb, cav, use_max, 0.0, out, digits, pending, every, 0.0, seen,
-              moved, new, toward, mode, vals, slots)[0] == 0:
+    if sweep(visit, toward, mode, pot, g, L, lb, use_max, 0.0, every, 0.0, work)[0] == 0:
         return
     n = visit.shape[0]
     for k in range(n):
-        n_pending = sweep(visit[k:k + 1], psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
-                           msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav, use_max, 0.0, out,
-                           digits, pending, every, 0.0, seen, moved, new, toward, mode, vals,
-                           slots)[0]
+        n_pending = sweep(visit[k:k + 1], toward, mode, pot, g, L, lb, use_max, 0.0, every, 0.0,
+                          work)[0]
         for j in range(n_pending):
-            _update_message(pending[j], log_pot, psi, psi_at, rho, card, f_ptr, f_var,
-                            tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb,
-                            lcav, cav, use_max, 0.0, out, new, tmp, acc, digits)
+            _update_message(work.pending[j], pot, g, L, lb, use_max, 0.0, work)
 
 
 @njit(cache=True, nogil=True)
-def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L, lb, last, stale,
-              fresh, state, done, use_max, tol, max_iter):
+def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, run: RunState,
+              done, use_max, tol, max_iter):
     """Sweeps over the core variables (in index order, then reversed,
     alternately), each renewing every message into the variable, until a
     sweep moves no core variable's belief by ``tol`` or more
@@ -308,41 +315,42 @@ def propagate(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L,
     (``fgl.engines.graph.peeling``); a fresh run first passes the messages
     of the peeled trees inward, and every call ends by passing them back
     out.
-    ``L``: the log messages (warm start or zeros),
-    updated in place; ``lb``: the variables' log beliefs, computed first
-    when ``fresh``; ``last``: their normalised log beliefs after the last
-    sweep (taken first when ``fresh``).  Sweeps are selective (``sweep``):
-    a core variable is visited when its inputs have moved by ``SELECTIVE``
-    x tol since its last visit (``stale``, per variable; every one is
-    visited in a fresh run's first sweep), so unvisited variables would
-    have moved by less than that; on 150 CoNLL-2003 skip-chain articles
-    (mid-training weights, tol 1e-3) a fifth of the core still moved after
-    two sweeps, a twentieth after five.  A run may go on in several calls
-    (``fgl.stopping.passes``) with the same result as one: ``done`` counts
-    the sweeps of the earlier calls and ``state`` carries [last residual,
-    residual at the last stall check, damping]."""
+    ``run`` (``RunState``), updated in place: the log messages ``L``
+    (warm start or zeros); the variables' log beliefs ``lb``, computed
+    first when the run is fresh (``done`` 0); ``last``, their normalised
+    log beliefs after the last sweep (taken first when fresh).  Sweeps are
+    selective (``sweep``): a core variable is visited when its inputs have
+    moved by ``SELECTIVE`` x tol since its last visit (``stale``, per
+    variable; every one is visited in a fresh run's first sweep), so
+    unvisited variables would have moved by less than that; on 150
+    CoNLL-2003 skip-chain articles (mid-training weights, tol 1e-3) a
+    fifth of the core still moved after two sweeps, a twentieth after
+    five.  A run may go on in several calls (``fgl.stopping.passes``) with
+    the same result as one: ``done`` counts the sweeps of the earlier calls
+    and ``state`` carries [last residual, residual at the last stall check,
+    damping]."""
     M = g.msg_ptr[g.msg_ptr.shape[0] - 1]
-    return propagate_into(pot, g, orders, L, lb, last, stale, fresh, state, done, use_max, tol,
-                          max_iter, np.zeros(M), np.zeros(M), np.empty(g.card.shape[0], np.int64),
+    return propagate_into(pot, g, orders, run, done, use_max, tol, max_iter, np.zeros(M),
+                          np.zeros(M), np.empty(g.card.shape[0], np.int64),
                           np.empty(g.e_fac.shape[0], np.int64))
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
-def propagate_into(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, L, lb, last,
-                   stale, fresh, state, done, use_max, tol, max_iter, lcav, cav, seen, pending):
+def propagate_into(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrders, run: RunState,
+                   done, use_max, tol, max_iter, lcav, cav, seen, pending):
     """``propagate`` with its largest scratch given: ``lcav`` and ``cav``
     (zeros, one entry per message), ``seen`` (one per variable) and
     ``pending`` (one per edge); a caller running many instances reuses
     them (``fgl.engines.graph.trw_training``)."""
-    log_pot, rho, psi, psi_at = pot.log_pot, pot.rho, pot.psi, pot.psi_at
-    card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
-    e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
+    log_pot, rho = pot.log_pot, pot.rho
+    card, f_ptr, tab_ptr, v_ptr, var_ptr = g.card, g.f_ptr, g.tab_ptr, g.v_ptr, g.var_ptr
+    L, lb, last, stale, state = run.L, run.lb, run.last, run.stale, run.state
+    fresh = done == 0
     V = card.shape[0]
     F = f_ptr.shape[0] - 1
     if fresh:
         for v in range(V):
-            variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
-                                msg_ptr, var_ptr, L, lb)
+            variable_log_belief(v, log_pot, rho, g, L, lb)
     max_card, max_deg, max_arity = bp_scaled.widths(card, v_ptr, f_ptr)
     max_tab = 1
     for f in range(F):
@@ -362,9 +370,9 @@ def propagate_into(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrder
     digits = np.zeros(max_arity, dtype=np.int64)
     if max_arity < 2:   # (nothing to pass: unary factors are the variables' own)
         return 0, 0.0, 0
+    work = SweepScratch(lcav, cav, seen, pending, out, new, acc, tmp, digits, moved, vals, slots)
     if fresh:
-        _tree_pass(orders.inward, orders.toward, 1, pot, g, L, lb, lcav, cav, use_max, out, new,
-                   tmp, acc, digits, pending, seen, moved, vals, slots)
+        _tree_pass(orders.inward, orders.toward, 1, pot, g, L, lb, use_max, work)
     res, mark, damping = state[0], state[1], state[2]
     sweeps = max_iter
     visits = 0
@@ -374,14 +382,10 @@ def propagate_into(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrder
                 damping = min(MOST_DAMPING, 0.5 if damping < 0.5 else (1.0 + damping) / 2)
             mark = res
         visit = core if it % 2 == 1 else orders.core_back
-        n_pending, n_seen = sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac,
-                                   msg_ptr, v_ptr, v_edge, var_ptr, L, lb, cav, use_max, damping,
-                                   out, digits, pending, stale, eps, seen, moved,
-                                   acc, orders.toward, 0, vals, slots)
+        n_pending, n_seen = sweep(visit, orders.toward, 0, pot, g, L, lb, use_max, damping, stale,
+                                  eps, work)
         for i in range(n_pending):
-            _update_message(pending[i], log_pot, psi, psi_at, rho, card, f_ptr, f_var,
-                            tab_ptr, e_fac, e_stride, msg_ptr, v_ptr, v_edge, var_ptr, L, lb,
-                            lcav, cav, use_max, damping, out, new, tmp, acc, digits)
+            _update_message(pending[i], pot, g, L, lb, use_max, damping, work)
         visits += n_seen
         res = _belief_shift(lb, var_ptr, last, new, seen[:n_seen])
         if res < tol:
@@ -390,8 +394,7 @@ def propagate_into(pot: ReweightedPotentials, g: GraphArrays, orders: SweepOrder
     if not eps > 0.0:   # (sweeps that visited all kept no account: all are stale)
         stale[:] = np.inf
     state[0], state[1], state[2] = res, mark, damping
-    _tree_pass(orders.outward, orders.toward, 2, pot, g, L, lb, lcav, cav, use_max, out, new,
-               tmp, acc, digits, pending, seen, moved, vals, slots)
+    _tree_pass(orders.outward, orders.toward, 2, pot, g, L, lb, use_max, work)
     return sweeps, res, visits
 
 
@@ -490,19 +493,17 @@ class _Sweeps:
 
     def __init__(self, pot: ReweightedPotentials, graph: FactorGraph, L: np.ndarray,
                  lb: np.ndarray, damping: float, use_max: bool):
-        self.pot, self.graph, self.L, self.lb, self.use_max = pot, graph, L, lb, bool(use_max)
-        self.state = np.array([np.inf, np.inf, float(damping)])
-        self.last = np.zeros_like(lb)   # (the last sweep's normalised log beliefs)
-        self.stale = np.zeros(graph.n_vars)   # (what each variable's inputs moved since its visit)
+        self.pot, self.graph, self.use_max = pot, graph, bool(use_max)
+        self.run_state = RunState(L, lb, np.zeros_like(lb), np.zeros(graph.n_vars),
+                                  np.array([np.inf, np.inf, float(damping)]))
         self.done = 0
         self.visits = 0   # (core variables visited, over all sweeps)
         self.orders = sweep_orders(graph, pot.rho)
 
     def run(self, n: int, tol: float) -> tuple[int, float]:
         """At most ``n`` more sweeps, until one moves no belief by ``tol``."""
-        k, r, seen = propagate(self.pot, self.graph.arrays, self.orders, self.L, self.lb,
-                               self.last, self.stale, self.done == 0, self.state, self.done,
-                               self.use_max, float(tol), int(n))
+        k, r, seen = propagate(self.pot, self.graph.arrays, self.orders, self.run_state,
+                               self.done, self.use_max, float(tol), int(n))
         self.visits += int(seen)
         self.done += int(k)
         return k, r

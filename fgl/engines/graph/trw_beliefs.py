@@ -18,9 +18,10 @@ TINY = 1e-280   # a probability-domain entry below this is redone in log space
 
 
 @njit(cache=True, nogil=True, inline="always")
-def variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge, msg_ptr,
-                        var_ptr, L, lb):
+def variable_log_belief(v, log_pot, rho, g: GraphArrays, L, lb):
     """lb_v = Σ_{unary f ∋ v} θ_f + Σ_{other f ∋ v} ρ_f L_{f->v} (unnormalised)."""
+    card, f_ptr, tab_ptr, e_fac = g.card, g.f_ptr, g.tab_ptr, g.e_fac
+    v_ptr, v_edge, msg_ptr, var_ptr = g.v_ptr, g.v_edge, g.msg_ptr, g.var_ptr
     o = var_ptr[v]
     cv = card[v]
     for x in range(cv):
@@ -60,8 +61,7 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
     total = 0.0
     worst = 0.0
     for v in range(V):
-        variable_log_belief(v, log_pot, rho, card, f_ptr, tab_ptr, e_fac, v_ptr, v_edge,
-                            msg_ptr, var_ptr, L, lb)
+        variable_log_belief(v, log_pot, rho, g, L, lb)
         o = var_ptr[v]
         cv = card[v]
         mx = -np.inf

@@ -8,27 +8,57 @@ are ``trw``'s.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from fgl.engines.graph import bp_scaled
+from fgl.engines.graph.factor_graph import GraphArrays
 from fgl.engines.graph.loopy import normalise_log
 from fgl.engines.graph.trw_beliefs import TINY
+from fgl.engines.graph.trw_potentials import ReweightedPotentials
 from fgl.engines.vector_math import exp_neg, log_pos
 from fgl.jit import njit
 
 
+class SweepScratch(NamedTuple):
+    """The scratch arrays of one TRW run's kernels, as one argument
+    (``fgl.engines.graph.trw.propagate_into`` makes them for its graph):
+    per message, ``lcav`` (log cavities) and ``cav`` (their exponentials);
+    per variable, ``seen`` (the variables a sweep visited); per edge,
+    ``pending`` (the messages a sweep left to ``trw``'s log-space update);
+    per value of the widest variable, ``out`` (twice), ``new`` and ``acc``
+    (a message in the making; ``acc`` is also ``sweep``'s log belief of a
+    variable before its visit); per entry of the largest table, ``tmp``;
+    per variable of the widest factor, ``digits`` (a table walk's
+    counter); per slot and value of the busiest variable, ``moved`` and
+    ``vals`` (twice), and per slot ``slots`` (twice; ``sweep``)."""
+
+    lcav: np.ndarray
+    cav: np.ndarray
+    seen: np.ndarray
+    pending: np.ndarray
+    out: np.ndarray
+    new: np.ndarray
+    acc: np.ndarray
+    tmp: np.ndarray
+    digits: np.ndarray
+    moved: np.ndarray
+    vals: np.ndarray
+    slots: np.ndarray
+
+
 @njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
-def sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, v_ptr, v_edge,
-           var_ptr, L, lb, cav, use_max, damping, out, digits, pending, stale, eps, seen, moved,
-           before, toward, mode, vals, slots):
+def sweep(visit, toward, mode, pot: ReweightedPotentials, g: GraphArrays, L, lb, use_max, damping,
+          stale, eps, work: SweepScratch):
     """One sweep (module docstring) over the variables ``visit``, in
     their order, and the messages into them that need neither
     log space nor a recomputed belief -- every one, as a rule -- written out
     in one loop body: no call passes arrays, so no reference counting runs
     per message.  The others (a message entry underflowing, or one that is
-    or was 0) are left untouched and listed in ``pending`` for
+    or was 0) are left untouched and listed in ``work.pending`` for
     ``_update_message``; returns (how many are pending, how many variables
-    were visited, listed in ``seen``).  ``mode`` 0 renews every message
+    were visited, listed in ``work.seen``).  ``mode`` 0 renews every message
     into a variable v; 1 (a tree's inward pass) all but the one from
     ``toward[v]``, 2 (its outward pass) only that one.
 
@@ -37,18 +67,23 @@ def sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, 
     (``fgl.engines.vector_math``: SIMD code, where libm's are a call per
     value); the messages into v depend on the other variables' cavities
     alone, so computing them all before committing any changes nothing.
-    ``vals`` and ``slots``: scratch of twice v's degree times its domain,
-    and twice its degree (per slot of v: where its cavity is, -1 for a
-    factor of three or more variables, -2 for one not renewed; then where
-    its new message is, -1 for none).
+    ``work.vals`` and ``work.slots``: scratch of twice v's degree times its
+    domain, and twice its degree (per slot of v: where its cavity is, -1
+    for a factor of three or more variables, -2 for one not renewed; then
+    where its new message is, -1 for none).
 
     Selective sweeps (when ``stale`` is not empty): a variable is visited
     only when ``stale``, what its inputs have moved since its last visit,
     reaches ``eps``; a visit resets it and adds to each neighbour's the
     range over values of the change of the visited variable's cavity
     toward their shared factor (``_spread``).  With ``eps`` 0 every
-    variable is visited and no account kept.  ``moved`` and ``before``:
-    scratch of a variable's message changes and log belief."""
+    variable is visited and no account kept.  ``work.moved`` and
+    ``work.acc``: scratch of a variable's message changes and log belief."""
+    psi, psi_at, rho = pot.psi, pot.psi_at, pot.rho
+    card, f_ptr, f_var, e_fac = g.card, g.f_ptr, g.f_var, g.e_fac
+    msg_ptr, v_ptr, v_edge, var_ptr = g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
+    cav, out, digits, pending, seen = work.cav, work.out, work.digits, work.pending, work.seen
+    moved, before, vals, slots = work.moved, work.acc, work.vals, work.slots
     V = visit.shape[0]
     track = stale.shape[0] > 0 and eps > 0.0   # (eps 0: every variable is visited)
     half = vals.shape[0] // 2   # (cavities in vals[:half], new messages in vals[half:])
@@ -131,8 +166,7 @@ def sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, 
                         mx = max(mx, t)
                     for x in range(card[u]):
                         cav[mu + x] = exp_neg(cav[mu + x] - mx) if mx > -np.inf else 1.0
-                bp_scaled.factor_message(e, psi, psi_at, card, f_ptr, f_var, tab_ptr, e_fac,
-                                         msg_ptr, cav, use_max, out, digits)
+                bp_scaled.factor_message(e, psi, psi_at, g, cav, use_max, out, digits)
             z = 0.0
             low = np.inf
             for x in range(cv):
@@ -148,8 +182,8 @@ def sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, 
                     for x in range(cv):
                         moved[(j - j0) * cv + x] = 0.0
                     for i in range(j0, j1):
-                        g = e_fac[v_edge[i]]
-                        for s in range(f_ptr[g], f_ptr[g + 1]):
+                        h = e_fac[v_edge[i]]
+                        for s in range(f_ptr[h], f_ptr[h + 1]):
                             stale[f_var[s]] = np.inf
                 continue
             inv = 1.0 / z
@@ -179,14 +213,12 @@ def sweep(visit, psi, psi_at, rho, card, f_ptr, f_var, tab_ptr, e_fac, msg_ptr, 
                 lb[o + x] += r * d   # (ρ_f times the message's change)
                 L[m + x] = out[x]
         if track:
-            _spread(v, j0, rho, card, f_ptr, f_var, e_fac, v_ptr, v_edge, lb, o, before, stale,
-                    damping, moved)
+            _spread(v, j0, rho, g, lb, o, before, stale, damping, moved)
     return n_pending, n_seen
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _spread(v, j0, rho, card, f_ptr, f_var, e_fac, v_ptr, v_edge, lb, o, before, stale, damping,
-            moved):
+def _spread(v, j0, rho, g: GraphArrays, lb, o, before, stale, damping, moved):
     """After a visit of v whose messages moved by ``moved`` (per slot of
     v's, then per value) and its log belief from ``before`` to lb[o:]: the
     cavity n_{v->f} = lb_v - L_{f->v} moved by Δlb_v - ΔL_{f->v}, and f's
@@ -195,6 +227,7 @@ def _spread(v, j0, rho, card, f_ptr, f_var, e_fac, v_ptr, v_edge, lb, o, before,
     potentials), so u's log belief by at most ρ_f times it: added to
     ``stale[u]``.  Damped messages have moved only part of the way, damping
     / (1 - damping) times their change is left, added to v's own."""
+    card, f_ptr, f_var, e_fac, v_ptr, v_edge = g.card, g.f_ptr, g.f_var, g.e_fac, g.v_ptr, g.v_edge
     cv = card[v]
     for x in range(cv):   # (Δlb_v, into before; 0 where it stays -inf)
         t = lb[o + x]

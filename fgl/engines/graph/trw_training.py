@@ -32,7 +32,12 @@ import numpy as np
 from fgl.engines.graph.factor_graph import FactorGraph, GraphArrays
 from fgl.engines.graph.peeling import SweepOrders, sweep_orders
 from fgl.engines.graph.table_kernels import clamp, factor_tables, feature_expectations
-from fgl.engines.graph.trw import GROSS_INCONSISTENCY, INCONSISTENCY_PER_TOL, propagate_into
+from fgl.engines.graph.trw import (
+    GROSS_INCONSISTENCY,
+    INCONSISTENCY_PER_TOL,
+    RunState,
+    propagate_into,
+)
 from fgl.engines.graph.trw_beliefs import beliefs
 from fgl.engines.graph.trw_potentials import ReweightedPotentials, reweighted_tables
 from fgl.jit import njit
@@ -71,6 +76,45 @@ class FeatureRows(NamedTuple):
     row_ptr: np.ndarray
     feat_config: np.ndarray
     dense: np.ndarray
+
+
+class BlockMessages(NamedTuple):
+    """Where each pick's sweeps start and where its messages end, as one
+    argument: pick k starts from ``inits[init_at[k]:]`` (from zeros when
+    ``init_at[k]`` < 0), and instance i leaves its final messages in
+    ``msgs[msg_at[i]:msg_at[i + 1]]`` (``InstanceArrays.msg_at``)."""
+
+    inits: np.ndarray
+    init_at: np.ndarray
+    msgs: np.ndarray
+
+
+class BlockSettings(NamedTuple):
+    """The settings of a block's runs, as one argument: ``damping``,
+    ``tol`` and ``max_iter`` as for ``trw.trw``, and ``clamped``: the
+    factor tables clamped to the gold labels."""
+
+    damping: float
+    tol: float
+    max_iter: int
+    clamped: bool
+
+
+class BlockRuns(NamedTuple):
+    """Per pick, what its run ended with (written by ``expect_block``): the
+    bound ``log_z``, the ``sweeps`` run, the last ``residual``, and whether
+    it ``converged``."""
+
+    log_z: np.ndarray
+    sweeps: np.ndarray
+    residual: np.ndarray
+    converged: np.ndarray
+
+
+def block_runs(n: int) -> BlockRuns:
+    """Empty ``BlockRuns`` for ``n`` picks."""
+    return BlockRuns(np.empty(n), np.empty(n, dtype=np.int64), np.empty(n),
+                     np.empty(n, dtype=np.bool_))
 
 
 def _joined(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -122,18 +166,17 @@ def _orders(a: InstanceArrays, i):
 
 
 @njit(cache=True, nogil=True)
-def _run(pot, g, orders, L, lb, last, stale, state, done, tol, n, scratch):
+def _run(pot, g, orders, run: RunState, done, tol, n, scratch):
     """At most ``n`` more sweeps after ``done`` (``trw._Sweeps.run``):
     (sweeps run, residual).  ``scratch``: (lcav, cav, seen, pending) of
     ``trw.propagate_into``, at least as long as it needs (zeroed here, as
     ``trw.propagate`` makes them)."""
     lcav, cav, seen, pending = scratch
-    M = L.shape[0]
+    M = run.L.shape[0]
     lcav[:M] = 0.0
     cav[:M] = 0.0
-    k, res, _ = propagate_into(pot, g, orders, L, lb, last, stale, done == 0, state, done,
-                               np.bool_(False), tol, n, lcav[:M], cav[:M], seen[:g.card.shape[0]],
-                               pending[:g.e_fac.shape[0]])
+    k, res, _ = propagate_into(pot, g, orders, run, done, np.bool_(False), tol, n, lcav[:M],
+                               cav[:M], seen[:g.card.shape[0]], pending[:g.e_fac.shape[0]])
     return k, res
 
 
@@ -147,18 +190,20 @@ def _finite_or_ruled_out(table):
 
 
 @njit(cache=True, nogil=True)
-def expect_block(picks, a: InstanceArrays, feats: FeatureRows, w, inits, init_at, msgs,
-                 damping, tol, max_iter, clamped, counts, log_z, sweeps, residual, converged):
+def expect_block(picks, a: InstanceArrays, feats: FeatureRows, w, messages: BlockMessages,
+                 settings: BlockSettings, counts, runs: BlockRuns):
     """Tree-reweighted sum-product on each instance ``picks[k]``: the
     steps of ``trw.trw`` (undecoded) from the factor tables of weights
-    ``w`` (``feats``; with ``clamped``, clamped to the gold labels), from
-    the messages ``inits[init_at[k]:]`` when ``init_at[k] >= 0``, else
-    from zeros, with ``damping``, ``tol`` and ``max_iter``.  Writes the
-    final messages into ``msgs`` (at ``a.msg_at``), adds the
-    belief-expected feature counts to ``counts`` and per pick its bound,
-    sweeps, last residual and whether it converged to the out arrays.
-    Returns -1, or the first k whose log-potentials hold NaN or +inf
-    (nothing from it on is run)."""
+    ``w`` (``feats``; with ``settings.clamped``, clamped to the gold
+    labels), from the messages ``messages`` gives it, with the
+    ``settings``' damping, tol and max_iter.  Writes the final messages
+    into ``messages.msgs``, adds the belief-expected feature counts to
+    ``counts`` and per pick its bound, sweeps, last residual and whether it
+    converged to ``runs``.  Returns -1, or the first k whose
+    log-potentials hold NaN or +inf (nothing from it on is run)."""
+    inits, init_at, msgs = messages.inits, messages.init_at, messages.msgs
+    damping, tol, max_iter, clamped = (settings.damping, settings.tol, settings.max_iter,
+                                       settings.clamped)
     worst = min(GROSS_INCONSISTENCY, INCONSISTENCY_PER_TOL * tol)
     # scratch for the largest instance, reused by each (fresh arrays per instance cost
     # page faults: a few MB each)
@@ -209,9 +254,8 @@ def expect_block(picks, a: InstanceArrays, feats: FeatureRows, w, inits, init_at
         last[:] = 0.0
         stale = stale_s[:g.card.shape[0]]
         stale[:] = 0.0
-        state = np.array([np.inf, np.inf, damping])
-        done, res = _run(pot, g, orders, L, lb, last, stale, state, np.int64(0), tol, max_iter,
-                         sweep_s)
+        run = RunState(L, lb, last, stale, np.array([np.inf, np.inf, damping]))
+        done, res = _run(pot, g, orders, run, np.int64(0), tol, max_iter, sweep_s)
         bv = bv_s[:n_flat]
         bf = bf_s[:n_table]
         lcav = lcav_s[:L.shape[0]]
@@ -219,20 +263,18 @@ def expect_block(picks, a: InstanceArrays, feats: FeatureRows, w, inits, init_at
         agree = gap <= worst
         more = 1
         while not agree and done < max_iter:   # (converged too early: trw.GROSS_INCONSISTENCY)
-            n, res = _run(pot, g, orders, L, lb, last, stale, state, done, 0.0,
-                          min(more, max_iter - done), sweep_s)
+            n, res = _run(pot, g, orders, run, done, 0.0, min(more, max_iter - done), sweep_s)
             done += n
             more *= 2
             if not res < tol:
-                n, res = _run(pot, g, orders, L, lb, last, stale, state, done, tol,
-                              max_iter - done, sweep_s)
+                n, res = _run(pot, g, orders, run, done, tol, max_iter - done, sweep_s)
                 done += n
             bound, gap = beliefs(pot, g, L, lb, np.bool_(False), bv, bf, lcav)
             agree = gap <= worst
         feature_expectations(f0, f1, g.tab_ptr, feats.fac_ptr, feats.fac_row, feats.fac_val,
                              feats.row_ptr, feats.feat_config, feats.dense, bf, counts)
-        log_z[k] = bound
-        sweeps[k] = done
-        residual[k] = res
-        converged[k] = res < tol and agree
+        runs.log_z[k] = bound
+        runs.sweeps[k] = done
+        runs.residual[k] = res
+        runs.converged[k] = res < tol and agree
     return -1

@@ -376,5 +376,5 @@ def test_selective_sweeps_visit_what_moves_and_reach_the_full_sweeps_fixed_point
     assert sel.visits < (0.6 if damping == 0.0 else 0.85) * k * len(sel.orders.core)
     full = runs[0.0][0]
     assert full.visits == 3000 * len(full.orders.core)
-    np.testing.assert_allclose(sel.L, full.L, atol=1e-9)
+    np.testing.assert_allclose(sel.run_state.L, full.run_state.L, atol=1e-9)
     assert trw(g, log_pot, rho=rho, damping=damping, tol=1e-12, max_iter=20000).converged
