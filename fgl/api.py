@@ -24,7 +24,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -330,9 +330,13 @@ class CRF:
         self.weights = self.model.initial_weights()
         return self
 
-    def _compile(self, sentences: Any, source: str = "<train>") -> tuple[Model, Any]:
+    def _compile(self, sentences: Any, source: str = "<train>", spec: ast.Spec | None = None
+                 ) -> tuple[Model, Any]:
+        """Compile this CRF's spec (or ``spec``, with the engine it needs)."""
         base = Path(self.spec.file).parent if not self.spec.file.startswith("<") else Path(".")
-        return self.engine.model.compile(self.spec, sentences, base, self.settings, source)
+        if spec is None:
+            return self.engine.model.compile(self.spec, sentences, base, self.settings, source)
+        return registry.choose(spec).model.compile(spec, sentences, base, self.settings, source)
 
     def fit_sentences(self, sentences: Any, source: str = "<train>",
                       resume: str | Path | None = None, dev: Any = None) -> "CRF":
@@ -348,7 +352,12 @@ class CRF:
         run.check()
         saved = run.load_resumed()
         t0 = time.perf_counter()
+        part = run.exact_part()
+        if part is not None and isinstance(sentences, Iterator):
+            sentences = list(sentences)   # compiled twice: the spec and its exact part
         model, data = self._compile(sentences, source)
+        if part is not None:
+            run.start_from(part, *self._compile(sentences, source, part))
         del sentences  # the encoded data is all training needs (frees them if ours)
         run.check_resumed(saved, model)
         free = run.check_data(model, data)

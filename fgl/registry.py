@@ -50,7 +50,10 @@ class Engine:
       (``fgl.distributed.compile``): ``"sequence"`` (gold labels, then
       attributes) or ``"graph"`` (labels, then factors);
     - ``kernels``: per task ("train", "tag") the numba kernels whose cache
-      tells a first run on this machine (``fgl.engines.first_run``)."""
+      tells a first run on this machine (``fgl.engines.first_run``);
+    - ``exact``: its inference is exact for every spec it runs (False: it
+      may run approximate inference, so training may start from the spec's
+      exact part, ``fgl.learn.exact_start``)."""
 
     name: str
     model_class: str   # "module:Class", imported when ``model`` is first asked for
@@ -61,6 +64,7 @@ class Engine:
     auto_scheme: Callable[[ast.Spec], str | None] = _no_scheme
     distributed_compile: str = "sequence"
     kernels: tuple[Kernels, ...] = ()
+    exact: bool = True
 
     @property
     def model(self) -> type[Model]:
@@ -117,7 +121,7 @@ ENGINES: tuple[Engine, ...] = (
            "exact junction tree or belief propagation over a factor graph per instance "
            "(Koller & Friedman 2009 ch. 10; Sutton & McCallum §1.4.4, §1.5)",
            _factor_graph_reason, ("likelihood", "piecewise", "pseudo_likelihood"),
-           distributed_compile="graph",
+           distributed_compile="graph", exact=False,
            kernels=(Kernels("train", "fgl.engines.graph.table_kernels", ("feature_expectations",),
                             70),
                     Kernels("tag", "fgl.engines.graph.table_kernels", ("factor_tables",), 30))),

@@ -69,6 +69,9 @@ class TrainingLog:
     # ("test -> label") in the order added
     rounds: list[dict] = field(default_factory=list)
     induced: list[str] = field(default_factory=list)
+    # the exact part trained first (fgl.learn.exact_start): templates, engine, iterations,
+    # evaluations, seconds, objective, message, carried (features it started)
+    start: dict | None = None
 
     def time_account(self) -> str:
         """Where the run's seconds went: compiling (when known), the
@@ -78,6 +81,9 @@ class TrainingLog:
         (everything else: directions, checkpoints, progress)."""
         compiled = self.compile_seconds
         parts = [] if compiled is None else [f"compile {compiled:.1f}s"]
+        if self.start is not None:
+            parts.append(f"exact part first {self.start['seconds']:.1f}s "
+                         f"({self.start['iterations']} iterations)")
         kinds = [f"{n} {EVALUATION_KINDS[k]} {t:.1f}s" for k, (n, t) in self.spent.items()
                  if n]
         if kinds:
@@ -91,7 +97,8 @@ class TrainingLog:
         return {"iterations": len(self.iterations), "objective": self.objective,
                 "seconds": self.seconds, "evaluations": self.evaluations,
                 "converged": self.converged, "recoveries": len(self.recoveries),
-                "message": self.message, "trainer": trainer}
+                "message": self.message, "trainer": trainer,
+                **({} if self.start is None else {"start": self.start})}
 
 
 OPTIMISER_MEMORY = 6  # L-BFGS correction pairs (CRFsuite's default)

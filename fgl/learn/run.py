@@ -24,6 +24,7 @@ from fgl.lang import ast
 from fgl.lang.overrides import OVERRIDES
 from fgl.lang.settings import TrainSettings
 from fgl.learn.checkpoint import TrainingState, check_same_model, load_checkpoint, save_checkpoint
+from fgl.learn.exact_start import PartStart, planned, transfer
 from fgl.learn.learner import TrainingLog
 from fgl.learn.trainers import choose, setting_errors
 from fgl.learn.trainers.base import Fitted
@@ -75,6 +76,8 @@ class TrainingRun:
         self.started = False        # the optimiser has begun (fgl.cli.train's signal handler)
         self.stop_reason: str | None = None
         self._start = 0.0
+        self._part: PartStart | None = None       # the exact part trained first (``start``)
+        self._w0: np.ndarray | None = None
 
     @property
     def jobs(self) -> int:
@@ -196,10 +199,46 @@ class TrainingRun:
 
     # ------------------------------------------------------------ training
 
+    def exact_part(self) -> ast.Spec | None:
+        """The spec's exact part when training starts from it (the trainer's
+        ``start`` setting, ``fgl.learn.exact_start``; not when resuming)."""
+        start = self.settings.value("start") if "start" in self.trainer.reads else None
+        return planned(self.spec, start, self.resume_state is not None)
+
+    def start_from(self, part: ast.Spec, model: Model, data: Any) -> None:
+        """Train the exact ``part`` (its ``model``, compiled against the
+        training ``data``) first, and start from its weights."""
+        self._part = PartStart(part, model, data)
+
+    def initial_weights(self, model: Model) -> np.ndarray:
+        """Where the trainer starts: the exact part's weights carried over
+        when the run trained it first, else ``model.initial_weights()``."""
+        return model.initial_weights() if self._w0 is None else self._w0.copy()
+
     def fit(self, model: Model, data: Any) -> Fitted:
-        """Train ``model`` on its encoded ``data`` with the run's trainer."""
+        """Train ``model`` on its encoded ``data`` with the run's trainer
+        (its exact part first, when ``start_from`` gave one)."""
         self._begin(model)
-        return self._finished(*self.trainer.fit(self, model, data))
+        start = self._train_part(model)
+        model, weights, log = self.trainer.fit(self, model, data)
+        log.start = start
+        return self._finished(model, weights, log)
+
+    def _train_part(self, model: Model) -> dict | None:
+        part, self._part = self._part, None
+        if part is None:
+            return None
+        options = self.settings.options()
+        w, start = part.train(max_iter=getattr(options, "max_iter", 1000),
+                              tol=getattr(options, "tol", 1e-5), jobs=self.jobs,
+                              should_stop=self.should_stop, verbose=self.verbose)
+        self._w0, start["carried"] = transfer(part.model, w, model)
+        if self.verbose:
+            print(f"start: the exact part trained in {start['seconds']:.1f}s "
+                  f"({start['iterations']} iterations, {start['message']}); its weights start "
+                  f"{start['carried']:,} of {model.program.n_features:,} features",
+                  file=sys.stderr)
+        return start
 
     def fit_objective(self, model: Model, objective: Any) -> Fitted:
         """Train ``model`` on a given objective (a Dask cluster's)."""
@@ -211,8 +250,9 @@ class TrainingRun:
         rule that chose it) and the engine (``fgl.registry``, as ``fgl
         explain`` says it)."""
         t = self.trainer
-        return (f"trainer: {t.name}, {t.title}\n  chosen: {t.chosen_when}\n"
+        plan = (f"trainer: {t.name}, {t.title}\n  chosen: {t.chosen_when}\n"
                 f"engine: {self.choice.title(self.spec)}\n  why: {self.choice.reason}")
+        return plan if self._part is None else plan + "\n" + self._part.plan()
 
     def _begin(self, model: Model) -> None:
         if self.verbose:

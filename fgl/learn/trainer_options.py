@@ -50,6 +50,15 @@ def _max_iter() -> Any:
                                          "unconverged, warns)")
 
 
+def _start() -> Any:
+    return option("auto", choice("auto", "zero", "exact_part"),
+                  "where the weights start: exact_part trains the spec without its templates "
+                  "that link positions (skip and pair templates, graph edges) by its exact "
+                  "engine first and starts from its weights (the linking ones at zero); zero "
+                  "starts every weight at zero; auto: exact_part where the spec needs a factor "
+                  "graph and has such a part, zero otherwise")
+
+
 def _tol() -> Any:
     return option(1e-5, POSITIVE, "stop when the objective improves by less than this "
                                   "(relative) over 10 iterations")
@@ -82,6 +91,7 @@ class LBFGSOptions:
         "L1 penalty c: OWL-QN instead of L-BFGS when above 0; the objective adds c·Σ|w| and "
         "many weights become exactly 0; with the Gaussian prior of sigma it is the elastic "
         "net (for L1 alone, a large sigma such as 1e6)")
+    start: str = _start()
     BOUNDS: ClassVar[dict[str, str]] = {}   # override -> the option it bounds instead
 
 
@@ -105,6 +115,7 @@ class SGDOptions:
     delta: float = option(1e-4, NON_NEGATIVE,
                           "trainer sgd: the least relative improvement of the objective over "
                           "`period` epochs that keeps training (0: train all `epochs`)")
+    start: str = _start()
     BOUNDS: ClassVar[dict[str, str]] = {"max_iter": "epochs"}   # --max-iter bounds its epochs
 
 

@@ -24,7 +24,7 @@ def _fit(run: RunContext, model: Any, data: Any) -> Fitted:
     weights, log = train_sgd(
         model.program, data, model.feat_sigma, epochs=s.epochs, batch=s.batch,
         learning_rate=s.learning_rate, period=s.period, delta=s.delta,
-        w0=model.initial_weights(), progress=run.progress, should_stop=run.should_stop,
+        w0=run.initial_weights(model), progress=run.progress, should_stop=run.should_stop,
         checkpoint=run.checkpointer(model), resume=resume)
     return model, weights, log
 
