@@ -4,10 +4,12 @@ factors of the training data (Sutton & McCallum eq. 1.41, 1.54).
 A template's *configurations* are the label tuples of its factor (row-major,
 first variable slowest); its features pair an attribute row with a
 configuration, restricted to configurations seen in gold factors
-(``support observed``) or all of them.  The one-machine compile
-(``fgl.compile.factor_graphs``) reads them from the unrolled instances; the
-distributed one (``fgl.distributed.compile``) merges its shards' summaries
-into the same ``FeatureRows``.
+(``support observed``) or all of them.  ``collect_factors`` reads a shard's
+unrolled instances into a ``FactorSummary`` (the compile's collect step);
+``template_plans`` and ``feature_rows`` make the templates and features of
+the merged summary — of one shard on one machine
+(``fgl.compile.factor_graphs``), of every worker's on a Dask cluster
+(``fgl.distributed.compile``).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fgl.compile.frontend import Layer, TemplatePlan, keep_counted, resolve_patterns, template_plan
+from fgl.compile.summaries import FactorSummary, RowSummary
 from fgl.compile.unrolling import AttributeKeys, UnrolledFactors, variables
 from fgl.lang import ast
 
@@ -35,20 +38,22 @@ def pattern_configs(templates: list[TemplatePlan], layers: list[Layer]) -> list[
     return out
 
 
-def template_plans(spec: ast.Spec, layers: list[Layer], layer_index: dict[str, int], unrolled: list,
-           golds: list[np.ndarray], sigma: float, min_count: int = 1) -> list[TemplatePlan]:
+def template_plans(spec: ast.Spec, layers: list[Layer], layer_index: dict[str, int],
+                   configs: list[set[int]], sigma: float, min_count: int = 1
+                   ) -> list[TemplatePlan]:
     """Each template's plan: the configurations that carry weights are its
-    explicit patterns, those of the gold assignments (``patterns
-    observed``: of factors whose variables are all labelled), or all of
-    them."""
+    explicit patterns, those of the gold factors ``configs`` (``patterns
+    observed``: flat configurations of factors whose variables are all
+    labelled, ``FactorSummary.configs``), or all of them."""
     plans = []
     for ti, tpl in enumerate(spec.templates):
         var_layers = [layer_index[var] for var, _, _ in variables(tpl)]
         observed = not any(layers[li].hidden for li in var_layers)
+        cards = [len(layers[li].labels) for li in var_layers]
 
-        def seen(lengths: list[int], ti: int = ti) -> set[tuple[int, ...]]:
-            return {tuple(int(g[v]) for v in vs) for inst_f, g in zip(unrolled, golds)
-                    for t, vs, _ in inst_f if t == ti and min(g[v] for v in vs) >= 0}
+        def seen(lengths: list[int], ti: int = ti, cards: list[int] = cards
+                 ) -> list[tuple[int, ...]]:
+            return [tuple(int(v) for v in np.unravel_index(c, cards)) for c in configs[ti]]
 
         patterns = resolve_patterns(tpl, layers, var_layers, seen, can_observe=observed,
                                     exact_length=True)
@@ -123,42 +128,56 @@ class FeatureRows:
         return row_ptr, feat_config
 
 
-def feature_rows(templates: list[TemplatePlan], layers: list[Layer],
-                 unrolled: list[UnrolledFactors], golds: list[np.ndarray],
-                 keys: AttributeKeys) -> FeatureRows:
-    """Features are (attribute row, configuration) pairs: per row, the
-    configurations it was seen with in gold factors (``support observed``)
-    or all its template's configurations (a factor with an unlabelled
-    variable adds its attribute rows, but no configuration).  The rows are
-    the attribute keys, numbered as ``keys`` numbered them while unrolling
-    (in the order first met)."""
+def feature_rows(templates: list[TemplatePlan], layers: list[Layer], summary: RowSummary
+                 ) -> FeatureRows:
+    """Features are (attribute row, configuration) pairs: per row of the
+    merged ``summary``, the configurations it was seen with in fully
+    labelled gold factors that its template's patterns name (``support
+    observed``), or all its template's configurations."""
     config_sets = pattern_configs(templates, layers)
     rows = FeatureRows.empty(templates, config_sets)
+    rows.vocabs, rows.template = summary.vocabs, summary.template.tolist()
+    rows.configs = [set() for _ in range(summary.n_rows)]
+    of_pair = summary.template[summary.pair_row]
+    keep = np.zeros(len(of_pair), dtype=np.bool_)
+    for ti, (tpl, named) in enumerate(zip(templates, config_sets)):
+        if tpl.support == "observed":
+            keep |= (of_pair == ti) & np.isin(summary.pair_value,
+                                              np.fromiter(named, np.int64, len(named)))
+    for r, c in zip(summary.pair_row[keep].tolist(), summary.pair_value[keep].tolist()):
+        rows.configs[r].add(c)
+    rows.count = summary.count.tolist()
+    return rows
+
+
+def collect_factors(layers: list[Layer], var_layers: list[list[int]],
+                    unrolled: list[UnrolledFactors], golds: list[np.ndarray],
+                    keys: AttributeKeys, shard: int) -> FactorSummary:
+    """The collect step over a shard's unrolled instances (their attribute
+    keys numbered by ``keys`` in the order first met): each template's gold
+    configurations, and per attribute row the configurations of the fully
+    labelled gold factors it occurs in and its occurrences (a factor with
+    an unlabelled variable adds occurrences, but no configuration)."""
     n_rows = len(keys.template)
-    rows.vocabs, rows.template = keys.vocabs, keys.template
-    rows.configs = [set() for _ in range(n_rows)]
+    width = max((len(vl) for vl in var_layers), default=0)
+    strides = np.zeros((len(var_layers), width), dtype=np.int64)
+    for ti, vl in enumerate(var_layers):
+        strides[ti, :len(vl)] = config_strides(layers, vl)
+    configs: list[set[int]] = [set() for _ in var_layers]
     count = np.zeros(n_rows, dtype=np.int64)
-    width = max((len(t.layers) for t in templates), default=0)
-    strides = np.zeros((len(templates), width), dtype=np.int64)
-    for ti, tpl in enumerate(templates):
-        strides[ti, :len(tpl.layers)] = config_strides(layers, tpl.layers)
-    observed = np.array([t.support == "observed" for t in templates], dtype=np.bool_)
     seen = []
     for u, g in zip(unrolled, golds):
         count += np.bincount(u.key, minlength=n_rows)
         config, labelled = gold_configs(u, g, strides)
-        keep = labelled & observed[u.template]
-        for ti, c in set(zip(u.template[keep].tolist(), config[keep].tolist())):
-            if c not in config_sets[ti]:   # (a configuration no pattern names)
-                keep &= (u.template != ti) | (config != c)
+        for ti, c in np.unique(np.stack([u.template[labelled], config[labelled]]), axis=1).T:
+            configs[ti].add(int(c))
         item_fac = np.repeat(np.arange(len(u)), np.diff(u.item_ptr))
-        on = keep[item_fac]
-        seen.append(np.unique(np.stack([u.key[on], config[item_fac[on]]]), axis=1))
-    if seen:
-        for r, c in np.unique(np.concatenate(seen, axis=1), axis=1).T.tolist():
-            rows.configs[r].add(c)
-    rows.count = count.tolist()
-    return rows
+        on = labelled[item_fac]
+        seen.append(np.unique(np.stack([u.key[on].astype(np.int64), config[item_fac[on]]]),
+                              axis=1))
+    pairs = np.concatenate(seen, axis=1) if seen else np.zeros((2, 0), dtype=np.int64)
+    return FactorSummary(configs, RowSummary.of_shard(
+        shard, keys.vocabs, np.array(keys.template, dtype=np.int64), pairs[0], pairs[1], count))
 
 
 def gold_configs(u: UnrolledFactors, gold: np.ndarray, strides: np.ndarray

@@ -28,18 +28,18 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from fgl.compile.factor_features import feature_rows, template_plans
+from fgl.compile.factor_features import collect_factors, feature_rows, template_plans
 from fgl.compile.footprint import Footprint, GraphCounts, factor_graph_footprint
 from fgl.compile.frontend import (
     Layer,
     TemplatePlan,
     feature_sigma,
-    layer_labels,
     row_templates,
     vocab_from_json,
     vocab_json,
     vocabularies,
 )
+from fgl.compile.graph_shards import collect_labels, graph_layers, template_layers
 from fgl.compile.unrolling import (
     AttributeKeys,
     Instance,
@@ -47,7 +47,6 @@ from fgl.compile.unrolling import (
     Unroller,
     gold_assignment,
     group_instances,
-    variables,
 )
 from fgl.data.schemes import chunks
 from fgl.data.sentence import Sentence
@@ -378,27 +377,24 @@ class FactorGraphModel:
                 ) -> tuple["FactorGraphModel", FactorGraphData]:
         """Compile a general CRF against training data: lay out and unroll
         every instance once, then read the templates' configurations and
-        features off the gold assignments.  The model's memory is estimated
-        before each large allocation — the factors, counted without
-        unrolling them; the features, counted before they are made; the
-        junction trees' clique tables, planned before training fills them —
-        and a model over the budget is refused (``fgl.compile.footprint``)."""
+        features off the gold assignments — the steps of
+        ``fgl.compile.graph_shards`` over the one shard that is the whole
+        data.  The model's memory is estimated before each large
+        allocation — the factors, counted without unrolling them; the
+        features, counted before they are made; the junction trees' clique
+        tables, planned before training fills them — and a model over the
+        budget is refused (``fgl.compile.footprint``)."""
         if callable(sentences):
             sentences = list(sentences())
         if not sentences:
             raise DataError("the training data has no sequences", source, 0)
         base_dir = base_dir or Path(".")
         instances = group_instances(spec, sentences, with_gold=True)
-        layers = [Layer(name, layer_labels(spec, name, (y for inst in instances
-                                                         for y in inst.gold[name]
-                                                         if y is not None)))
-                  for name in spec.outputs]
-        layers += [Layer(h.name, list(h.labels), True) for h in spec.hidden]
+        layers = graph_layers(spec, collect_labels(spec, instances))   # (one shard: merged)
         unroller = Unroller.for_spec(spec, base_dir, layers)
         settings = settings or resolve_train(spec)
         jobs = settings.jobs
-        var_layers = [[unroller.layer_index[var] for var, _, _ in variables(tpl)]
-                      for tpl in spec.templates]
+        var_layers = template_layers(spec, unroller)
         unroller.check_aggregate_edges(instances)
         counts = unroller.census(instances)
         _footprint(spec, layers, var_layers, counts, [0] * len(var_layers), 0, jobs
@@ -406,9 +402,11 @@ class FactorGraphModel:
         keys = AttributeKeys.empty(len(spec.templates))
         unrolled = [unroller.unroll(inst, keys) for inst in instances]
         golds = [gold_assignment(inst, layers, True) for inst in instances]
-        templates = template_plans(spec, layers, unroller.layer_index, unrolled, golds,
-                           settings.sigma, settings.min_count)
-        rows = feature_rows(templates, layers, unrolled, golds, keys).cut(templates)
+        found = collect_factors(layers, var_layers, unrolled, golds, keys, 0)
+        templates = template_plans(spec, layers, unroller.layer_index, found.configs,
+                                   settings.sigma, settings.min_count)
+        rows = feature_rows(templates, layers, found.rows).cut(templates)
+        del found
         _footprint(spec, layers, var_layers, counts, rows.counts(), len(rows.template), jobs
                    ).check(spec.templates)
         model = cls(spec, base_dir, layers, templates, rows.vocabs, *rows.arrays(),

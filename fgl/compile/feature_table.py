@@ -6,9 +6,12 @@ segments), restricted by default to pairs seen at gold units ("supported"
 features) or every pair with ``support = all``.  Attribute rows are
 numbered in the order first met, cut at ``min_count`` and finally renumbered
 by how often they occur (``frequency_order``); ``renumber`` makes the CSR
-table.  The distributed compile (``fgl.distributed.compile``) fills the
-same table from shard summaries (``merge_row``) and uses the same
-numbering and table build.
+table.  Reading does the compile's collect step (the rows and their
+patterns) and its encode step (every unit's rows): on one machine in one
+pass where it can, over a Dask cluster apart — each worker's table
+collects a ``RowSummary`` of its shard (``summary``), the driver's is
+filled from their merge (``add_summary``), and each worker's encodes its
+shard with the merged vocabularies (``fgl.compile.sequence_shards``).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from fgl.compile.budget import release_freed_memory
 from fgl.compile.footprint import SizedOnly, only_sizing
 from fgl.compile.frontend import TemplatePlan, keep_counted
 from fgl.compile.sequence_budget import check_reading, model_footprint
+from fgl.compile.summaries import RowSummary
 from fgl.compile.unit_rows import KeyRows, UnitRows, append_units, batches
 from fgl.compile.vocabulary import Vocabulary
 from fgl.data.sentence import Sentence
@@ -53,6 +57,23 @@ def frequency_order(counts: np.ndarray) -> np.ndarray:
     new_id = np.empty(len(order), dtype=np.int32)
     new_id[order] = np.arange(len(order))
     return new_id
+
+
+def row_counts(rows: np.ndarray, n_rows: int, block: int = 1 << 20) -> np.ndarray:
+    """How often each of ``n_rows`` attribute rows occurs among units' ``rows``
+    (counted a block at a time: no int64 copy of them all)."""
+    counts = np.zeros(n_rows, dtype=np.int64)
+    for lo in range(0, len(rows), block):
+        counts += np.bincount(rows[lo:lo + block], minlength=n_rows)
+    return counts
+
+
+def renumber_rows(rows: np.ndarray, new_id: np.ndarray, block: int = 1 << 20) -> None:
+    """Units' attribute rows renumbered by ``new_id``, in place, a block at a
+    time (no int64 copy of them all)."""
+    for lo in range(0, len(rows), block):
+        part = rows[lo:lo + block]
+        part[:] = new_id[part]
 
 
 class FeatureTable:
@@ -89,10 +110,18 @@ class FeatureTable:
             p.min_count > 1 for p in plans) else None
 
     def read(self, read: Callable[[], Iterable[Sentence]], gold: list[list[int]],
-             spans: list[list[tuple[int, int]]], source: str) -> None:
+             spans: list[list[tuple[int, int]]], source: str, make_rows: bool = True,
+             add_units: bool = True) -> None:
+        """Read the training sentences ``read()`` (with their gold label ids
+        and spans): make rows for their gold units' attributes
+        (``make_rows``, the collect step) and add every unit's rows
+        (``add_units``, the encode step)."""
         # with spans (L > 1) most units are not gold ones: they may carry any
         # attribute of a gold unit, so every row is made before any unit is added
-        passes = [(True, False), (False, True)] if self.L > 1 else [(True, True)]
+        if make_rows and add_units:
+            passes = [(True, False), (False, True)] if self.L > 1 else [(True, True)]
+        else:
+            passes = [(make_rows, add_units)]
         total = sum(segs[-1][1] + 1 for segs in spans if segs)
         for make_rows, add_units in passes:
             n_read = tokens = 0
@@ -282,13 +311,8 @@ class FeatureTable:
         if self.row_count is not None:
             self._cut()
         unit_ptr, unit_rows, values = self.units.arrays()
-        counts = np.zeros(len(self.row_template), dtype=np.int64)
-        for lo in range(0, len(unit_rows), 1 << 20):  # (a block at a time: no int64 copy)
-            counts += np.bincount(unit_rows[lo:lo + (1 << 20)], minlength=len(counts))
-        new_id = frequency_order(counts)
-        for lo in range(0, len(unit_rows), 1 << 20):  # renumber in place, a block at a time
-            block = unit_rows[lo:lo + (1 << 20)]
-            block[:] = new_id[block]
+        new_id = frequency_order(row_counts(unit_rows, len(self.row_template)))
+        renumber_rows(unit_rows, new_id)
         row_ptr, feat_pattern = self.renumber(new_id)
         return row_ptr, feat_pattern, self.vocabs, (unit_ptr, unit_rows, values)
 
@@ -304,22 +328,46 @@ class FeatureTable:
             vocab.assign_from(keys, ids, by_id[ids])
         self.key_rows = None
 
-    def merge_row(self, ti: int, key: str, patterns: Iterable[int]) -> None:
-        """Template ``ti``'s attribute ``key`` met at gold units with
-        ``patterns`` (ids into the pattern list): its row, numbered in order
-        first met, supports them.  How the distributed compile fills the
-        table from its shards' summaries, in shard order."""
-        vocab, first = self.vocabs[ti], self.row_first
-        r = vocab.get(key)
-        if r is None:
-            r = vocab[key] = len(self.row_template)
-            self.row_template.append(ti)
-            first.append(-1)
-        for z in patterns:
-            if first[r] < 0:
-                first[r] = z
-            elif z != first[r]:
-                self.row_more.add(r * self.n_z + z)
+    @property
+    def n_rows(self) -> int:
+        return len(self.row_template)
+
+    def summary(self, shard: int) -> RowSummary:
+        """The rows read so far (``make_rows``), as shard ``shard``'s
+        ``RowSummary``: each row's key, template, supported patterns and
+        occurrences at gold units (0 unless a template has ``min_count``)."""
+        if self.key_rows is not None:
+            self._fill_vocabularies()
+        vocabs = []
+        for vocab in self.vocabs:
+            keys, rows = vocab.keys_by_row()
+            vocabs.append(dict(zip(keys, rows.tolist())))
+        first = np.frombuffer(self.row_first, dtype=np.int64)
+        more = np.fromiter(self.row_more, dtype=np.int64, count=len(self.row_more))
+        has = np.flatnonzero(first >= 0)
+        count = (self.row_count[:self.n_rows] if self.row_count is not None
+                 else np.zeros(self.n_rows, dtype=np.int64))
+        return RowSummary.of_shard(shard, vocabs,
+                                   np.frombuffer(self.row_template, dtype=np.int32),
+                                   np.concatenate([has, more // self.n_z]),
+                                   np.concatenate([first[has], more % self.n_z]), count)
+
+    def add_summary(self, summary: RowSummary) -> None:
+        """Rows from the merge of the shards' summaries (the table holds none
+        yet): the merged vocabularies, each row's template and supported
+        patterns — the table a one-machine read of the shards in order makes."""
+        for vocab, merged in zip(self.vocabs, summary.vocabs):
+            if merged:
+                vocab.assign(list(merged), np.fromiter(merged.values(), dtype=np.int64,
+                                                       count=len(merged)))
+        self.row_template = array("i", summary.template.astype(np.int32).tobytes())
+        first = np.full(summary.n_rows, -1, dtype=np.int64)
+        lead = np.ones(len(summary.pair_row), dtype=np.bool_)   # a row's first pair
+        lead[1:] = summary.pair_row[1:] != summary.pair_row[:-1]
+        first[summary.pair_row[lead]] = summary.pair_value[lead]
+        self.row_first = array("q", first.tobytes())
+        self.row_more = set((summary.pair_row[~lead] * self.n_z
+                             + summary.pair_value[~lead]).tolist())
 
     def renumber(self, new_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Renumber the vocabularies' rows by ``new_id`` and make the
@@ -329,7 +377,7 @@ class FeatureTable:
         return self._table(new_id)
 
     def check_size(self) -> None:
-        """``_check_size`` of the rows merged so far: how the distributed
+        """``_check_size`` of the rows added so far: how the distributed
         compile prices the driver's share (the features, the weights and
         the optimiser's vectors; no training data) before the workers
         encode their shards."""

@@ -53,6 +53,8 @@ from fgl.compile.sequence_budget import (
     check_made,
     model_footprint,
 )
+from fgl.compile.sequence_shards import encoded_data, widest
+from fgl.compile.summaries import LabelSummary
 from fgl.compile.unit_rows import KeyRows, UnitRows, append_units, batches, conjunction_rows
 from fgl.data.schemes import chunks
 from fgl.data.sentence import Sentence
@@ -350,40 +352,61 @@ class SequenceModel:
         del table, attributes   # (the key table and memos: freed before the heap is trimmed)
         model = cls(spec, base_dir, layer, plans, z_list, vocabs, row_ptr, feat_pattern,
                     lexicons)
-        seq_ptr = np.zeros(len(gold) + 1, dtype=np.int64)
-        seq_ptr[1:] = np.cumsum([segs[-1][1] + 1 if segs else 0 for segs in spans])
-        gold_tokens, starts = [], []
-        for segs, seq in zip(spans, gold):
-            for (u, v), y in zip(segs, seq):
-                gold_tokens.extend([y] * (v - u + 1))
-                starts.extend([1] + [0] * (v - u))
-        data = EncodedData(seq_ptr, *units, np.array(gold_tokens, dtype=np.int64),
-                           np.array(starts, dtype=np.int64), units_per_token)
-        del gold_tokens, starts
+        data = encoded_data(units, gold, spans, units_per_token)
         release_freed_memory()
         return model, data
 
     @classmethod
     def read_gold(cls, spec: ast.Spec, read: Callable[[], Iterable[Sentence]], source: str
                   ) -> tuple[Layer, list[list[int]], list[list[tuple[int, int]]]]:
-        """First pass: the label layer, and per sentence the gold label id and
-        (first, last) token of each gold segment (each token, in a chain).
-        Equal (first, last) pairs are one tuple object, shared by every
-        sentence: a tuple per token took 13 MB on CoNLL-2000."""
-        declared_layer = cls.declared_layer(spec)
+        """First pass (the labels' collect and merge over the one shard that
+        is the whole data): the label layer, and per sentence the gold label
+        id and (first, last) token of each gold segment (each token, in a
+        chain)."""
+        summary, tags, spans = cls.collect_gold(spec, read(), windows=False)
+        layer = cls.gold_layer(spec, summary, source)
+        index = layer.index
+        return layer, [[index[y] for y in ys] for ys in tags], spans
+
+    @classmethod
+    def collect_gold(cls, spec: ast.Spec, sentences: Iterable[Sentence], windows: bool = True
+                     ) -> tuple[LabelSummary, list[list[str]], list[list[tuple[int, int]]]]:
+        """The collect step's labels over a shard: its ``LabelSummary`` (with
+        the gold label windows of every length up to the widest template's,
+        if ``windows``), and per sentence its gold tags and the (first, last)
+        token of each gold segment.  Equal (first, last) pairs are one tuple
+        object, shared by every sentence: a tuple per token took 13 MB on
+        CoNLL-2000."""
+        declared = cls.declared_layer(spec)
+        width = widest(spec) if windows else 0
         tags: list[list[str]] = []
         spans: list[list[tuple[int, int]]] = []
         pairs: dict[tuple[int, int], tuple[int, int]] = {}
-        for sent in read():
-            segs = cls.sentence_gold(spec, sent, declared_layer)
-            tags.append([sys.intern(y) for _, _, y in segs])
+        labels: set[str] = set()
+        found: set[tuple[str, ...]] = set()
+        tokens = longest = 0
+        for sent in sentences:
+            segs = cls.sentence_gold(spec, sent, declared)
+            seq = [sys.intern(y) for _, _, y in segs]
+            tags.append(seq)
             spans.append([pairs.setdefault((u, v), (u, v)) for u, v, _ in segs])
-        if not tags:
+            labels.update(seq)
+            for m in range(1, width + 1):
+                found.update(tuple(seq[t - m + 1:t + 1]) for t in range(m - 1, len(seq)))
+            tokens += len(sent.rows)
+            if segs:
+                longest = max(longest, segs[-1][1] + 1)
+        return (LabelSummary({spec.outputs[0]: labels}, found, len(tags), tokens, longest),
+                tags, spans)
+
+    @classmethod
+    def gold_layer(cls, spec: ast.Spec, summary: LabelSummary, source: str) -> Layer:
+        """The label layer the merged labels give: the declared labels, else
+        those seen, sorted; a DataError when the data has no sequences."""
+        if not summary.n_instances:
             raise DataError("the training data has no sequences", source, 0)
-        layer = declared_layer or Layer(spec.outputs[0], sorted({y for ys in tags for y in ys}))
-        index = layer.index
-        gold = [[index[y] for y in ys] for ys in tags]
-        return layer, gold, spans
+        return cls.declared_layer(spec) or Layer(spec.outputs[0],
+                                                 sorted(summary.labels[spec.outputs[0]]))
 
     @classmethod
     def declared_layer(cls, spec: ast.Spec) -> Layer | None:
@@ -413,7 +436,8 @@ class SequenceModel:
     def template_plans(cls, spec: ast.Spec, layer: Layer, gold: list[list[int]], sigma: float,
                        min_count: int = 1) -> list[TemplatePlan]:
         """Each template's plan: its label window over the gold label
-        sequences ``gold``, with the patterns seen there (or declared)."""
+        sequences ``gold`` (or a merged summary's gold windows), with the
+        patterns seen there (or declared)."""
         def observed(lengths: list[int]) -> Iterable[tuple[int, ...]]:
             for seq in gold:
                 for m in lengths:

@@ -304,11 +304,6 @@ class UnrolledFactors:
     def __len__(self) -> int:
         return int(self.template.size)
 
-    def __iter__(self):
-        """(template, variables, None) per factor, as ``template_plans`` reads them."""
-        for f in range(len(self)):
-            yield int(self.template[f]), self.var[self.var_ptr[f]:self.var_ptr[f + 1]], None
-
 
 def variables(tpl: ast.Template) -> list[tuple[str, int, str]]:
     """The template's variables as (layer, offset, index), oldest first:

@@ -1,29 +1,33 @@
-"""Compiling a spec on a Dask cluster: the driver merges what workers find in
-their shards and never holds the training data.
+"""Compiling a spec on a Dask cluster: the one-machine compile's steps
+(``fgl.compile.summaries``) over many shards; the driver merges what the
+workers collect and never holds the training data.
 
-Collect rounds run on the workers and send the driver summaries — labels,
-label windows, attribute keys in the order first met, the patterns each was
-seen with — which it merges in shard order, so the model is the one a
-one-machine compile of the concatenated shards makes: the same labels in
-the same order, the same patterns, vocabularies and feature table.  Then
-the model goes to the workers (as a task's value, recomputable, not
-scattered data) and every worker encodes its shards and keeps them
-(``EncodedShards``: Dask futures the driver holds; if a worker is lost,
-Dask re-reads and re-encodes its shards elsewhere from their lineage).
+Collect rounds run on the workers — each applies the one-machine compile's
+own collect step to its shards — and send the driver summaries: the labels
+and gold label windows, then each template's attribute keys with the
+patterns (configurations) each was seen with.  The summaries merge in a
+tree of tasks where they lie (``fgl.distributed.reduce``); a merge is
+associative and commutative and numbers rows by where they were first met,
+so the model is the one a one-machine compile of the concatenated shards
+makes whichever worker finishes first: the same labels in the same order,
+the same patterns, vocabularies and feature table.  Then the model goes to
+the workers (as a task's value, recomputable, not scattered data) and
+every worker encodes its shards and keeps them (``EncodedShards``: Dask
+futures the driver holds; if a worker is lost, Dask re-reads and re-encodes
+its shards elsewhere from their lineage).
 
-Chain and segment models take two collect rounds (``fgl.distributed.
-sequence_pass``: gold labels, then attributes) and an encoding one, which
-also counts how often each attribute row occurs: the driver orders the rows
-by it, as the one-machine compile does, and each worker renumbers its
-encoded shards in place.  Factor-graph models take two collect rounds
-(``fgl.distributed.graph_pass``) before the encoding.  The memory budget
-(``fgl.compile.footprint``) is checked where the bytes are: the driver
-prices what it holds — a chain or segment model's features, with the
-weights and the optimiser's vectors, before any shard is encoded; a worker
-prices each shard it encodes (a factor-graph model's ``encode`` its
-factors, a chain or segment shard its units, their rows and its longest
-sequence's scratch: ``sequence_pass.encode_shard``), each against the
-budget of the machine it runs on.
+Chain and segment models (``fgl.compile.sequence_shards``) encode in the
+merged first-met numbering and count how often each attribute row occurs:
+the driver orders the rows by it, as the one-machine compile does, and
+each worker renumbers its encoded shards in place.  Factor-graph models
+(``fgl.compile.graph_shards``) encode with the merged model's own
+``encode``.  The memory budget (``fgl.compile.footprint``) is checked where
+the bytes are: the driver prices what it holds — a chain or segment
+model's features, with the weights and the optimiser's vectors, before any
+shard is encoded; a worker prices each shard it encodes (a factor-graph
+model's ``encode`` its factors, a chain or segment shard its units, their
+rows and its longest sequence's scratch: ``sequence_shards.encode_shard``),
+each against the budget of the machine it runs on.
 """
 from __future__ import annotations
 
@@ -35,15 +39,18 @@ from typing import Any
 import numpy as np
 
 from fgl import registry
-from fgl.compile.factor_features import FeatureRows, pattern_configs, template_plans
-from fgl.compile.feature_table import FeatureTable, frequency_order
-from fgl.compile.frontend import Layer, layer_labels, pattern_list
+from fgl.compile.factor_features import feature_rows, template_plans
+from fgl.compile.feature_table import frequency_order, renumber_rows, row_counts
+from fgl.compile.frontend import Layer, pattern_list
+from fgl.compile.graph_shards import collect_labels, collect_shard, graph_layers
 from fgl.compile.sequence import SequenceModel
-from fgl.compile.unrolling import Unroller
-from fgl.distributed import graph_pass, sequence_pass
+from fgl.compile.sequence_shards import SequencePlan, collect_rows, encode_shard
+from fgl.compile.summaries import FactorSummary, LabelSummary, RowSummary, merge_all
+from fgl.compile.unrolling import Unroller, group_instances
 from fgl.distributed.recipe import ModelRecipe
 from fgl.distributed.reduce import tree_reduce
 from fgl.distributed.shards import Shard, read_shard
+from fgl.engines.sequence.encoded import EncodedData
 from fgl.errors import DataError, FglError
 from fgl.features.observations import TemplateAttributes
 from fgl.lang import ast
@@ -114,33 +121,53 @@ def constant(client, value: Any) -> Any:
         return client.submit(_value, value, pure=False)
 
 
-def _gold_task(shard: Shard, reading: Reading) -> sequence_pass.GoldSummary:
-    return sequence_pass.gold_summary(reading.spec, reading.read(shard))
+def _merge(*summaries: Any) -> Any:
+    return merge_all(summaries)
 
 
-def _attribute_task(shard: Shard, reading: Reading, plan: sequence_pass.SequencePlan
-                    ) -> sequence_pass.AttributeSummary:
-    return sequence_pass.attribute_summary(plan, reading.read(shard))
+def _collected(client, task: Any, shards: list[Shard], **kwargs: Any) -> Any:
+    """The merge of ``task(shard, index, **kwargs)`` over the shards, merged
+    on the workers."""
+    return tree_reduce(client, client.map(task, shards, range(len(shards)), pure=False,
+                                          **kwargs), _merge).result()
 
 
-def _encode_task(shard: Shard, reading: Reading, plan: sequence_pass.SequencePlan,
-                 vocabs: list[dict[str, int]]) -> sequence_pass.EncodedShard:
-    return sequence_pass.EncodedShard(
-        sequence_pass.encode_shard(plan, vocabs, reading.read(shard)))
+def _gold_task(shard: Shard, index: int, reading: Reading) -> LabelSummary:
+    return registry.choose(reading.spec).model.collect_gold(reading.spec,
+                                                           reading.read(shard))[0]
 
 
-def _final_task(shard: sequence_pass.EncodedShard, new_id: np.ndarray) -> Any:
+def _row_task(shard: Shard, index: int, reading: Reading, plan: SequencePlan) -> RowSummary:
+    return collect_rows(plan, reading.read(shard), index)
+
+
+def _encode_task(shard: Shard, reading: Reading, plan: SequencePlan, vocabs: list
+                 ) -> "EncodedShard":
+    return EncodedShard(encode_shard(plan, vocabs, reading.read(shard)))
+
+
+def _counts_task(shard: "EncodedShard", n_rows: int) -> np.ndarray:
+    return row_counts(shard.data.tok_row, n_rows)
+
+
+def _final_task(shard: "EncodedShard", new_id: np.ndarray) -> Any:
     return shard.final(new_id)
 
 
-def _label_task(shard: Shard, reading: Reading) -> graph_pass.LabelSummary:
-    return graph_pass.label_summary(reading.spec, reading.read(shard))
+def _label_task(shard: Shard, index: int, reading: Reading) -> LabelSummary:
+    instances = group_instances(reading.spec, reading.read(shard), with_gold=True)
+    partial = next((inst for inst in instances if inst.partial), None)
+    if partial is not None:
+        sent = partial.sentences[0]
+        raise DataError("a partially labelled graph (some labels null) trains by the marginal "
+                        "likelihood, which distributed training does not run yet; train it on "
+                        "one machine (without --dask / --dask-workers)", sent.file, sent.lines[0])
+    return collect_labels(reading.spec, instances)
 
 
-def _factor_task(shard: Shard, reading: Reading, base_dir: Path, lexicons: dict,
-                 layers: list[Layer]) -> graph_pass.FactorSummary:
-    return graph_pass.factor_summary(reading.spec, base_dir, lexicons, layers,
-                                     reading.read(shard))
+def _factor_task(shard: Shard, index: int, reading: Reading, base_dir: Path, lexicons: dict,
+                 layers: list[Layer]) -> FactorSummary:
+    return collect_shard(reading.spec, base_dir, lexicons, layers, reading.read(shard), index)
 
 
 def _graph_encode_task(shard: Shard, reading: Reading, recipe: ModelRecipe) -> Any:
@@ -154,54 +181,56 @@ def _add_arrays(*arrays: np.ndarray) -> np.ndarray:
     return total
 
 
+@dataclass
+class EncodedShard:
+    """A shard's encoded data, in the merged first-met numbering until
+    ``final`` renumbers it (in place, once: a worker keeps one copy)."""
+
+    data: EncodedData
+    renumbered: bool = False
+
+    def final(self, new_id: np.ndarray) -> EncodedData:
+        """The data with rows renumbered by the driver's final order."""
+        if not self.renumbered:
+            renumber_rows(self.data.tok_row, new_id)
+            self.renumbered = True
+        return self.data
+
+
 # ---------------------------------------------------------------- chain and segments
 
 def _compile_sequence(client, cls: type[SequenceModel], spec: ast.Spec, shards: list[Shard],
                       base_dir: Path, lexicons: dict, settings: TrainSettings, reading: Reading,
                       source: str) -> EncodedShards:
     reading_f = constant(client, reading)
-    golds = client.gather(client.map(_gold_task, shards, reading=reading_f, pure=False))
-    n_sequences = sum(g.n_sequences for g in golds)
-    if not n_sequences:
-        raise DataError("the training data has no sequences", source, 0)
-    layer = cls.declared_layer(spec) or Layer(spec.outputs[0],
-                                              sorted(set().union(*(g.labels for g in golds))))
+    labels = _collected(client, _gold_task, shards, reading=reading_f)
+    layer = cls.gold_layer(spec, labels, source)
     index = layer.index
-    windows = sorted(set().union(*(g.windows for g in golds)))
-    plans = cls.template_plans(spec, layer, [[index[y] for y in w] for w in windows],
+    plans = cls.template_plans(spec, layer, [[index[y] for y in w] for w in labels.windows],
                                settings.sigma)
-    z_list = pattern_list(len(layer.labels), plans)
-    longest = max((g.longest for g in golds), default=1) or 1
-    plan = sequence_pass.SequencePlan(spec, base_dir, lexicons, layer, plans, z_list,
-                                      cls.span_limit(spec, longest))
+    plan = SequencePlan(cls, spec, base_dir, lexicons, layer, plans,
+                        pattern_list(len(layer.labels), plans), labels.longest or 1)
     plan_f = constant(client, plan)
-    summaries = client.gather(client.map(_attribute_task, shards, reading=reading_f,
-                                         plan=plan_f, pure=False))
-    table = FeatureTable(cls, spec, plans, z_list, TemplateAttributes(spec, base_dir, lexicons),
-                         len(layer.labels), 1, longest, check_budget=False)
-    for summary in summaries:   # rows in the order first met over the shards in order
-        for (ti, key), zs in zip(summary.keys, summary.patterns):
-            table.merge_row(ti, key, zs)
-    del summaries
+    table = plan.table()
+    table.add_summary(_collected(client, _row_task, shards, reading=reading_f, plan=plan_f))
     table.check_size()   # (the driver's share, before the workers encode: module docstring)
     merged_f = constant(client, table.vocabs)
-    n_rows = len(table.row_template)
     workers = sorted(client.scheduler_info()["workers"])
     encoded = [client.submit(_encode_task, shard, reading_f, plan_f, merged_f,
                              workers=[workers[i % len(workers)]], allow_other_workers=True,
                              pure=False)
                for i, shard in enumerate(shards)]
-    counts = tree_reduce(client, [client.submit(sequence_pass.row_counts, e, n_rows, pure=False)
+    counts = tree_reduce(client, [client.submit(_counts_task, e, table.n_rows, pure=False)
                                   for e in encoded], _add_arrays).result()
     new_id = frequency_order(counts)   # (as FeatureTable.finish numbers rows)
     row_ptr, feat_pattern = table.renumber(new_id)
-    model = cls(spec, base_dir, layer, plans, z_list, table.vocabs, row_ptr, feat_pattern,
+    model = cls(spec, base_dir, layer, plans, plan.z_list, table.vocabs, row_ptr, feat_pattern,
                 lexicons)
     new_id_f = constant(client, new_id)
     recipe_f = constant(client, ModelRecipe.of(model, base_dir))
     return EncodedShards(model, recipe_f,
                          [(_final_task, e, new_id_f) for e in encoded],
-                         shards, n_sequences, sum(g.n_tokens for g in golds),
+                         shards, labels.n_instances, labels.n_tokens,
                          [reading_f, plan_f, merged_f, new_id_f, recipe_f, *encoded])
 
 
@@ -211,46 +240,20 @@ def _compile_graph(client, cls: type[Model], spec: ast.Spec, shards: list[Shard]
                    lexicons: dict, settings: TrainSettings, reading: Reading, source: str
                    ) -> EncodedShards:
     reading_f = constant(client, reading)
-    found = client.gather(client.map(_label_task, shards, reading=reading_f, pure=False))
-    n_instances = sum(f.n_instances for f in found)
-    if not n_instances:
+    labels = _collected(client, _label_task, shards, reading=reading_f)
+    if not labels.n_instances:
         raise DataError("the training data has no sequences", source, 0)
-    layers = [Layer(name, layer_labels(spec, name, set().union(*(f.labels[name] for f in found))))
-              for name in spec.outputs]
-    layers += [Layer(h.name, list(h.labels), True) for h in spec.hidden]
-    summaries = client.gather(client.map(_factor_task, shards, reading=reading_f,
-                                         base_dir=base_dir, lexicons=lexicons, layers=layers,
-                                         pure=False))
-    unroller = Unroller.for_spec(spec, base_dir, layers, lexicons)
-    # every gold configuration seen, as factors of one stand-in instance for ``template_plans``
-    factors, gold = [], []
-    for ti in range(len(spec.templates)):
-        for config in sorted(set().union(*(s.configs[ti] for s in summaries))):
-            factors.append((ti, list(range(len(gold), len(gold) + len(config))), None))
-            gold.extend(config)
-    templates = template_plans(spec, layers, unroller.layer_index, [factors],
-                               [np.array(gold, dtype=np.int64)], settings.sigma)
-    rows = _merge_factor_rows(templates, layers, summaries)
+    layers = graph_layers(spec, labels)
+    found = _collected(client, _factor_task, shards, reading=reading_f, base_dir=base_dir,
+                       lexicons=lexicons, layers=layers)
+    layer_index = Unroller.for_spec(spec, base_dir, layers, lexicons).layer_index
+    templates = template_plans(spec, layers, layer_index, found.configs, settings.sigma)
+    rows = feature_rows(templates, layers, found.rows)
     model = cls(spec, base_dir, layers, templates, rows.vocabs, *rows.arrays(), lexicons)
     recipe_f = constant(client, ModelRecipe.of(model, base_dir))
     return EncodedShards(model, recipe_f,
                          [(_graph_encode_task, shard, reading_f, recipe_f) for shard in shards],
-                         shards, n_instances, sum(f.n_tokens for f in found),
-                         [reading_f, recipe_f])
-
-
-def _merge_factor_rows(templates: list, layers: list[Layer],
-                       summaries: list[graph_pass.FactorSummary]) -> FeatureRows:
-    """The one-machine compile's ``FeatureRows`` of the whole data, from the
-    shards' summaries in shard order."""
-    config_sets = pattern_configs(templates, layers)
-    rows = FeatureRows.empty(templates, config_sets)
-    for summary in summaries:
-        for (ti, key), seen in zip(summary.keys, summary.seen_with):
-            r = rows.row(ti, key)
-            if templates[ti].support == "observed":
-                rows.configs[r].update(seen & config_sets[ti])
-    return rows
+                         shards, labels.n_instances, labels.n_tokens, [reading_f, recipe_f])
 
 
 _COMPILERS = {"sequence": _compile_sequence, "graph": _compile_graph}
