@@ -62,7 +62,7 @@ class TokenEntries:
 
     def token_of_entries(self) -> np.ndarray:
         """The token of every entry."""
-        return np.repeat(np.arange(len(self.tok_ptr) - 1, dtype=np.int64), np.diff(self.tok_ptr))
+        return np.repeat(np.arange(len(self.tok_ptr) - 1, dtype=np.int32), np.diff(self.tok_ptr))
 
 
 def _where(seq_ptr: np.ndarray, index: list[int], u: int) -> str:
@@ -117,16 +117,16 @@ class _Names:
         return got
 
     def layout(self, keys: tuple, values: list[object], n: int
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """(ids, weights, by_number), each [n, len(keys)], of ``n`` flat dicts
-        of layout ``keys`` whose values are ``values`` end to end; None when
-        some key's values are not all strings or all finite numbers."""
+               ) -> tuple[np.ndarray, dict[int, np.ndarray]] | None:
+        """(ids [n, len(keys)], {column: weights}) of ``n`` flat dicts of
+        layout ``keys`` whose values are ``values`` end to end (the weights
+        of the keys given numbers; the others weigh 1); None when some key's
+        values are not all strings or all finite numbers."""
         m = len(keys)
         if not all(type(key) is str for key in keys):
             return None
-        ids = np.empty((n, m), dtype=np.int64)
-        weights = np.ones((n, m))
-        by_number = np.zeros((n, m), dtype=np.bool_)
+        ids = np.empty((n, m), dtype=np.int32)
+        weights = {}
         for j, key in enumerate(keys):
             column = values[j::m]
             kinds = set(map(type, column))
@@ -134,16 +134,15 @@ class _Names:
                 ids[:, j] = self.pair_ids(key, column)
             elif kinds <= NUMBER_KINDS:
                 try:
-                    weights[:, j] = column
+                    weights[j] = np.array(column, dtype=np.float64)
                 except OverflowError:      # (a whole number beyond any float)
                     return None
-                if not np.isfinite(weights[:, j]).all():
+                if not np.isfinite(weights[j]).all():
                     return None
                 ids[:, j] = self.whole_id(key)
-                by_number[:, j] = True
             else:
                 return None
-        return ids, weights, by_number
+        return ids, weights
 
 
 class _OneByOne:
@@ -199,28 +198,28 @@ def read_tokens(seqs: Iterable[tuple[int, Sequence[object]]]) -> TokenEntries:
         index.append(i)
     seq_at = np.array(seq_ptr, dtype=np.int64)
     names = _Names()
-    read = []                        # (tokens, ids, weights, by_number) of each layout read
-    for keys, layout in layouts.items():
+    read = []                        # (tokens, ids, weights) of each layout read
+    for keys in list(layouts):
+        layout = layouts.pop(keys)   # (its values freed as soon as they are read)
         got = names.layout(keys, layout.values, len(layout.tokens))
         if got is None:
             others.extend(layout.tokens)
         else:
             read.append((np.array(layout.tokens, dtype=np.int64), *got))
-        layout.values = []
     one = _OneByOne(names)
     for u in sorted(others):
         one.read(u, tokens[u], _where(seq_at, index, u))
-    del tokens, layouts
+    del tokens
     return _assembled(seq_at, index, names, read, one)
 
 
 def _assembled(seq_ptr: np.ndarray, index: list[int], names: _Names, read: list,
                one: _OneByOne) -> TokenEntries:
     """The entries of the layouts ``read`` and the tokens read ``one`` by
-    one, put in token order."""
+    one, put in token order (``read`` is emptied on the way)."""
     n_tokens = int(seq_ptr[-1])
     counts = np.zeros(n_tokens, dtype=np.int64)
-    for at, ids, _, _ in read:
+    for at, ids, _ in read:
         counts[at] = ids.shape[1]
     one_at = np.frombuffer(one.tokens, dtype=np.int64) if len(one.tokens) else \
         np.zeros(0, dtype=np.int64)
@@ -228,13 +227,19 @@ def _assembled(seq_ptr: np.ndarray, index: list[int], names: _Names, read: list,
     counts[one_at] = one_counts
     tok_ptr = np.zeros(n_tokens + 1, dtype=np.int64)
     np.cumsum(counts, out=tok_ptr[1:])
+    del counts
     total = int(tok_ptr[-1])
-    name_ids = np.empty(total, dtype=np.int64)
-    weights = np.empty(total)
-    by_number = np.empty(total, dtype=np.bool_)
-    for at, ids, w, num in read:
-        where = (tok_ptr[at][:, None] + np.arange(ids.shape[1])).ravel()
-        name_ids[where], weights[where], by_number[where] = ids.ravel(), w.ravel(), num.ravel()
+    name_ids = np.empty(total, dtype=np.int32)
+    weights = np.ones(total)
+    by_number = np.zeros(total, dtype=np.bool_)
+    while read:
+        at, ids, numbers = read.pop()
+        first = tok_ptr[at]
+        for j in range(ids.shape[1]):
+            name_ids[first + j] = ids[:, j]
+            if j in numbers:
+                weights[first + j] = numbers[j]
+                by_number[first + j] = True
     if len(one_at):
         where = np.repeat(tok_ptr[one_at] - np.cumsum(one_counts) + one_counts, one_counts) \
             + np.arange(int(one_counts.sum()))
@@ -243,9 +248,8 @@ def _assembled(seq_ptr: np.ndarray, index: list[int], names: _Names, read: list,
         by_number[where] = np.frombuffer(one.by_number, dtype=np.int8).astype(np.bool_)
     text, same = _names(names.spelled)
     if same is not None:     # two spellings of one name: one id
-        name_ids = same[name_ids]
-    given = name_ids[by_number]
-    uniq, first = np.unique(given, return_index=True)
+        name_ids = same[name_ids].astype(np.int32)
+    uniq, first = np.unique(name_ids[by_number], return_index=True)
     numbers = uniq[np.argsort(first, kind="stable")].tolist()   # in the order first given
     return TokenEntries(seq_ptr, tok_ptr, name_ids, weights, by_number, text, numbers, index,
                         one.repeats or same is not None)
@@ -270,17 +274,30 @@ def merged(token: np.ndarray, key: np.ndarray, weight: np.ndarray, n_keys: int, 
     one key in one token made one: their weights summed in entry order
     (as ``d[k] = d.get(k, 0.0) + w`` sums them).  ``ordered``: each token's
     keys in ascending order, else in the order first met.  ``may_repeat``:
-    False when no token holds a key twice (unordered entries are then
-    returned as they are).  Returns (token, key, weight) of the merged
-    entries."""
-    code = token * max(n_keys, 1) + key
-    if len(code) < 2 or (np.all(code[1:] > code[:-1]) if ordered else not may_repeat):
-        return token, key, weight + 0.0      # (already so, the common case; -0.0 summed is 0.0)
-    uniq, first, group = np.unique(code, return_index=True, return_inverse=True)
-    sums = np.bincount(group, weights=weight, minlength=len(uniq))
-    if not ordered:    # (np.unique sorts by code: back to the order first met)
+    False when no token holds a key twice.  Returns (token, key, weight) of
+    the merged entries."""
+    if len(token) < 2 or not (ordered or may_repeat):
+        return token, key, weight + 0.0      # (-0.0 summed is 0.0)
+    code = token.astype(np.int64) * max(n_keys, 1) + key
+    if ordered:
+        if np.all(code[1:] > code[:-1]):
+            return token, key, weight + 0.0   # (already so: the common case)
+        order = np.argsort(code, kind="stable")      # (a token's entries of a key kept in order)
+        code = code[order] if may_repeat else None
+        token, key, weight = token[order], key[order], weight[order]
+        del order
+        if not may_repeat:
+            weight += 0.0
+            return token, key, weight
+        starts = np.concatenate([[True], code[1:] != code[:-1]])
+        first, group = np.flatnonzero(starts), np.cumsum(starts) - 1
+    else:    # (np.unique sorts by code: the groups back in the order first met)
+        _, first, group = np.unique(code, return_index=True, return_inverse=True)
         order = np.argsort(first, kind="stable")
-        first, sums = first[order], sums[order]
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        first, group = first[order], rank[group]
+    sums = np.bincount(group, weights=weight, minlength=len(first))
     return token[first], key[first], sums
 
 

@@ -45,6 +45,7 @@ BAG_KEY = f"tokens({BAG}[t])="   # how fgl names a bag word's attribute
 MAX_REPEAT = 1000         # the largest whole weight a bag attribute is repeated for
 EMPTY = "%"               # the bag word of the empty attribute name (a lone '%' is never an
                           # escape: every '%' of a name is written %25)
+CHUNK = 1 << 20           # entries turned into training rows at a time (bounded temporaries)
 MODEL_NAME = "sklearn-crfsuite feature dicts"   # the generated spec's `model` name
 META_KEY = "feature_dicts"   # the model file's metadata entry keeping the mapping (to_json)
 
@@ -310,50 +311,71 @@ class TrainingRows:
     ``rows`` writes them and the spec's observations read them back
     (``tokens(attrs[t])=NAME`` counted, ``regex(onK[t], "1") & wK[t]`` with
     its weight, the transitions' constant ``bias``).  The bag attributes
-    become keys of the compiler's key table a sequence at a time, in the
-    order the text rows would give them (``unit_rows``)."""
+    become keys of the compiler's key table at once, in the
+    order the text rows would give them (``_intern``)."""
 
     def __init__(self, spec: FeatureDictSpec, entries: TokenEntries):
-        self.spec, self.seq_ptr = spec, entries.seq_ptr
-        n_names, n_tokens = len(entries.names), len(entries.tok_ptr) - 1
-        col_of = np.full(n_names, -1, dtype=np.int64)
+        self.spec, self.seq_ptr, self.names = spec, entries.seq_ptr, entries.names
+        col_of = np.full(len(entries.names), -1, dtype=np.int32)
         col_of[entries.numbers] = np.arange(len(entries.numbers))   # (spec.numeric's order)
-        token, col = entries.token_of_entries(), col_of[entries.name_ids]
-        bag = col < 0            # (in training every number has its column)
-        bag_tok, self.bag_name, self.bag_val = merged(
-            token[bag], entries.name_ids[bag], entries.weights[bag], n_names, False,
-            entries.repeats)
-        num_tok, self.num_col, self.num_val = merged(
-            token[~bag], col[~bag], entries.weights[~bag], len(spec.numeric), True)
-        self.bag_ptr, self.num_ptr = _pointers(bag_tok, n_tokens), _pointers(num_tok, n_tokens)
+        bag_parts, num_parts = [], []
+        bag_count = np.zeros(len(entries.tok_ptr) - 1, dtype=np.int64)
+        num_count = np.zeros_like(bag_count)
+        for u0, u1 in _token_runs(entries.tok_ptr, CHUNK):   # (bounded temporaries)
+            bag, num = self._rows_of(entries, col_of, u0, u1)
+            bag_count[u0:u1] = np.bincount(bag[0] - u0, minlength=u1 - u0)
+            num_count[u0:u1] = np.bincount(num[0] - u0, minlength=u1 - u0)
+            bag_parts.append(bag[1:])
+            num_parts.append(num[1:])
+        self.bag_name = _joined([p[0] for p in bag_parts], np.int32)
+        self.bag_val = None if not entries.repeats else _joined([p[1] for p in bag_parts],
+                                                                np.float64)
+        self.num_col = _joined([p[0] for p in num_parts], np.int32)
+        self.num_val = _joined([p[1] for p in num_parts], np.float64)
+        del bag_parts, num_parts
+        self.bag_ptr, self.num_ptr = _pointers(bag_count), _pointers(num_count)
         # the bag names in order of first appearance, and where each sequence's new ones end
         first = np.unique(self.bag_name, return_index=True)[1]
         first.sort()
         self.new_names = self.bag_name[first]
         self.new_end = np.searchsorted(first, self.bag_ptr[self.seq_ptr[1:]])
-        self.names = entries.names
         self._keys: Any = None
 
-    def _intern(self, keys: Any, upto: int) -> None:
-        """Key ids for the bag names new in sequences up to ``upto`` (the
-        first call: the weighted attributes' keys first, and ``bias`` after
-        the first sequence's names, as the text rows give them)."""
-        if self._keys is not keys:
-            self._keys, self._done = keys, 0
-            self.key_of = np.full(len(self.names), -1, dtype=np.int64)
-            self.weighted = np.array([keys.key_id(k) for k in self.spec.weighted_keys()],
-                                     dtype=np.int64)
-            self.bias = None
-        while self._done <= upto:
-            last = upto if self.bias is not None else self._done
-            lo = int(self.new_end[self._done - 1]) if self._done else 0
-            new = self.new_names[lo:int(self.new_end[last])]
-            if len(new):
-                self.key_of[new] = keys.ids([BAG_KEY + escape(self.names[i])
-                                             for i in new.tolist()])
-            self._done = last + 1
-            if self.bias is None:
+    @staticmethod
+    def _rows_of(entries: TokenEntries, col_of: np.ndarray, u0: int, u1: int
+                 ) -> tuple[tuple, tuple]:
+        """(token, name, count) of the bag's entries and (token, column,
+        weight) of the weighted ones, of tokens u0..u1-1, merged per token
+        (``merged``; the counts None when no token repeats a name)."""
+        e0, e1 = int(entries.tok_ptr[u0]), int(entries.tok_ptr[u1])
+        ids, weights = entries.name_ids[e0:e1], entries.weights[e0:e1]
+        token = np.repeat(np.arange(u0, u1, dtype=np.int32), np.diff(entries.tok_ptr[u0:u1 + 1]))
+        col = col_of[ids]
+        bag = col < 0            # (in training every number has its column)
+        if entries.repeats:
+            bag_rows = merged(token[bag], ids[bag], weights[bag], len(entries.names), False)
+        else:    # (a count of 1 each)
+            bag_rows = (token[bag], ids[bag], None)
+        bag = ~bag
+        return bag_rows, merged(token[bag], col[bag], weights[bag], len(col_of), True)
+
+    def _intern(self, keys: Any) -> None:
+        """Key ids in ``keys`` for the weighted attributes and every bag name,
+        in the order the text rows would give them: the weighted attributes'
+        keys, the first sequence's names, ``bias`` (the transitions'),
+        then the other names in order of first appearance."""
+        self._keys = keys
+        self.key_of = np.full(len(self.names), -1, dtype=np.int64)
+        self.weighted = np.array([keys.key_id(k) for k in self.spec.weighted_keys()],
+                                 dtype=np.int64)
+        nonempty = np.flatnonzero(np.diff(self.seq_ptr))
+        split = int(self.new_end[nonempty[0]]) if len(nonempty) else 0
+        for part in (self.new_names[:split], None, self.new_names[split:]):
+            if part is None:
                 self.bias = keys.key_id("bias")
+            elif len(part):
+                self.key_of[part] = keys.ids([BAG_KEY + escape(self.names[i])
+                                              for i in part.tolist()])
 
     def unit_rows(self, i: int, keys: Any) -> list:
         """Per template of the spec (the bag, the weighted attributes if any,
@@ -361,12 +383,13 @@ class TrainingRows:
         Rows``, ids in ``keys``) of every token of sequence ``i``."""
         from fgl.features.span_arrays import Rows
 
-        self._intern(keys, i)
+        if self._keys is not keys:
+            self._intern(keys)
         a, b = int(self.seq_ptr[i]), int(self.seq_ptr[i + 1])
 
         lo, hi = int(self.bag_ptr[a]), int(self.bag_ptr[b])
         out = [Rows(self.bag_ptr[a:b + 1] - lo, self.key_of[self.bag_name[lo:hi]],
-                    self.bag_val[lo:hi])]
+                    np.ones(hi - lo) if self.bag_val is None else self.bag_val[lo:hi])]
         if self.spec.numeric:
             lo, hi = int(self.num_ptr[a]), int(self.num_ptr[b])
             out.append(Rows(self.num_ptr[a:b + 1] - lo, self.weighted[self.num_col[lo:hi]],
@@ -377,11 +400,24 @@ class TrainingRows:
         return out
 
 
-def _pointers(token: np.ndarray, n_tokens: int) -> np.ndarray:
-    """CSR offsets of entries sorted by ``token``, over ``n_tokens`` tokens."""
-    ptr = np.zeros(n_tokens + 1, dtype=np.int64)
-    np.cumsum(np.bincount(token, minlength=n_tokens), out=ptr[1:])
+def _pointers(counts: np.ndarray) -> np.ndarray:
+    """CSR offsets of per-token ``counts``."""
+    ptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
     return ptr
+
+
+def _token_runs(tok_ptr: np.ndarray, size: int) -> list[tuple[int, int]]:
+    """Runs of tokens (u0, u1) of about ``size`` entries each (a token
+    holding more is a run of its own)."""
+    cuts = np.unique(np.concatenate([
+        np.searchsorted(tok_ptr, np.arange(0, int(tok_ptr[-1]), size), side="right") - 1,
+        [len(tok_ptr) - 1]]))
+    return list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+
+
+def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
 
 
 @dataclass
