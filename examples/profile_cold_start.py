@@ -33,6 +33,7 @@ text).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import random
@@ -189,12 +190,35 @@ class Phases:
         return r.ru_utime + r.ru_stime
 
 
+def import_fgl():
+    """fgl and numba, as fgl loads it (``fgl.jit``)."""
+    importlib.import_module("fgl.jit")
+    return importlib.import_module("fgl")
+
+
+def import_times(top: int) -> None:
+    """``python -X importtime`` of what a ``CRFEstimator`` fit imports:
+    the whole, and the modules of the largest own (self) time."""
+    code = "import fgl.estimator, fgl.api, fgl.registry"
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], cwd=REPO,
+                         capture_output=True, text=True).stderr
+    rows = []
+    for line in out.splitlines():
+        if line.startswith("import time:") and "|" in line and "self" not in line:
+            own, whole, name = line[len("import time:"):].split("|")
+            rows.append((int(own), int(whole), name.strip()))
+    total = sum(own for own, _, _ in rows) / 1e6
+    print(f"\nimport ({code}, python -X importtime, wall): {total:.2f} s, "
+          f"{len(rows)} modules; the largest own times:")
+    for own, whole, name in sorted(rows, reverse=True)[:top]:
+        print(f"  {own / 1e6:6.3f} s  {name}  (with its imports {whole / 1e6:.3f} s)")
+
+
 def child(a) -> None:
     """One fresh process's work (``--child fit|tag``); JSON on standard output."""
     phases = Phases()
-    phases("import numba", lambda: __import__("fgl.jit"))   # (numba as fgl imports it)
-    recorder = CompileRecorder()
-    fgl = phases("import fgl", lambda: __import__("fgl"))
+    fgl = phases("import fgl", import_fgl)
+    recorder = CompileRecorder()                 # (importing compiles nothing: kernels are lazy)
     X, y, X_test, source = corpus(a)
     model = Path(a.model)
     if a.child == "fit":
@@ -238,6 +262,8 @@ def print_phases(runs: dict[str, dict]) -> None:
               f"{sum(len(c['signatures']) for c in r['compiles'].values())} specialisations)")
         print(f"{name:<26} {'cache i/o':<12} {r['lock_seconds'] - compiled:7.2f} {'':>7}  "
               "(compiler lock outside compilations: loading, saving the cache)")
+        print(f"{name:<26} {'the rest':<12} {r['process']['cpu'] - r['lock_seconds']:7.2f} "
+              f"{'':>7}  (Python, numpy and the kernels' own work: the whole less the lock)")
 
 
 def short(key: str, width: int) -> str:
@@ -277,15 +303,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="fgl_cold_") as tmp:
         env = {**os.environ, "NUMBA_CACHE_DIR": str(Path(tmp) / "numba")}
         model = Path(tmp) / "model.fglm"
-        runs = {"cold: fit + predict": run_child(a, "fit", env, model),
-                "cold: load + predict alone": None, "warm: fit + predict": None}
-        runs["warm: fit + predict"] = run_child(a, "fit", env, model)
+        cold = run_child(a, "fit", env, model)
+        warm = run_child(a, "fit", env, model)
         env = {**os.environ, "NUMBA_CACHE_DIR": str(Path(tmp) / "numba_tag")}
-        runs["cold: load + predict alone"] = run_child(a, "tag", env, model)
+        tag = run_child(a, "tag", env, model)
+    runs = {"cold: fit + predict": cold, "cold: load + predict alone": tag,
+            "warm: fit + predict": warm}
     print(f"data: {runs['cold: fit + predict']['source']}; fgl.CRFEstimator on feature dicts, "
           f"max_iter {a.max_iter}, jobs {a.jobs}; a new empty NUMBA_CACHE_DIR per cold run")
     print_phases(runs)
     print_compiles("cold fit + predict", runs["cold: fit + predict"]["compiles"], a.top)
+    import_times(8)
     print_compiles("cold load + predict", runs["cold: load + predict alone"]["compiles"],
                    min(a.top, 10))
 
