@@ -11,7 +11,10 @@ dicts: ``sklearn_crfsuite.CRF(...)`` and
 all_possible_transitions=True)`` (the same objective: docs/sklearn.md).
 
 Each side runs in its own subprocess (this script re-invoked with
-``--worker``), so the peak memory is its own.  Printed per side: feature
+``--worker``), so the peak memory is its own; the two sides run in turn
+``--rounds`` times (3 by default) and the table shows each figure's median,
+the ratios the median of each round's (on a shared machine a round's
+neighbours slow both sides of it alike).  Printed per side: feature
 extraction, fit and predict times, peak RSS, iterations, the final
 objective, the tutorial's score (token F1 weighted over the labels but O)
 and conlleval's chunk F1; then fgl / sklearn-crfsuite ratios.  With
@@ -22,14 +25,15 @@ The data is read in place from ../shared/data/conll2002 (``--data DIR``);
 without it, or without sklearn-crfsuite (``pip install sklearn-crfsuite``,
 in the ``bench`` extra), the script says so and exits 0.
 
-    python examples/bench_sklearn_crfsuite.py              # the tutorial, ~3 min on 2 cores
+    python examples/bench_sklearn_crfsuite.py              # the tutorial, 3 rounds, ~10 min
     python examples/bench_sklearn_crfsuite.py --quick      # 1500 sentences, 20 iterations
-    python examples/bench_sklearn_crfsuite.py --quick --profile
+    python examples/bench_sklearn_crfsuite.py --quick --rounds 1 --profile
 """
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -203,23 +207,38 @@ def parent(a) -> int:
         return 0
     mode = f"quick: {QUICK_SENTENCES} sentences" if a.quick else "the tutorial: all of esp.train"
     print(f"CoNLL-2002 Spanish NER, sklearn-crfsuite tutorial features; {mode}; c1 = c2 = 0.1, "
-          f"all transitions; fgl's kernels {'warm' if a.warm else 'as found'}")
-    cols = [(name, run_worker(a, name)) for name in ("sklearn-crfsuite", "fgl")]
+          f"all transitions; fgl's kernels {'warm' if a.warm else 'as found'}; "
+          f"{a.rounds} round(s), the two sides in turn, medians shown")
+    runs: dict[str, list[dict]] = {"sklearn-crfsuite": [], "fgl": []}
+    ratios = []
+    for r in range(a.rounds):
+        got = {name: run_worker(a, name) for name in runs}
+        if any(v is None for v in got.values()):
+            return 1
+        for name, res in got.items():
+            runs[name].append(res)
+        ratios.append([got["fgl"][k] / got["sklearn-crfsuite"][k] for k in RATIOS])
+        log(f"    round {r + 1}: fgl / sklearn-crfsuite: fit, predict, RSS "
+            + ", ".join(f"{x:.2f}x" for x in ratios[-1]))
+    cols = [(name, {key: statistics.median(res[key] for res in results)
+                    for key in results[0] if key not in ("name", "profile")})
+            for name, results in runs.items()]
     head = ["figure"] + [n for n, _ in cols]
-    body = [[label] + ["-" if r is None or r.get(key) is None else fmt.format(r[key])
-                       for _, r in cols] for label, key, fmt in ROWS]
-    (_, base), (_, mine) = cols
-    if base is not None and mine is not None:
-        body.append(["fgl / sklearn-crfsuite: fit, predict, RSS", ""]
-                    + [", ".join(f"{mine[k] / base[k]:.2f}x" for k in RATIOS)])
+    body = [[label] + [fmt.format(r[key]) for _, r in cols] for label, key, fmt in ROWS]
+    body.append(["fgl / sklearn-crfsuite: fit, predict, RSS", ""]
+                + [", ".join(f"{statistics.median(col):.2f}x" for col in zip(*ratios))])
     widths = [max(len(row[i]) for row in [head] + body) for i in range(len(head))]
     for row in [head] + body:
         print("  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i])
                         for i, c in enumerate(row)))
-    if mine is not None and mine.get("profile"):
+    if a.rounds > 1:
+        print("per round, fgl / sklearn-crfsuite (fit, predict, RSS): "
+              + "; ".join(", ".join(f"{x:.2f}x" for x in r) for r in ratios))
+    profile = runs["fgl"][-1].get("profile")
+    if profile:
         print("\nfgl predict, profiled (cumulative time):")
-        print("\n".join(mine["profile"]))
-    return 0 if base is not None and mine is not None else 1
+        print("\n".join(profile))
+    return 0
 
 
 def main() -> int:
@@ -228,6 +247,9 @@ def main() -> int:
     p.add_argument("--quick", action="store_true",
                    help=f"the first {QUICK_SENTENCES} training sentences, {QUICK_ITER} iterations")
     p.add_argument("--max-iter", type=int)
+    p.add_argument("--rounds", type=int, default=3,
+                   help="run the two sides in turn this many times and show the medians "
+                        "(a shared machine's noise; the ratios are each round's)")
     p.add_argument("--profile", action="store_true", help="profile fgl's predict call")
     p.add_argument("--no-warm", dest="warm", action="store_false",
                    help="do not compile fgl's kernels before the clock starts")

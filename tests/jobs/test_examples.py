@@ -53,7 +53,7 @@ RUNS: dict[str, tuple[list[str], str | None, list[str]]] = {
                             "2"], "conll2000", [
         r"features\s+[\d,]+\s+[\d,]+", r"iterations\s+3\s+3",
         r"(?m)^median\s+[\d.]+\s+[\d.]+\s+[\d.]+.*x$"]),
-    "bench_sklearn_crfsuite.py": (["--quick", "--max-iter", "3"], "conll2002", [
+    "bench_sklearn_crfsuite.py": (["--quick", "--max-iter", "3", "--rounds", "1"], "conll2002", [
         r"features \(weights\)\s+([\d,]+)\s+\1", r"iterations\s+3\s+3",
         r"fgl / sklearn-crfsuite: fit, predict, RSS\s+[\d.]+x, [\d.]+x, [\d.]+x"]),
     # peers run where found (CRF++, Wapiti binaries; python-crfsuite), else a note says so
