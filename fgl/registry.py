@@ -46,9 +46,10 @@ class Engine:
       2014 §2), so drawings show the segmentation over the tokens;
     - ``auto_scheme``: the evaluation scheme ``auto`` means for a spec
       (None: the tags' own scheme, ``fgl.data.schemes``);
-    - ``distributed_compile``: which passes compile it on a Dask cluster
-      (``fgl.distributed.compile``): ``"sequence"`` (gold labels, then
-      attributes) or ``"graph"`` (labels, then factors);
+    - ``distributed_compile``: which shard steps compile it, mapped over a
+      Dask cluster's shards by ``fgl.distributed.compile``: ``"sequence"``
+      (``fgl.compile.sequence_shards``: gold labels, then attributes) or
+      ``"graph"`` (``fgl.compile.graph_shards``: labels, then factors);
     - ``kernels``: per task ("train", "tag") the numba kernels whose cache
       tells a first run on this machine (``fgl.engines.first_run``);
     - ``exact``: its inference is exact for every spec it runs (False: it
