@@ -33,6 +33,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from fgl.errors import FglError
+from fgl.io.dict_tokens import collector_paused
 from fgl.io.feature_dicts import LABEL, MODEL_NAME, FeatureDictSpec
 from fgl.lang import ast
 from fgl.lang.overrides import OVERRIDE_DEFS
@@ -218,9 +219,10 @@ class CRFEstimator:
             self.__dict__.pop(name, None)
         dicts = prepared = None
         if self.spec is None:   # the dicts read once, into the attributes' arrays
-            dicts, prepared = FeatureDictSpec.for_training(
-                X, y, all_possible_states=bool(self.all_possible_states),
-                all_possible_transitions=bool(self.all_possible_transitions))
+            with collector_paused():
+                dicts, prepared = FeatureDictSpec.for_training(
+                    X, y, all_possible_states=bool(self.all_possible_states),
+                    all_possible_transitions=bool(self.all_possible_transitions))
         crf = CRF(self.spec if dicts is None else dicts.text + labels_statement(y),
                   verbose=bool(self.verbose), time_limit=self.time_limit, **overrides)
         if dicts is None:
@@ -320,8 +322,9 @@ class CRFEstimator:
 
     def predict(self, X: Sequence[Sequence[Any]]) -> list[list]:
         """The most likely label sequence of each sequence (with several
-        output layers, a tuple of labels per token)."""
-        return self._fitted().predict(self._plain(X))
+        output layers, a tuple of labels per token), all in one batch."""
+        with collector_paused():     # (objects without cycles, made per sequence)
+            return self._fitted().predict(self._plain(X))
 
     def _plain(self, X: Sequence[Sequence[Any]]) -> list:
         """``X`` for the CRF, which converts feature dicts itself."""

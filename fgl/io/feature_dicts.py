@@ -45,7 +45,7 @@ BAG_KEY = f"tokens({BAG}[t])="   # how fgl names a bag word's attribute
 MAX_REPEAT = 1000         # the largest whole weight a bag attribute is repeated for
 EMPTY = "%"               # the bag word of the empty attribute name (a lone '%' is never an
                           # escape: every '%' of a name is written %25)
-CHUNK = 1 << 20           # entries turned into training rows at a time (bounded temporaries)
+CHUNK = 1 << 18           # entries turned into training rows at a time (bounded temporaries)
 MODEL_NAME = "sklearn-crfsuite feature dicts"   # the generated spec's `model` name
 META_KEY = "feature_dicts"   # the model file's metadata entry keeping the mapping (to_json)
 
@@ -318,21 +318,30 @@ class TrainingRows:
         self.spec, self.seq_ptr, self.names = spec, entries.seq_ptr, entries.names
         col_of = np.full(len(entries.names), -1, dtype=np.int32)
         col_of[entries.numbers] = np.arange(len(entries.numbers))   # (spec.numeric's order)
-        bag_parts, num_parts = [], []
+        # filled a run of tokens at a time (bounded temporaries), into arrays of the
+        # entries' own number (merging repeated names in a token only shortens them)
+        n_bag = int(np.count_nonzero(col_of[entries.name_ids] < 0))
+        n_num = len(entries.name_ids) - n_bag
+        self.bag_name = np.empty(n_bag, dtype=np.int32)
+        self.bag_val = np.empty(n_bag) if entries.repeats else None
+        self.num_col, self.num_val = np.empty(n_num, dtype=np.int32), np.empty(n_num)
         bag_count = np.zeros(len(entries.tok_ptr) - 1, dtype=np.int64)
         num_count = np.zeros_like(bag_count)
-        for u0, u1 in _token_runs(entries.tok_ptr, CHUNK):   # (bounded temporaries)
-            bag, num = self._rows_of(entries, col_of, u0, u1)
-            bag_count[u0:u1] = np.bincount(bag[0] - u0, minlength=u1 - u0)
-            num_count[u0:u1] = np.bincount(num[0] - u0, minlength=u1 - u0)
-            bag_parts.append(bag[1:])
-            num_parts.append(num[1:])
-        self.bag_name = _joined([p[0] for p in bag_parts], np.int32)
-        self.bag_val = None if not entries.repeats else _joined([p[1] for p in bag_parts],
-                                                                np.float64)
-        self.num_col = _joined([p[0] for p in num_parts], np.int32)
-        self.num_val = _joined([p[1] for p in num_parts], np.float64)
-        del bag_parts, num_parts
+        b = n = 0
+        for u0, u1 in _token_runs(entries.tok_ptr, CHUNK):
+            (bag_tok, name, count), (num_tok, col, weight) = self._rows_of(entries, col_of, u0,
+                                                                           u1)
+            bag_count[u0:u1] = np.bincount(bag_tok - u0, minlength=u1 - u0)
+            num_count[u0:u1] = np.bincount(num_tok - u0, minlength=u1 - u0)
+            self.bag_name[b:b + len(name)] = name
+            if count is not None:
+                self.bag_val[b:b + len(name)] = count
+            self.num_col[n:n + len(col)], self.num_val[n:n + len(col)] = col, weight
+            b, n = b + len(name), n + len(col)
+        self.bag_name, self.num_col, self.num_val = \
+            self.bag_name[:b], self.num_col[:n], self.num_val[:n]
+        if self.bag_val is not None:
+            self.bag_val = self.bag_val[:b]
         self.bag_ptr, self.num_ptr = _pointers(bag_count), _pointers(num_count)
         # the bag names in order of first appearance, and where each sequence's new ones end
         first = np.unique(self.bag_name, return_index=True)[1]
@@ -414,10 +423,6 @@ def _token_runs(tok_ptr: np.ndarray, size: int) -> list[tuple[int, int]]:
         np.searchsorted(tok_ptr, np.arange(0, int(tok_ptr[-1]), size), side="right") - 1,
         [len(tok_ptr) - 1]]))
     return list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
-
-
-def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
 
 
 @dataclass
