@@ -14,16 +14,22 @@ and ``fgl.CRFEstimator``: fit, and predict or any other inference),
 whether or not the run is verbose, when someone watches standard error: a
 terminal, or a Jupyter notebook (whose standard error is no terminal).
 
-Measured cold, in CPU seconds, on the 2-core development machine (a fresh
-``NUMBA_CACHE_DIR``; 300 generated sentences of 20 tokens, ``fgl.CRF``
-fit then predict, 2026-12-06; each ``fgl.registry.Engine`` declares its
-estimates in ``kernels``): a first-order chain 23 s to train (a ``CRFEstimator`` on
-300 CoNLL-2000 sentences of feature dicts 26 s, a spec on them 26 s), its
-tagging 4 s after training in the same process and 12 s in a process of
-its own (loading the model, encoding); a semi-Markov CRF 29 s and 4 s; a
-skip chain (tree-reweighted BP and junction trees) 68 s and 5 s.  Later
-runs: 1.3 s to train the chain, 1.1 s to load and tag.  (On 2026-12-04,
-before more of each path was compiled, the chain took 7.9 s.)
+Measured cold, in CPU seconds, on the 2-core development machine, with
+``python examples/profile_cold_start.py`` (each step in a process of its
+own with a new ``NUMBA_CACHE_DIR``; an ``fgl.CRFEstimator`` on 300
+CoNLL-2000 sentences of feature dicts, 100 iterations; 2026-12-06, three
+runs; each ``fgl.registry.Engine`` declares its estimates in ``kernels``):
+a first-order chain 19-22 s to train (was 25-27 s before a slice copy's
+error text, a second type of the same kernel and numba's sort were cut),
+its tagging 4 s after training in the same process and 8 s in a process
+of its own (loading the model, encoding; was 12-14 s).  Earlier that day,
+on 300 generated sentences with ``fgl.CRF``: a semi-Markov CRF 29 s and
+4 s, a skip chain (tree-reweighted BP and junction trees) 68 s and 5 s.
+Later runs: 2.5-2.8 s for the chain's whole fit-and-predict process.
+
+The kernels compile once per type of the data they meet; the note looks
+for any cached compilation of an engine's kernels, so it misses a second
+type (a spec's binary attributes, then the estimator's int8 values).
 """
 from __future__ import annotations
 
