@@ -95,7 +95,6 @@ def _exp_transition_scores(pot, tables, sc, epsi, low):
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     T = pot.shape[0]
     n = tables.n_labels
-    P = tables.n_forward
     s_pattern = tables.s_pattern
     p_suffix = tables.p_suffix
     p_order = tables.p_order
@@ -113,7 +112,7 @@ def _exp_transition_scores(pot, tables, sc, epsi, low):
         # block ε: transition ε·y carries the label's pattern
         m, eps_lo = label_exps(pot[t], label_z, n, row)
         shift += m
-        mn, mx = extend_blocks(row, pot[t], n, eps_lo, n, P, p_order, p_suffix, s_pattern,
+        mn, mx = extend_blocks(row, pot[t], n, eps_lo, p_order, p_suffix, s_pattern,
                                block_dynamic, dynamic, static_exp, cum_lo, cum_hi)
         if not (mn >= lo and mx <= hi):
             return np.nan
@@ -374,9 +373,25 @@ def _exps(x):
         x[i] = exp_neg(x[i])
 
 
+class FactoredScratch(NamedTuple):
+    """``_factored_sequence``'s arrays for one sequence of T tokens, as one
+    argument: ``e`` [T, n] and ``low`` [T] (each step's label factors and
+    smallest factor), ``alpha`` and ``beta`` [T + 1, P], ``scale`` [T],
+    ``g`` [T, P], ``lab_marg`` [T, n] (written: the label marginals) and
+    ``product`` (``taken_scratch``)."""
+
+    e: np.ndarray
+    low: np.ndarray
+    alpha: np.ndarray
+    beta: np.ndarray
+    scale: np.ndarray
+    g: np.ndarray
+    lab_marg: np.ndarray
+    product: np.ndarray
+
+
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
-def _factored_sequence(pot, tables, cum, cum_t, c_lo, e, low, alpha, beta, scale, g, lab_marg,
-                       taken, product):
+def _factored_sequence(pot, tables, cum, cum_t, c_lo, work: FactoredScratch, taken):
     """The scaled path (Sutton & McCallum §1.4.6) when only block ε varies
     with t — every pattern longer than one label is observation-free, as in
     a first-order CRF with plain transition weights.  Each transition factor
@@ -393,9 +408,10 @@ def _factored_sequence(pot, tables, cum, cum_t, c_lo, e, low, alpha, beta, scale
     not be exact — the range checks of ``_scaled_sequence``, with ``c_lo``
     the smallest ``cum_lo`` (``low[t]``, the smallest factor of step t, is
     ``_exps`` of the smallest exponent: exact to the ulp, far inside TINY's
-    margin).  ``cum_t``: ``first_order_factors(tables, cum)``; ``product``:
-    ``taken_scratch`` for as many tokens."""
+    margin).  ``cum_t``: ``first_order_factors(tables, cum)``."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
+    e, low, alpha, beta, scale = work.e, work.low, work.alpha, work.beta, work.scale
+    g, lab_marg, product = work.g, work.lab_marg, work.product
     T = pot.shape[0]
     n = tables.n_labels
     P = tables.n_forward
@@ -839,9 +855,10 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
         potentials(a, T, units, features, tables, w, static, dynamic_patterns, w_dense, lab,
                    pot2)
         if path == _FACTORED:
-            log_z = _factored_sequence(pot2[:T], tables, cum, cum_t, c_lo, e_lab[:T], low[:T],
-                                       alpha[:T + 1], beta[:T + 1], scale[:T], g[:T],
-                                       lab_marg[:T], own_sum, product)
+            log_z = _factored_sequence(
+                pot2[:T], tables, cum, cum_t, c_lo,
+                FactoredScratch(e_lab[:T], low[:T], alpha[:T + 1], beta[:T + 1], scale[:T], g[:T],
+                                lab_marg[:T], product), own_sum)
         elif path == _SCALED:
             log_z = _scaled_sequence(pot2[:T], tables, sc, epsi[:T], alpha[:T + 1],
                                      beta[:T + 1], scale[:T], marg[:T])

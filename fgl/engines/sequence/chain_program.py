@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
 from fgl.engines.parallel import blocks
 from fgl.engines.program import Decoding, Expectations, Marginals, RunGradient
-from fgl.engines.sequence import chain, nbest, span_lattice
+from fgl.engines.sequence import chain, nbest, partition, span_lattice
 from fgl.engines.sequence.encoded import (
     BlockLayout,
     EncodedData,
@@ -25,7 +25,6 @@ from fgl.engines.sequence.encoded import (
     local_layout,
     row_block_sums,
     run_parallel,
-    sequence_log_z,
 )
 from fgl.engines.sequence.structure import ChainStructure
 from fgl.jit import njit
@@ -243,9 +242,8 @@ class ChainProgram(SequenceProgram):
               ) -> list[nbest.NBest]:
         """The k best labellings of every sequence, best first
         (``fgl.engines.sequence.nbest``): one kernel call per run of sequences."""
-        static, w_dense = self.scoring(w)
-        scoring = nbest.Scoring(w, static, np.arange(len(self.structure.patterns)), w_dense)
-        units, tables = span_lattice.units(data), self.structure.tables
+        scoring, units, tables = self.kernel_scoring(w), span_lattice.units(data), \
+            self.structure.tables
 
         def kernel(i0: int, i1: int, found: nbest.Found) -> None:
             nbest.batch_chain_kbest(i0, i1, units, self.features, tables, scoring, k, found)
@@ -260,8 +258,20 @@ class ChainProgram(SequenceProgram):
                           [:, :st.n_labels] for i in range(data.n_sequences)])
 
     def log_partition(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> np.ndarray:
-        """log Z(x) of every sequence."""
-        return sequence_log_z(self, w, data)
+        """log Z(x) of every sequence: one kernel call per run of sequences
+        (``fgl.engines.sequence.partition``)."""
+        scoring, units, tables = self.kernel_scoring(w), span_lattice.units(data), \
+            self.structure.tables
+
+        def kernel(i0: int, i1: int, out: np.ndarray) -> None:
+            partition.batch_chain_log_z(i0, i1, units, self.features, tables, scoring, out)
+
+        return partition.batch_log_z(data, jobs, kernel)
+
+    def kernel_scoring(self, w: np.ndarray) -> nbest.Scoring:
+        """``scoring(w)`` as the batch kernels take it, every pattern filled."""
+        static, w_dense = self.scoring(w)
+        return nbest.Scoring(w, static, np.arange(len(self.structure.patterns)), w_dense)
 
 
 class ChainRuns(SequenceRuns):
@@ -286,9 +296,10 @@ class ChainRuns(SequenceRuns):
         self.units = span_lattice.units(data)
         const = program.const_feats   # (the first features of every run's layout, in order)
         order = np.argsort(program.feat_s[const], kind="stable")
-        self.const_by_s, self.const_at = const[order], order.astype(np.int64)
-        self.const_ptr = np.searchsorted(program.feat_s[const][order],
-                                         np.arange(len(program.structure.s_parent) + 1))
+        self.consts = ConstantsByState(
+            const[order], order.astype(np.int64),
+            np.searchsorted(program.feat_s[const][order],
+                            np.arange(len(program.structure.s_parent) + 1)))
         self.on = np.zeros(len(program.structure.s_parent), dtype=np.bool_)
 
     def gradient(self, w: np.ndarray, i0: int, i1: int) -> RunGradient:
@@ -302,9 +313,8 @@ class ChainRuns(SequenceRuns):
         move_dense(rows, self.row_ptr, self.chain.row_dense, self.slot, w, self.w_dense, grad,
                    self.grad_ptr, self.grad_dense, False)
         gold_score = subtract_gold(i0, i1, self.units, self.data.gold, self.row_ptr,
-                                   self.chain.feat_s, self.const_by_s, self.const_at,
-                                   self.const_ptr, st.tables.s_next, st.tables.s_parent,
-                                   st.n_labels, w, grad, self.grad_ptr, self.on)
+                                   self.chain.feat_s, self.consts, st.tables, w, grad,
+                                   self.grad_ptr, self.on)
         return RunGradient(log_z - gold_score, index, grad)
 
 
@@ -329,21 +339,35 @@ def move_dense(rows, row_ptr, row_dense, slot, w, w_dense, grad, grad_ptr, grad_
             grad_dense[d, :] = 0.0
 
 
+class ConstantsByState(NamedTuple):
+    """The constant features (active at every token; a run's layout holds
+    them first) by the transition states whose gold count they take, as
+    one argument: for state s, features ``by_s[ptr[s]:ptr[s + 1]]``, at
+    ``at[ptr[s]:ptr[s + 1]]`` in the layout."""
+
+    by_s: np.ndarray
+    at: np.ndarray
+    ptr: np.ndarray
+
+
 @njit(cache=True, nogil=True)
-def subtract_gold(i0, i1, units, gold, row_ptr, feat_s, const_by_s, const_at, const_ptr, s_next,
-                  s_parent, n, w, grad, grad_ptr, on):
+def subtract_gold(i0, i1, units, gold, row_ptr, feat_s, consts: ConstantsByState, tables, w, grad,
+                  grad_ptr, on):
     """Subtract the gold counts of sequences i0..i1-1 from ``grad`` (the
     run's compact layout: the constant features first, row r's from
     ``grad_ptr[r]``) and return their score w·F(x, y).  The gold walk of
     ``span_lattice.gold_counts`` at span length 1, counting into the run's own
     features instead of a full-length vector, and the constant features by
-    the gold transition's states (``const_by_s`` from ``const_ptr``, at
-    ``const_at`` in the layout) instead of testing every one at every token:
-    a sentence's gold cost 38-49 µs that way, scattered over 3.6 MB."""
+    the gold transition's states (``consts``) instead of testing every one
+    at every token: a sentence's gold cost 38-49 µs that way, scattered
+    over 3.6 MB."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
     seq_ptr = units.seq_ptr
     unit_ptr = units.unit_ptr
     unit_row = units.unit_row
     unit_val = units.unit_val
+    const_by_s, const_at, const_ptr = consts.by_s, consts.at, consts.ptr
+    s_next, s_parent, n = tables.s_next, tables.s_parent, tables.n_labels
     score = 0.0
     for i in range(i0, i1):
         q = 0

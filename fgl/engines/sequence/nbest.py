@@ -266,11 +266,13 @@ def batch_chain_kbest(i0, i1, units, features, tables, scoring, k, found):
 
 
 @njit(cache=True, nogil=True)
-def batch_segment_kbest(i0, i1, m, max_length, units, features, tables, limits, distinct,
+def batch_segment_kbest(i0, i1, span_limits: segments_batch.SpanLimits, units, features, tables,
                         scoring, k, found):
-    """The k best segmentations of sequences i0..i1-1 (``m`` units per
-    token, spans up to ``max_length``) into ``found``, labels numbered by
-    ``limits``' order (``segments.label_order``), in one call."""
+    """The k best segmentations of sequences i0..i1-1 (spans as
+    ``span_limits`` says, labels numbered by their limits' order,
+    ``segments.label_order``) into ``found``, in one call."""
+    m, max_length = span_limits.units_per_token, span_limits.longest
+    limits, distinct = span_limits.max_len, span_limits.distinct
     P = scoring.fill.shape[0]
     lab = np.empty(tables.n_labels)
     for i in range(i0, i1):
@@ -278,8 +280,9 @@ def batch_segment_kbest(i0, i1, m, max_length, units, features, tables, limits, 
         T = units.seq_ptr[i + 1] - a
         L = min(max_length, T)
         pot = np.empty((T, L, P))
-        segments_batch.potentials(a, T, m, L, units, features, tables, scoring.w,
-                                  scoring.static, scoring.fill, scoring.w_dense, lab, pot)
+        segments_batch.potentials(a, T, segments_batch.SpanLimits(m, L, limits, distinct), units,
+                                  features, tables, scoring.w, scoring.static, scoring.fill,
+                                  scoring.w_dense, lab, pot)
         _kbest_into(pot, T, a, i, tables, limits, distinct, k, found)
 
 

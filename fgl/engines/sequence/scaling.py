@@ -115,14 +115,20 @@ def label_exps(z_row, label_z, c, row):
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy", inline="always")
-def extend_blocks(row, z_row, c, e_lo, n, P, p_order, p_suffix, s_pattern, block_dynamic,
-                  dynamic, static_exp, cum_lo, cum_hi):
+def extend_blocks(row, z_row, c, e_lo, p_order, p_suffix, s_pattern, block_dynamic, dynamic,
+                  static_exp, cum_lo, cum_hi):
     """Fill the forward-state blocks of one position's ``row`` (block ε,
     ``row[:c]``, already holding the label exponentials whose smallest is
     ``e_lo``) for the labels y < c: each block is its parent block times the
     exp of its own pattern potentials (``z_row``) where they vary, else
     ``static_exp``.  Returns the smallest and largest value written (for a
-    static block, the bounds ``cum_lo``/``cum_hi``: exact enough to be safe)."""
+    static block, the bounds ``cum_lo``/``cum_hi``: exact enough to be safe).
+    The tables are the caller's unpacked ``StateTables`` and ``ScaledTables``
+    fields (inlined into a loop over positions, a bundle's field reads would
+    each cost reference counting): P forward states (``p_order``), n labels
+    (``s_pattern`` holds P·n)."""
+    P = p_order.shape[0]
+    n = s_pattern.shape[0] // P
     mn = e_lo
     mx = 1.0
     for i in range(1, P):

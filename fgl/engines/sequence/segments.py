@@ -180,7 +180,7 @@ def _span_factors(pot, T, tables, sc, cnt, distinct, epsi, ws):
             z_row = pot[u, dm]
             m, e_lo = label_exps(z_row, label_z, c, row)
             off[u, dm] = m - shift
-            mn, mx = extend_blocks(row, z_row, c, e_lo, n, P, p_order, p_suffix, s_pattern,
+            mn, mx = extend_blocks(row, z_row, c, e_lo, p_order, p_suffix, s_pattern,
                                    block_dynamic, dynamic, static_exp, cum_lo, cum_hi)
             if not (mn >= lo and mx <= hi):
                 return np.nan
@@ -228,10 +228,14 @@ def _label_factors(pot, T, tables, cnt, c_lo, c_hi, ws):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _push(src, u, x, F, fi, c, s_next, p_next_run, run_blocks, gather_blocks, n, out, v):
+def _push(src, u, x, F, fi, c, s_next, p_next_run, run_blocks, gather_blocks, out, v):
     """out[v, next(p·y)] += x · src[u, p] · F[fi, p·n + y] for every forward
     state p and label y < c (``chain._forward_push`` over a prefix of
-    labels, with a weight)."""
+    labels, with a weight).  The tables are the caller's unpacked
+    ``StateTables`` fields (inlined into loops, a bundle's field reads
+    would each cost reference counting): n labels, ``s_next`` holding P·n
+    for the P of ``p_next_run``."""
+    n = s_next.shape[0] // p_next_run.shape[0]
     for p in run_blocks:
         a = src[u, p] * x
         q0 = p_next_run[p]
@@ -246,10 +250,11 @@ def _push(src, u, x, F, fi, c, s_next, p_next_run, run_blocks, gather_blocks, n,
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pull(out, u, x, F, fi, c, s_next, p_next_run, run_blocks, gather_blocks, n, nxt, v):
+def _pull(out, u, x, F, fi, c, s_next, p_next_run, run_blocks, gather_blocks, nxt, v):
     """out[u, p] += x · Σ_{y < c} F[fi, p·n + y] · nxt[v, next(p·y)] for
     every forward state p (``chain._backward_step`` over a prefix of
-    labels)."""
+    labels; the tables as for ``_push``)."""
+    n = s_next.shape[0] // p_next_run.shape[0]
     for p in run_blocks:
         q0 = p_next_run[p]
         base = p * n
@@ -334,13 +339,12 @@ def _forward(F, E, factored, T, tables, cnt, alpha, ws):
                                                  n)
             if factored:
                 tmp[0, :] = 0.0
-                _push(alpha, u, x, F, 0, c, s_next, p_next_run, run_blocks, gather_blocks, n,
-                      tmp, 0)
+                _push(alpha, u, x, F, 0, c, s_next, p_next_run, run_blocks, gather_blocks, tmp, 0)
                 for q in range(1, tmp.shape[1]):
                     row[q] += tmp[0, q] * E[k, p_label[q]]
             else:
-                _push(alpha, u, x, F, k, c, s_next, p_next_run, run_blocks, gather_blocks, n,
-                      alpha, v)
+                _push(alpha, u, x, F, k, c, s_next, p_next_run, run_blocks, gather_blocks, alpha,
+                      v)
         scale = 0.0
         for q in range(row.shape[0]):
             scale += row[q]
@@ -371,7 +375,6 @@ def _backward(F, E, factored, T, tables, cnt, beta, ws):
     by δ·β̂(v, q)), or inf when a β̂ reached HUGE."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     L = ws.weight.shape[1]
-    n = tables.n_labels
     s_next = tables.s_next
     p_next_run = tables.p_next_run
     run_blocks = tables.run_blocks
@@ -394,11 +397,11 @@ def _backward(F, E, factored, T, tables, cnt, beta, ws):
             if factored:  # g(q): the label factor of q times β̂(v, q)
                 for q in range(1, g.shape[1]):
                     g[0, q] = E[k, p_label[q]] * beta[v, q]
-                _pull(beta, u, x, F, 0, cnt[dm], s_next, p_next_run, run_blocks, gather_blocks,
-                      n, g, 0)
+                _pull(beta, u, x, F, 0, cnt[dm], s_next, p_next_run, run_blocks, gather_blocks, g,
+                      0)
             else:
                 _pull(beta, u, x, F, k, cnt[dm], s_next, p_next_run, run_blocks, gather_blocks,
-                      n, beta, v)
+                      beta, v)
         mx = 0.0
         for p in range(out.shape[0]):
             mx = max(mx, out[p])

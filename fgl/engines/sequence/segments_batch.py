@@ -13,6 +13,8 @@ counts (``span_lattice.gold_counts``).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from fgl.engines.sequence import chain, span_lattice
@@ -24,16 +26,32 @@ from fgl.engines.sequence.scaling import (
     static_tables,
 )
 from fgl.engines.sequence.segments import factored_sequence, scaled_sequence, scaled_workspace
+from fgl.engines.sequence.structure import StateTables
 from fgl.jit import njit
 
 
+class SpanLimits(NamedTuple):
+    """A segment program's spans over its encoded data, as one argument:
+    ``units_per_token`` (m: span (u, d) of the sequence that starts at token
+    a is unit (a + u)·m + d - 1), ``longest`` (L: the most tokens a span
+    holds), ``max_len`` (label y's limit, labels numbered by non-increasing
+    limit) and ``distinct`` (no two adjacent segments share a label)."""
+
+    units_per_token: int
+    longest: int
+    max_len: np.ndarray
+    distinct: bool
+
+
 @njit(cache=True, nogil=True)
-def potentials(a, T, m, L, units, features, tables, w, static, fill, w_dense, lab, pot):
+def potentials(a, T, limits: SpanLimits, units, features, tables, w, static, fill, w_dense, lab,
+               pot):
     """pot[u, d-1, z] for the spans of the sequence of T tokens from token
-    ``a`` (unit (a + u)·m + d - 1, d <= L) and the patterns in ``fill``:
-    ``chain.potentials`` over the sequence's units at once when they are
-    rows of ``pot`` (``m`` = L) and few lie past the end, else over each
-    start's run of units."""
+    ``a`` (unit (a + u)·m + d - 1, d <= L: ``limits``' units per token and
+    longest span) and the patterns in ``fill``: ``chain.potentials`` over
+    the sequence's units at once when they are rows of ``pot`` (``m`` = L)
+    and few lie past the end, else over each start's run of units."""
+    m, L = limits.units_per_token, limits.longest
     if m == L and T >= L:
         chain.potentials(a * m, T * m, units, features, tables, w, static, fill, w_dense, lab,
                          pot[:T].reshape((T * m, pot.shape[2])))
@@ -59,19 +77,17 @@ def distinct_cumulative(cum, tables):
 _FACTORED, _SCALED, _LOG_SPACE = 0, 1, 2
 
 
-def batch_expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
-                       grad, grad_dense):
+def batch_expectations(i0: int, i1: int, limits: SpanLimits, units: span_lattice.Units,
+                       features: chain.ChainFeatures, tables: StateTables, w: np.ndarray,
+                       w_dense: np.ndarray, grad: np.ndarray, grad_dense: np.ndarray) -> float:
     """Σ log Z over sequences i0..i1 and, into ``grad``, the expected feature
-    counts (a dense row's into ``grad_dense[d, y]``).  Spans have at most L
-    tokens, ``max_len[y]`` for label y (labels numbered by non-increasing
-    limit); m is the data's units per token; ``distinct``: no two adjacent
-    segments share a label.  Every sequence takes the factored path when
-    every longer pattern is static (``_factored_path``), else the general
-    scaled path, and the span kernel where these would not be exact."""
+    counts (a dense row's into ``grad_dense[d, y]``), spans as ``limits``
+    says.  Every sequence takes the factored path when every longer pattern
+    is static (``_factored_path``), else the general scaled path, and the
+    span kernel where these would not be exact."""
     redo = np.zeros(max(i1 - i0, 0), dtype=np.bool_)
-    args = (i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense, grad,
-            grad_dense, redo)
-    fast = _expectations_factored if _factored_path(features, tables, w, distinct) \
+    args = (i0, i1, limits, units, features, tables, w, w_dense, grad, grad_dense, redo)
+    fast = _expectations_factored if _factored_path(features, tables, w, limits.distinct) \
         else _expectations_scaled
     total = fast(*args)
     if redo.any():
@@ -92,34 +108,36 @@ def _factored_path(features, tables, w, distinct):
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
-def _expectations_factored(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
-                           grad, grad_dense, redo):
-    return _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
-                         grad, grad_dense, redo, _FACTORED)
+def _expectations_factored(i0, i1, limits, units, features, tables, w, w_dense, grad, grad_dense,
+                           redo):
+    return _expectations(i0, i1, limits, units, features, tables, w, w_dense, grad, grad_dense,
+                         redo, _FACTORED)
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
-def _expectations_scaled(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
-                         grad, grad_dense, redo):
-    return _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
-                         grad, grad_dense, redo, _SCALED)
+def _expectations_scaled(i0, i1, limits, units, features, tables, w, w_dense, grad, grad_dense,
+                         redo):
+    return _expectations(i0, i1, limits, units, features, tables, w, w_dense, grad, grad_dense,
+                         redo, _SCALED)
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
-def _expectations_log_space(i0, i1, m, L, units, features, tables, max_len, distinct, w,
-                            w_dense, grad, grad_dense, redo):
-    return _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense,
-                         grad, grad_dense, redo, _LOG_SPACE)
+def _expectations_log_space(i0, i1, limits, units, features, tables, w, w_dense, grad, grad_dense,
+                            redo):
+    return _expectations(i0, i1, limits, units, features, tables, w, w_dense, grad, grad_dense,
+                         redo, _LOG_SPACE)
 
 
 @njit(nogil=True, fastmath=SAFE_FAST, error_model="numpy", inline="always")
-def _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense, grad,
+def _expectations(i0, i1, limits: SpanLimits, units, features, tables, w, w_dense, grad,
                   grad_dense, redo, path):
     """``batch_expectations`` on one path (a constant: inlined, each compiled
     variant keeps only its own branch).  The fast paths mark in ``redo``
     (indexed from i0) the sequences they cannot scale and leave them out;
     the log-space path takes only those."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
+    m, L, max_len, distinct = (limits.units_per_token, limits.longest, limits.max_len,
+                               limits.distinct)
     seq_ptr = units.seq_ptr
     unit_ptr = units.unit_ptr
     unit_row = units.unit_row
@@ -133,6 +151,7 @@ def _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w
     S = P * n
     max_t = span_lattice.longest(seq_ptr, i0, i1)
     Lm = min(L, max_t)
+    within = SpanLimits(m, Lm, max_len, distinct)
     cnt = span_lattice.label_counts(max_len, Lm)
     static = chain.static_potentials(features, tables, w)
     dynamic_patterns = np.flatnonzero(dynamic)
@@ -159,7 +178,7 @@ def _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w
         T = seq_ptr[i + 1] - a
         if T == 0 or (path == _LOG_SPACE and not redo[i - i0]):
             continue
-        potentials(a, T, m, Lm, units, features, tables, w, static, dynamic_patterns, w_dense,
+        potentials(a, T, within, units, features, tables, w, static, dynamic_patterns, w_dense,
                    lab, pot)
         if path == _FACTORED:
             log_z = factored_sequence(pot, T, tables, cum, c_lo, c_hi, cnt, work, ws, own_sum)
@@ -209,14 +228,18 @@ def _expectations(i0, i1, m, L, units, features, tables, max_len, distinct, w, w
 
 
 @njit(cache=True, nogil=True)
-def batch_viterbi(i0, i1, m, L, units, features, tables, max_len, distinct, w, w_dense, labels,
+def batch_viterbi(i0, i1, limits: SpanLimits, units, features, tables, w, w_dense, labels,
                   starts):
     """Best segmentation of sequences i0..i1 (the span kernel, max
-    semiring): per token its segment's label into ``labels``, and 1 where a
-    segment starts (else 0) into ``starts`` (both flat over tokens)."""
+    semiring; spans as ``limits`` says): per token its segment's label into
+    ``labels``, and 1 where a segment starts (else 0) into ``starts`` (both
+    flat over tokens)."""
+    m, L, max_len, distinct = (limits.units_per_token, limits.longest, limits.max_len,
+                               limits.distinct)
     seq_ptr = units.seq_ptr
     max_t = span_lattice.longest(seq_ptr, i0, i1)
     Lm = min(L, max_t)
+    within = SpanLimits(m, Lm, max_len, distinct)
     static = chain.static_potentials(features, tables, w)
     all_patterns = np.arange(tables.n_patterns)
     lab = np.empty(tables.n_labels)
@@ -229,7 +252,7 @@ def batch_viterbi(i0, i1, m, L, units, features, tables, max_len, distinct, w, w
         T = seq_ptr[i + 1] - a
         if T == 0:
             continue
-        potentials(a, T, m, Lm, units, features, tables, w, static, all_patterns, w_dense, lab,
+        potentials(a, T, within, units, features, tables, w, static, all_patterns, w_dense, lab,
                    pot)
         span_lattice.viterbi(pot, T, tables, max_len, work, labels[a:a + T], starts[a:a + T],
                              distinct)

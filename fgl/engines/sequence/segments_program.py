@@ -17,14 +17,13 @@ from typing import ClassVar
 import numpy as np
 
 from fgl.engines.program import Decoding, Expectations, Marginals
-from fgl.engines.sequence import nbest, segments, segments_batch, span_lattice
+from fgl.engines.sequence import nbest, partition, segments, segments_batch, span_lattice
 from fgl.engines.sequence.chain_program import ChainProgram
 from fgl.engines.sequence.encoded import (
     EncodedData,
     SequenceProgram,
     dense_block_sums,
     run_parallel,
-    sequence_log_z,
 )
 from fgl.engines.sequence.structure import ChainStructure
 
@@ -65,11 +64,12 @@ class SegmentProgram(SequenceProgram):
         nothing between calls, so there is none)."""
         w_dense = self.table.dense_weights(w)
         units = span_lattice.units(data)
+        limits = self.span_limits(data, self.max_length)
 
         def kernel(i0: int, i1: int, grad: np.ndarray, grad_dense: np.ndarray) -> float:
             return segments_batch.batch_expectations(
-                i0, i1, data.units_per_token, self.max_length, units, self.features,
-                self.machine.tables, self.limits, self.distinct, w, w_dense, grad, grad_dense)
+                i0, i1, limits, units, self.features, self.machine.tables, w, w_dense, grad,
+                grad_dense)
 
         return Expectations(*dense_block_sums(data.seq_ptr, jobs, self.n_features, w_dense,
                                               self.table.dense_feats, self.table.dense_slot,
@@ -78,7 +78,7 @@ class SegmentProgram(SequenceProgram):
     def gold_counts(self, data: EncodedData) -> np.ndarray:
         counts = np.zeros(self.n_features)
         span_lattice.gold_counts(span_lattice.units(data), self.rank[data.gold], data.starts,
-                          data.units_per_token, self.features, self.machine.tables, counts)
+                                 data.units_per_token, self.features, self.machine.tables, counts)
         return counts
 
     def decode(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> Decoding:
@@ -86,12 +86,11 @@ class SegmentProgram(SequenceProgram):
         units = span_lattice.units(data)
         labels = np.zeros(data.n_tokens, dtype=np.int64)
         starts = np.zeros(data.n_tokens, dtype=np.int64)
+        limits = self.span_limits(data, self.max_length)
 
         def work(i0: int, i1: int) -> None:
-            segments_batch.batch_viterbi(i0, i1, data.units_per_token, self.max_length,
-                                           units, self.features, self.machine.tables,
-                                           self.limits, self.distinct, w, w_dense, labels,
-                                           starts)
+            segments_batch.batch_viterbi(i0, i1, limits, units, self.features,
+                                         self.machine.tables, w, w_dense, labels, starts)
 
         run_parallel(jobs, data, work)
         return Decoding(data.split(self.order[labels]), data.split(starts))
@@ -101,14 +100,12 @@ class SegmentProgram(SequenceProgram):
         """The k best segmentations of every sequence, best first
         (``fgl.engines.sequence.nbest``), in the model's label ids: one
         kernel call per run of sequences."""
-        static, w_dense = self.table.scoring(w)
-        scoring = nbest.Scoring(w, static, np.arange(len(self.machine.patterns)), w_dense)
-        units, m = span_lattice.units(data), data.units_per_token
+        scoring = self.kernel_scoring(w)
+        units, limits = span_lattice.units(data), self.span_limits(data, self.max_length)
 
         def kernel(i0: int, i1: int, found: nbest.Found) -> None:
-            nbest.batch_segment_kbest(i0, i1, m, self.max_length, units, self.features,
-                                      self.machine.tables, self.limits, self.distinct, scoring,
-                                      k, found)
+            nbest.batch_segment_kbest(i0, i1, limits, units, self.features, self.machine.tables,
+                                      scoring, k, found)
 
         return [got._replace(labels=self.order[got.labels])
                 for got in nbest.batch_nbest(data, k, jobs, kernel)]
@@ -120,11 +117,17 @@ class SegmentProgram(SequenceProgram):
         st = self.machine
         static, w_dense = self.table.scoring(w)
         pot = np.empty((T, L, len(st.patterns)))
-        segments_batch.potentials(a, T, data.units_per_token, L, span_lattice.units(data),
-                                    self.features, st.tables, w, static,
-                                    np.arange(len(st.patterns)), w_dense, np.empty(st.n_labels),
-                                    pot)
+        segments_batch.potentials(a, T, self.span_limits(data, L), span_lattice.units(data),
+                                  self.features, st.tables, w, static,
+                                  np.arange(len(st.patterns)), w_dense, np.empty(st.n_labels),
+                                  pot)
         return pot
+
+    def span_limits(self, data: EncodedData, longest: int) -> segments_batch.SpanLimits:
+        """The kernels' ``SpanLimits`` over ``data``, spans of at most
+        ``longest`` tokens."""
+        return segments_batch.SpanLimits(int(data.units_per_token), int(longest), self.limits,
+                                         bool(self.distinct))
 
     def marginals(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> Marginals:
         """Per sequence, P(token t lies in a segment labelled y | x) as a
@@ -137,7 +140,7 @@ class SegmentProgram(SequenceProgram):
             T, L = pot.shape[:2]
             work = span_lattice.workspace(T, L, st.tables)
             segments.sequence_marginals(pot, T, st.tables, self.limits, self.distinct, work,
-                                          segments.scaled_workspace(T, L, n, st.n_forward))
+                                        segments.scaled_workspace(T, L, n, st.n_forward))
             marg = work.marg[:, :, st.pattern_s[:n]]
             tok = np.zeros((T, n))
             for u in range(T):
@@ -147,5 +150,19 @@ class SegmentProgram(SequenceProgram):
         return Marginals(out)
 
     def log_partition(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> np.ndarray:
-        """log Z(x) of every sequence."""
-        return sequence_log_z(self, w, data)
+        """log Z(x) of every sequence: one kernel call per run of sequences
+        (``fgl.engines.sequence.partition``)."""
+        scoring, units = self.kernel_scoring(w), span_lattice.units(data)
+        limits = self.span_limits(data, self.max_length)
+
+        def kernel(i0: int, i1: int, out: np.ndarray) -> None:
+            partition.batch_segment_log_z(i0, i1, limits, units, self.features,
+                                          self.machine.tables, scoring, out)
+
+        return partition.batch_log_z(data, jobs, kernel)
+
+    def kernel_scoring(self, w: np.ndarray) -> nbest.Scoring:
+        """The table's scoring of ``w`` as the batch kernels take it, every
+        pattern filled."""
+        static, w_dense = self.table.scoring(w)
+        return nbest.Scoring(w, static, np.arange(len(self.machine.patterns)), w_dense)

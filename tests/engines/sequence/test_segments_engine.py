@@ -263,7 +263,7 @@ def test_span_kernel_needs_labels_numbered_by_limit():
     pot = np.zeros((3, 2, 2))
     with pytest.raises(ValueError, match="non-increasing length limit"):
         span_lattice.sequence_marginals(pot, 3, st_.tables, np.array([1, 2]),
-                                 span_lattice.workspace(3, 2, st_.tables))
+                                        span_lattice.workspace(3, 2, st_.tables))
 
 
 def _cases():

@@ -80,7 +80,7 @@ def span_sum(st_: ChainStructure, pot: np.ndarray) -> tuple[float, np.ndarray]:
     T = pot.shape[0]
     work = span_lattice.workspace(T, 1, st_.tables)
     log_z = span_lattice.sequence_marginals(np.ascontiguousarray(pot[:, None, :]), T, st_.tables,
-                                     np.ones(st_.n_labels, dtype=np.int64), work)
+                                            np.ones(st_.n_labels, dtype=np.int64), work)
     return log_z, work.marg[:, 0, :].copy()
 
 
@@ -94,7 +94,7 @@ def span_max(st_: ChainStructure, pot: np.ndarray, L: int = 1) -> tuple[np.ndarr
     labels = np.empty(T, dtype=np.int64)
     starts = np.empty(T, dtype=np.int64)
     best = span_lattice.viterbi(pot3, T, st_.tables, np.ones(st_.n_labels, dtype=np.int64),
-                         span_lattice.workspace(T, L, st_.tables), labels, starts)
+                                span_lattice.workspace(T, L, st_.tables), labels, starts)
     np.testing.assert_array_equal(starts, 1)
     return labels, best
 
@@ -158,10 +158,10 @@ def test_factored_path_equals_span_kernel(model):
     lab_marg = np.empty((T, n))
     taken = np.zeros(S)
     cum_t = chain.first_order_factors(tables, cum)
-    fast_z = chain._factored_sequence(fast_pot, tables, cum, cum_t, c_lo, np.empty((T, n)),
-                                      np.empty(T), np.empty((T + 1, P)), np.empty((T + 1, P)),
-                                      np.empty(T), np.empty((T, P)), lab_marg, taken,
-                                      chain.taken_scratch(T, tables, cum_t))
+    work = chain.FactoredScratch(np.empty((T, n)), np.empty(T), np.empty((T + 1, P)),
+                                 np.empty((T + 1, P)), np.empty(T), np.empty((T, P)), lab_marg,
+                                 chain.taken_scratch(T, tables, cum_t))
+    fast_z = chain._factored_sequence(fast_pot, tables, cum, cum_t, c_lo, work, taken)
     if np.abs(pot).max() < 5.0:
         assert np.isfinite(fast_z)
     event("factored path exact" if np.isfinite(fast_z) else "factored path gave up")
@@ -185,10 +185,10 @@ def factored_log_z(st_: ChainStructure, pot: np.ndarray) -> float:
     cum = scaling.static_cumulative(sc.static_exp, tables)
     c_lo = min(1.0, sc.cum_lo[1:].min())
     cum_t = chain.first_order_factors(tables, cum)
-    return chain._factored_sequence(pot, tables, cum, cum_t, c_lo, np.empty((T, n)), np.empty(T),
-                                    np.empty((T + 1, P)), np.empty((T + 1, P)), np.empty(T),
-                                    np.empty((T, P)), np.empty((T, n)), np.zeros(P * n),
-                                    chain.taken_scratch(T, tables, cum_t))
+    work = chain.FactoredScratch(np.empty((T, n)), np.empty(T), np.empty((T + 1, P)),
+                                 np.empty((T + 1, P)), np.empty(T), np.empty((T, P)),
+                                 np.empty((T, n)), chain.taken_scratch(T, tables, cum_t))
+    return chain._factored_sequence(pot, tables, cum, cum_t, c_lo, work, np.zeros(P * n))
 
 
 @pytest.mark.parametrize("transition", [-6.0, 6.0])
@@ -461,7 +461,7 @@ def add_span_counts(problem, i: int, marg: np.ndarray, counts: np.ndarray) -> No
 def segments_program(problem) -> SegmentProgram:
     n, patterns, row_ptr, feat_pattern, limits, distinct, _, _ = problem
     return SegmentProgram(ChainStructure.build(n, patterns), row_ptr, feat_pattern, limits,
-                             np.array([0, 1]), distinct)
+                          np.array([0, 1]), distinct)
 
 
 # issue 47: a fresh clone's falsifying example.  One label, whose bias (1187.3) makes every
@@ -493,7 +493,7 @@ def test_segments_batch_expectations_equal_span_kernel(problem):
             continue
         work = span_lattice.workspace(T, L, est.tables)
         total += span_lattice.sequence_marginals(span_potentials(problem, i), T, est.tables,
-                                          limits[order], work, distinct)
+                                                 limits[order], work, distinct)
         add_span_counts(problem, i, work.marg[:, :, est.pattern_s], counts)
     mag = ATOL * max(1.0, float(np.abs(w).sum()) * 3 * data.n_tokens * L)
     assert got.log_z == pytest.approx(total, rel=RTOL, abs=mag)
