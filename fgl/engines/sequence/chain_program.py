@@ -15,7 +15,7 @@ import numpy as np
 
 from fgl.engines.parallel import blocks
 from fgl.engines.program import Decoding, Expectations, Marginals, RunGradient
-from fgl.engines.sequence import chain, nbest, span_lattice
+from fgl.engines.sequence import chain, nbest, partition, span_lattice
 from fgl.engines.sequence.encoded import (
     BlockLayout,
     EncodedData,
@@ -25,7 +25,6 @@ from fgl.engines.sequence.encoded import (
     local_layout,
     row_block_sums,
     run_parallel,
-    sequence_log_z,
 )
 from fgl.engines.sequence.structure import ChainStructure
 from fgl.jit import njit
@@ -243,9 +242,8 @@ class ChainProgram(SequenceProgram):
               ) -> list[nbest.NBest]:
         """The k best labellings of every sequence, best first
         (``fgl.engines.sequence.nbest``): one kernel call per run of sequences."""
-        static, w_dense = self.scoring(w)
-        scoring = nbest.Scoring(w, static, np.arange(len(self.structure.patterns)), w_dense)
-        units, tables = span_lattice.units(data), self.structure.tables
+        scoring, units, tables = self.kernel_scoring(w), span_lattice.units(data), \
+            self.structure.tables
 
         def kernel(i0: int, i1: int, found: nbest.Found) -> None:
             nbest.batch_chain_kbest(i0, i1, units, self.features, tables, scoring, k, found)
@@ -260,8 +258,20 @@ class ChainProgram(SequenceProgram):
                           [:, :st.n_labels] for i in range(data.n_sequences)])
 
     def log_partition(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> np.ndarray:
-        """log Z(x) of every sequence."""
-        return sequence_log_z(self, w, data)
+        """log Z(x) of every sequence: one kernel call per run of sequences
+        (``fgl.engines.sequence.partition``)."""
+        scoring, units, tables = self.kernel_scoring(w), span_lattice.units(data), \
+            self.structure.tables
+
+        def kernel(i0: int, i1: int, out: np.ndarray) -> None:
+            partition.batch_chain_log_z(i0, i1, units, self.features, tables, scoring, out)
+
+        return partition.batch_log_z(data, jobs, kernel)
+
+    def kernel_scoring(self, w: np.ndarray) -> nbest.Scoring:
+        """``scoring(w)`` as the batch kernels take it, every pattern filled."""
+        static, w_dense = self.scoring(w)
+        return nbest.Scoring(w, static, np.arange(len(self.structure.patterns)), w_dense)
 
 
 class ChainRuns(SequenceRuns):

@@ -288,13 +288,6 @@ def summed(results: list[tuple[float, np.ndarray]]) -> tuple[float, np.ndarray]:
     return sum(r[0] for r in results), grad
 
 
-def sequence_log_z(program, w: np.ndarray, data: EncodedData) -> np.ndarray:
-    """log Z(x) of every sequence of ``data``: an exact program's
-    ``expectations`` on each sequence alone."""
-    return np.array([program.expectations(w, data.subset(i, i + 1)).log_z
-                     for i in range(data.n_sequences)])
-
-
 @njit(cache=True, nogil=True)
 def run_rows(tok_ptr, tok_row, u0, u1, keep, mark):
     """The distinct rows r with ``keep[r]`` of units u0..u1-1, ascending

@@ -17,14 +17,13 @@ from typing import ClassVar
 import numpy as np
 
 from fgl.engines.program import Decoding, Expectations, Marginals
-from fgl.engines.sequence import nbest, segments, segments_batch, span_lattice
+from fgl.engines.sequence import nbest, partition, segments, segments_batch, span_lattice
 from fgl.engines.sequence.chain_program import ChainProgram
 from fgl.engines.sequence.encoded import (
     EncodedData,
     SequenceProgram,
     dense_block_sums,
     run_parallel,
-    sequence_log_z,
 )
 from fgl.engines.sequence.structure import ChainStructure
 
@@ -101,8 +100,7 @@ class SegmentProgram(SequenceProgram):
         """The k best segmentations of every sequence, best first
         (``fgl.engines.sequence.nbest``), in the model's label ids: one
         kernel call per run of sequences."""
-        static, w_dense = self.table.scoring(w)
-        scoring = nbest.Scoring(w, static, np.arange(len(self.machine.patterns)), w_dense)
+        scoring = self.kernel_scoring(w)
         units, limits = span_lattice.units(data), self.span_limits(data, self.max_length)
 
         def kernel(i0: int, i1: int, found: nbest.Found) -> None:
@@ -152,5 +150,19 @@ class SegmentProgram(SequenceProgram):
         return Marginals(out)
 
     def log_partition(self, w: np.ndarray, data: EncodedData, jobs: int = 1) -> np.ndarray:
-        """log Z(x) of every sequence."""
-        return sequence_log_z(self, w, data)
+        """log Z(x) of every sequence: one kernel call per run of sequences
+        (``fgl.engines.sequence.partition``)."""
+        scoring, units = self.kernel_scoring(w), span_lattice.units(data)
+        limits = self.span_limits(data, self.max_length)
+
+        def kernel(i0: int, i1: int, out: np.ndarray) -> None:
+            partition.batch_segment_log_z(i0, i1, limits, units, self.features,
+                                          self.machine.tables, scoring, out)
+
+        return partition.batch_log_z(data, jobs, kernel)
+
+    def kernel_scoring(self, w: np.ndarray) -> nbest.Scoring:
+        """The table's scoring of ``w`` as the batch kernels take it, every
+        pattern filled."""
+        static, w_dense = self.table.scoring(w)
+        return nbest.Scoring(w, static, np.arange(len(self.machine.patterns)), w_dense)
