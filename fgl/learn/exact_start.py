@@ -35,6 +35,11 @@ from fgl import registry
 from fgl.lang import ast
 from fgl.model import Model
 
+# the part trains to the run's `tol` (this one under trainers without it, SGD), within its own
+# iteration limit (the default max_iter) whatever the run's
+PART_TOL = 1e-5
+PART_MAX_ITER = 1000
+
 
 def links_positions(tpl: ast.Template) -> bool:
     """Whether a template links positions of two indices (a ``where`` pair,

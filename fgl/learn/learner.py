@@ -327,6 +327,16 @@ def train_lbfgs(program: Program, data: object, sigma: np.ndarray, *,
     return run.finish(result)
 
 
+class NothingEvaluated(TrainingError):
+    """A run stopped (``reason``) before its first evaluation ended: no
+    weights of its own (``fgl.learn.run`` keeps an exact part's, when it
+    started from one)."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
 def _stopped_at(state: LBFGSState | None, first: tuple | None, reason: str,
                 log: TrainingLog, start: float) -> LBFGSResult:
     """The result of a run stopped inside an evaluation: the iterate of its
@@ -340,7 +350,7 @@ def _stopped_at(state: LBFGSState | None, first: tuple | None, reason: str,
         return LBFGSResult(x, f, g, 0, log.evaluations, False,
                            f"{reason} inside the first iteration: the model holds the "
                            "starting weights", [])
-    raise TrainingError(
+    raise NothingEvaluated(reason,
         f"{reason} before the first evaluation of the objective ended (after "
         f"{time.perf_counter() - start:.1f} s): there are no trained weights, so no model was "
         "written; allow more time, or make an evaluation cheaper (fewer BP passes: a "

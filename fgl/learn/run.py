@@ -24,8 +24,8 @@ from fgl.lang import ast
 from fgl.lang.overrides import OVERRIDES
 from fgl.lang.settings import TrainSettings
 from fgl.learn.checkpoint import TrainingState, check_same_model, load_checkpoint, save_checkpoint
-from fgl.learn.exact_start import PartStart, planned, transfer
-from fgl.learn.learner import TrainingLog
+from fgl.learn.exact_start import PART_MAX_ITER, PART_TOL, PartStart, planned, transfer
+from fgl.learn.learner import NothingEvaluated, TrainingLog
 from fgl.learn.trainers import choose, setting_errors
 from fgl.learn.trainers.base import Fitted
 from fgl.model import Model
@@ -132,6 +132,9 @@ class TrainingRun:
         if bp_start == "warm":
             raise FglError("bp_start = warm keeps BP messages per worker between evaluations; "
                            "distributed training starts BP cold (remove bp_start)")
+        if self.settings.value("start") == "exact_part":
+            raise FglError("start = exact_part trains the spec's exact part on one machine; "
+                           "distributed training starts at zero (remove start)")
 
     def check_data(self, model: Model, data: Any) -> int:
         """The training data's unlabelled nodes (trained by the marginal
@@ -220,7 +223,19 @@ class TrainingRun:
         (its exact part first, when ``start_from`` gave one)."""
         self._begin(model)
         start = self._train_part(model)
-        model, weights, log = self.trainer.fit(self, model, data)
+        stopped = self.should_stop() if start is not None else None   # (while the part trained)
+        try:
+            if stopped is not None:
+                raise NothingEvaluated(stopped, stopped)
+            model, weights, log = self.trainer.fit(self, model, data)
+        except NothingEvaluated as e:
+            if start is None:
+                raise
+            weights = self.initial_weights(model)   # stopped: the part's weights are the model
+            log = TrainingLog(objective=start["objective"], message=(
+                f"{e.reason} inside the first iteration: the model holds the starting weights "
+                f"(the exact part's{', stopped while it trained' if stopped else ''}; its "
+                f"objective {start['objective']:.6g} is shown)"))
         log.start = start
         return self._finished(model, weights, log)
 
@@ -228,9 +243,10 @@ class TrainingRun:
         part, self._part = self._part, None
         if part is None:
             return None
-        options = self.settings.options()
-        w, start = part.train(max_iter=getattr(options, "max_iter", 1000),
-                              tol=getattr(options, "tol", 1e-5), jobs=self.jobs,
+        # (the part's own iteration limit, not the run's: a run stopped early and one resumed
+        # from its checkpoint start from the same part)
+        w, start = part.train(max_iter=PART_MAX_ITER,
+                              tol=getattr(self.settings.options(), "tol", PART_TOL), jobs=self.jobs,
                               should_stop=self.should_stop, verbose=self.verbose)
         self._w0, start["carried"] = transfer(part.model, w, model)
         if self.verbose:

@@ -99,7 +99,8 @@ RUNS: dict[str, tuple[list[str], str | None, list[str]]] = {
         r"(?m)^linear/lbfgs\s+[\d.]+\s+1\.00\s+10\s+\d+",
         r"(?m)^skip/lbfgs\s+[\d.]+\s+[\d.]+\s+10\s",
         r"(?m)^skip/sgd\s+[\d.]+\s+[\d.]+\s+10\s+0\s",
-        r"(?m)^skip/lbfgs .*\n  time: compile [\d.]+s; evaluations [\d.]+s \(\d+ at iterates"]),
+        r"(?m)^skip/lbfgs .*\n  time: compile [\d.]+s; exact part first [\d.]+s \(\d+ "
+        r"iterations\); evaluations [\d.]+s \(\d+ at iterates"]),
     "skip_chain_conll2002.py": (["--quick"], "conll2002", [
         r"(?m)^linear-chain\s+\d", r"(?m)^skip-chain\s+\d", r"inconsistently mislabelled"]),
     # every model's row in both settings' tables, its accuracy a percentage (0.00-100.00)

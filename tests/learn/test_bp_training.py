@@ -308,7 +308,8 @@ def test_bp_start_setting_reaches_the_learner(tmp_path, monkeypatch):
     for start in ("cold", "warm"):
         text = TRAINED_CHAIN_FORMAT.format(extra=SKIP_EQUAL_WORDS,
                                            infer="infer trp(max_iter = 50, tol = 1e-6)",
-                                           train=f"train {{ bp_start = {start}\n max_iter = 5 }}")
+                                           train=f"train {{ bp_start = {start}\n max_iter = 5 "
+                                                 "start = zero }")
         spec = tmp_path / f"{start}.fgl"
         spec.write_text(text)
         CRF(spec).fit_sentences(data)

@@ -111,7 +111,10 @@ def test_a_default_trw_run_resumes_from_its_checkpoint(tmp_path):
     objective — and training converges where the uninterrupted run does, to
     BP's precision."""
     X, y = inputs_and_labels(training_sentences())
-    spec = CHAIN_FORMAT.format(extra=SKIP_EQUAL_WORDS, infer="infer trw")
+    # (from zero: test_api_resume_reaches_the_uninterrupted_weights resumes runs that start
+    # from their exact part)
+    spec = CHAIN_FORMAT.format(extra=SKIP_EQUAL_WORDS, infer="infer trw") + \
+        "train { start = zero }\n"
     full = CRF(spec, max_iter=300, jobs=1).fit(X, y)
     assert full.training_log.converged, full.training_log.message
     ck = tmp_path / "ck.fglm"

@@ -232,5 +232,6 @@ def test_a_rate_that_overflows_ends_in_a_training_error(text):
     error, on the exact engine and under BP (which refuses their potentials)."""
     X, y = inputs_and_labels(segment_data(n_train=10)[0])
     with pytest.raises(TrainingError, match="training diverged"):
-        CRF(_spec(text, "train { trainer = sgd  learning_rate = 1e308  epochs = 2 }"),
+        CRF(_spec(text, "train { trainer = sgd  learning_rate = 1e308  epochs = 2  "
+                        "start = zero }"),
             jobs=1).fit(X, y)
