@@ -13,6 +13,11 @@ with the module hidden (a 1-D ``np.dot`` then compiles as a loop, and a
 matrix product imports SciPy as usual).  Where numba was imported before
 fgl, nothing changes.
 
+A cache index written by an fgl whose modules had other names (one from
+before a module was renamed, left in ``__pycache__``) is a cache miss, not
+an ``ImportError``: numba unpickles an index before it compares the
+source's stamp (``_tolerate_stale_indexes``).
+
 Also the bitcasts between float64 and int64 that
 ``fgl.engines.vector_math``'s exp and log take a number apart with, and
 from float32 to uint32, which the L-BFGS history stores words with.
@@ -57,9 +62,34 @@ if "numba.np.arraymath" not in sys.modules and BLAS_MODULE not in sys.modules \
         del sys.modules[BLAS_MODULE]
 
 from numba import njit, types  # noqa: E402
+from numba.core import caching  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
 __all__ = ["bits_to_float", "float_to_bits", "njit", "single_to_bits"]
+
+
+def _tolerate_stale_indexes() -> None:
+    """Make a numba cache index that names a module or class this fgl no
+    longer has read as empty: the kernel compiles and its index is written
+    anew.  (numba reads the pickled overloads before it checks whether the
+    source changed, so an index left by an older fgl raised ImportError on
+    the first call of a kernel whose name and line had stayed.)"""
+    index_file = getattr(caching, "IndexDataCacheFile", None)
+    load = getattr(index_file, "_load_index", None)
+    if load is None or getattr(load, "tolerates_stale", False):
+        return
+
+    def load_index(self):
+        try:
+            return load(self)
+        except (ImportError, AttributeError):
+            return {}
+
+    load_index.tolerates_stale = True
+    index_file._load_index = load_index
+
+
+_tolerate_stale_indexes()
 
 
 def _bitcast(source, target):
