@@ -149,6 +149,9 @@ def _kbest_forward(T, tables, cnt, psi, k, ks, kc, kr, km):
     codes (d - 1)·S + s of the last span's transition and predecessor
     ranks of the best partial labellings ending in state q at token v,
     best first."""
+    if k == 1:
+        _best_forward(T, tables, cnt, psi, ks, kc, kr, km)
+        return
     L = psi.shape[1]
     n = tables.n_labels
     P = tables.n_forward
@@ -183,6 +186,43 @@ def _kbest_forward(T, tables, cnt, psi, k, ks, kc, kr, km):
         for q in range(P):
             _drain(hs[q], hc[q], hr[q], hm[q], ks[v, q], kc[v, q], kr[v, q])
             km[v, q] = hm[q]
+
+
+@njit(cache=True, nogil=True)
+def _best_forward(T, tables, cnt, psi, ks, kc, kr, km):
+    """``_kbest_forward`` at k = 1 without heaps: per (v, q) the best entry,
+    a tie going to the lower code, as ``_better`` ranks them."""
+    L = psi.shape[1]
+    n = tables.n_labels
+    P = tables.n_forward
+    s_next = tables.s_next
+    S = P * n
+    km[:, :] = 0
+    ks[0, 0, 0] = 0.0
+    kc[0, 0, 0] = -1
+    kr[0, 0, 0] = 0
+    km[0, 0] = 1
+    for v in range(1, T + 1):
+        best = ks[v, :, 0]
+        code_of = kc[v, :, 0]
+        for dm in range(min(L, v)):
+            u = v - dm - 1
+            ps = psi[u, dm]
+            for p in range(P):
+                if km[u, p] == 0:
+                    continue
+                base = ks[u, p, 0]
+                for s in range(p * n, p * n + cnt[dm]):
+                    if ps[s] == -np.inf:
+                        continue
+                    q = s_next[s]
+                    x = base + ps[s]
+                    code = dm * S + s
+                    if km[v, q] == 0 or x > best[q] or (x == best[q] and code < code_of[q]):
+                        best[q] = x
+                        code_of[q] = code
+                        kr[v, q, 0] = 0
+                        km[v, q] = 1
 
 
 @njit(cache=True, nogil=True)

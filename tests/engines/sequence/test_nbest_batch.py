@@ -95,3 +95,18 @@ def test_batched_chain_kbest_scores_are_the_enumerations(trained):
                                    rtol=1e-9, atol=1e-9)
         for labels, score in zip(got.labels, got.scores):
             assert truth[tuple(int(v) for v in labels)] == pytest.approx(score, abs=1e-9)
+
+
+@settings(max_examples=10)
+@given(name=st.sampled_from(["chain", "segments"]), pick=st.lists(st.integers(0, 7), min_size=1,
+                                                                  max_size=8))
+def test_the_one_best_pass_is_the_heaps_first(trained, name, pick):
+    """K = 1 runs a pass without heaps (``nbest._best_forward``): the same
+    labelling, starts and score as the first of the heap pass's K = 3."""
+    crf, Xt = trained[name]
+    _, program, data = _encoded(crf, [Xt[i] for i in pick])
+    for one, three in zip(program.nbest(crf.weights, data, 1),
+                          program.nbest(crf.weights, data, 3)):
+        assert np.array_equal(one.labels, three.labels[:1])
+        assert np.array_equal(one.starts, three.starts[:1])
+        assert np.array_equal(one.scores, three.scores[:1])
