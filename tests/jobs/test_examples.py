@@ -67,6 +67,10 @@ RUNS: dict[str, tuple[list[str], str | None, list[str]]] = {
     "profile_chain.py": (["--sentences", "300", "--train-iter", "1", "--repeats", "1",
                           "--bandwidth-mb", "32"], "conll2000", [
         r"scoring +[0-9.]+", r"counting +[0-9.]+", r"GB/s on one thread"]),
+    "profile_cold_start.py": (["--usual-cache", "--sentences", "20", "--max-iter", "3",
+                               "--top", "5"], None, [
+        r"cold: fit \+ predict +fit +[0-9.]+", r"numba compilations by exclusive",
+        r"python -X importtime"]),
     "profile_trw.py": (["--train-docs", "10", "--train-iter", "2", "--repeats", "1",
                         "--reference-sweeps", "200"], "conll2003", [
         r"factor tables +[0-9.]+ +[0-9.]+", r"(?m)^sweeps +[0-9.]+ +[0-9.]+",
