@@ -103,3 +103,22 @@ train { sigma = 2 }
 def checked_spec(text: str) -> Spec:
     """``text`` parsed and validated."""
     return validate(parse_spec(text, "<test>"))
+
+
+# a second-order chain and a semi-Markov CRF, trained briefly: the sequence engines'
+# batched n-best and log Z are checked on them (tests/engines/sequence)
+SHORT_TRAINED_CHAIN = """columns word, label
+output label
+template state: y[t] ~ bias, word[t], word[t-1]
+template trans: y[t-1..t]
+template tri:   y[t-2..t]
+train { sigma = 3  max_iter = 15 }
+"""
+
+SHORT_TRAINED_SEGMENTS = """columns word, label
+output label
+segments max 3 from bio
+template segment: s[j] ~ bias, lower(word[u]), length
+template transition: s[j-1..j]
+train { sigma = 3  max_iter = 15 }
+"""

@@ -12,26 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.brute_force import chain_all_scores
 from support.sentences import inputs_and_labels, segment_data
+from support.specs import SHORT_TRAINED_CHAIN as CHAIN
+from support.specs import SHORT_TRAINED_SEGMENTS as SEGMENTS
 
 from fgl import CRF
 from fgl.engines.sequence import nbest
 from fgl.io.rows import as_sentences
-
-CHAIN = """columns word, label
-output label
-template state: y[t] ~ bias, word[t], word[t-1]
-template trans: y[t-1..t]
-template tri:   y[t-2..t]
-train { sigma = 3  max_iter = 15 }
-"""
-
-SEGMENTS = """columns word, label
-output label
-segments max 3 from bio
-template segment: s[j] ~ bias, lower(word[u]), length
-template transition: s[j-1..j]
-train { sigma = 3  max_iter = 15 }
-"""
 
 
 @pytest.fixture(scope="module")
