@@ -18,10 +18,13 @@ which needs one ``exp`` per transition instead of three; when a scale could
 underflow the sequence goes to the span kernel.  When only single labels
 carry observations (a first-order CRF with plain transition weights, or
 unobserved high-order patterns), every transition factor is a label factor
-times a constant, and ``_factored_sequence`` needs one ``exp`` per label and
-token and no per-token transition table; in a first-order chain, the
-expected transition counts of a whole sequence are then one matrix product
-(``_add_taken_first_order``, BLAS).
+times a constant, and the factored path (``_factored_forward``) needs one
+``exp`` per label and token and no per-token transition table; in a
+first-order chain, the expected transition counts of a whole sequence are
+then one matrix product (``_add_taken_first_order``, BLAS).  Which path and
+which kind of chain (first order or not) is decided in Python, once per
+call over many sequences, and each has a kernel of its own: a first run
+compiles only the code its model takes.
 
 Why one module of some 900 lines: the scaled and the factored path share
 their block loops (``_forward_push``, ``_backward_step``) and the checks
@@ -136,7 +139,7 @@ def _scaled_forward_backward(epsi, low, tables, alpha, beta, scale):
     run_blocks = tables.run_blocks
     run_ptr = tables.run_ptr
     gather_blocks = tables.gather_blocks
-    # _factored_sequence repeats this frame around the shared push (_forward_push);
+    # _factored_forward repeats this frame around the shared push (_forward_push);
     # its underflow check, label factor and log of the scales differ
     alpha[0, :] = 0.0
     alpha[0, 0] = 1.0
@@ -374,7 +377,7 @@ def _exps(x):
 
 
 class FactoredScratch(NamedTuple):
-    """``_factored_sequence``'s arrays for one sequence of T tokens, as one
+    """The factored path's arrays for one sequence of T tokens, as one
     argument: ``e`` [T, n] and ``low`` [T] (each step's label factors and
     smallest factor), ``alpha`` and ``beta`` [T + 1, P], ``scale`` [T],
     ``g`` [T, P], ``lab_marg`` [T, n] (written: the label marginals) and
@@ -391,27 +394,25 @@ class FactoredScratch(NamedTuple):
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
-def _factored_sequence(pot, tables, cum, cum_t, c_lo, work: FactoredScratch, taken):
-    """The scaled path (Sutton & McCallum §1.4.6) when only block ε varies
-    with t — every pattern longer than one label is observation-free, as in
-    a first-order CRF with plain transition weights.  Each transition factor
-    is then ``e[t, y] · cum[p·n + y]``: one ``exp`` per label and token (all
-    of a sequence's in one vectorised ``_exps``), no per-token transition
-    table, and state q's incoming mass is scaled by ``e[t, last label of
-    q]`` once, in the pass that sums it.
-
-    Writes ``lab_marg[t, y]`` = P(y_t = y | x) = Σ_{q ends in y} α̂(t+1, q)·
-    β̂(t+1, q), and adds Σ_t α̂(t, p)·g_t(q), q = next(p·y), to
-    ``taken[p·n + y]`` (g_t(q) = e[t, label of q]·β̂(t+1, q)): times
-    ``cum[p·n + y]``, the expected number of times transition p·y is taken.
-    Returns log Z, or NaN (``taken`` untouched) when the scaled values would
-    not be exact — the range checks of ``_scaled_sequence``, with ``c_lo``
-    the smallest ``cum_lo`` (``low[t]``, the smallest factor of step t, is
-    ``_exps`` of the smallest exponent: exact to the ulp, far inside TINY's
-    margin).  ``cum_t``: ``first_order_factors(tables, cum)``."""
+def _factored_forward(pot, tables, cum, c_lo, work: FactoredScratch, first_order):
+    """The factored path's label factors and forward pass (its scaled
+    vectors α̂ and scales into ``work``): the scaled path (Sutton &
+    McCallum §1.4.6) when only block ε varies with t — every pattern longer
+    than one label is observation-free, as in a first-order CRF with plain
+    transition weights.  Each transition factor is then ``e[t, y] ·
+    cum[p·n + y]``: one ``exp`` per label and token (all of a sequence's in
+    one vectorised ``_exps``), no per-token transition table, and state q's
+    incoming mass is scaled by ``e[t, last label of q]`` once, in the pass
+    that sums it.  Returns the log of the forward scales' product plus the
+    shifts, or NaN when the scaled values would not be exact — the range
+    checks of ``_scaled_sequence``, with ``c_lo`` the smallest ``cum_lo``
+    (``low[t]``, the smallest factor of step t, is ``_exps`` of the
+    smallest exponent: exact to the ulp, far inside TINY's margin).
+    ``first_order``: the chain is first order (``is_first_order``), and the
+    loop over its states reads a contiguous slice instead of going through
+    p_label (vectorised)."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
-    e, low, alpha, beta, scale = work.e, work.low, work.alpha, work.beta, work.scale
-    g, lab_marg, product = work.g, work.lab_marg, work.product
+    e, low, alpha, scale = work.e, work.low, work.alpha, work.scale
     T = pot.shape[0]
     n = tables.n_labels
     P = tables.n_forward
@@ -422,9 +423,6 @@ def _factored_sequence(pot, tables, cum, cum_t, c_lo, work: FactoredScratch, tak
     run_blocks = tables.run_blocks
     run_ptr = tables.run_ptr
     gather_blocks = tables.gather_blocks
-    # a first-order chain (cum_t not empty): the loops over the states below read and write
-    # contiguous slices instead of going through p_label (vectorised)
-    first_order = cum_t.shape[0] > 0
     lo = np.exp(MIN_EXPONENT)
     shift = 0.0
     for t in range(T):
@@ -486,54 +484,94 @@ def _factored_sequence(pot, tables, cum, cum_t, c_lo, work: FactoredScratch, tak
             log_scale += np.log(prod)
             prod = 1.0
     log_scale += np.log(prod)
+    return log_scale + shift
+
+
+# The factored path's backward pass and counts after ``_factored_forward``, a function per
+# kind of chain (``is_first_order``, decided in Python), so a first run compiles one kind's
+# only.  Each writes ``lab_marg[t, y]`` = P(y_t = y | x) = Σ_{q ends in y} α̂(t+1, q)·
+# β̂(t+1, q), and adds Σ_t α̂(t, p)·g_t(q), q = next(p·y), to ``taken[p·n + y]`` (g_t(q) =
+# e[t, label of q]·β̂(t+1, q)): times ``cum[p·n + y]``, the expected number of times
+# transition p·y is taken.  Each returns False (``taken`` untouched) when a backward value
+# reached HUGE (the scaled values would not be exact).
+
+
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
+def _first_order_counts(tables, cum_t, work: FactoredScratch, taken):
+    """The counts of a first-order chain: state q >= 1 ends in label q - 1,
+    so its loops over the states read contiguous slices, its backward steps
+    are ``_backward_first_order``'s on ``cum_t`` (``first_order_factors``)
+    and its counts one matrix product (``_add_taken_first_order``)."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
+    e, low, alpha, beta, scale = work.e, work.low, work.alpha, work.beta, work.scale
+    g, lab_marg = work.g, work.lab_marg
+    T = e.shape[0]
+    n = tables.n_labels
+    beta[T, :] = 1.0
+    for t in range(T - 1, -1, -1):
+        gt = g[t]
+        gt[0] = 0.0
+        g1 = gt[1:]
+        nb1 = beta[t + 1, 1:]
+        et = e[t]
+        for y in range(n):
+            g1[y] = et[y] * nb1[y]
+        if not _backward_first_order(cum_t, gt, 1.0 / scale[t], n, beta[t]):
+            return False
+    for t in range(T):
+        low[t] = 1.0 / scale[t]  # (low is free once the forward pass has run)
+    _add_taken_first_order(alpha, g, low, tables.run_blocks, n, taken, work.product)
+    for t in range(T):
+        m_row = lab_marg[t]
+        na1 = alpha[t + 1, 1:]
+        nb1 = beta[t + 1, 1:]
+        for y in range(n):
+            m_row[y] = na1[y] * nb1[y]
+    return True
+
+
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
+def _general_counts(tables, cum, work: FactoredScratch, taken):
+    """The counts of any chain: backward steps through the state tables
+    (``_backward_step``), counts by ``_add_taken``."""
+    # fields unpacked once, here: a bundle field read in a loop costs reference counting
+    e, low, alpha, beta, scale = work.e, work.low, work.alpha, work.beta, work.scale
+    g, lab_marg = work.g, work.lab_marg
+    T = e.shape[0]
+    n = tables.n_labels
+    P = tables.n_forward
+    p_label = tables.p_label
+    p_next_run = tables.p_next_run
+    s_next = tables.s_next
+    run_blocks = tables.run_blocks
+    gather_blocks = tables.gather_blocks
     beta[T, :] = 1.0
     for t in range(T - 1, -1, -1):
         nb = beta[t + 1]
         gt = g[t]
         gt[0] = 0.0
-        if first_order:
-            g1 = gt[1:]
-            nb1 = nb[1:]
-            et = e[t]
-            for y in range(n):
-                g1[y] = et[y] * nb1[y]
-            if not _backward_first_order(cum_t, gt, 1.0 / scale[t], n, beta[t]):
-                return np.nan
-            continue
         for q in range(1, P):
             gt[q] = e[t, p_label[q]] * nb[q]
         if not _backward_step(cum, gt, 1.0 / scale[t], s_next, p_next_run, run_blocks,
                               gather_blocks, n, beta[t]):
-            return np.nan
+            return False
     for t in range(T):
         low[t] = 1.0 / scale[t]  # (low is free once the forward pass has run)
-    if first_order:
-        _add_taken_first_order(alpha, g, low, run_blocks, n, taken, product)
-    else:
-        _add_taken(alpha, g, low, s_next, p_next_run, run_blocks, gather_blocks, n, taken)
+    _add_taken(alpha, g, low, s_next, p_next_run, run_blocks, gather_blocks, n, taken)
     for t in range(T):
         m_row = lab_marg[t]
         na = alpha[t + 1]
         nb = beta[t + 1]
-        if first_order:
-            na1 = na[1:]
-            nb1 = nb[1:]
-            for y in range(n):
-                m_row[y] = na1[y] * nb1[y]
-        else:
-            m_row[:] = 0.0
-            for q in range(1, P):
-                m_row[p_label[q]] += na[q] * nb[q]
-    return log_scale + shift
+        m_row[:] = 0.0
+        for q in range(1, P):
+            m_row[p_label[q]] += na[q] * nb[q]
+    return True
 
 
 @njit(cache=True, nogil=True)
-def first_order_factors(tables, cum):
-    """``cum`` as [n, P], transposed, when the chain is first order — state
-    q >= 1 ends in label q - 1 and every block is a run onto state 1 —
-    for ``_factored_sequence``'s first-order loops and
-    ``_backward_first_order``; else an empty [0, P] array (the general
-    loops).  Made once per evaluation, as ``cum`` is."""
+def is_first_order(tables):
+    """Whether the chain of ``tables`` is first order: state q >= 1 ends in
+    label q - 1 and every block is a run onto state 1."""
     n = tables.n_labels
     P = tables.n_forward
     first_order = P == n + 1 and tables.gather_blocks.shape[0] == 0
@@ -541,9 +579,39 @@ def first_order_factors(tables, cum):
         first_order &= tables.p_label[q] == q - 1
     for p in tables.run_blocks:
         first_order &= tables.p_next_run[p] == 1
-    if not first_order:
+    return first_order
+
+
+def first_order_factors(tables, cum: np.ndarray) -> np.ndarray:
+    """``cum`` as [n, P], transposed, when the chain is first order (the
+    factored path's first-order loops and ``_backward_first_order``), else
+    an empty [0, P] array; as ``_expectations`` makes it once per call."""
+    P = tables.n_forward
+    if not is_first_order(tables):
         return np.empty((0, P))
-    return cum.reshape((P, n)).T.copy()
+    return cum.reshape(P, tables.n_labels).T.copy()
+
+
+def taken_scratch(max_t: int, tables, cum_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scratch of ``_add_taken_first_order`` for up to ``max_t`` tokens
+    (none when ``cum_t`` is empty: not a first-order chain)."""
+    P = tables.n_forward
+    return np.empty((max_t if cum_t.shape[0] > 0 else 0, P)), np.empty((P, P))
+
+
+def _factored_sequence(pot: np.ndarray, tables, cum: np.ndarray, cum_t: np.ndarray,
+                       c_lo: float, work: FactoredScratch, taken: np.ndarray) -> float:
+    """The factored path of one sequence, from Python, as ``_expectations``
+    takes it (the first-order counts when ``cum_t``,
+    ``first_order_factors``, is not empty): log Z, or NaN (``taken``
+    untouched) when the scaled values would not be exact."""
+    first_order = cum_t.shape[0] > 0
+    log_z = _factored_forward(pot, tables, cum, c_lo, work, first_order)
+    if not np.isfinite(log_z):
+        return np.nan
+    ok = _first_order_counts(tables, cum_t, work, taken) if first_order \
+        else _general_counts(tables, cum, work, taken)
+    return log_z if ok else np.nan
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
@@ -577,15 +645,6 @@ def _add_taken(alpha, g, inv, s_next, p_next_run, run_blocks, gather_blocks, n, 
             gt = g[t]
             for y in range(n):
                 taken[base + y] += a * gt[s_next[base + y]]
-
-
-@njit(cache=True, nogil=True)
-def taken_scratch(max_t, tables, cum_t):
-    """Scratch of ``_add_taken_first_order`` for up to ``max_t`` tokens
-    (none when ``cum_t`` is empty: not a first-order chain)."""
-    P = tables.n_forward
-    rows = max_t if cum_t.shape[0] > 0 else 0
-    return np.empty((rows, P)), np.empty((P, P))
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
@@ -746,7 +805,8 @@ def potentials(a, T, units, features, tables, w, static, fill, w_dense, lab, pot
 # the paths of ``batch_expectations``: each is compiled on its own, when first taken, so a
 # first run compiles only the path its model takes (about 4 s less on a cold cache: the
 # span kernel's log-space path is compiled only once a sequence needs it)
-_FACTORED, _SCALED, _LOG_SPACE = 0, 1, 2
+# (the factored path in two variants: a first-order chain's loops and the general ones)
+_FIRST_ORDER, _FACTORED, _SCALED, _LOG_SPACE = 0, 1, 2, 3
 
 
 def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, grad_dense):
@@ -756,11 +816,11 @@ def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_p
     (``fgl.engines.sequence.encoded.row_block_sums``): the constant rows'
     features first, in order, and row r's features from ``grad_ptr[r]``.  ``features.dynamic`` must
     hold every single-label pattern.  The factored or the scaled path takes
-    every sequence (the static potentials decide, ``_factored_path``); a
+    every sequence (the static potentials decide, ``_fast_path``); a
     sequence that path cannot scale goes to the span kernel in log space."""
     redo = np.zeros(max(i1 - i0, 0), dtype=np.bool_)
-    fast = _expectations_factored if _factored_path(features, tables, w) \
-        else _expectations_scaled
+    fast = (_expectations_first_order, _expectations_factored,
+            _expectations_scaled)[_fast_path(features, tables, w)]
     total = fast(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, grad_dense,
                  redo)
     if redo.any():
@@ -770,12 +830,22 @@ def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_p
 
 
 @njit(cache=True, nogil=True)
-def _factored_path(features, tables, w):
-    """Whether ``batch_expectations`` takes the factored path: no block of
-    the static potentials varies with t and their range is safe."""
+def _fast_path(features, tables, w):
+    """The path ``batch_expectations`` takes: the factored one when no block
+    of the static potentials varies with t and their range is safe, in its
+    first-order variant for a first-order chain; else the scaled one."""
     sc = static_tables(static_potentials(features, tables, w), features.dynamic, tables)
     c_hi = cum_range(sc)[1]
-    return not sc.block_dynamic[1:].any() and c_hi <= np.exp(MAX_EXPONENT)
+    if sc.block_dynamic[1:].any() or not c_hi <= np.exp(MAX_EXPONENT):
+        return _SCALED
+    return _FIRST_ORDER if is_first_order(tables) else _FACTORED
+
+
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
+def _expectations_first_order(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr,
+                              grad_dense, redo):
+    return _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr,
+                         grad_dense, redo, _FIRST_ORDER)
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
@@ -825,8 +895,12 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
     static_patterns = np.flatnonzero(~dynamic)
     sc = static_tables(static, dynamic, tables)
     cum = static_cumulative(sc.static_exp, tables)
-    cum_t = first_order_factors(tables, cum) if path == _FACTORED else np.empty((0, P))
-    product = taken_scratch(max_t, tables, cum_t)
+    if path == _FIRST_ORDER:  # cum as [n, P], transposed, and _add_taken_first_order's scratch
+        cum_t = cum.reshape((P, n)).T.copy()
+        product = (np.empty((max_t, P)), np.empty((P, P)))
+    else:
+        cum_t = np.empty((0, P))
+        product = (np.empty((0, P)), np.empty((P, P)))
     c_lo = cum_range(sc)[0]
     e_lab = np.empty((max_t, n))
     lab = np.empty(n)
@@ -854,11 +928,15 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
             continue
         potentials(a, T, units, features, tables, w, static, dynamic_patterns, w_dense, lab,
                    pot2)
-        if path == _FACTORED:
-            log_z = _factored_sequence(
-                pot2[:T], tables, cum, cum_t, c_lo,
-                FactoredScratch(e_lab[:T], low[:T], alpha[:T + 1], beta[:T + 1], scale[:T], g[:T],
-                                lab_marg[:T], product), own_sum)
+        if path <= _FACTORED:
+            scratch = FactoredScratch(e_lab[:T], low[:T], alpha[:T + 1], beta[:T + 1], scale[:T],
+                                      g[:T], lab_marg[:T], product)
+            log_z = _factored_forward(pot2[:T], tables, cum, c_lo, scratch, path == _FIRST_ORDER)
+            if path == _FIRST_ORDER:
+                if np.isfinite(log_z) and not _first_order_counts(tables, cum_t, scratch, own_sum):
+                    log_z = np.nan
+            elif np.isfinite(log_z) and not _general_counts(tables, cum, scratch, own_sum):
+                log_z = np.nan
         elif path == _SCALED:
             log_z = _scaled_sequence(pot2[:T], tables, sc, epsi[:T], alpha[:T + 1],
                                      beta[:T + 1], scale[:T], marg[:T])
@@ -872,7 +950,7 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
             continue
         total += log_z
         for t in range(T):
-            if path == _FACTORED:  # every per-token feature has a single-label pattern
+            if path <= _FACTORED:  # every per-token feature has a single-label pattern
                 m_row = lab_marg[t]
             else:
                 m_row = marg[t]
@@ -897,7 +975,7 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
                     shift = grad_ptr[r] - row_ptr[r]
                     for k in range(row_ptr[r], row_ptr[r + 1]):
                         grad[k + shift] += v * m_row[feat_s[k]]
-    if path == _FACTORED:  # (cum is finite only then)
+    if path <= _FACTORED:  # (cum is finite only then)
         own_sum *= cum
     span_lattice.accumulate_up(own_sum, tables.p_suffix, tables.p_order, n)
     const_feats = features.const_feats
