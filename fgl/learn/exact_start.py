@@ -128,11 +128,12 @@ class PartStart:
                 "`exact_part`: a convex objective ends where it ends from any start, and the "
                 "exact part learns its weights at a chain's cost per evaluation")
 
-    def train(self, *, max_iter: int, tol: float, jobs: int,
+    def train(self, *, max_iter: int, tol: float, jobs: int, memory: int | None,
               should_stop: Callable[[], str | None], verbose: bool) -> tuple[np.ndarray, dict]:
-        """The part's weights by L-BFGS (exact), and the summary of its run
-        (the ``start`` entry of the training log)."""
-        from fgl.learn.learner import train_lbfgs
+        """The part's weights by L-BFGS (exact, keeping the correction pairs
+        of the loopy run it starts: ``memory``, else ``APPROXIMATE_MEMORY``),
+        and the summary of its run (the ``start`` entry of the training log)."""
+        from fgl.learn.learner import optimiser_memory, train_lbfgs
         from fgl.learn.trainers.lbfgs import iteration_line
 
         t0 = time.perf_counter()
@@ -143,7 +144,8 @@ class PartStart:
         w, log = train_lbfgs(self.model.program, self.data, self.model.feat_sigma,
                              max_iter=max_iter, tol=tol, jobs=jobs,
                              w0=self.model.initial_weights(), should_stop=should_stop,
-                             progress=show if verbose else None)
+                             progress=show if verbose else None,
+                             memory=optimiser_memory(memory, approximate=True))
         return w, {"templates": self.templates, "engine": registry.choose(self.spec).engine.name,
                    "iterations": len(log.iterations), "evaluations": log.evaluations,
                    "seconds": time.perf_counter() - t0, "objective": log.objective,

@@ -245,8 +245,9 @@ class TrainingRun:
             return None
         # (the part's own iteration limit, not the run's: a run stopped early and one resumed
         # from its checkpoint start from the same part)
-        w, start = part.train(max_iter=PART_MAX_ITER,
-                              tol=getattr(self.settings.options(), "tol", PART_TOL), jobs=self.jobs,
+        options = self.settings.options()
+        w, start = part.train(max_iter=PART_MAX_ITER, tol=getattr(options, "tol", PART_TOL),
+                              jobs=self.jobs, memory=getattr(options, "memory", None),
                               should_stop=self.should_stop, verbose=self.verbose)
         self._w0, start["carried"] = transfer(part.model, w, model)
         if self.verbose:

@@ -92,6 +92,13 @@ class LBFGSOptions:
         "many weights become exactly 0; with the Gaussian prior of sigma it is the elastic "
         "net (for L1 alone, a large sigma such as 1e6)")
     start: str = _start()
+    memory: int | None = option(
+        None, Rule("a whole number from 1 to 64", lambda v: isinstance(v, int)
+                   and not isinstance(v, bool) and 1 <= v <= 64),
+        "L-BFGS and OWL-QN: the correction pairs kept (CRFsuite's num_memories); absent: 6 "
+        "(CRFsuite's) for specs whose inference is exact, 24 for specs under approximate "
+        "inference and their exact part, where an evaluation costs many times the "
+        "optimiser's step and fewer of them pay")
     BOUNDS: ClassVar[dict[str, str]] = {}   # override -> the option it bounds instead
 
 

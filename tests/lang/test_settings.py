@@ -64,7 +64,7 @@ def test_refused_whatever_the_value(src, message):
 def test_refused_settings_are_not_offered():
     assert message_at("train { lone = 1 }")[2] == (
         "unknown setting 'lone' for train; expected one of: sigma, max_iter, tol, objective, "
-        "bp_start, l1, start, epochs, batch, learning_rate, period, delta, induce_rounds, "
+        "bp_start, l1, start, memory, epochs, batch, learning_rate, period, delta, induce_rounds, "
         "induce_per_round, induce_min_gain, induce_iter, induce_pool, induce_transitions, "
         "induce_margin, jobs, trainer, min_count")
     assert message_at("infer loopy(trees = 2)")[2] == (
@@ -131,7 +131,7 @@ def test_train_settings_hold_every_row_and_no_field_of_their_own():
     import dataclasses
 
     s = resolve_train(spec())
-    assert {k for k, _ in s.values} == set(block_settings("train")) - {"learning_rate"}
+    assert {k for k, _ in s.values} == set(block_settings("train")) - {"learning_rate", "memory"}
     assert {f.name for f in dataclasses.fields(s)} == {"values", "overridden"}
 
 

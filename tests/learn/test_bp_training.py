@@ -412,7 +412,7 @@ def test_the_stopping_rule_waits_for_inference_to_be_refined():
             pass
 
     run = _Run(Coarse(), max_iter=100, tol=1e-5, period=3, progress=None, should_stop=None,
-               checkpoint=None, resume=None)
+               checkpoint=None, resume=None, memory=6)
     g = np.zeros(2)
     stops = [run.iteration(it, 1.0, g, g, it) for it in range(1, 12)]
     assert stops.index(True) == 5 and run.objective.left == 0   # 3 iterations after the last

@@ -45,7 +45,7 @@ def _value(key: str):
     """A valid value of the train setting ``key`` (its default, or one)."""
     default = block_settings("train")[key].default
     return {"trainer": "lbfgs", "objective": "piecewise", "bp_start": "warm",
-            "l1": 0.5, "learning_rate": 0.1}.get(key, default)
+            "l1": 0.5, "learning_rate": 0.1, "memory": 12}.get(key, default)
 
 
 @pytest.mark.parametrize("trainer", TRAINERS, ids=lambda t: t.name)

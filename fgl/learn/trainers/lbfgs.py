@@ -27,7 +27,7 @@ def fit_lbfgs(run: RunContext, model: Any, data: Any,
         model.program, data, model.feat_sigma, max_iter=s.max_iter, tol=s.tol, jobs=run.jobs,
         w0=run.initial_weights(model), progress=run.progress, objective=objective,
         bp_start=s.bp_start, should_stop=run.should_stop, checkpoint=run.checkpointer(model),
-        resume=run.resume_state, l1=s.l1)
+        resume=run.resume_state, l1=s.l1, memory=s.memory)
     return model, weights, log
 
 
