@@ -66,10 +66,13 @@ FULL_ROW = -2
 class ChainFeatures(NamedTuple):
     """A chain program's feature table: the fields of
     ``span_lattice.FeatureTable``, plus ``dynamic[z]``, whether some per-token row
-    feeds pattern z (every single label counts as dynamic), and
+    feeds pattern z (every single label counts as dynamic),
     ``row_dense[r]``, the dense row d >= 0 that scores and counts row r as
     one vector over the labels, ``FULL_ROW`` when row r's own features are
-    that vector (one per label, in label order), else -1."""
+    that vector (one per label, in label order), else -1, and the patterns
+    that are dynamic and those that are not (``np.flatnonzero`` of
+    ``dynamic`` and of its negation: numba's compiles anew for each kernel
+    on a first run)."""
 
     row_ptr: np.ndarray
     feat_pattern: np.ndarray
@@ -77,6 +80,8 @@ class ChainFeatures(NamedTuple):
     const_feats: np.ndarray
     dynamic: np.ndarray
     row_dense: np.ndarray
+    dynamic_patterns: np.ndarray
+    static_patterns: np.ndarray
 
 
 # --------------------------------------------------------------------------
@@ -179,7 +184,7 @@ def _normalise(row):
     return c
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _may_underflow(prev, low):
     """Whether some non-zero forward value times the smallest factor of the
     step (``low``) falls below TINY."""
@@ -283,7 +288,7 @@ def _backward_step(factor, nxt, inv, s_next, p_next_run, run_blocks, gather_bloc
     return ok
 
 
-@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy", inline="always")
 def _backward_first_order(cum_t, g, inv, n, out):
     """``_backward_step`` of a first-order chain, where every state p
     moves to state 1 + y on label y: out[p] = inv · Σ_y cum[p·n + y] ·
@@ -568,7 +573,7 @@ def _general_counts(tables, cum, work: FactoredScratch, taken):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def is_first_order(tables):
     """Whether the chain of ``tables`` is first order: state q >= 1 ends in
     label q - 1 and every block is a run onto state 1."""
@@ -647,7 +652,7 @@ def _add_taken(alpha, g, inv, s_next, p_next_run, run_blocks, gather_blocks, n, 
                 taken[base + y] += a * gt[s_next[base + y]]
 
 
-@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
+@njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy", inline="always")
 def _add_taken_first_order(alpha, g, inv, run_blocks, n, taken, product):
     """``_add_taken`` of a first-order chain, where every block is a run onto
     state 1: taken[p·n + y] += Σ_t inv[t]·alpha[t, p]·g[t, 1 + y] is one
@@ -885,14 +890,14 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
     feat_s = features.feat_s
     row_dense = features.row_dense
     dynamic = features.dynamic
+    dynamic_patterns = features.dynamic_patterns
+    static_patterns = features.static_patterns
     max_t = span_lattice.longest(seq_ptr, i0, i1)
     n = tables.n_labels
     P = tables.n_forward
     S = P * n
     n_patterns = tables.n_patterns
     static = static_potentials(features, tables, w)
-    dynamic_patterns = np.flatnonzero(dynamic)
-    static_patterns = np.flatnonzero(~dynamic)
     sc = static_tables(static, dynamic, tables)
     cum = static_cumulative(sc.static_exp, tables)
     if path == _FIRST_ORDER:  # cum as [n, P], transposed, and _add_taken_first_order's scratch
@@ -988,7 +993,8 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
 @njit(cache=True, nogil=True)
 def batch_viterbi(i0, i1, units, features, tables, w, w_dense, out):
     """MAP labelling of sequences i0..i1 into ``out`` (flat over tokens):
-    the span kernel at L = 1."""
+    the span kernel at L = 1 (``span_lattice.viterbi``'s steps, called from
+    here: one level of compiled code less on a first run)."""
     seq_ptr = units.seq_ptr
     max_t = span_lattice.longest(seq_ptr, i0, i1)
     n = tables.n_labels
@@ -1000,7 +1006,7 @@ def batch_viterbi(i0, i1, units, features, tables, w, w_dense, out):
     pot2 = pot.reshape((max_t, n_patterns))
     work = span_lattice.workspace(max_t, 1, tables)
     starts = np.empty(max_t, dtype=np.int64)
-    unit_len = np.ones(n, dtype=np.int64)
+    cnt = span_lattice.label_counts(np.ones(n, dtype=np.int64), 1)
     # the sequence walk all batch kernels open with: the per-sequence work differs,
     # and sharing the walk would take that work as a callback
     for i in range(i0, i1):
@@ -1009,4 +1015,6 @@ def batch_viterbi(i0, i1, units, features, tables, w, w_dense, out):
         if T == 0:
             continue
         potentials(a, T, units, features, tables, w, static, all_patterns, w_dense, lab, pot2)
-        span_lattice.viterbi(pot, T, tables, unit_len, work, out[a:a + T], starts)
+        span_lattice.span_scores(pot, T, tables, cnt, False, work.psi)
+        span_lattice.forward(T, tables, cnt, True, work)
+        span_lattice.trace_back(T, tables, work, out[a:a + T], starts)

@@ -80,7 +80,9 @@ class ChainProgram(SequenceProgram):
         self.scattered = ~self.row_is_const & (self.row_dense < 0)
         self._held_layout: tuple[weakref.ref, BlockLayout] | None = None
         self.features = chain.ChainFeatures(self.row_ptr, self.feat_pattern, self.feat_s,
-                                            self.const_feats, self.dynamic, self.row_dense)
+                                            self.const_feats, self.dynamic, self.row_dense,
+                                            np.flatnonzero(self.dynamic),
+                                            np.flatnonzero(~self.dynamic))
 
     def _dense_rows(self) -> None:
         """Pick the rows scored and counted as label vectors.  A *full* row

@@ -78,7 +78,7 @@ def static_tables(static, dynamic, tables):
     return ScaledTables(dynamic, block_dynamic, static_exp, cum_lo, cum_hi)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def cum_range(sc):
     """The bounds of every static block relative to block ε and 1: (the
     least ``sc.cum_lo``, the largest ``sc.cum_hi``), by a loop (numpy's

@@ -340,6 +340,15 @@ def viterbi(pot, T, tables, max_len, work, labels, starts, distinct=False):
     cnt = label_counts(max_len, pot.shape[1])
     span_scores(pot, T, tables, cnt, distinct, work.psi)
     forward(T, tables, cnt, True, work)
+    return trace_back(T, tables, work, labels, starts)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def trace_back(T, tables, work, labels, starts):
+    """``viterbi``'s labelling from the max-semiring ``forward`` pass in
+    ``work`` (its best predecessors ``back``), written as ``viterbi``
+    writes it; returns its score.  Inlined: no code of its own to compile
+    on a first run."""
     alpha = work.alpha
     back = work.back
     s_prev = tables.s_prev
