@@ -413,7 +413,7 @@ def _factored_forward(pot, tables, cum, c_lo, work: FactoredScratch, first_order
     checks of ``_scaled_sequence``, with ``c_lo`` the smallest ``cum_lo``
     (``low[t]``, the smallest factor of step t, is ``_exps`` of the
     smallest exponent: exact to the ulp, far inside TINY's margin).
-    ``first_order``: the chain is first order (``is_first_order``), and the
+    ``first_order``: the chain is first order (``StateTables.first_order``), and the
     loop over its states reads a contiguous slice instead of going through
     p_label (vectorised)."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
@@ -493,7 +493,7 @@ def _factored_forward(pot, tables, cum, c_lo, work: FactoredScratch, first_order
 
 
 # The factored path's backward pass and counts after ``_factored_forward``, a function per
-# kind of chain (``is_first_order``, decided in Python), so a first run compiles one kind's
+# kind of chain (``StateTables.first_order``, decided in Python), so a first run compiles one kind's
 # only.  Each writes ``lab_marg[t, y]`` = P(y_t = y | x) = Σ_{q ends in y} α̂(t+1, q)·
 # β̂(t+1, q), and adds Σ_t α̂(t, p)·g_t(q), q = next(p·y), to ``taken[p·n + y]`` (g_t(q) =
 # e[t, label of q]·β̂(t+1, q)): times ``cum[p·n + y]``, the expected number of times
@@ -573,26 +573,12 @@ def _general_counts(tables, cum, work: FactoredScratch, taken):
     return True
 
 
-@njit(cache=True, nogil=True, inline="always")
-def is_first_order(tables):
-    """Whether the chain of ``tables`` is first order: state q >= 1 ends in
-    label q - 1 and every block is a run onto state 1."""
-    n = tables.n_labels
-    P = tables.n_forward
-    first_order = P == n + 1 and tables.gather_blocks.shape[0] == 0
-    for q in range(1, P):
-        first_order &= tables.p_label[q] == q - 1
-    for p in tables.run_blocks:
-        first_order &= tables.p_next_run[p] == 1
-    return first_order
-
-
 def first_order_factors(tables, cum: np.ndarray) -> np.ndarray:
     """``cum`` as [n, P], transposed, when the chain is first order (the
     factored path's first-order loops and ``_backward_first_order``), else
     an empty [0, P] array; as ``_expectations`` makes it once per call."""
     P = tables.n_forward
-    if not is_first_order(tables):
+    if not tables.first_order:
         return np.empty((0, P))
     return cum.reshape(P, tables.n_labels).T.copy()
 
@@ -820,30 +806,20 @@ def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_p
     counts go to ``grad_dense[d, y]`` instead.  ``grad`` is a compact layout
     (``fgl.engines.sequence.encoded.row_block_sums``): the constant rows'
     features first, in order, and row r's features from ``grad_ptr[r]``.  ``features.dynamic`` must
-    hold every single-label pattern.  The factored or the scaled path takes
-    every sequence (the static potentials decide, ``_fast_path``); a
+    hold every single-label pattern.  The factored path takes every
+    sequence (its first-order kernel when ``tables.first_order``) unless the
+    static potentials rule it out (a block of them varies with t, or their
+    range is unsafe: it declines before any work), the scaled path then; a
     sequence that path cannot scale goes to the span kernel in log space."""
     redo = np.zeros(max(i1 - i0, 0), dtype=np.bool_)
-    fast = (_expectations_first_order, _expectations_factored,
-            _expectations_scaled)[_fast_path(features, tables, w)]
-    total = fast(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, grad_dense,
-                 redo)
+    args = (i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, grad_dense, redo)
+    factored = _expectations_first_order if tables.first_order else _expectations_factored
+    total, taken = factored(*args)
+    if not taken:
+        total = _expectations_scaled(*args)[0]
     if redo.any():
-        total += _expectations_log_space(i0, i1, units, features, tables, w, w_dense, grad,
-                                         grad_ptr, grad_dense, redo)
+        total += _expectations_log_space(*args)[0]
     return total
-
-
-@njit(cache=True, nogil=True)
-def _fast_path(features, tables, w):
-    """The path ``batch_expectations`` takes: the factored one when no block
-    of the static potentials varies with t and their range is safe, in its
-    first-order variant for a first-order chain; else the scaled one."""
-    sc = static_tables(static_potentials(features, tables, w), features.dynamic, tables)
-    c_hi = cum_range(sc)[1]
-    if sc.block_dynamic[1:].any() or not c_hi <= np.exp(MAX_EXPONENT):
-        return _SCALED
-    return _FIRST_ORDER if is_first_order(tables) else _FACTORED
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
@@ -878,9 +854,11 @@ def _expectations_log_space(i0, i1, units, features, tables, w, w_dense, grad, g
 def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, grad_dense, redo,
                   path):
     """``batch_expectations`` on one path (a constant, so each compiled
-    variant holds only its own: inlined, the other branches are pruned).
-    The fast paths mark in ``redo`` (indexed from i0) the sequences they
-    cannot scale and leave them out; the log-space path takes only those."""
+    variant holds only its own: inlined, the other branches are pruned):
+    (Σ log Z, True), or (0, False) when the path is factored and the static
+    potentials rule it out (nothing written).  The fast paths mark in
+    ``redo`` (indexed from i0) the sequences they cannot scale and leave
+    them out; the log-space path takes only those."""
     # fields unpacked once, here: a bundle field read in a loop costs reference counting
     seq_ptr = units.seq_ptr
     unit_ptr = units.unit_ptr
@@ -899,6 +877,13 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
     n_patterns = tables.n_patterns
     static = static_potentials(features, tables, w)
     sc = static_tables(static, dynamic, tables)
+    c_lo, c_hi = cum_range(sc)
+    if path <= _FACTORED:  # every block but ε static, their range safe, or the path declines
+        declined = not c_hi <= np.exp(MAX_EXPONENT)
+        for p in range(1, P):
+            declined |= sc.block_dynamic[p]
+        if declined:
+            return 0.0, False
     cum = static_cumulative(sc.static_exp, tables)
     if path == _FIRST_ORDER:  # cum as [n, P], transposed, and _add_taken_first_order's scratch
         cum_t = cum.reshape((P, n)).T.copy()
@@ -906,7 +891,6 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
     else:
         cum_t = np.empty((0, P))
         product = (np.empty((0, P)), np.empty((P, P)))
-    c_lo = cum_range(sc)[0]
     e_lab = np.empty((max_t, n))
     lab = np.empty(n)
     lab_marg = np.empty((max_t, n))
@@ -987,7 +971,7 @@ def _expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, g
     for i in range(const_feats.shape[0]):  # (the constant rows open grad's layout)
         s = feat_s[const_feats[i]]
         grad[i] += marg_sum[s] + own_sum[s]
-    return total
+    return total, True
 
 
 @njit(cache=True, nogil=True)

@@ -46,6 +46,7 @@ class StateTables(NamedTuple):
     run_ptr: np.ndarray        # where each stretch of run_blocks onto the same run starts
     gather_blocks: np.ndarray  # the others
     label_z: np.ndarray        # [n] the pattern id of each single label
+    first_order: bool          # state q >= 1 ends in label q - 1, every block a run onto 1
 
 
 @dataclass
@@ -72,11 +73,15 @@ class ChainStructure:
         run_blocks = np.flatnonzero(self.p_next_run >= 0)
         onto = self.p_next_run[run_blocks]
         run_ptr = np.append(np.flatnonzero(np.diff(onto, prepend=-1) != 0), len(onto))
+        gather_blocks = np.flatnonzero(self.p_next_run < 0)
+        first_order = bool(self.n_forward == self.n_labels + 1 and len(gather_blocks) == 0
+                           and np.array_equal(self.p_label[1:], np.arange(self.n_labels))
+                           and (self.p_next_run[run_blocks] == 1).all())
         self.tables = StateTables(
             self.n_labels, self.n_forward, len(self.patterns), self.s_prev, self.s_label,
             self.s_next, self.s_pattern, self.s_parent, self.p_suffix, self.p_order,
-            self.p_next_run, self.p_label, run_blocks, run_ptr,
-            np.flatnonzero(self.p_next_run < 0), self.s_pattern[:self.n_labels].copy())
+            self.p_next_run, self.p_label, run_blocks, run_ptr, gather_blocks,
+            self.s_pattern[:self.n_labels].copy(), first_order)
 
     @property
     def n_forward(self) -> int:
