@@ -984,13 +984,16 @@ def batch_viterbi(i0, i1, units, features, tables, w, w_dense, out):
     n = tables.n_labels
     n_patterns = tables.n_patterns
     static = static_potentials(features, tables, w)
-    all_patterns = np.arange(n_patterns)
+    all_patterns = np.empty(n_patterns, dtype=np.int64)  # (np.arange compiles more on a first run)
+    for z in range(n_patterns):
+        all_patterns[z] = z
     lab = np.empty(n)
     pot = np.empty((max_t, 1, n_patterns))
     pot2 = pot.reshape((max_t, n_patterns))
     work = span_lattice.workspace(max_t, 1, tables)
     starts = np.empty(max_t, dtype=np.int64)
-    cnt = span_lattice.label_counts(np.ones(n, dtype=np.int64), 1)
+    cnt = np.empty(1, dtype=np.int64)  # span_lattice.label_counts at L = 1: every label
+    cnt[0] = n
     # the sequence walk all batch kernels open with: the per-sequence work differs,
     # and sharing the walk would take that work as a callback
     for i in range(i0, i1):
