@@ -110,7 +110,8 @@ APPROXIMATE_MEMORY = 24
 
 def optimiser_memory(memory: int | None, approximate: bool) -> int:
     """The L-BFGS correction pairs of a run: the `memory` setting, else
-    ``APPROXIMATE_MEMORY`` under approximate inference and CRFsuite's 6
+    ``APPROXIMATE_MEMORY`` where evaluations run approximate inference (the
+    trainer asks of the spec's engine: the factor graph) and CRFsuite's 6
     elsewhere."""
     if memory is not None:
         return int(memory)

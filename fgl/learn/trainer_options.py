@@ -96,9 +96,9 @@ class LBFGSOptions:
         None, Rule("a whole number from 1 to 64", lambda v: isinstance(v, int)
                    and not isinstance(v, bool) and 1 <= v <= 64),
         "L-BFGS and OWL-QN: the correction pairs kept (CRFsuite's num_memories); absent: 6 "
-        "(CRFsuite's) for specs whose inference is exact, 24 for specs under approximate "
-        "inference and their exact part, where an evaluation costs many times the "
-        "optimiser's step and fewer of them pay")
+        "(CRFsuite's) for chain and semi-Markov specs, 24 for specs on the factor-graph "
+        "engine (loopy, skip and relational models) and their exact part, where an "
+        "evaluation costs many times the optimiser's step and fewer of them pay")
     BOUNDS: ClassVar[dict[str, str]] = {}   # override -> the option it bounds instead
 
 

@@ -290,7 +290,8 @@ class FactorGraphProgram:
         out = np.empty(g.n_table)
         table_kernels.factor_tables(int(data.inst_fptr[i]), int(data.inst_fptr[i + 1]),
                                     g.tab_ptr, data.fac_ptr, data.fac_row, data.fac_val,
-                                    self.row_ptr, self.feat_config, self.dense_rows, w, out)
+                                    self.row_ptr, self.feat_config, self.dense_rows, w,
+                                    np.arange(g.n_factors, dtype=np.int64), out)
         return out
 
     def evidence_tables(self, w: np.ndarray, data: FactorGraphData, i: int) -> np.ndarray:
@@ -312,7 +313,7 @@ class FactorGraphProgram:
         table_kernels.feature_expectations(
             int(data.inst_fptr[i]), int(data.inst_fptr[i + 1]), g.tab_ptr, data.fac_ptr,
             data.fac_row, data.fac_val, self.row_ptr, self.feat_config, self.dense_rows,
-            table_weights, out)
+            table_weights, np.arange(g.n_factors, dtype=np.int64), out)
 
     def warm_start(self, data: FactorGraphData, carry: bool | None = True
                    ) -> WarmStart | None:
@@ -472,7 +473,9 @@ class FactorGraphProgram:
                     data.gold),
                 trw_training.FeatureRows(
                     np.asarray(data.inst_fptr, dtype=np.int64), data.fac_ptr, data.fac_row,
-                    data.fac_val, self.row_ptr, self.feat_config, self.dense_rows),
+                    data.fac_val, self.row_ptr, self.feat_config, self.dense_rows,
+                    trw_training.tied_factors(data.graphs, data.inst_fptr, data.fac_ptr,
+                                              data.fac_row, data.fac_val)),
                 picks)
         return data.cache[key]
 

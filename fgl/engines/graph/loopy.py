@@ -99,16 +99,16 @@ def normalise_log(buf, n, use_max):
 
 
 @njit(cache=True, nogil=True)
-def log_factor_message(e, log_pot, g: GraphArrays, vf, use_max, out, tmp, acc, r=1.0):
+def log_factor_message(e, log_pot, t0, g: GraphArrays, vf, use_max, out, tmp, acc, r=1.0):
     """m_{f->v} for edge e = (f, v) into out[:card[v]] (normalised), over
-    the table log_pot / r (tree-reweighted BP's θ_f / ρ_f; BP's r is 1)."""
+    the table log_pot[t0:] / r (tree-reweighted BP's θ_f / ρ_f; BP's r is
+    1; t0 is f's own table, ``tab_ptr[f]``, or a tied factor's)."""
     card, f_ptr, f_var, tab_ptr = g.card, g.f_ptr, g.f_var, g.tab_ptr
     e_fac, e_stride, msg_ptr = g.e_fac, g.e_stride, g.msg_ptr
     f = e_fac[e]
     a = f_ptr[f]
     b = f_ptr[f + 1]
-    t0 = tab_ptr[f]
-    n = tab_ptr[f + 1] - t0
+    n = tab_ptr[f + 1] - tab_ptr[f]
     cv = card[f_var[e]]
     st = e_stride[e]
     for x in range(cv):
@@ -196,7 +196,7 @@ def _propagate(log_pot, g: GraphArrays, sched_edge, sched_dir, use_max, damping,
             e = sched_edge[k]
             cv = card[f_var[e]]
             if sched_dir[k] == 1:
-                log_factor_message(e, log_pot, g, vf, use_max, out, tmp, acc)
+                log_factor_message(e, log_pot, tab_ptr[g.e_fac[e]], g, vf, use_max, out, tmp, acc)
                 c = _commit(fv, msg_ptr[e], out, cv, damping, use_max)
             else:
                 _variable_message(e, card, f_var, msg_ptr, v_ptr, v_edge, fv, use_max, out)

@@ -278,7 +278,7 @@ def _update_message(e, pot: ReweightedPotentials, g: GraphArrays, L, lb, use_max
             out[x] *= inv
             new[x] = np.log(out[x])
     else:   # underflow: the same message in log space, over θ_f/ρ_f and log cavities
-        log_factor_message(e, log_pot, g, lcav, use_max, new, tmp, acc, rho[f])
+        log_factor_message(e, log_pot, pot.theta_at[f], g, lcav, use_max, new, tmp, acc, rho[f])
     if _commit(e, new, exact, cv, rho[f], damping, use_max, f_var, msg_ptr, var_ptr, L, lb):
         variable_log_belief(v, log_pot, rho, g, L, lb)
 

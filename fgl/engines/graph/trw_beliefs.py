@@ -51,13 +51,27 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
     bound, the largest disagreement of a factor's belief with its
     variables', ``_factor_gap``, each taken while the factor's belief is at
     hand), both 0 for max-product; ``pot``: ``trw.ReweightedPotentials``;
-    ``lcav``: scratch of one entry per message."""
-    log_pot, rho = pot.log_pot, pot.rho
+    ``lcav``: scratch of one entry per message.  A factor of two or more
+    variables reads its θ at ``pot.theta_at[f]`` and *adds* its belief to
+    ``bf`` there: its own table, or, tied to another factor's table
+    (``table_kernels.tied_tables``), the sum of the beliefs of all the
+    factors tied to it, which is all their expected counts need
+    (``table_kernels.feature_expectations``) — one table in cache instead
+    of one written per chain edge."""
+    log_pot, rho, theta_at = pot.log_pot, pot.rho, pot.theta_at
     card, f_ptr, f_var, tab_ptr, e_fac = g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_fac
     e_stride, msg_ptr, v_ptr, v_edge, var_ptr = g.e_stride, g.msg_ptr, g.v_ptr, g.v_edge, g.var_ptr
     V = card.shape[0]
     F = f_ptr.shape[0] - 1
     ecav = np.empty(2 * card.max()) if V else np.empty(0)   # (scratch: pairwise beliefs)
+    most = 1
+    for f in range(F):
+        t0 = tab_ptr[f]
+        most = max(most, tab_ptr[f + 1] - t0)
+        if theta_at[f] == t0:   # (a table of its own: beliefs are added to it)
+            for i in range(t0, tab_ptr[f + 1]):
+                bf[i] = 0.0
+    cells = np.empty(most)   # (scratch: one factor's belief)
     total = 0.0
     worst = 0.0
     for v in range(V):
@@ -111,13 +125,16 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
             for x in range(card[v]):
                 t = lb[o + x]
                 lcav[m + x] = -np.inf if t == -np.inf else t - L[m + x]
+        th = theta_at[f]
         if k == 2:
             n0, n1, m0, m1 = card[f_var[a]], card[f_var[a + 1]], msg_ptr[a], msg_ptr[a + 1]
-            share = _scaled_pairwise_belief(log_pot, pot.psi, pot.psi_at[f], t0, n0, n1, lcav,
-                                            m0, m1, rho[f], bf, ecav)
+            share = _scaled_pairwise_belief(log_pot, pot.psi, pot.psi_at[f], th, n0, n1, lcav,
+                                            m0, m1, rho[f], cells, ecav)
             if share != share:   # (NaN: underflow, redone in log space)
-                share = _pairwise_belief(log_pot, t0, n0, n1, lcav, m0, m1, rho[f], bf, ecav)
+                share = _pairwise_belief(log_pot, th, n0, n1, lcav, m0, m1, rho[f], cells, ecav)
             total += share
+            for i in range(n):
+                bf[th + i] += cells[i]
             if not use_max:   # (the belief's marginals are in ecav)
                 worst = max(worst, _marginal_gap(ecav, 0, n0, bv, var_ptr[f_var[a]]),
                             _marginal_gap(ecav, n0, n1, bv, var_ptr[f_var[a + 1]]))
@@ -125,37 +142,40 @@ def beliefs(pot, g: GraphArrays, L, lb, use_max, bv, bf, lcav):
         mx = -np.inf
         r = rho[f]
         for i in range(n):
-            s = log_pot[t0 + i] / r
+            s = log_pot[th + i] / r
             if s > -np.inf:
                 for e in range(a, a + k):
                     s += lcav[msg_ptr[e] + (i // e_stride[e]) % card[f_var[e]]]
-            bf[t0 + i] = s
+            cells[i] = s
             mx = max(mx, s)
         z = 0.0
         for i in range(n):
-            if bf[t0 + i] > -np.inf:
-                z += np.exp(bf[t0 + i] - mx)
+            if cells[i] > -np.inf:
+                z += np.exp(cells[i] - mx)
         lz = mx + np.log(z)
         for i in range(n):
-            s = bf[t0 + i]
+            s = cells[i]
             if s > -np.inf:
                 lp = s - lz
                 p = np.exp(lp)
-                bf[t0 + i] = p
+                cells[i] = p
                 if p > 0.0:
-                    total += p * (log_pot[t0 + i] - r * lp)
+                    total += p * (log_pot[th + i] - r * lp)
             else:
-                bf[t0 + i] = 0.0
+                cells[i] = 0.0
+        for i in range(n):
+            bf[th + i] += cells[i]
         if not use_max:
             worst = max(worst, _factor_gap(f, card, f_ptr, f_var, tab_ptr, e_stride, var_ptr,
-                                           bv, bf, ecav))
+                                           bv, cells, ecav))
     return (0.0, 0.0) if use_max else (total, worst)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _scaled_pairwise_belief(log_pot, psi, p0, t0, n0, n1, lcav, m0, m1, r, bf, c):
     """``_pairwise_belief`` from the factor's scaled table ψ_f (at p0 in
-    ``psi``, ``fgl.engines.graph.bp_scaled``) and the exponentials of its
+    ``psi``, ``fgl.engines.graph.bp_scaled``; θ_f at t0 in ``log_pot``,
+    the belief into bf[:n0·n1]) and the exponentials of its
     two cavities: n0 + n1 exponentials (in one loop) and one logarithm
     instead of one per entry (``c``: scratch of n0 + n1, left holding the
     belief's marginals).  log b_f is θ_f/ρ_f plus the log cavities less
@@ -177,7 +197,7 @@ def _scaled_pairwise_belief(log_pot, psi, p0, t0, n0, n1, lcav, m0, m1, r, bf, c
     a0 = 0
     for x0 in range(n0):   # (c[x0] becomes row x0's mass once the row is made)
         c0 = c[x0]
-        row = t0 + x0 * n1
+        row = x0 * n1
         s = 0.0
         for x1 in range(n1):
             q = psi[p0 + x0 * n1 + x1] * c0 * c[n0 + x1]
@@ -187,7 +207,7 @@ def _scaled_pairwise_belief(log_pot, psi, p0, t0, n0, n1, lcav, m0, m1, r, bf, c
         z += s
         if s > c[a0]:
             a0 = x0
-    row = t0 + a0 * n1
+    row = a0 * n1
     a1 = 0
     for x1 in range(1, n1):
         if bf[row + x1] > bf[row + a1]:
@@ -195,36 +215,36 @@ def _scaled_pairwise_belief(log_pot, psi, p0, t0, n0, n1, lcav, m0, m1, r, bf, c
     top = bf[row + a1]
     if not (top >= TINY and z < np.inf):
         return np.nan
-    lz = log_pot[row + a1] / r + lcav[m0 + a0] + lcav[m1 + a1] - np.log(top / z)
-    return _normalised_share(t0, n0, n1, lcav, m0, m1, r, z, lz, bf, c)
+    lz = log_pot[t0 + row + a1] / r + lcav[m0 + a0] + lcav[m1 + a1] - np.log(top / z)
+    return _normalised_share(n0, n1, lcav, m0, m1, r, z, lz, bf, c)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _pairwise_belief(log_pot, t0, n0, n1, lcav, m0, m1, r, bf, c):
-    """``beliefs`` of one pairwise factor (table at t0, n0 x n1, cavities at
-    m0 and m1): b_f into bf, and its share <b_f, θ_f> + ρ_f H(b_f) of the
-    bound — one exponential per entry, no index arithmetic (``c``: scratch
-    of n0 + n1, left holding the belief's marginals, as
+    """``beliefs`` of one pairwise factor (θ_f at t0, n0 x n1, cavities at
+    m0 and m1): b_f into bf[:n0·n1], and its share <b_f, θ_f> + ρ_f H(b_f)
+    of the bound — one exponential per entry, no index arithmetic (``c``:
+    scratch of n0 + n1, left holding the belief's marginals, as
     ``_normalised_share`` leaves them)."""
     mx = -np.inf
     for x0 in range(n0):
         for x1 in range(n1):
             s = log_pot[t0 + x0 * n1 + x1] / r + lcav[m0 + x0] + lcav[m1 + x1]
-            bf[t0 + x0 * n1 + x1] = s
+            bf[x0 * n1 + x1] = s
             mx = max(mx, s)
     z = 0.0
-    for i in range(t0, t0 + n0 * n1):
+    for i in range(n0 * n1):
         bf[i] = np.exp(bf[i] - mx) if bf[i] > -np.inf else 0.0
         z += bf[i]
     if z == 0.0:   # (no assignment possible: the bound is -inf elsewhere)
         for x in range(n0 + n1):
             c[x] = 0.0
         return 0.0
-    return _normalised_share(t0, n0, n1, lcav, m0, m1, r, z, mx + np.log(z), bf, c)
+    return _normalised_share(n0, n1, lcav, m0, m1, r, z, mx + np.log(z), bf, c)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _normalised_share(t0, n0, n1, lcav, m0, m1, r, z, lz, bf, marg):
+def _normalised_share(n0, n1, lcav, m0, m1, r, z, lz, bf, marg):
     """Divide a pairwise factor's unnormalised belief (in bf, summing to z)
     by z and return its share <b_f, θ_f> + ρ_f H(b_f) of the bound.  With
     log b_f = θ_f/ρ_f + lcav_0 + lcav_1 - lz the θ_f terms cancel:
@@ -240,7 +260,7 @@ def _normalised_share(t0, n0, n1, lcav, m0, m1, r, z, lz, bf, marg):
     second = marg[n0:n0 + n1]
     second[:] = 0.0
     for x0 in range(n0):
-        cells = bf[t0 + x0 * n1:t0 + (x0 + 1) * n1]
+        cells = bf[x0 * n1:(x0 + 1) * n1]
         s = 0.0
         for x1 in range(n1):
             p = cells[x1] * inv
@@ -270,21 +290,21 @@ def _marginal_gap(marg, at, n, bv, o):
 
 @njit(cache=True, nogil=True, inline="always")
 def _factor_gap(f, card, f_ptr, f_var, tab_ptr, e_stride, var_ptr, bv, bf, marg):
-    """How far the belief of factor f (over three or more variables) is
-    from agreeing with its variables': the largest ``_marginal_gap`` of its
+    """How far the belief of factor f (over three or more variables; in
+    bf[:size]) is from agreeing with its variables': the largest ``_marginal_gap`` of its
     marginals, Σ_{x_f: x_v = x} b_f(x_f), over its variables v (0 at a
     fixed point, where beliefs are locally consistent; pairwise factors'
     come with their beliefs, ``_normalised_share``).  ``marg``: scratch of
     the largest domain."""
     a, k = f_ptr[f], f_ptr[f + 1] - f_ptr[f]
-    t0, n = tab_ptr[f], tab_ptr[f + 1] - tab_ptr[f]
+    n = tab_ptr[f + 1] - tab_ptr[f]
     worst = 0.0
     for e in range(a, a + k):
         v = f_var[e]
         for x in range(card[v]):
             marg[x] = 0.0
         for i in range(n):
-            marg[(i // e_stride[e]) % card[v]] += bf[t0 + i]
+            marg[(i // e_stride[e]) % card[v]] += bf[i]
         worst = max(worst, _marginal_gap(marg, 0, card[v], bv, var_ptr[v]))
     return worst
 

@@ -31,7 +31,12 @@ import numpy as np
 
 from fgl.engines.graph.factor_graph import FactorGraph, GraphArrays
 from fgl.engines.graph.peeling import SweepOrders, sweep_orders
-from fgl.engines.graph.table_kernels import clamp, factor_tables, feature_expectations
+from fgl.engines.graph.table_kernels import (
+    clamp,
+    factor_tables,
+    feature_expectations,
+    tied_tables,
+)
 from fgl.engines.graph.trw import (
     GROSS_INCONSISTENCY,
     INCONSISTENCY_PER_TOL,
@@ -67,7 +72,9 @@ class InstanceArrays(NamedTuple):
 
 class FeatureRows(NamedTuple):
     """The factor graph program's attribute rows (``FactorGraphData`` and
-    ``FactorGraphProgram``) that ``table_kernels`` read, as one argument."""
+    ``FactorGraphProgram``) that ``table_kernels`` read, as one argument,
+    and ``rep``: per factor, the factor of its instance (numbered from the
+    instance's first) whose θ table is its own (``tied_factors``)."""
 
     inst_fptr: np.ndarray
     fac_ptr: np.ndarray
@@ -76,6 +83,22 @@ class FeatureRows(NamedTuple):
     row_ptr: np.ndarray
     feat_config: np.ndarray
     dense: np.ndarray
+    rep: np.ndarray
+
+
+def tied_factors(graphs: list[FactorGraph], inst_fptr: np.ndarray, fac_ptr: np.ndarray,
+                 fac_row: np.ndarray, fac_val: np.ndarray) -> np.ndarray:
+    """``FeatureRows.rep`` of every instance (``table_kernels.tied_tables``):
+    in a skip chain every chain edge's transition table is one table, made
+    once per instance, its ψ taken once per ρ and its beliefs summed where
+    it lies; on 100 CoNLL-2002 Dutch articles nine tenths of the table
+    entries were chain edges'."""
+    parts = []
+    for i, g in enumerate(graphs):
+        f0 = int(inst_fptr[i])
+        parts.append(tied_tables(g.tab_ptr, g.f_ptr, fac_ptr[f0:f0 + g.n_factors + 1],
+                                 fac_row, fac_val))
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
 
 class BlockMessages(NamedTuple):
@@ -181,11 +204,14 @@ def _run(pot, g, orders, run: RunState, done, tol, n, scratch):
 
 
 @njit(cache=True, nogil=True)
-def _finite_or_ruled_out(table):
-    """Whether every log-potential is finite or -inf (``loopy.check_potentials``)."""
-    for x in table:
-        if not x < np.inf:
-            return False
+def _finite_or_ruled_out(table, tab_ptr, rep):
+    """Whether every log-potential of the tables made (those of factors
+    that are their own ``rep``) is finite or -inf (``loopy.check_potentials``)."""
+    for f in range(rep.shape[0]):
+        if rep[f] == f:
+            for i in range(tab_ptr[f], tab_ptr[f + 1]):
+                if not table[i] < np.inf:
+                    return False
     return True
 
 
@@ -221,6 +247,8 @@ def expect_block(picks, a: InstanceArrays, feats: FeatureRows, w, messages: Bloc
     lb_s, last_s, bv_s = np.empty(most_flat), np.empty(most_flat), np.empty(most_flat)
     stale_s, lcav_s = np.empty(most_vars), np.empty(most_msgs)
     psi_at_s = np.empty(most_factors, dtype=np.int64)
+    theta_at_s = np.empty(most_factors, dtype=np.int64)
+    own = np.arange(most_factors)   # (clamped tables differ: every factor its own)
     sweep_s = (np.empty(most_msgs), np.empty(most_msgs), np.empty(most_vars, dtype=np.int64),
                np.empty(most_edges, dtype=np.int64))
     for k in range(picks.shape[0]):
@@ -231,12 +259,13 @@ def expect_block(picks, a: InstanceArrays, feats: FeatureRows, w, messages: Bloc
         f0, f1 = feats.inst_fptr[i], feats.inst_fptr[i + 1]
         n_table = g.tab_ptr[g.tab_ptr.shape[0] - 1]
         table = table_s[:n_table]
+        rep = own[:f1 - f0] if clamped else feats.rep[f0:f1]
         factor_tables(f0, f1, g.tab_ptr, feats.fac_ptr, feats.fac_row, feats.fac_val,
-                      feats.row_ptr, feats.feat_config, feats.dense, w, table)
+                      feats.row_ptr, feats.feat_config, feats.dense, w, rep, table)
         if clamped:
             clamp(g.card, g.f_ptr, g.f_var, g.tab_ptr, g.e_stride,
                   a.gold[a.gold_at[i]:a.gold_at[i + 1]], table)
-        if not _finite_or_ruled_out(table):
+        if not _finite_or_ruled_out(table, g.tab_ptr, rep):
             return k
         L = msgs[a.msg_at[i]:a.msg_at[i + 1]]
         if init_at[k] >= 0:
@@ -246,8 +275,11 @@ def expect_block(picks, a: InstanceArrays, feats: FeatureRows, w, messages: Bloc
         psi = psi_s[:n_table]
         psi_at = psi_at_s[:g.f_ptr.shape[0] - 1]
         psi_at[:] = 0
-        used = reweighted_tables(table, rho, g.tab_ptr, g.f_ptr, psi, psi_at)
-        pot = ReweightedPotentials(table, rho, psi[:used], psi_at)
+        used = reweighted_tables(table, rho, g.tab_ptr, g.f_ptr, rep, psi, psi_at)
+        theta_at = theta_at_s[:f1 - f0]
+        for f in range(f1 - f0):
+            theta_at[f] = g.tab_ptr[rep[f]]
+        pot = ReweightedPotentials(table, rho, psi[:used], psi_at, theta_at)
         n_flat = g.var_ptr[g.var_ptr.shape[0] - 1]
         lb = lb_s[:n_flat]
         last = last_s[:n_flat]
@@ -272,7 +304,7 @@ def expect_block(picks, a: InstanceArrays, feats: FeatureRows, w, messages: Bloc
             bound, gap = beliefs(pot, g, L, lb, np.bool_(False), bv, bf, lcav)
             agree = gap <= worst
         feature_expectations(f0, f1, g.tab_ptr, feats.fac_ptr, feats.fac_row, feats.fac_val,
-                             feats.row_ptr, feats.feat_config, feats.dense, bf, counts)
+                             feats.row_ptr, feats.feat_config, feats.dense, bf, rep, counts)
         runs.log_z[k] = bound
         runs.sweeps[k] = done
         runs.residual[k] = res

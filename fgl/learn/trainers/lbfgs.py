@@ -17,17 +17,20 @@ def fit_lbfgs(run: RunContext, model: Any, data: Any,
     """Train ``model`` on ``data`` within ``run``: the likelihood, or the
     spec's local objective, or the given ``objective`` (a Dask cluster's),
     by L-BFGS — OWL-QN when the run's l1 is above 0."""
-    from fgl.learn.learner import train_lbfgs
+    from fgl import registry
+    from fgl.learn.learner import optimiser_memory, train_lbfgs
     from fgl.learn.local_objectives import LocalObjective
 
     s = run.settings.options(LBFGSOptions)
+    # (from the spec's engine, not the objective: a cluster's learns of BP at its first call)
+    memory = optimiser_memory(s.memory, not registry.choose(model.spec).engine.exact)
     if objective is None and s.objective != "likelihood":
         objective = LocalObjective(s.objective, model.program, data, model.feat_sigma, run.jobs)
     weights, log = train_lbfgs(
         model.program, data, model.feat_sigma, max_iter=s.max_iter, tol=s.tol, jobs=run.jobs,
         w0=run.initial_weights(model), progress=run.progress, objective=objective,
         bp_start=s.bp_start, should_stop=run.should_stop, checkpoint=run.checkpointer(model),
-        resume=run.resume_state, l1=s.l1, memory=s.memory)
+        resume=run.resume_state, l1=s.l1, memory=memory)
     return model, weights, log
 
 
