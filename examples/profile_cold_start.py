@@ -20,7 +20,12 @@ several (what differs between them: int32 against int64, C against A
 layout, a read-only array...), and the thread CPU seconds of its
 compilations, exclusive of the functions it calls that compile on their own
 (inclusive time is shown too).  The time inside numba's compiler lock
-outside any compilation is loading and saving the cache.
+outside any compilation is loading and saving the cache.  The cold fit's
+compile time is also split by phase (``NumbaPhases``): numba's typing,
+inlining and lowering, and LLVM's passes and machine code -- where each
+library that calls a function links its code and optimises and emits it
+again, so a helper reached through two levels of calls is compiled three
+times.
 
 Data: CoNLL-2000 (../shared/data/conll2000, ``--data``) when present, else
 generated chunking-like sentences (``fgl`` is then still profiled, on other
@@ -173,6 +178,57 @@ class CompileRecorder:
             self.lock_seconds += time.thread_time() - t["start"]
 
 
+class NumbaPhases:
+    """Thread CPU seconds of numba's compile phases, each exclusive of the
+    others it holds (a nested compilation's typing is not its caller's):
+    typing, inlining (``inline="always"``), lowering to LLVM IR, numba's
+    other passes, and LLVM's passes on a function's own module, its passes on
+    the module with every function it calls linked in, and machine code.
+    Found by wrapping methods of numba's internals (``HOOKS``); ``hooked``
+    is False, and nothing recorded, when one of them is missing (another
+    numba)."""
+
+    HOOKS = (("numba.core.typed_passes", "NopythonTypeInference", "run_pass", "typing"),
+             ("numba.core.untyped_passes", "InlineInlinables", "run_pass", "inlining"),
+             ("numba.core.typed_passes", "NativeLowering", "run_pass", "lowering"),
+             ("numba.core.compiler_machinery", "PassManager", "run", "numba's other passes"),
+             ("numba.core.codegen", "CPUCodeLibrary", "_optimize_functions",
+              "LLVM: own module"),
+             ("numba.core.codegen", "CPUCodeLibrary", "_optimize_final_module",
+              "LLVM: with callees linked"),
+             ("numba.core.codegen", "CPUCodeLibrary", "_finalize_final_module",
+              "LLVM: machine code"))
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.local = threading.local()
+        owners = [getattr(importlib.import_module(m), c, None) for m, c, _, _ in self.HOOKS]
+        self.hooked = all(o is not None and hasattr(o, h[2]) for o, h in zip(owners, self.HOOKS))
+        if self.hooked:
+            for owner, (_, _, method, label) in zip(owners, self.HOOKS):
+                self.wrap(owner, method, label)
+
+    def wrap(self, owner, method: str, label: str) -> None:
+        """Time ``owner.method`` as ``label``, less the phases it holds."""
+        original = getattr(owner, method)
+        recorder = self
+
+        def timed(*args, **kwargs):
+            stack = recorder.local.__dict__.setdefault("stack", [])
+            start = time.thread_time()
+            stack.append(0.0)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                seconds = time.thread_time() - start
+                nested = stack.pop()
+                recorder.seconds[label] = recorder.seconds.get(label, 0.0) + seconds - nested
+                if stack:
+                    stack[-1] += seconds
+
+        setattr(owner, method, timed)
+
+
 class Phases:
     """CPU (user + system) and wall seconds of named phases of this process."""
 
@@ -220,6 +276,7 @@ def child(a) -> None:
     phases = Phases()
     fgl = phases("import fgl", import_fgl)
     recorder = CompileRecorder()                 # (importing compiles nothing: kernels are lazy)
+    numba_phases = NumbaPhases()
     X, y, X_test, source = corpus(a)
     model = Path(a.model)
     if a.child == "fit":
@@ -231,7 +288,8 @@ def child(a) -> None:
         est = phases("load", lambda: fgl.CRFEstimator.load(model, jobs=a.jobs))
         phases("predict", lambda: est.predict(X_test))
     print(json.dumps({"source": source, "phases": phases.times, "compiles": recorder.rows,
-                      "lock_seconds": recorder.lock_seconds, "cpu": Phases.cpu()}))
+                      "lock_seconds": recorder.lock_seconds, "cpu": Phases.cpu(),
+                      "numba_phases": numba_phases.seconds if numba_phases.hooked else None}))
 
 
 def run_child(a, task: str, env: dict, model: Path) -> dict:
@@ -265,6 +323,21 @@ def print_phases(runs: dict[str, dict]) -> None:
               "(compiler lock outside compilations: loading, saving the cache)")
         print(f"{name:<26} {'the rest':<12} {r['process']['cpu'] - r['lock_seconds']:7.2f} "
               f"{'':>7}  (Python, numpy and the kernels' own work: the whole less the lock)")
+
+
+def print_numba_phases(title: str, run: dict) -> None:
+    """``run``'s compile time by phase (``NumbaPhases``)."""
+    phases = run["numba_phases"]
+    if not phases:
+        why = "not recorded (numba's internals differ)" if phases is None else "nothing compiled"
+        print(f"\n{title}: compile time by phase: {why}")
+        return
+    compiled = sum(c["exclusive"] for c in run["compiles"].values())
+    total = sum(phases.values())
+    print(f"\n{title}: compile time by phase, thread CPU seconds (the phases: {total:.2f} s; "
+          f"compiling: {compiled:.2f} s)")
+    for label, seconds in sorted(phases.items(), key=lambda kv: -kv[1]):
+        print(f"  {label:<28} {seconds:7.2f}  {100 * seconds / total:4.0f}%")
 
 
 def short(key: str, width: int) -> str:
@@ -317,6 +390,7 @@ def main() -> None:
     print(f"data: {runs['cold: fit + predict']['source']}; fgl.CRFEstimator on feature dicts, "
           f"max_iter {a.max_iter}, jobs {a.jobs}; a new empty NUMBA_CACHE_DIR per cold run")
     print_phases(runs)
+    print_numba_phases("cold fit + predict", runs["cold: fit + predict"])
     print_compiles("cold fit + predict", runs["cold: fit + predict"]["compiles"], a.top)
     import_times(8)
     print_compiles("cold load + predict", runs["cold: load + predict alone"]["compiles"],
