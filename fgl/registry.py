@@ -137,8 +137,8 @@ ENGINES: tuple[Engine, ...] = (
            "exact pattern-sparse chain (Ye et al. 2009 §3)", _chain_reason,
            kernels=(Kernels("train", "fgl.engines.sequence.chain",
                             ("_expectations_first_order", "_expectations_factored",
-                             "_expectations_scaled"), 22),
-                    Kernels("tag", "fgl.engines.sequence.chain", ("batch_viterbi",), 8))),
+                             "_expectations_scaled"), 18),
+                    Kernels("tag", "fgl.engines.sequence.chain", ("batch_viterbi",), 6))),
 )
 
 

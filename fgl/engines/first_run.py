@@ -19,13 +19,16 @@ Measured cold, in CPU seconds, on the 2-core development machine, with
 own with a new ``NUMBA_CACHE_DIR``; an ``fgl.CRFEstimator`` on 300
 CoNLL-2000 sentences of feature dicts, 100 iterations; 2026-12-06, three
 runs; each ``fgl.registry.Engine`` declares its estimates in ``kernels``):
-a first-order chain 19-22 s to train (was 25-27 s before a slice copy's
-error text, a second type of the same kernel and numba's sort were cut),
-its tagging 4 s after training in the same process and 8 s in a process
-of its own (loading the model, encoding; was 12-14 s).  Earlier that day,
-on 300 generated sentences with ``fgl.CRF``: a semi-Markov CRF 29 s and
-4 s, a skip chain (tree-reweighted BP and junction trees) 68 s and 5 s.
-Later runs: 2.5-2.8 s for the chain's whole fit-and-predict process.
+a first-order chain 18-22 s to train on the loaded machine of that
+afternoon, 0.81-0.83x of the code before in runs made beside it (which
+took 22-27 s then, 19-22 s in the morning's runs; 25-27 s before a slice
+copy's error text, a second type of the same kernel and numba's sort were
+cut), its tagging 3-4 s after training in the same process and 7-9 s in
+a process of its own (loading the model, encoding; was 12-14 s).  Earlier
+that day, on 300 generated sentences with ``fgl.CRF``: a semi-Markov CRF
+29 s and 4 s, a skip chain (tree-reweighted BP and junction trees) 68 s
+and 5 s.  Later runs: 2.5-3.6 s for the chain's whole fit-and-predict
+process.
 
 The kernels compile once per type of the data they meet; the note looks
 for any cached compilation of an engine's kernels, so it misses a second
