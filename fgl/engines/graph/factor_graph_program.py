@@ -237,6 +237,37 @@ class WarmStart:
         return ", ".join(changes) or None
 
 
+def _initial_messages(warm: WarmStart | None, picks: np.ndarray, msg_at: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Where each pick's TRW run starts (``trw_training.BlockMessages``'s
+    ``inits`` and ``init_at``, -1: cold): the messages ``warm`` keeps —
+    as a rule the slices of one evaluation's message array at the
+    instances' own offsets, which is then read in place; else copied into
+    one array (a copy of every message per evaluation, and one more at the
+    peak)."""
+    init_at = np.full(len(picks), -1, dtype=np.int64)
+    starts = [warm.start[i] if warm is not None else None for i in picks]
+    bases = {id(st[0].base) for st in starts if st is not None}
+    if len(bases) == 1:
+        base = next(st[0].base for st in starts if st is not None)
+        origin = base.__array_interface__["data"][0] if isinstance(base, np.ndarray) else None
+        if origin is not None and base.ndim == 1 and base.dtype == np.float64 and all(
+                st is None or (st[0].__array_interface__["data"][0] - origin
+                               == 8 * int(msg_at[i]) and len(st[0]) == msg_at[i + 1] - msg_at[i])
+                for st, i in zip(starts, picks)):
+            for k, (st, i) in enumerate(zip(starts, picks)):
+                if st is not None:
+                    init_at[k] = msg_at[i]
+            return base, init_at
+    parts, at = [], 0
+    for k, st in enumerate(starts):
+        if st is not None:
+            init_at[k] = at
+            parts.append(st[0])
+            at += len(st[0])
+    return (np.concatenate(parts) if parts else np.empty(0)), init_at
+
+
 def _too_big(graph: FactorGraph, max_table: int) -> str:
     """What `infer junction_tree` says of an instance whose cliques do not fit."""
     plan = clique_tree.junction_tree_plan(graph, max_table)
@@ -487,16 +518,7 @@ class FactorGraphProgram:
         messages into ``msgs`` (kept by ``warm``); the summary of each run."""
         arrays, feats, _ = batch
         s = self.settings
-        init_at = np.full(len(picks), -1, dtype=np.int64)   # (-1: a cold start)
-        parts = []
-        at = 0
-        for k, i in enumerate(picks):
-            start = warm.start[i] if warm is not None else None
-            if start is not None:
-                init_at[k] = at
-                parts.append(start[0])
-                at += len(start[0])
-        inits = np.concatenate(parts) if parts else np.empty(0)
+        inits, init_at = _initial_messages(warm, picks, arrays.msg_at)
         n = len(picks)
         runs = trw_training.block_runs(n)
         settings = trw_training.BlockSettings(

@@ -165,3 +165,29 @@ infer trw
         stats = program.expectations(w, enc, 1, warm=warm).stats
         assert stats.not_converged == 0 and stats.max_iterations < limit, (tol, stats)
         assert stats.max_residual < tol
+
+
+def test_warm_starts_are_read_in_place_from_one_evaluations_messages():
+    """The messages a warm start keeps are slices of the last evaluation's
+    array at each instance's offset: the kernel reads them there instead
+    of a copy; starts from elsewhere (SGD's per-instance accepts) are
+    copied into one array at offsets of their own."""
+    from fgl.engines.graph.factor_graph_program import _initial_messages
+
+    model, enc = _skip_chain("infer trw(tol = 1e-3)")
+    program = model.program
+    warm = program.warm_start(enc)
+    program.expectations(_weights(model, 0.5), enc, 1, warm=warm)
+    warm.accept()
+    msg_at = program.trw_blocks(enc)[0].msg_at
+    picks = np.arange(len(enc.graphs))
+    inits, init_at = _initial_messages(warm, picks, msg_at)
+    assert inits is warm.start[0][0].base
+    kept = [i for i in picks if warm.start[i] is not None]
+    assert kept and (init_at[kept] == msg_at[kept]).all()
+    warm.start[kept[-1]] = (warm.start[kept[-1]][0].copy(),)   # (from another array)
+    copied, at = _initial_messages(warm, picks, msg_at)
+    assert copied is not inits
+    for i in kept:
+        np.testing.assert_array_equal(copied[at[i]:at[i] + len(warm.start[i][0])],
+                                      warm.start[i][0])
