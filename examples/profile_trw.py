@@ -46,12 +46,12 @@ sys.path.insert(0, str(REPO / "examples"))
 from profile_chain import best_cpu  # noqa: E402
 from skip_chain_ner import CORPORA, SKIP_FEATURES, SKIP_WHERE, load, spec_texts  # noqa: E402
 
-from fgl.engines.graph import trw, trw_training  # noqa: E402
+from fgl.engines.graph import table_kernels, trw, trw_training  # noqa: E402
 from fgl.engines.graph.peeling import sweep_orders  # noqa: E402
 from fgl.engines.graph.trw_beliefs import beliefs  # noqa: E402
 from fgl.engines.graph.trw_potentials import (  # noqa: E402
     ReweightedPotentials,
-    reweighted_potentials,
+    reweighted_tables,
 )
 from fgl.lang.parser import parse_spec  # noqa: E402
 from fgl.learn.learner import train_lbfgs  # noqa: E402
@@ -88,12 +88,26 @@ class Articles:
         self.rho = [prog.appearance_probabilities(g) for g in self.graphs]
         self.orders = [sweep_orders(g, r) for g, r in zip(self.graphs, self.rho)]
         self.tol = float(prog.settings.tol)
+        # the tied tables of the training kernel (chain edges' transitions made once)
+        rep = prog.trw_blocks(data)[1].rep
+        f = data.inst_fptr
+        self.rep = [np.ascontiguousarray(rep[f[i]:f[i + 1]]) for i in range(len(self.graphs))]
 
     def tables(self, w: np.ndarray, i: int) -> np.ndarray:
-        return self.prog.factor_tables(w, self.data, i)
+        g, d, p = self.graphs[i], self.data, self.prog
+        out = np.empty(g.n_table)
+        table_kernels.factor_tables(int(d.inst_fptr[i]), int(d.inst_fptr[i + 1]), g.tab_ptr,
+                                    d.fac_ptr, d.fac_row, d.fac_val, p.row_ptr, p.feat_config,
+                                    p.dense_rows, w, self.rep[i], out)
+        return out
 
     def potentials(self, table: np.ndarray, i: int) -> ReweightedPotentials:
-        return reweighted_potentials(self.graphs[i], table, self.rho[i])
+        g, rep = self.graphs[i], self.rep[i]
+        psi = np.empty(g.n_table)
+        psi_at = np.zeros(g.n_factors, dtype=np.int64)
+        used = reweighted_tables(table, self.rho[i], g.tab_ptr, g.f_ptr, rep, psi, psi_at)
+        return ReweightedPotentials(table, self.rho[i], psi[:used], psi_at,
+                                    np.ascontiguousarray(g.tab_ptr[rep]))
 
     def sweep(self, pot, i: int, init: np.ndarray | None, max_iter: int):
         """``trw.propagate`` of article i from ``init`` (None: cold):
@@ -113,7 +127,10 @@ class Articles:
         return bf
 
     def counts(self, bf: np.ndarray, i: int, grad: np.ndarray) -> None:
-        self.prog.add_counts(self.data, i, bf, grad)
+        g, d, p = self.graphs[i], self.data, self.prog
+        table_kernels.feature_expectations(
+            int(d.inst_fptr[i]), int(d.inst_fptr[i + 1]), g.tab_ptr, d.fac_ptr, d.fac_row,
+            d.fac_val, p.row_ptr, p.feat_config, p.dense_rows, bf, self.rep[i], grad)
 
 
 def parts(arts: Articles, w: np.ndarray, starts: list | None, max_iter: int,
@@ -187,7 +204,7 @@ def slowest(arts: Articles, w: np.ndarray, k: int, reference: int) -> None:
     """The second table (module docstring) for the k articles whose cold
     runs take longest."""
     n = len(arts.graphs)
-    tables = [arts.tables(w, i) for i in range(n)]
+    tables = [arts.prog.factor_tables(w, arts.data, i) for i in range(n)]   # (every table)
     secs = [best_cpu(lambda i=i: trw.trw(arts.graphs[i], tables[i], rho=arts.rho[i],
                                          tol=arts.tol), 1) for i in range(n)]
     print(f"\n{'article':>7}{'vars':>6}{'core':>6}{'rho min':>8}{'ms':>7}  "

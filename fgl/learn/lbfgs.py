@@ -336,7 +336,23 @@ class _LineSearch:
         self._point(x, d, step, trial)
         f, g = self.fun(trial)
         self.evaluations += 1
+        if step < self.shortest[0]:
+            self.shortest = (step, f)
         return f, g, float(g @ d)
+
+    def noise(self) -> float:
+        """After a search: how far its shortest step's objective lies above
+        f0 beyond what the slope predicts there — at a step that changes the
+        objective by less than a tenth of that, the difference between two
+        evaluations of nearly one point (0 when none lies above, or the
+        step was not that short).  An approximate objective's error measured
+        rather than estimated (Shi, Xie, Byrd & Nocedal 2022 §2 take the
+        noise level as known)."""
+        step, f = self.shortest
+        if not math.isfinite(f):
+            return 0.0
+        gap = f - self.f0 - step * self.dphi0
+        return gap if gap > 0.0 and 10.0 * step * abs(self.dphi0) < gap else 0.0
 
     def search(self, x, f0, d, dphi0, step, trial, slack=0.0):
         """(f, g) at an accepted step, or None when ``max_evals`` run out
@@ -345,6 +361,7 @@ class _LineSearch:
         relaxed Armijo condition of Shi, Xie, Byrd & Nocedal 2022 §2)."""
         self.evaluations = 0
         self.f0, self.dphi0, self.slack = f0, dphi0, slack
+        self.shortest = (math.inf, math.nan)   # (step, f) of the shortest step tried
         lo = (0.0, f0, dphi0)  # (step, f, dphi): best sufficient decrease so far
         while self.evaluations < self.max_evals:
             g = None   # (the last trial's gradient is freed before the next evaluation)
@@ -382,7 +399,9 @@ class _LineSearch:
                 hi = (step, math.inf, math.nan)  # forces bisection next
                 continue
             point = (step, f, dphi)
-            if f > f0 + self.c1 * step * dphi0 + self.slack or f >= lo[1]:
+            # (against the start, the relaxed Armijo test alone: a point within the slack of f0
+            # may lie above it by noise; against a trial, a lower objective)
+            if f > f0 + self.c1 * step * dphi0 + self.slack or (lo[0] > 0.0 and f >= lo[1]):
                 hi = point
                 continue
             if abs(dphi) <= -self.c2 * dphi0:
@@ -563,7 +582,13 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
     exact objective (approximate inference run to a tolerance); the line
     search accepts a step whose objective is within twice that of
     sufficient decrease (Shi, Xie, Byrd & Nocedal 2022 §2), so that noise
-    below the tolerance in force fails no search.
+    below the tolerance in force fails no search.  When a search fails
+    with its shortest step's objective above the iterate's by more than
+    the slope explains (``_LineSearch.noise``: two evaluations of nearly
+    one point disagreeing), the error is taken that many times larger from
+    then on: the estimate was too low (slowly converging BP stops farther
+    from its fixed point than its tolerance says), and stays proportional
+    to it as ``tighten`` makes the objective more precise.
     """
     search = _LineSearch(fun, c1, c2, max_linesearch, jobs)
     converged = f"gradient norm below {epsilon:g}·max(1, |x|)"
@@ -572,6 +597,9 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
         return start
     s, history, it, d, step, fresh = start
     trial, state = np.empty(s.x.shape[0]), resume
+    # how many times the objective's own error estimate failed searches measured
+    # (``_LineSearch.noise``); kept as a factor, so the error still shrinks as it is tightened
+    underestimate = 1.0
     while it <= max_iter:
         dphi0 = float(s.g @ d)
         if not dphi0 < 0.0:  # not a descent direction (rounding): restart along -g
@@ -581,10 +609,12 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
         if state is not None and state.history is history:   # (else it keeps its own g)
             state.g = None
         s.g = None
-        error = precision(s.f) if precision is not None else 0.0
+        error = underestimate * precision(s.f) if precision is not None else 0.0
         found = search.search(s.x, s.f, d, dphi0, step, trial, 2.0 * error)
         s.evaluations += search.evaluations
         if found is None:
+            if error > 0.0:
+                underestimate = max(underestimate, underestimate * search.noise() / error)
             s.g = history.unpark()
             stop = _recover(s, fun, it, search.evaluations, tighten, max_recoveries, fresh,
                             on_recovery, error)
