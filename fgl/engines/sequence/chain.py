@@ -21,12 +21,14 @@ unobserved high-order patterns), every transition factor is a label factor
 times a constant, and the factored path (``_factored_forward``) needs one
 ``exp`` per label and token and no per-token transition table; in a
 first-order chain, the expected transition counts of a whole sequence are
-then one matrix product (``_add_taken_first_order``, BLAS).  Which path and
-which kind of chain (first order or not) is decided in Python, once per
-call over many sequences, and each has a kernel of its own: a first run
-compiles only the code its model takes.
+then one matrix product (``_add_taken_first_order``, BLAS).  Each path, and
+the factored one per kind of chain (first order or not: the chain's
+tables say, ``StateTables.first_order``), has a kernel of its own, chosen
+in Python once per call over many sequences (the factored kernel declines
+when the static potentials rule it out, and the scaled one takes the
+call): a first run compiles only the code its model takes.
 
-Why one module of some 900 lines: the scaled and the factored path share
+Why one module of some 1,000 lines: the scaled and the factored path share
 their block loops (``_forward_push``, ``_backward_step``) and the checks
 that decide when to fall back (their bounds in ``fgl.engines.sequence.
 scaling``; the factored path's vectorised ``_exps`` is bounded by the same
