@@ -10,6 +10,7 @@ loaded from the cache alike).
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -68,14 +69,21 @@ def run(path: str) -> dict[str, list[str]]:
     return kernel_signatures()
 
 
-@pytest.mark.parametrize("path", ["estimator", "spec"])
-def test_a_chain_fit_and_predict_compile_each_kernel_once(path):
+@functools.cache
+def run_in_process(path: str) -> dict[str, list[dict[str, str]]]:
+    """``run(path)`` in a process of its own: the kernels' signatures (once
+    per path: both tests read them)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
         str(REPO), str(REPO / "tests"), os.environ.get("PYTHONPATH")]))}
     out = subprocess.run([sys.executable, __file__, path], capture_output=True, text=True,
                          env=env, timeout=600)
     assert out.returncode == 0, out.stderr
-    signatures = json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("path", ["estimator", "spec"])
+def test_a_chain_fit_and_predict_compile_each_kernel_once(path):
+    signatures = run_in_process(path)
     chain = by_name("chain")
     used = [f"{k.module}.{name}" for k in chain.kernels for name in k.names]
     assert any(signatures.get(name) for name in used), sorted(signatures)   # (they ran)
@@ -91,6 +99,22 @@ def test_a_chain_fit_and_predict_compile_each_kernel_once(path):
                 types.setdefault(param, set()).add(numba_type)
     assert all(len(t) == 1 for t in types.values()), {p: t for p, t in types.items()
                                                       if len(t) > 1}
+
+
+@pytest.mark.parametrize("path", ["estimator", "spec"])
+def test_a_first_order_chain_runs_no_other_kind_of_chain_kernel(path):
+    """Whether a chain is first order is decided in Python, so its fit and
+    predict call the first-order factored kernel and none of the general
+    order's, nor the paths its weights do not take (a kernel no run calls is
+    not compiled on a first run, unless a kernel it does call calls it: what
+    examples/profile_cold_start.py lists)."""
+    signatures = run_in_process(path)
+    chain = "fgl.engines.sequence.chain."
+    assert signatures.get(chain + "_expectations_first_order")
+    ran = [name for name in ("_expectations_factored", "_expectations_scaled",
+                             "_expectations_log_space", "_general_counts", "_backward_step",
+                             "_add_taken") if signatures.get(chain + name)]
+    assert not ran, ran
 
 
 if __name__ == "__main__":
