@@ -328,6 +328,22 @@ class _LineSearch:
     def __init__(self, fun: Function, c1: float, c2: float, max_evals: int, jobs: int = 1):
         self.fun, self.c1, self.c2, self.max_evals, self.jobs = fun, c1, c2, max_evals, jobs
         self.evaluations = 0
+        # how many times its own error estimate the objective's errors are, as failed
+        # searches measured them (``measure``)
+        self.underestimate = 1.0
+
+    def measure(self, error: float) -> None:
+        """After a failed search with slack ``2·error`` (0: an exact
+        objective, nothing to measure): when its shortest step's objective
+        lay above the iterate's by more than ``error`` (``noise``: two
+        evaluations of nearly one point disagreeing), the objective's error
+        is taken that many times larger from then on — its estimate was
+        too low (slowly converging BP stops farther from its fixed point
+        than its tolerance says) — and stays proportional to the estimate
+        as ``tighten`` makes the objective more precise."""
+        if error > 0.0:
+            self.underestimate = max(self.underestimate,
+                                     self.underestimate * self.noise() / error)
 
     def _point(self, x, d, step, trial):
         run_chunked(_step_to, len(x), self.jobs, x, d, float(step), trial)
@@ -582,13 +598,8 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
     exact objective (approximate inference run to a tolerance); the line
     search accepts a step whose objective is within twice that of
     sufficient decrease (Shi, Xie, Byrd & Nocedal 2022 §2), so that noise
-    below the tolerance in force fails no search.  When a search fails
-    with its shortest step's objective above the iterate's by more than
-    the slope explains (``_LineSearch.noise``: two evaluations of nearly
-    one point disagreeing), the error is taken that many times larger from
-    then on: the estimate was too low (slowly converging BP stops farther
-    from its fixed point than its tolerance says), and stays proportional
-    to it as ``tighten`` makes the objective more precise.
+    below the tolerance in force fails no search; failed searches correct
+    an error estimate that is too low (``_LineSearch.measure``).
     """
     search = _LineSearch(fun, c1, c2, max_linesearch, jobs)
     converged = f"gradient norm below {epsilon:g}·max(1, |x|)"
@@ -597,9 +608,6 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
         return start
     s, history, it, d, step, fresh = start
     trial, state = np.empty(s.x.shape[0]), resume
-    # how many times the objective's own error estimate failed searches measured
-    # (``_LineSearch.noise``); kept as a factor, so the error still shrinks as it is tightened
-    underestimate = 1.0
     while it <= max_iter:
         dphi0 = float(s.g @ d)
         if not dphi0 < 0.0:  # not a descent direction (rounding): restart along -g
@@ -609,12 +617,11 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
         if state is not None and state.history is history:   # (else it keeps its own g)
             state.g = None
         s.g = None
-        error = underestimate * precision(s.f) if precision is not None else 0.0
+        error = search.underestimate * precision(s.f) if precision is not None else 0.0
         found = search.search(s.x, s.f, d, dphi0, step, trial, 2.0 * error)
         s.evaluations += search.evaluations
         if found is None:
-            if error > 0.0:
-                underestimate = max(underestimate, underestimate * search.noise() / error)
+            search.measure(error)
             s.g = history.unpark()
             stop = _recover(s, fun, it, search.evaluations, tighten, max_recoveries, fresh,
                             on_recovery, error)
