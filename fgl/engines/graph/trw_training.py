@@ -11,8 +11,11 @@ all while holding the GIL.  ``expect_block`` makes the same calls, with
 the same arguments and in the same order as ``fgl.engines.graph.trw.trw``
 (sum-product) and the factor-graph program's per-instance path, for a
 whole block of instances without leaving compiled code, with scratch sized
-for the block's largest instance and reused by each: the same messages,
-bound and counts, bit for bit (``tests/engines/graph/test_trw_training.py``).
+for the block's largest instance and reused by each: the same messages
+and bound, bit for bit, and the same counts to rounding — the kernel makes
+the table of factors with the same attribute rows once (``tied_factors``:
+a skip chain's transitions) and gathers their counts from their summed
+beliefs (``tests/engines/graph/test_trw_training.py``).
 On 150 CoNLL-2003 skip-chain articles (a clique per name) an evaluation
 took 0.85-0.98x the per-instance path's time on one thread, 0.88-0.93x on
 two (docs/language.md, "What a sweep visits").
