@@ -9,26 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from support.sentences import inputs_and_labels, segment_data
-from support.specs import SKIP_CHAIN
+from support.specs import SHORT_TRAINED_CHAIN, SHORT_TRAINED_SEGMENTS, SKIP_CHAIN
 
 from fgl import CRF
 from fgl.errors import FglError
 
-HIGH_ORDER = """columns word, label
-output label
-template state: y[t] ~ bias, word[t], word[t-1]
-template trans: y[t-1..t]
-template tri:   y[t-2..t]
-train { sigma = 3  max_iter = 30 }
-"""
-
-SEGMENTS = """columns word, label
-output label
-segments max 3 from bio
-template segment: s[j] ~ bias, lower(word[u]), length
-template transition: s[j-1..j]
-train { sigma = 3  max_iter = 30 }
-"""
+HIGH_ORDER = SHORT_TRAINED_CHAIN.replace("max_iter = 15", "max_iter = 30")
+SEGMENTS = SHORT_TRAINED_SEGMENTS.replace("max_iter = 15", "max_iter = 30")
 
 
 @pytest.fixture(scope="module")

@@ -106,7 +106,8 @@ def checked_spec(text: str) -> Spec:
 
 
 # a second-order chain and a semi-Markov CRF, trained briefly: the sequence engines'
-# batched n-best and log Z are checked on them (tests/engines/sequence)
+# batched n-best and log Z are checked on them (tests/engines/sequence; tests/api's n-best
+# and probabilities train them longer)
 SHORT_TRAINED_CHAIN = """columns word, label
 output label
 template state: y[t] ~ bias, word[t], word[t-1]

@@ -49,6 +49,36 @@ class Scoring(NamedTuple):
     w_dense: np.ndarray
 
 
+@njit(cache=True, nogil=True, inline="always")
+def chain_sequence_potentials(i, units, features, tables, scoring: Scoring, lab):
+    """Chain sequence i's first token a, length T and potentials pot[t, z]
+    (``chain.potentials``; ``lab``: scratch of one entry per label)."""
+    a = units.seq_ptr[i]
+    T = units.seq_ptr[i + 1] - a
+    pot = np.empty((T, scoring.fill.shape[0]))
+    chain.potentials(a, T, units, features, tables, scoring.w, scoring.static, scoring.fill,
+                     scoring.w_dense, lab, pot)
+    return a, T, pot
+
+
+@njit(cache=True, nogil=True, inline="always")
+def segment_sequence_potentials(i, span_limits: segments_batch.SpanLimits, units, features,
+                                tables, scoring: Scoring, lab):
+    """Segment sequence i's first token a, length T and span potentials
+    pot[u, d-1, z] for spans of at most min(``span_limits.longest``, T)
+    tokens (``segments_batch.potentials``)."""
+    a = units.seq_ptr[i]
+    T = units.seq_ptr[i + 1] - a
+    L = min(span_limits.longest, T)
+    pot = np.empty((T, L, scoring.fill.shape[0]))
+    segments_batch.potentials(a, T, segments_batch.SpanLimits(span_limits.units_per_token, L,
+                                                              span_limits.max_len,
+                                                              span_limits.distinct),
+                              units, features, tables, scoring.w, scoring.static, scoring.fill,
+                              scoring.w_dense, lab, pot)
+    return a, T, pot
+
+
 class Found(NamedTuple):
     """The k best labellings of a batch of sequences, flat: sequence i (T
     tokens from token a) has ``count[i]`` of them; labelling j's label and
@@ -149,6 +179,11 @@ def _kbest_forward(T, tables, cnt, psi, k, ks, kc, kr, km):
     codes (d - 1)·S + s of the last span's transition and predecessor
     ranks of the best partial labellings ending in state q at token v,
     best first."""
+    km[:, :] = 0   # (the start: one empty labelling in state 0 at token 0)
+    ks[0, 0, 0] = 0.0
+    kc[0, 0, 0] = -1
+    kr[0, 0, 0] = 0
+    km[0, 0] = 1
     if k == 1:
         _best_forward(T, tables, cnt, psi, ks, kc, kr, km)
         return
@@ -161,11 +196,6 @@ def _kbest_forward(T, tables, cnt, psi, k, ks, kc, kr, km):
     hc = np.empty((P, k), dtype=np.int64)
     hr = np.empty((P, k), dtype=np.int64)
     hm = np.zeros(P, dtype=np.int64)
-    km[:, :] = 0
-    ks[0, 0, 0] = 0.0
-    kc[0, 0, 0] = -1
-    kr[0, 0, 0] = 0
-    km[0, 0] = 1
     for v in range(1, T + 1):
         hm[:] = 0
         for dm in range(min(L, v)):
@@ -190,18 +220,14 @@ def _kbest_forward(T, tables, cnt, psi, k, ks, kc, kr, km):
 
 @njit(cache=True, nogil=True)
 def _best_forward(T, tables, cnt, psi, ks, kc, kr, km):
-    """``_kbest_forward`` at k = 1 without heaps: per (v, q) the best entry,
-    a tie going to the lower code, as ``_better`` ranks them."""
+    """``_kbest_forward`` at k = 1 without heaps (from the start it set):
+    per (v, q) the best entry, a tie going to the lower code, as
+    ``_better`` ranks them."""
     L = psi.shape[1]
     n = tables.n_labels
     P = tables.n_forward
     s_next = tables.s_next
     S = P * n
-    km[:, :] = 0
-    ks[0, 0, 0] = 0.0
-    kc[0, 0, 0] = -1
-    kr[0, 0, 0] = 0
-    km[0, 0] = 1
     for v in range(1, T + 1):
         best = ks[v, :, 0]
         code_of = kc[v, :, 0]
@@ -293,16 +319,12 @@ def batch_chain_kbest(i0, i1, units, features, tables, scoring, k, found):
     sequence's potentials (``chain.potentials``) and its k-best pass, in one
     call."""
     n = tables.n_labels
-    P = scoring.fill.shape[0]
     lab = np.empty(n)
     max_len = np.ones(n, dtype=np.int64)
     for i in range(i0, i1):
-        a = units.seq_ptr[i]
-        T = units.seq_ptr[i + 1] - a
-        pot = np.empty((T, P))
-        chain.potentials(a, T, units, features, tables, scoring.w, scoring.static, scoring.fill,
-                         scoring.w_dense, lab, pot)
-        _kbest_into(pot.reshape((T, 1, P)), T, a, i, tables, max_len, False, k, found)
+        a, T, pot = chain_sequence_potentials(i, units, features, tables, scoring, lab)
+        _kbest_into(pot.reshape((T, 1, pot.shape[1])), T, a, i, tables, max_len, False, k,
+                    found)
 
 
 @njit(cache=True, nogil=True)
@@ -311,19 +333,11 @@ def batch_segment_kbest(i0, i1, span_limits: segments_batch.SpanLimits, units, f
     """The k best segmentations of sequences i0..i1-1 (spans as
     ``span_limits`` says, labels numbered by their limits' order,
     ``segments.label_order``) into ``found``, in one call."""
-    m, max_length = span_limits.units_per_token, span_limits.longest
-    limits, distinct = span_limits.max_len, span_limits.distinct
-    P = scoring.fill.shape[0]
     lab = np.empty(tables.n_labels)
     for i in range(i0, i1):
-        a = units.seq_ptr[i]
-        T = units.seq_ptr[i + 1] - a
-        L = min(max_length, T)
-        pot = np.empty((T, L, P))
-        segments_batch.potentials(a, T, segments_batch.SpanLimits(m, L, limits, distinct), units,
-                                  features, tables, scoring.w, scoring.static, scoring.fill,
-                                  scoring.w_dense, lab, pot)
-        _kbest_into(pot, T, a, i, tables, limits, distinct, k, found)
+        a, T, pot = segment_sequence_potentials(i, span_limits, units, features, tables, scoring,
+                                                lab)
+        _kbest_into(pot, T, a, i, tables, span_limits.max_len, span_limits.distinct, k, found)
 
 
 def batch_nbest(data: EncodedData, k: int, jobs: int, kernel) -> list[NBest]:

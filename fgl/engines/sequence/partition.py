@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from fgl.engines.sequence import chain, segments_batch, span_lattice
+from fgl.engines.sequence import span_lattice
 from fgl.engines.sequence.encoded import EncodedData, run_parallel
+from fgl.engines.sequence.nbest import chain_sequence_potentials, segment_sequence_potentials
 from fgl.jit import njit
 
 
@@ -18,17 +19,13 @@ from fgl.jit import njit
 def batch_chain_log_z(i0, i1, units, features, tables, scoring, out):
     """log Z of chain sequences i0..i1-1 into ``out[i]``."""
     n = tables.n_labels
-    P = scoring.fill.shape[0]
     lab = np.empty(n)
     cnt = span_lattice.label_counts(np.ones(n, dtype=np.int64), 1)
     work = span_lattice.workspace(span_lattice.longest(units.seq_ptr, i0, i1), 1, tables)
     for i in range(i0, i1):
-        a = units.seq_ptr[i]
-        T = units.seq_ptr[i + 1] - a
-        pot = np.empty((T, P))
-        chain.potentials(a, T, units, features, tables, scoring.w, scoring.static, scoring.fill,
-                         scoring.w_dense, lab, pot)
-        span_lattice.span_scores(pot.reshape((T, 1, P)), T, tables, cnt, False, work.psi)
+        _, T, pot = chain_sequence_potentials(i, units, features, tables, scoring, lab)
+        span_lattice.span_scores(pot.reshape((T, 1, pot.shape[1])), T, tables, cnt, False,
+                                 work.psi)
         span_lattice.forward(T, tables, cnt, False, work)
         out[i] = span_lattice.logsumexp_row(work.alpha[T])
 
@@ -38,21 +35,14 @@ def batch_segment_log_z(i0, i1, span_limits, units, features, tables, scoring, o
     """log Z of sequences i0..i1-1 of a segment program (spans as
     ``span_limits`` says, labels numbered by their limits' order) into
     ``out[i]``."""
-    m, max_length = span_limits.units_per_token, span_limits.longest
     limits, distinct = span_limits.max_len, span_limits.distinct
-    P = scoring.fill.shape[0]
     lab = np.empty(tables.n_labels)
-    work = span_lattice.workspace(span_lattice.longest(units.seq_ptr, i0, i1), max_length,
-                                  tables)
+    work = span_lattice.workspace(span_lattice.longest(units.seq_ptr, i0, i1),
+                                  span_limits.longest, tables)
     for i in range(i0, i1):
-        a = units.seq_ptr[i]
-        T = units.seq_ptr[i + 1] - a
-        L = min(max_length, T)
-        pot = np.empty((T, L, P))
-        segments_batch.potentials(a, T, segments_batch.SpanLimits(m, L, limits, distinct), units,
-                                  features, tables, scoring.w, scoring.static, scoring.fill,
-                                  scoring.w_dense, lab, pot)
-        cnt = span_lattice.label_counts(limits, L)
+        _, T, pot = segment_sequence_potentials(i, span_limits, units, features, tables, scoring,
+                                                lab)
+        cnt = span_lattice.label_counts(limits, pot.shape[1])
         span_lattice.span_scores(pot, T, tables, cnt, distinct, work.psi)
         span_lattice.forward(T, tables, cnt, False, work)
         out[i] = span_lattice.logsumexp_row(work.alpha[T])
