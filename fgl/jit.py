@@ -16,7 +16,9 @@ fgl, nothing changes.
 A cache index written by an fgl whose modules had other names (one from
 before a module was renamed, left in ``__pycache__``) is a cache miss, not
 an ``ImportError``: numba unpickles an index before it compares the
-source's stamp (``_tolerate_stale_indexes``).
+source's stamp (``_tolerate_stale_indexes``).  While two processes compile
+into one cache (``fgl.engines.background_compile``), each names the code
+files it saves after itself (``own_cache_file_names``).
 
 Also the bitcasts between float64 and int64 that
 ``fgl.engines.vector_math``'s exp and log take a number apart with, and
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -61,11 +64,12 @@ if "numba.np.arraymath" not in sys.modules and BLAS_MODULE not in sys.modules \
     finally:
         del sys.modules[BLAS_MODULE]
 
-from numba import njit, types  # noqa: E402
+from numba import njit, typeof, types  # noqa: E402
 from numba.core import caching  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
-__all__ = ["bits_to_float", "float_to_bits", "njit", "single_to_bits"]
+__all__ = ["bits_to_float", "float_to_bits", "njit", "own_cache_file_names", "single_to_bits",
+           "typeof"]
 
 
 def _tolerate_stale_indexes() -> None:
@@ -90,6 +94,26 @@ def _tolerate_stale_indexes() -> None:
 
 
 _tolerate_stale_indexes()
+
+
+def own_cache_file_names() -> None:
+    """Make the code files this process saves into numba's cache carry its
+    process id (``name.<pid><n>.nbc``, not ``name.<n>.nbc``).  numba names
+    a new entry's file by the first number its index leaves free, so two
+    processes saving one kernel for two signatures at once could both take
+    ``1``, and the index of one then pairs its signature with the other's
+    code; with names of their own, the worst left is an entry lost from the
+    index (compiled again when next needed)."""
+    index_file = getattr(caching, "IndexDataCacheFile", None)
+    name = getattr(index_file, "_data_name", None)
+    if name is None or getattr(name, "per_process", False):
+        return
+
+    def data_name(self, number):
+        return name(self, os.getpid() * 1000 + number)
+
+    data_name.per_process = True
+    index_file._data_name = data_name
 
 
 def _bitcast(source, target):

@@ -27,6 +27,8 @@ ALLOWED = {
     ("fgl/engines/first_run.py", "_index_path"),
     # a stale cache index read as empty: numba's loader, no public hook
     ("fgl/jit.py", "_load_index"),
+    # cached code files named per process while two compile into one cache: numba's namer
+    ("fgl/jit.py", "_data_name"),
     # whether a codec is for text: the standard library's codecs keep it private
     ("fgl/cli/options.py", "_is_text_encoding"),
 }

@@ -13,6 +13,7 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
+from fgl.engines import background_compile
 from fgl.engines.parallel import blocks
 from fgl.engines.program import Decoding, Expectations, Marginals, RunGradient
 from fgl.engines.sequence import chain, nbest, partition, span_lattice
@@ -151,6 +152,10 @@ class ChainProgram(SequenceProgram):
         nothing between calls, so there is none)."""
         w_dense = self.dense_weights(w)
         units = span_lattice.units(data)
+        if self.structure.tables.first_order:   # (tagging's kernel, compiled aside on a cold cache)
+            background_compile.start([(chain.batch_viterbi, (0, 0, units, self.features,
+                                       self.structure.tables, w, w_dense,
+                                       np.zeros(0, dtype=np.int64)))])
 
         def kernel(i0: int, i1: int, grad: np.ndarray, grad_ptr: np.ndarray,
                    grad_dense: np.ndarray) -> float:
@@ -213,6 +218,7 @@ class ChainProgram(SequenceProgram):
         w_dense = self.dense_weights(w)
         units = span_lattice.units(data)
         out = np.zeros(data.n_tokens, dtype=np.int64)
+        background_compile.wait()
 
         def work(i0: int, i1: int) -> None:
             chain.batch_viterbi(i0, i1, units, self.features, self.structure.tables, w, w_dense,

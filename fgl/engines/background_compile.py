@@ -1,0 +1,135 @@
+"""A cold first run's later kernels, compiled by a second process beside it.
+
+numba compiles one function at a time, in one thread, under one lock, so a
+first run on a machine (``fgl.engines.first_run``) leaves every core but one
+idle while it compiles.  When a first-order chain starts training on a cold
+cache, ``start`` hands the kernels the run needs later -- the chain's
+Viterbi for tagging, and with ``fgl.CRFEstimator`` the L-BFGS optimiser's
+(``also_call``) -- to a process of its own, which compiles them
+into the same numba cache while this one compiles training's kernel; this
+process then loads them from the cache as any later run would.  On the
+2-core development machine, a cold ``CRFEstimator`` fit of 300 sentences
+ends that many seconds sooner and its predict compiles nothing
+(docs/benchmarks.md, "A first run").
+
+A kernel loaded from the cache is the code this process would have
+compiled (the same compiler, flags and machine): results are the same bit
+for bit.  The second process is started once per process, only when the
+cache holds no Viterbi kernel yet, more than one core is usable and
+``FGL_BACKGROUND_COMPILE`` is not ``0``; it writes nothing but numba's
+cache and is waited for before tagging (``wait``).  numba writes its cache
+files through a temporary file and a rename; ``fgl.jit`` gives each
+process's cached code files names of their own, so two processes saving
+the same kernel at once can lose an index entry (a later compilation) but
+never pair a signature with another's code.
+
+``python -m fgl.engines.background_compile`` is the second process: it
+reads what to compile from standard input (a pickled ``Work``).
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+_process: subprocess.Popen | None = None
+_started = False
+_calls: list[str] = []
+
+
+class Work(NamedTuple):
+    """What the second process compiles: kernels by ``(module, name,
+    argument types)``, then the functions named ``"module:function"`` in
+    ``calls`` (each compiles kernels whose types do not depend on the data
+    by running them on a small problem)."""
+
+    kernels: list[tuple[str, str, tuple]]
+    calls: list[str]
+
+
+def also_call(call: str) -> None:
+    """Have the second process, when one starts, also call ``call``
+    (``"module:function"``, no arguments): how a layer above the engines
+    adds its own kernels (the estimator, its optimiser's)."""
+    if call not in _calls:
+        _calls.append(call)
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (no affinity on this platform)
+        return os.cpu_count() or 1
+
+
+def wanted() -> bool:
+    """Whether a second process may compile: more than one core, not
+    switched off (``FGL_BACKGROUND_COMPILE=0``), numba compiling at all."""
+    return (os.environ.get("FGL_BACKGROUND_COMPILE", "1") != "0"
+            and os.environ.get("NUMBA_DISABLE_JIT", "0") in ("", "0") and cores() > 1)
+
+
+def start(kernels: list[tuple[object, tuple]]) -> bool:
+    """Compile each ``(dispatcher, example arguments)`` of ``kernels`` for
+    the arguments' types, and make the calls of ``also_call``, in a second
+    process, when the first dispatcher has no cache yet (once
+    per process; see the module's docstring); returns whether it started."""
+    global _process, _started
+    from fgl.engines.first_run import cache_index
+
+    if _started or not kernels or not wanted():
+        return False
+    index = cache_index(kernels[0][0])
+    if index is None or index.exists():
+        return False
+    from fgl.jit import own_cache_file_names, typeof
+
+    _started = True
+    own_cache_file_names()
+    work = Work([(d.py_func.__module__, d.py_func.__name__, tuple(typeof(a) for a in args))
+                 for d, args in kernels], list(_calls))
+    root = str(Path(__file__).resolve().parents[2])   # (the folder holding fgl)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    try:
+        _process = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    env=env, cwd=root)
+        _process.stdin.write(pickle.dumps(work))
+        _process.stdin.close()
+    except OSError:   # (no process could be started: this one compiles as usual)
+        _process = None
+        return False
+    return True
+
+
+def wait() -> None:
+    """Wait for the second process, if one is compiling (before running a
+    kernel it compiles: loaded from the cache then, not compiled twice)."""
+    global _process
+    if _process is not None:
+        _process.wait()
+        _process = None
+
+
+def main() -> None:
+    """The second process: compile what standard input asks for."""
+    import importlib
+
+    from fgl.jit import own_cache_file_names
+
+    own_cache_file_names()
+    work: Work = pickle.loads(sys.stdin.buffer.read())
+    for module, name, types in work.kernels:
+        getattr(importlib.import_module(module), name).compile(types)
+    for call in work.calls:
+        module, function = call.split(":")
+        getattr(importlib.import_module(module), function)()
+
+
+if __name__ == "__main__":
+    main()

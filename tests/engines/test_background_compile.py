@@ -1,0 +1,73 @@
+"""A cold cache's later kernels compiled by a second process
+(``fgl.engines.background_compile``): the kernel is then loaded from the
+cache, not compiled again, and the code files carry the compiling process's
+id (``fgl.jit.own_cache_file_names``); nothing starts when switched off or
+when the cache is warm.  Each run is a process of its own with a kernel
+module of its own (a new cache beside it)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.paths import REPO
+
+from fgl.engines.background_compile import cores
+
+KERNEL = '''from fgl.jit import njit
+
+
+@njit(cache=True)
+def scaled(x, k):
+    return x * k
+'''
+RUN = '''import json
+import numpy as np
+import kernel
+from fgl.engines import background_compile
+x = np.arange(3.0)
+started = background_compile.start([(kernel.scaled, (x, 2))])
+again = background_compile.start([(kernel.scaled, (x, 2))])
+pid = background_compile._process.pid if started else None
+background_compile.wait()
+out = kernel.scaled(x, 2)
+stats = kernel.scaled.stats
+print(json.dumps({"started": started, "again": again, "pid": pid, "out": out.tolist(),
+                  "hits": sum(stats.cache_hits.values()),
+                  "misses": sum(stats.cache_misses.values())}))
+'''
+
+
+def _run(folder: Path, switch: str = "1") -> dict:
+    env = {**os.environ, "FGL_BACKGROUND_COMPILE": switch,
+           "PYTHONPATH": os.pathsep.join([str(REPO), str(folder)])}
+    env.pop("NUMBA_CACHE_DIR", None)   # (the cache in the kernel's own __pycache__)
+    out = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True,
+                         cwd=folder, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(cores() < 2, reason="a second process compiles only beside a free core")
+def test_a_cold_kernel_is_compiled_aside_then_loaded(tmp_path):
+    (tmp_path / "kernel.py").write_text(KERNEL, encoding="utf-8")
+    first = _run(tmp_path)
+    assert first["started"] and not first["again"]        # once per process
+    assert first["out"] == [0.0, 2.0, 4.0]
+    assert (first["hits"], first["misses"]) == (1, 0)     # loaded, not compiled here
+    [code] = (tmp_path / "__pycache__").glob("kernel.scaled-*.nbc")
+    assert code.name.split(".")[-2] == str(first["pid"] * 1000 + 1)   # the second process's
+    warm = _run(tmp_path)
+    assert not warm["started"] and (warm["hits"], warm["misses"]) == (1, 0)
+
+
+def test_switched_off_this_process_compiles(tmp_path):
+    (tmp_path / "kernel.py").write_text(KERNEL, encoding="utf-8")
+    off = _run(tmp_path, switch="0")
+    assert not off["started"] and off["out"] == [0.0, 2.0, 4.0]
+    assert (off["hits"], off["misses"]) == (0, 1)
+    [code] = (tmp_path / "__pycache__").glob("kernel.scaled-*.nbc")
+    assert code.name.split(".")[-2] == "1"                # numba's own names, one process
