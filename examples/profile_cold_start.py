@@ -8,8 +8,9 @@ runs the work in fresh processes that share one new, empty
    features per token) fitted on --sentences CoNLL-2000 training sentences,
    then ``predict`` on as many test sentences in the same process -- with
    the later kernels compiled by a second process beside it
-   (``fgl.engines.background_compile``), and, in a cache of its own, by
-   the one process alone (``FGL_BACKGROUND_COMPILE=0``), first; the two
+   (``fgl.engines.background_compile``, ``FGL_BACKGROUND_COMPILE=1``: even
+   on a busy machine), and, in a cache of its own, by the one process
+   alone (``FGL_BACKGROUND_COMPILE=0``), first; the two
    runs' weights and predictions are compared bit for bit;
 2. ``tag``: the saved model loaded and ``predict`` again, in a process of
    its own with a new cache;
@@ -17,8 +18,9 @@ runs the work in fresh processes that share one new, empty
 
 Each child times its phases (import of fgl, fit, predict) in CPU seconds
 (user + system of the process, what a loaded machine does not inflate; the
-second process's CPU is in the whole only) and wall seconds, and records every numba compilation with numba's event API
-(``numba.core.event``, kind ``numba:compile``): per dispatcher, how many
+second process's CPU is in the whole only) and wall seconds, and records
+every numba compilation with numba's event API (``numba.core.event``, kind
+``numba:compile``): per dispatcher, how many
 type specialisations it compiled, their argument types where there are
 several (what differs between them: int32 against int64, C against A
 layout, a read-only array...), and the thread CPU seconds of its
@@ -397,7 +399,7 @@ def main() -> None:
         model = Path(tmp) / "model.fglm"
         alone = run_child(a, "fit", {**cache("numba_alone"), "FGL_BACKGROUND_COMPILE": "0"},
                           Path(tmp) / "alone.fglm")
-        cold = run_child(a, "fit", cache("numba"), model)
+        cold = run_child(a, "fit", {**cache("numba"), "FGL_BACKGROUND_COMPILE": "1"}, model)
         warm = run_child(a, "fit", cache("numba"), model)
         tag = run_child(a, "tag", cache("numba_tag"), model)
     runs = {"cold: fit + predict": cold, "cold, one process: same": alone,

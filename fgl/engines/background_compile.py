@@ -2,10 +2,10 @@
 
 numba compiles one function at a time, in one thread, under one lock, so a
 first run on a machine (``fgl.engines.first_run``) leaves every core but one
-idle while it compiles.  When a first-order chain starts training on a cold
-cache, ``start`` hands the kernels the run needs later -- the chain's
-Viterbi for tagging, and with ``fgl.CRFEstimator`` the L-BFGS optimiser's
-(``also_call``) -- to a process of its own, which compiles them
+idle while it compiles.  When a chain or a semi-Markov model starts
+training on a cold cache, ``start`` hands the kernels the run needs later --
+its engine's Viterbi for tagging, and with ``fgl.CRFEstimator`` the L-BFGS
+optimiser's (``also_call``) -- to a process of its own, which compiles them
 into the same numba cache while this one compiles training's kernel; this
 process then loads them from the cache as any later run would.  On the
 2-core development machine, a cold ``CRFEstimator`` fit of 300 sentences
@@ -15,9 +15,10 @@ ends that many seconds sooner and its predict compiles nothing
 A kernel loaded from the cache is the code this process would have
 compiled (the same compiler, flags and machine): results are the same bit
 for bit.  The second process is started once per process, only when the
-cache holds no Viterbi kernel yet, more than one core is usable and
-``FGL_BACKGROUND_COMPILE`` is not ``0``; it writes nothing but numba's
-cache and is waited for before tagging (``wait``).  numba writes its cache
+cache holds no Viterbi kernel yet and more than one core is usable, and a
+core looks free (the load average; ``FGL_BACKGROUND_COMPILE=1``: always,
+``0``: never); it writes nothing but numba's cache and is waited for
+before tagging (``wait``).  numba writes its cache
 files through a temporary file and a rename; ``fgl.jit`` gives each
 process's cached code files names of their own, so two processes saving
 the same kernel at once can lose an index entry (a later compilation) but
@@ -66,11 +67,23 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+def idle_core() -> bool:
+    """Whether a core looks free: the last minute's load average is below
+    the cores less one and a half (this process, compiling, is one; on a
+    machine others keep busy a second process would only slow it down)."""
+    try:
+        return os.getloadavg()[0] < cores() - 0.5
+    except OSError:   # (no load average on this platform)
+        return True
+
+
 def wanted() -> bool:
-    """Whether a second process may compile: more than one core, not
-    switched off (``FGL_BACKGROUND_COMPILE=0``), numba compiling at all."""
-    return (os.environ.get("FGL_BACKGROUND_COMPILE", "1") != "0"
-            and os.environ.get("NUMBA_DISABLE_JIT", "0") in ("", "0") and cores() > 1)
+    """Whether a second process may compile: ``FGL_BACKGROUND_COMPILE`` is
+    ``1``, or unset and a core looks free (``idle_core``); more than one
+    core; numba compiling at all."""
+    switch = os.environ.get("FGL_BACKGROUND_COMPILE", "")
+    return (switch == "1" or (switch == "" and idle_core())) and cores() > 1 \
+        and os.environ.get("NUMBA_DISABLE_JIT", "0") in ("", "0")
 
 
 def start(kernels: list[tuple[object, tuple]]) -> bool:

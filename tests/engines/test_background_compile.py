@@ -71,3 +71,18 @@ def test_switched_off_this_process_compiles(tmp_path):
     assert (off["hits"], off["misses"]) == (0, 1)
     [code] = (tmp_path / "__pycache__").glob("kernel.scaled-*.nbc")
     assert code.name.split(".")[-2] == "1"                # numba's own names, one process
+
+
+def test_a_second_process_only_beside_a_free_core(monkeypatch):
+    from fgl.engines import background_compile
+
+    monkeypatch.setattr(background_compile, "cores", lambda: 2)
+    monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
+    for switch, load, wanted in (("", 0.3, True), ("", 1.7, False), ("1", 1.7, True),
+                                 ("0", 0.3, False)):
+        monkeypatch.setenv("FGL_BACKGROUND_COMPILE", switch)
+        monkeypatch.setattr(background_compile.os, "getloadavg", lambda: (load, load, load))
+        assert background_compile.wanted() is wanted, (switch, load)
+    monkeypatch.setattr(background_compile, "cores", lambda: 1)
+    monkeypatch.setenv("FGL_BACKGROUND_COMPILE", "1")
+    assert not background_compile.wanted()                 # one core: nothing to gain

@@ -152,10 +152,9 @@ class ChainProgram(SequenceProgram):
         nothing between calls, so there is none)."""
         w_dense = self.dense_weights(w)
         units = span_lattice.units(data)
-        if self.structure.tables.first_order:   # (tagging's kernel, compiled aside on a cold cache)
-            background_compile.start([(chain.batch_viterbi, (0, 0, units, self.features,
-                                       self.structure.tables, w, w_dense,
-                                       np.zeros(0, dtype=np.int64)))])
+        background_compile.start([(chain.batch_viterbi, (   # (tagging's, on a cold cache)
+            0, 0, units, self.features, self.structure.tables, w, w_dense,
+            np.zeros(0, dtype=np.int64)))])
 
         def kernel(i0: int, i1: int, grad: np.ndarray, grad_ptr: np.ndarray,
                    grad_dense: np.ndarray) -> float:

@@ -16,6 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from fgl.engines import background_compile
 from fgl.engines.program import Decoding, Expectations, Marginals
 from fgl.engines.sequence import nbest, partition, segments, segments_batch, span_lattice
 from fgl.engines.sequence.chain_program import ChainProgram
@@ -65,6 +66,9 @@ class SegmentProgram(SequenceProgram):
         w_dense = self.table.dense_weights(w)
         units = span_lattice.units(data)
         limits = self.span_limits(data, self.max_length)
+        background_compile.start([(segments_batch.batch_viterbi, (   # (tagging's, cold cache)
+            0, 0, limits, units, self.features, self.machine.tables, w, w_dense,
+            np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)))])
 
         def kernel(i0: int, i1: int, grad: np.ndarray, grad_dense: np.ndarray) -> float:
             return segments_batch.batch_expectations(
@@ -87,6 +91,7 @@ class SegmentProgram(SequenceProgram):
         labels = np.zeros(data.n_tokens, dtype=np.int64)
         starts = np.zeros(data.n_tokens, dtype=np.int64)
         limits = self.span_limits(data, self.max_length)
+        background_compile.wait()
 
         def work(i0: int, i1: int) -> None:
             segments_batch.batch_viterbi(i0, i1, limits, units, self.features,
