@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 _process: subprocess.Popen | None = None
-_started = False
+_decided = False   # (whether to start is decided once per process, at the first call)
 _calls: list[str] = []
 
 
@@ -89,32 +89,34 @@ def wanted() -> bool:
 def start(kernels: list[tuple[object, tuple]]) -> bool:
     """Compile each ``(dispatcher, example arguments)`` of ``kernels`` for
     the arguments' types, and make the calls of ``also_call``, in a second
-    process, when the first dispatcher has no cache yet (once
-    per process; see the module's docstring); returns whether it started."""
-    global _process, _started
+    process, when the first dispatcher has no cache yet (decided at the
+    first call in a process; see the module's docstring); returns whether
+    it started."""
+    global _process, _decided
     from fgl.engines.first_run import cache_index
 
-    if _started or not kernels or not wanted():
+    if _decided or not kernels:
         return False
+    _decided = True
     index = cache_index(kernels[0][0])
-    if index is None or index.exists():
+    if index is None or index.exists() or not wanted():
         return False
     from fgl.jit import own_cache_file_names, typeof
 
-    _started = True
     own_cache_file_names()
-    work = Work([(d.py_func.__module__, d.py_func.__name__, tuple(typeof(a) for a in args))
-                 for d, args in kernels], list(_calls))
     root = str(Path(__file__).resolve().parents[2])   # (the folder holding fgl)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [root, os.environ.get("PYTHONPATH")]))}
     try:
+        work = pickle.dumps(Work([(d.py_func.__module__, d.py_func.__name__,
+                                   tuple(typeof(a) for a in args)) for d, args in kernels],
+                                 list(_calls)))
         _process = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     env=env, cwd=root)
-        _process.stdin.write(pickle.dumps(work))
+        _process.stdin.write(work)
         _process.stdin.close()
-    except OSError:   # (no process could be started: this one compiles as usual)
+    except Exception:   # (a type numba cannot name, no process: this one compiles as usual)
         _process = None
         return False
     return True
