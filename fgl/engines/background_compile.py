@@ -18,7 +18,7 @@ for bit.  The second process is started once per process, only when the
 cache holds no Viterbi kernel yet and more than one core is usable, and a
 core looks free (the load average; ``FGL_BACKGROUND_COMPILE=1``: always,
 ``0``: never); it writes nothing but numba's cache and is waited for
-before tagging (``wait``).  numba writes its cache
+before tagging (``wait``) and before this process exits.  numba writes its cache
 files through a temporary file and a rename; ``fgl.jit`` gives each
 process's cached code files names of their own, so two processes saving
 the same kernel at once can lose an index entry (a later compilation) but
@@ -29,6 +29,7 @@ reads what to compile from standard input (a pickled ``Work``).
 """
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import subprocess
@@ -73,7 +74,7 @@ def idle_core() -> bool:
     machine others keep busy a second process would only slow it down)."""
     try:
         return os.getloadavg()[0] < cores() - 0.5
-    except OSError:   # (no load average on this platform)
+    except (AttributeError, OSError):   # (no load average on this platform)
         return True
 
 
@@ -116,6 +117,7 @@ def start(kernels: list[tuple[object, tuple]]) -> bool:
                                     env=env, cwd=root)
         _process.stdin.write(work)
         _process.stdin.close()
+        atexit.register(wait)   # (no process outlives this one)
     except Exception:   # (a type numba cannot name, no process: this one compiles as usual)
         _process = None
         return False

@@ -86,3 +86,17 @@ def test_a_second_process_only_beside_a_free_core(monkeypatch):
     monkeypatch.setattr(background_compile, "cores", lambda: 1)
     monkeypatch.setenv("FGL_BACKGROUND_COMPILE", "1")
     assert not background_compile.wanted()                 # one core: nothing to gain
+
+
+@pytest.mark.skipif(cores() < 2, reason="a second process compiles only beside a free core")
+def test_the_second_process_ends_before_the_first(tmp_path):
+    (tmp_path / "kernel.py").write_text(KERNEL, encoding="utf-8")
+    code = ("import numpy as np, kernel; from fgl.engines import background_compile; "
+            "print(background_compile.start([(kernel.scaled, (np.arange(3.0), 2))]))")
+    env = {**os.environ, "FGL_BACKGROUND_COMPILE": "1",
+           "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path)])}
+    env.pop("NUMBA_CACHE_DIR", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=tmp_path, env=env, timeout=300)
+    assert out.stdout.split() == ["True"], out.stderr
+    assert list((tmp_path / "__pycache__").glob("kernel.scaled-*.nbc"))   # compiled, then exit
