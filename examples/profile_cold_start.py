@@ -37,7 +37,7 @@ Data: CoNLL-2000 (../shared/data/conll2000, ``--data``) when present, else
 generated chunking-like sentences (``fgl`` is then still profiled, on other
 text).
 
-    python examples/profile_cold_start.py                   # ~1-2 minutes of CPU
+    python examples/profile_cold_start.py                   # ~1.5-2.5 minutes of CPU
     python examples/profile_cold_start.py --sentences 100 --top 40
     python examples/profile_cold_start.py --usual-cache --sentences 20   # the script itself
     python -X importtime -c "import fgl" 2> import.txt      # fgl's import, module by module

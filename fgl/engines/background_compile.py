@@ -124,12 +124,18 @@ def start(kernels: list[tuple[object, tuple]]) -> bool:
     return True
 
 
-def wait() -> None:
+def wait(timeout: float = 600.0) -> None:
     """Wait for the second process, if one is compiling (before running a
-    kernel it compiles: loaded from the cache then, not compiled twice)."""
+    kernel it compiles: loaded from the cache then, not compiled twice);
+    one still compiling after ``timeout`` seconds is stopped (this process
+    then compiles what it needs itself)."""
     global _process
     if _process is not None:
-        _process.wait()
+        try:
+            _process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _process.kill()
+            _process.wait()
         _process = None
 
 
