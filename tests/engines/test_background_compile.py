@@ -3,7 +3,8 @@
 cache, not compiled again, and the code files carry the compiling process's
 id (``fgl.jit.own_cache_file_names``); nothing starts when switched off or
 when the cache is warm.  Each run is a process of its own with a kernel
-module of its own (a new cache beside it)."""
+module of its own (a new cache beside it).  The estimator's share of the
+second process runs the L-BFGS kernels a fit runs, for the same types."""
 from __future__ import annotations
 
 import json
@@ -100,3 +101,35 @@ def test_the_second_process_ends_before_the_first(tmp_path):
                          cwd=tmp_path, env=env, timeout=300)
     assert out.stdout.split() == ["True"], out.stderr
     assert list((tmp_path / "__pycache__").glob("kernel.scaled-*.nbc"))   # compiled, then exit
+
+OPTIMISER_KERNELS = '''import json, sys, warnings
+from numba.core.registry import CPUDispatcher
+warnings.simplefilter("ignore")
+if sys.argv[1] == "fit":
+    import fgl
+    fgl.CRFEstimator(max_iter=5).fit([[{"w": "a"}, {"w": "b"}], [{"w": "b"}]], [["A", "B"], ["B"]])
+else:
+    from fgl.estimator import compile_optimiser
+    compile_optimiser()
+found = {}
+for name in ("fgl.learn.lbfgs", "fgl.learn.compact_form"):
+    for attr, value in vars(sys.modules.get(name) or object()).items():
+        if isinstance(value, CPUDispatcher) and value.signatures:
+            found[f"{name}.{attr}"] = sorted(map(str, value.signatures))
+print(json.dumps(found))
+'''
+
+
+def test_the_optimisers_kernels_compiled_aside_are_those_a_fit_runs():
+    """``fgl.estimator.compile_optimiser`` (the second process's share for
+    the estimator) runs every L-BFGS kernel a small fit runs, for the same
+    types: what the fit would otherwise compile, it finds cached."""
+    def kernels(how: str) -> dict:
+        out = subprocess.run([sys.executable, "-c", OPTIMISER_KERNELS, how], capture_output=True,
+                             text=True, cwd=REPO, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    fit, aside = kernels("fit"), kernels("aside")
+    assert fit, "a fit ran no L-BFGS kernel"
+    assert {k: v for k, v in aside.items() if k in fit} == fit
