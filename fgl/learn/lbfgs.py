@@ -37,6 +37,17 @@ steepest descent from an empty memory and nothing was tightened — or after
 ``max_recoveries``.  A run whose line searches all succeed takes exactly
 the steps it took without this.
 
+The initial matrix H₀ may take a shape: ``scale`` (per weight, s_k)
+makes it γ·diag(s²) instead of γI, which is L-BFGS run on the weights
+w_k / s_k (Nocedal & Wright §7.2 allow any positive definite H₀; eq. 7.20's
+γ is then taken in those coordinates).  The learner gives the priors'
+shape, σ_k / max σ, where templates have priors of their own: the
+objective's curvature along a weight is at least 1/σ_k², so a skip
+factor's weights at σ = 0.5 are 400 times as stiff as a chain's at σ = 10,
+which one γ cannot fit (``fgl.learn.learner.prior_shape``).  The history
+stores its pairs in those coordinates, ŝ = s / s_k and ŷ = y·s_k (ŝᵀŷ =
+sᵀy), and a direction is s ⊙ (−Ĥ·(s ⊙ g)).
+
 Between iterations everything the method carries is an ``LBFGSState`` —
 iterate, objective, gradient, correction pairs, counters and, when another
 iteration follows, the next direction (computed from all the pairs, the
@@ -92,8 +103,10 @@ class History:
     another that the compact form reads (s_iᵀy_j, y_iᵀy_j) are kept with
     them, a new pair's taken by the next ``direction``."""
 
-    def __init__(self, m: int, jobs: int = 1):
+    def __init__(self, m: int, jobs: int = 1, scale: np.ndarray | None = None):
         self.m, self.jobs = m, jobs        # (jobs: threads of its passes)
+        # H₀'s shape (module docstring): pairs and directions in the coordinates w / scale
+        self.scale = scale
         self.s: np.ndarray | None = None  # [m, n] float32, allocated at first use
         self.y: np.ndarray | None = None
         self.order: list[int] = []        # rows in use, oldest first
@@ -145,13 +158,14 @@ class History:
         None: the previous gradient is the parked one, each entry read just
         before the pair's entry takes its place."""
         partial = np.empty((n_chunks(len(x)), 2))
+        scale = self.scale if self.scale is not None else _UNSCALED
         if g is not None:
             row = self._free_row(len(x))
-            run_chunked(_store_pair, len(x), self.jobs, x_new, x, g_new, g, self.s[row],
-                        self.y[row], partial)
+            run_chunked(_store_pair, len(x), self.jobs, x_new, x, g_new, g, scale,
+                        self.s[row], self.y[row], partial)
         else:
             row = self.parked
-            run_chunked(_store_parked_pair, len(x), self.jobs, x_new, x, g_new,
+            run_chunked(_store_parked_pair, len(x), self.jobs, x_new, x, g_new, scale,
                         self.s[row].view(np.uint32), self.y[row].view(np.uint32), partial)
         sy, yy = exact_sums(partial)
         self.parked = None
@@ -170,7 +184,8 @@ class History:
 
     @classmethod
     def restore(cls, m: int, n: int, arrays: dict[str, np.ndarray]) -> "History":
-        """The history ``arrays()`` saved (at most ``m`` pairs of length ``n``)."""
+        """The history ``arrays()`` saved (at most ``m`` pairs of length
+        ``n``; its ``scale`` is the run's, set by ``minimize_lbfgs``)."""
         history, count = cls(m), len(arrays["rho"])
         if count > m or arrays["s"].shape != (count, n) or arrays["y"].shape != (count, n) \
                 or arrays["yy"].shape != (count,):
@@ -189,25 +204,39 @@ class History:
         recursion's, Algorithm 7.4) with H₀ = γI, γ = sᵀy / yᵀy of the
         newest pair (eq. 7.20), from its compact representation on up to
         ``jobs`` threads (``fgl.learn.compact_form``: the same bits for any
-        number)."""
+        number); with a ``scale``, in its coordinates (module docstring)."""
+        scale = self.scale
+        g = g if scale is None else np.multiply(g, scale)   # (in H₀'s coordinates)
         if not self.order:
-            return np.negative(g, out=out)
-        return compact_direction(g, self.s, self.y, self.rho, self.yy, self.order, self.sty,
-                                 self.yty, self.new, out, self.jobs)
+            np.negative(g, out=out)
+        else:
+            compact_direction(g, self.s, self.y, self.rho, self.yy, self.order, self.sty,
+                              self.yty, self.new, out, self.jobs)
+        if scale is not None:
+            np.multiply(out, scale, out=out)
+        return out
+
+
+_UNSCALED = np.empty(0)   # (a history without H₀'s shape: the kernels' ``scale``)
 
 
 @njit(cache=True, nogil=True)
-def _store_pair(x_new, x, g_new, g, s, y, partial, c0, c1, chunk):
-    """s = x_new - x, y = g_new - g (stored as float32) over chunks
-    ``c0``..``c1``-1; ``partial[c]`` = chunk c's sᵀy and yᵀy of the
-    double-precision differences."""
+def _store_pair(x_new, x, g_new, g, scale, s, y, partial, c0, c1, chunk):
+    """s = x_new - x, y = g_new - g (stored as float32; with a ``scale``,
+    s / scale and y·scale: ``History``) over chunks ``c0``..``c1``-1;
+    ``partial[c]`` = chunk c's sᵀy and yᵀy of the double-precision
+    differences."""
     n = x.shape[0]
+    scaled = scale.shape[0] > 0
     for c in range(c0, c1):
         sy = 0.0
         yy = 0.0
         for i in range(c * chunk, min(n, (c + 1) * chunk)):
             a = x_new[i] - x[i]
             b = g_new[i] - g[i]
+            if scaled:
+                a /= scale[i]
+                b *= scale[i]
             s[i] = a
             y[i] = b
             sy += a * b
@@ -235,12 +264,13 @@ def _unpark(lo_words, hi_words, out_bits):
 
 
 @njit(cache=True, nogil=True)
-def _store_parked_pair(x_new, x, g_new, s_words, y_words, partial, c0, c1, chunk):
+def _store_parked_pair(x_new, x, g_new, scale, s_words, y_words, partial, c0, c1, chunk):
     """``_store_pair`` with the previous gradient parked in the row itself
     (``_park``: low words in ``s_words``, high in ``y_words``, both the
     row's uint32 views): each entry of g is read before s and y take its
     place (the row is reached only through these views)."""
     n = x.shape[0]
+    scaled = scale.shape[0] > 0
     for c in range(c0, c1):
         sy = 0.0
         yy = 0.0
@@ -248,6 +278,9 @@ def _store_parked_pair(x_new, x, g_new, s_words, y_words, partial, c0, c1, chunk
             bits = (np.uint64(y_words[i]) << np.uint64(32)) | np.uint64(s_words[i])
             a = x_new[i] - x[i]
             b = g_new[i] - bits_to_float(np.int64(bits))
+            if scaled:
+                a /= scale[i]
+                b *= scale[i]
             s_words[i] = single_to_bits(np.float32(a))
             y_words[i] = single_to_bits(np.float32(b))
             sy += a * b
@@ -549,8 +582,16 @@ def _resumed(resume: LBFGSState, epsilon: float) -> tuple[Iterate, np.ndarray | 
     return s, resume.direction
 
 
+def _steepest(history: History, g: np.ndarray) -> tuple[np.ndarray, float]:
+    """The direction of an empty ``history`` (-g, or -g in H₀'s shape) and
+    CRFsuite's first step along it, 1/‖g‖ (in H₀'s coordinates)."""
+    scaled = g if history.scale is None else g * history.scale
+    return history.direction(g, np.empty(g.shape[0])), 1.0 / float(np.linalg.norm(scaled))
+
+
 def _start(fun: Function, x0: np.ndarray, m: int, jobs: int, epsilon: float,
-           resume: LBFGSState | None, converged: str) -> LBFGSResult | tuple:
+           resume: LBFGSState | None, converged: str, scale: np.ndarray | None
+           ) -> LBFGSResult | tuple:
     """Where a run starts: (iterate, history, iteration, direction, first
     step, whether the direction is steepest descent from an empty memory),
     or its result when it starts at a stationary point."""
@@ -559,10 +600,10 @@ def _start(fun: Function, x0: np.ndarray, m: int, jobs: int, epsilon: float,
         s = Iterate(x, *fun(x), 1, [])
         if s.stationary(epsilon):
             return s.result(0, True, "the initial point is stationary")
-        # d = -g, first step 1/|g|
-        return s, History(m, jobs), 1, np.negative(s.g), 1.0 / float(np.linalg.norm(s.g)), True
+        history = History(m, jobs, scale)
+        return s, history, 1, *_steepest(history, s.g), True
     # where the interrupted run was after its callback at iteration resume.iteration
-    resume.history.jobs = jobs
+    resume.history.jobs, resume.history.scale = jobs, scale
     s, d = _resumed(resume, epsilon)
     if d is None:
         return s.result(resume.iteration, True, converged)
@@ -578,7 +619,8 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
                    max_recoveries: int = 5,
                    checkpoint: Callable[[LBFGSState], None] | None = None,
                    resume: LBFGSState | None = None, jobs: int = 1,
-                   precision: Callable[[float], float] | None = None) -> LBFGSResult:
+                   precision: Callable[[float], float] | None = None,
+                   scale: np.ndarray | None = None) -> LBFGSResult:
     """Minimise ``fun`` (f and a fresh gradient array) from ``x0`` on ``jobs`` threads.
 
     Stops after ``max_iter`` iterations, when ‖g‖ ≤ ``epsilon``·max(1, ‖x‖)
@@ -600,10 +642,11 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
     sufficient decrease (Shi, Xie, Byrd & Nocedal 2022 §2), so that noise
     below the tolerance in force fails no search; failed searches correct
     an error estimate that is too low (``_LineSearch.measure``).
+    ``scale`` (one positive value per weight) shapes H₀ (module docstring).
     """
     search = _LineSearch(fun, c1, c2, max_linesearch, jobs)
     converged = f"gradient norm below {epsilon:g}·max(1, |x|)"
-    start = _start(fun, x0, m, jobs, epsilon, resume, converged)
+    start = _start(fun, x0, m, jobs, epsilon, resume, converged, scale)
     if isinstance(start, LBFGSResult):
         return start
     s, history, it, d, step, fresh = start
@@ -611,8 +654,9 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
     while it <= max_iter:
         dphi0 = float(s.g @ d)
         if not dphi0 < 0.0:  # not a descent direction (rounding): restart along -g
-            history, d = History(m, jobs), np.negative(s.g)   # (new arrays: state keeps its own)
-            dphi0 = -float(s.g @ s.g)
+            history = History(m, jobs, scale)   # (new arrays: state keeps its own)
+            d = _steepest(history, s.g)[0]
+            dphi0 = float(s.g @ d)
         history.park(s.g)
         if state is not None and state.history is history:   # (else it keeps its own g)
             state.g = None
@@ -629,8 +673,8 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
                 return s.result(it - 1, stop.converged, stop.message)
             if s.stationary(epsilon):
                 return s.result(it - 1, True, converged)
-            history, d = History(m, jobs), np.negative(s.g)
-            step, fresh = 1.0 / float(np.linalg.norm(s.g)), True
+            history = History(m, jobs, scale)
+            (d, step), fresh = _steepest(history, s.g), True
             continue
         fresh = False
         (s.f, g_new), found = found, None

@@ -32,10 +32,11 @@ def _rosen(x):
 
 
 @settings(max_examples=20, deadline=None)
-@given(st.integers(1, 30), st.integers(2, 8))
-def test_lbfgs_resumed_from_any_iteration_takes_the_same_steps(k, n):
+@given(st.integers(1, 30), st.integers(2, 8), st.booleans())
+def test_lbfgs_resumed_from_any_iteration_takes_the_same_steps(k, n, shaped):
     x0 = np.linspace(-1.5, 1.2, n)
-    full = minimize_lbfgs(_rosen, x0, max_iter=40)
+    scale = np.linspace(0.2, 1.0, n) if shaped else None   # (H₀ of a shape: pairs scaled)
+    full = minimize_lbfgs(_rosen, x0, max_iter=40, scale=scale)
     saved = []
 
     def keep(state: LBFGSState) -> None:   # what a checkpoint file would hold
@@ -46,11 +47,11 @@ def test_lbfgs_resumed_from_any_iteration_takes_the_same_steps(k, n):
                                     list(state.recoveries),
                                     None if state.direction is None else state.direction.copy()))
 
-    minimize_lbfgs(_rosen, x0, max_iter=40, checkpoint=keep)
+    minimize_lbfgs(_rosen, x0, max_iter=40, checkpoint=keep, scale=scale)
     if not saved:       # converged before iteration k
         assert full.iterations < k
         return
-    resumed = minimize_lbfgs(_rosen, None, max_iter=40, resume=saved[0])
+    resumed = minimize_lbfgs(_rosen, None, max_iter=40, resume=saved[0], scale=scale)
     assert (resumed.iterations, resumed.evaluations) == (full.iterations, full.evaluations)
     np.testing.assert_array_equal(resumed.x, full.x)
 

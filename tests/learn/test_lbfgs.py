@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize, rosen, rosen_der
 
 from fgl.learn.lbfgs import History, _cubic_minimiser, _LineSearch, minimize_lbfgs
+from fgl.learn.learner import prior_shape
 
 
 def _counted(fun):
@@ -360,3 +361,72 @@ def test_a_parked_gradient_gives_the_pair_and_the_bits_of_one_kept_whole(seed, n
     assert kept.order == parked.order   # (rows outside it hold whatever was there)
     for a, b in zip(kept.arrays().values(), parked.arrays().values()):
         assert a.tobytes() == b.tobytes()
+
+
+# ---------------------------------------------------------------- the prior's shape (H₀)
+
+
+def _two_loop(g, pairs, scale):
+    """-H·g by the two-loop recursion (Nocedal & Wright Algorithm 7.4) with
+    H₀ = γ·diag(scale²), γ = ŝᵀŷ / ŷᵀŷ of the newest pair in the scaled
+    coordinates (ŝ = s / scale, ŷ = y·scale) — the reference for ``History``."""
+    q = g.astype(np.float64).copy()
+    alphas = []
+    for s, y in reversed(pairs):
+        a = (s @ q) / (s @ y)
+        alphas.append(a)
+        q -= a * y
+    s, y = pairs[-1]
+    ys = y * scale
+    r = ((s / scale) @ ys) / (ys @ ys) * scale ** 2 * q
+    for (s, y), a in zip(pairs, reversed(alphas)):
+        r += s * (a - (y @ r) / (s @ y))
+    return -r
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 40), st.integers(1, 6), st.integers(0, 2**31 - 1))
+def test_a_shaped_history_gives_the_two_loop_direction_of_its_h0(n, k, seed):
+    rng = np.random.default_rng(seed)
+    scale = np.exp(rng.uniform(-3.0, 0.0, n))
+    curvature = np.exp(rng.uniform(-2.0, 2.0, n))   # (a convex quadratic: sᵀy > 0)
+    history = History(8, 1, scale)
+    pairs = []
+    x = rng.normal(size=n)
+    for _ in range(k):
+        x_new = x + rng.normal(size=n)
+        g, g_new = curvature * x, curvature * x_new
+        history.record(x_new, x, g_new, g)
+        # the pairs as stored (float32 in the scaled coordinates), back in the weights'
+        s = (np.float32((x_new - x) / scale).astype(np.float64)) * scale
+        y = (np.float32((g_new - g) * scale).astype(np.float64)) / scale
+        pairs.append((s, y))
+        x = x_new
+    g = rng.normal(size=n)
+    got = history.direction(g, np.empty(n))
+    # (to the rounding of single-precision pairs, whose ρ the history takes in double)
+    np.testing.assert_allclose(got, _two_loop(g, pairs, scale), rtol=1e-5,
+                               atol=1e-6 * np.abs(got).max())
+
+
+def test_the_prior_shape_solves_a_quadratic_of_that_shape_at_once():
+    """f(w) = Σ_k w_k² / (2σ_k²) - bᵀw with σ from 0.5 to 10: with H₀ of the
+    prior's shape the first step is Newton's; with γI, L-BFGS needs many."""
+    sigma = np.repeat([0.5, 10.0], 20)
+    b = np.linspace(-1.0, 1.0, 40)
+
+    def f(w):
+        return float(np.sum(w * w / (2 * sigma ** 2)) - b @ w), w / sigma ** 2 - b
+
+    shaped = minimize_lbfgs(f, np.zeros(40), max_iter=200, scale=prior_shape(sigma, 40))
+    plain = minimize_lbfgs(f, np.zeros(40), max_iter=200)
+    np.testing.assert_allclose(shaped.x, b * sigma ** 2, rtol=1e-6)
+    assert shaped.iterations <= 2 < plain.iterations, (shaped.iterations, plain.iterations)
+
+
+def test_prior_shape_only_where_the_priors_differ():
+    assert prior_shape(np.full(5, 3.0), 5) is None
+    assert prior_shape(10.0, 4) is None
+    assert prior_shape(np.array([1.0, np.inf]), 2) is None
+    np.testing.assert_array_equal(prior_shape(np.array([0.5, 10.0, 2.0]), 3),
+                                  [0.05, 1.0, 0.2])

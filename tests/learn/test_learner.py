@@ -11,7 +11,8 @@ from fgl.evaluation.evaluate import evaluate
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
 from fgl.learn.lbfgs import minimize_lbfgs
-from fgl.learn.learner import train_lbfgs
+from fgl.learn import learner
+from fgl.learn.learner import prior_shape, train_lbfgs
 from fgl.learn.objective import ExactObjective, Objective
 from fgl.registry import compile_model
 
@@ -115,12 +116,31 @@ def test_exact_engines_train_on_the_plain_lbfgs_path():
     assert objective.warm is None and objective.tighten() is None
     w, log = train_lbfgs(model.program, enc, model.feat_sigma, max_iter=40, period=10**6,
                          jobs=1)
+    n = model.program.n_features
     plain = minimize_lbfgs(Objective(model.program, enc, model.feat_sigma, jobs=1),
-                           np.zeros(model.program.n_features), max_iter=40)
+                           np.zeros(n), max_iter=40, scale=prior_shape(model.feat_sigma, n))
     assert log.recoveries == [] and "recover" not in log.message
     assert (len(log.iterations), log.evaluations) == (plain.iterations, plain.evaluations)
     np.testing.assert_array_equal(w, plain.x)
     assert log.inference is None and all(r["inference"] is None for r in log.iterations)
+
+
+def test_the_prior_shaped_h0_reaches_the_optimum_of_plain_lbfgs(monkeypatch):
+    """Templates with priors of their own (WORD_SPEC: σ 2, 0.5 and 3) give
+    L-BFGS an initial matrix of the priors' shape (``learner.prior_shape``):
+    another path, the same (convex) optimum as with γI."""
+    train, _ = segment_sequences(n_types=3, vocab=20, n_train=40, n_test=1, length=12, seed=3)
+    model, enc = _compiled(WORD_SPEC, train)
+    assert prior_shape(model.feat_sigma, model.program.n_features) is not None
+    shaped, log = train_lbfgs(model.program, enc, model.feat_sigma, max_iter=500, tol=1e-12,
+                              jobs=1)
+    monkeypatch.setattr(learner, "prior_shape", lambda sigma, n: None)
+    plain, plain_log = train_lbfgs(model.program, enc, model.feat_sigma, max_iter=500,
+                                   tol=1e-12, jobs=1)
+    assert log.converged and plain_log.converged
+    assert log.objective == pytest.approx(plain_log.objective, rel=1e-9)
+    np.testing.assert_allclose(shaped, plain, atol=1e-3)
+    assert len(log.iterations) != len(plain_log.iterations) or not np.array_equal(shaped, plain)
 
 
 def test_an_exact_objective_trains_with_the_protocol_defaults():
