@@ -10,8 +10,8 @@ from fgl.datasets.synth import markov_sequences, segment_sequences
 from fgl.evaluation.evaluate import evaluate
 from fgl.lang.checks import validate
 from fgl.lang.parser import parse_spec
-from fgl.learn.lbfgs import minimize_lbfgs
 from fgl.learn import learner
+from fgl.learn.lbfgs import minimize_lbfgs
 from fgl.learn.learner import prior_shape, train_lbfgs
 from fgl.learn.objective import ExactObjective, Objective
 from fgl.registry import compile_model
