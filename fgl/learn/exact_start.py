@@ -35,9 +35,13 @@ from fgl import registry
 from fgl.lang import ast
 from fgl.model import Model
 
-# the part trains to the run's `tol` (this one under trainers without it, SGD), within its own
-# iteration limit (the default max_iter) whatever the run's
-PART_TOL = 1e-5
+# the part trains until its objective improves by less than PART_TOL over the rule's period
+# (or the run's `tol`, when looser), within its own iteration limit (the default max_iter)
+# whatever the run's: it is a start, and the whole spec goes on from it to its own rule.  On
+# 150 CoNLL-2003 clique skip-chain articles the part took 175 evaluations at 1e-3 where it took
+# 272 at the default tol 1e-5, and the skip chain after it 194 where 190 (the same objective to
+# 7 digits); on all 946, 347 where 571, and 623 where 615
+PART_TOL = 1e-3
 PART_MAX_ITER = 1000
 
 

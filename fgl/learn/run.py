@@ -246,7 +246,8 @@ class TrainingRun:
         # (the part's own iteration limit, not the run's: a run stopped early and one resumed
         # from its checkpoint start from the same part)
         options = self.settings.options()
-        w, start = part.train(max_iter=PART_MAX_ITER, tol=getattr(options, "tol", PART_TOL),
+        w, start = part.train(max_iter=PART_MAX_ITER,
+                              tol=max(getattr(options, "tol", PART_TOL), PART_TOL),
                               jobs=self.jobs, memory=getattr(options, "memory", None),
                               should_stop=self.should_stop, verbose=self.verbose)
         self._w0, start["carried"] = transfer(part.model, w, model)
