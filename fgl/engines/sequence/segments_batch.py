@@ -22,6 +22,7 @@ from fgl.engines.sequence.scaling import (
     MAX_EXPONENT,
     MIN_EXPONENT,
     SAFE_FAST,
+    cum_range,
     static_cumulative,
     static_tables,
 )
@@ -100,11 +101,11 @@ def _factored_path(features, tables, w, distinct):
     """Whether ``batch_expectations`` takes the factored path: no block of
     the static potentials varies and their range is safe."""
     sc = static_tables(chain.static_potentials(features, tables, w), features.dynamic, tables)
-    P = tables.n_forward
-    c_lo = min(1.0, sc.cum_lo[1:].min()) if P > 1 else 1.0
-    c_hi = max(1.0, sc.cum_hi[1:].max()) if P > 1 else 1.0
-    return (not sc.block_dynamic[1:].any() and c_hi <= np.exp(MAX_EXPONENT)
-            and c_lo >= np.exp(MIN_EXPONENT))
+    c_lo, c_hi = cum_range(sc)
+    for p in range(1, tables.n_forward):   # (loops: numpy's any, min and max compile more)
+        if sc.block_dynamic[p]:
+            return False
+    return c_hi <= np.exp(MAX_EXPONENT) and c_lo >= np.exp(MIN_EXPONENT)
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
@@ -154,14 +155,13 @@ def _expectations(i0, i1, limits: SpanLimits, units, features, tables, w, w_dens
     within = SpanLimits(m, Lm, max_len, distinct)
     cnt = span_lattice.label_counts(max_len, Lm)
     static = chain.static_potentials(features, tables, w)
-    dynamic_patterns = np.flatnonzero(dynamic)
-    static_patterns = np.flatnonzero(~dynamic)
+    dynamic_patterns = features.dynamic_patterns
+    static_patterns = features.static_patterns
     sc = static_tables(static, dynamic, tables)
     cum = static_cumulative(sc.static_exp, tables)
     if distinct:
         cum = distinct_cumulative(cum, tables)
-    c_lo = min(1.0, sc.cum_lo[1:].min()) if P > 1 else 1.0
-    c_hi = max(1.0, sc.cum_hi[1:].max()) if P > 1 else 1.0
+    c_lo, c_hi = cum_range(sc)
     pot = np.empty((max_t, Lm, tables.n_patterns))
     work = span_lattice.workspace(max_t, Lm, tables)
     ws = scaled_workspace(max_t, Lm, n, P)
