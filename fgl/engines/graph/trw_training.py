@@ -153,9 +153,13 @@ def _joined(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 def instance_arrays(graphs: list[FactorGraph], rhos: list[np.ndarray],
                     gold: list[np.ndarray]) -> InstanceArrays:
     """The flat ``InstanceArrays`` of ``graphs`` under counting numbers
-    ``rhos`` (one array per graph), with their ``gold`` labels."""
+    ``rhos`` (one array per graph), with their ``gold`` labels.  Each
+    graph's own arrays then become views of the joined ones (``_share``):
+    one copy of every graph in memory, not two (on all of CoNLL-2003's
+    skip chains, 36 MB)."""
     graph, graph_at = zip(*(_joined([getattr(g.arrays, f) for g in graphs])
                             for f in GRAPH_FIELDS))
+    _share(graphs, graph, graph_at)
     orders = [sweep_orders(g, r) for g, r in zip(graphs, rhos)]
     order, order_at = zip(*(_joined([getattr(o, f) for o in orders]) for f in ORDER_FIELDS))
     rho, rho_at = _joined([np.ascontiguousarray(r, dtype=np.float64) for r in rhos])
@@ -164,6 +168,16 @@ def instance_arrays(graphs: list[FactorGraph], rhos: list[np.ndarray],
     msg_at[1:] = np.cumsum([int(g.msg_ptr[-1]) for g in graphs])
     return InstanceArrays(tuple(graph), np.stack(graph_at), tuple(order), np.stack(order_at),
                           rho, rho_at, labels, gold_at, msg_at)
+
+
+def _share(graphs: list[FactorGraph], joined: tuple, at: tuple) -> None:
+    """Point every graph's arrays at its slices of the ``joined`` ones (the
+    same values), freeing its own."""
+    for i, g in enumerate(graphs):
+        views = [joined[k][at[k][i]:at[k][i + 1]] for k in range(len(GRAPH_FIELDS))]
+        for name, view in zip(GRAPH_FIELDS, views):
+            setattr(g, name, view)
+        g.arrays = GraphArrays(*views)
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -66,6 +66,18 @@ def test_block_kernel_equals_the_per_instance_runs(instance_by_instance, jobs, s
     assert got.stats.max_iterations > 1
 
 
+def test_the_graphs_arrays_are_views_of_the_kernels_joined_arrays():
+    """Building the block kernel's arrays leaves one copy of every graph:
+    each graph's arrays are slices of the joined ones, with their values."""
+    model, enc = _skip_chain("infer trw")
+    before = [[a.copy() for a in g.arrays] for g in enc.graphs]
+    joined = model.program.trw_blocks(enc)[0]
+    for i, g in enumerate(enc.graphs):
+        for k, (name, a) in enumerate(zip(g.arrays._fields, g.arrays)):
+            np.testing.assert_array_equal(a, before[i][k])
+            assert getattr(g, name) is a and np.shares_memory(a, joined.graph[k]), name
+
+
 def test_block_kernel_keeps_and_starts_from_the_same_messages(instance_by_instance):
     """Warm starts: each run starts from the accepted messages and leaves
     its own, as the per-instance runs do; a loose tolerance leaves some
