@@ -24,9 +24,11 @@ first-order chain, the expected transition counts of a whole sequence are
 then one matrix product (``_add_taken_first_order``, BLAS).  Each path, and
 the factored one per kind of chain (first order or not: the chain's
 tables say, ``StateTables.first_order``), has a kernel of its own, chosen
-in Python once per call over many sequences (the factored kernel declines
-when the static potentials rule it out, and the scaled one takes the
-call): a first run compiles only the code its model takes.
+in Python once per call over many sequences (a model whose transitions
+carry per-token features goes to the scaled one, ``static_blocks``; the
+factored kernel declines when the static potentials' range rules it out,
+and the scaled one takes the call): a first run compiles only the code its
+model takes.
 
 Why one module of some 1,000 lines: the scaled and the factored path share
 their block loops (``_forward_push``, ``_backward_step``) and the checks
@@ -810,18 +812,32 @@ def batch_expectations(i0, i1, units, features, tables, w, w_dense, grad, grad_p
     features first, in order, and row r's features from ``grad_ptr[r]``.  ``features.dynamic`` must
     hold every single-label pattern.  The factored path takes every
     sequence (its first-order kernel when ``tables.first_order``) unless the
-    static potentials rule it out (a block of them varies with t, or their
-    range is unsafe: it declines before any work), the scaled path then; a
-    sequence that path cannot scale goes to the span kernel in log space."""
+    static potentials rule it out (a block of them varies with t:
+    ``static_blocks``, decided here, or their range is unsafe: the kernel
+    declines before any work), the scaled path then; a sequence that path
+    cannot scale goes to the span kernel in log space."""
     redo = np.zeros(max(i1 - i0, 0), dtype=np.bool_)
     args = (i0, i1, units, features, tables, w, w_dense, grad, grad_ptr, grad_dense, redo)
-    factored = _expectations_first_order if tables.first_order else _expectations_factored
-    total, taken = factored(*args)
+    total, taken = 0.0, False
+    if static_blocks(features, tables):   # (else a first run need not compile the factored path)
+        factored = _expectations_first_order if tables.first_order else _expectations_factored
+        total, taken = factored(*args)
     if not taken:
         total = _expectations_scaled(*args)[0]
     if redo.any():
         total += _expectations_log_space(*args)[0]
     return total
+
+
+def static_blocks(features: ChainFeatures, tables) -> bool:
+    """Whether every block but ε holds only static patterns (no transition
+    out of a longer state has a per-token feature): the factored path's
+    condition on the model, known without the weights (its kernel checks
+    the static potentials' range, and declines, itself)."""
+    n, P = tables.n_labels, tables.n_forward
+    s_pattern = tables.s_pattern[n:P * n]
+    known = s_pattern >= 0
+    return not features.dynamic[s_pattern[known]].any()
 
 
 @njit(cache=True, nogil=True, fastmath=SAFE_FAST, error_model="numpy")
