@@ -105,6 +105,35 @@ def test_block_kernel_keeps_and_starts_from_the_same_messages(instance_by_instan
             np.testing.assert_array_equal(a[0], b[0])
 
 
+def test_evaluations_write_two_message_arrays_never_the_one_their_starts_read(monkeypatch):
+    """A warm start's evaluations take turns between two message arrays,
+    never writing the one the accepted messages lie in: the same results,
+    bit for bit, as a fresh array per evaluation."""
+    model, enc = _skip_chain("infer trw(tol = 1e-6)")
+    program = model.program
+    w = _weights(model, 0.5)
+
+    def path():
+        warm, found = program.warm_start(enc), []
+        for k, accept in enumerate([True, False, False, True, False, True]):
+            read = {id(st[0].base) for st in warm.start if st is not None}
+            found.append(program.expectations(w * (1.0 + 0.1 * k), enc, 1, warm=warm))
+            written = {id(st[0].base) for st in warm.latest if st is not None}
+            assert written and not written & read
+            if accept:
+                warm.accept()
+        return warm, found
+
+    warm, reused = path()
+    assert len(warm.buffers) == 2
+    fresh = FactorGraphProgram.message_scratch
+    monkeypatch.setattr(FactorGraphProgram, "message_scratch",
+                        lambda self, data, warm=None: fresh(self, data))
+    for a, b in zip(reused, path()[1]):
+        assert a.log_z == b.log_z
+        np.testing.assert_array_equal(a.counts, b.counts)
+
+
 def test_block_kernel_clamps_the_gold_labels_of_a_hidden_layer(instance_by_instance):
     model, enc = _compiled(LATENT.replace("infer exact(max_states = 300000)",
                                           "infer trw(tol = 1e-9, max_iter = 500)"),
