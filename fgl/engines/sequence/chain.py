@@ -353,7 +353,7 @@ def _scaled_marginals(epsi, alpha, beta, scale, tables, marg):
         span_lattice.accumulate_up(m_row, p_suffix, p_order, n)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _scaled_sequence(pot, tables, sc, epsi, alpha, beta, scale, marg):
     """log Z and accumulated transition marginals on the scaled path, or NaN
     when it would not be exact.  Reads ``pot`` only for labels and dynamic

@@ -503,7 +503,7 @@ def _factored_counts(cum, E, T, tables, cnt, alpha, beta, ws, taken):
                     lab[k, y] += t * cum[base + y]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def scaled_sequence(pot, T, tables, sc, cnt, distinct, work, ws):
     """log Z of one sequence on the general scaled path, its span marginals
     into ``work.marg``; NaN when the path would not be exact.  Reads ``pot``
@@ -522,7 +522,7 @@ def scaled_sequence(pot, T, tables, sc, cnt, distinct, work, ws):
     return log_scale + shift
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def factored_sequence(pot, T, tables, cum, c_lo, c_hi, cnt, work, ws, taken):
     """log Z of one sequence on the factored path (every pattern longer than
     one label static: ``cum``, the product of its static factors down its
