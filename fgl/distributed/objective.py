@@ -28,7 +28,7 @@ import numpy as np
 from fgl.distributed.compile import EncodedShards
 from fgl.distributed.recipe import ModelRecipe
 from fgl.distributed.reduce import tree_reduce
-from fgl.engines.graph.factor_graph_program import ERROR_PER_VARIABLE
+from fgl.engines.graph.warm_start import ERROR_PER_VARIABLE
 from fgl.engines.program import InferenceStats
 from fgl.errors import FglError
 from fgl.learn.objective import Objective, add_prior, inverse_variance, same_evaluation

@@ -181,6 +181,10 @@ class _Run:
         stats = self.objective.stats
         self.log.sweeps += stats.sweeps if stats is not None else 0
         self.last_gradient = weakref.ref(g)
+        if self.log.evaluations == 1:
+            # (the first evaluation built the program's per-data structures, e.g. TRW's joined
+            # arrays, freeing the graphs' own: 41 MB of RSS on all of Dutch CoNLL-2002)
+            release_freed_memory()
         if self.log.evaluations == 1 and self.resume is None:
             self.start_point = (w, f, g)
             self.objective.accept()

@@ -112,7 +112,7 @@ else:
     from fgl.estimator import compile_optimiser
     compile_optimiser()
 found = {}
-for name in ("fgl.learn.lbfgs", "fgl.learn.compact_form"):
+for name in ("fgl.learn.lbfgs", "fgl.learn.lbfgs_history", "fgl.learn.compact_form"):
     for attr, value in vars(sys.modules.get(name) or object()).items():
         if isinstance(value, CPUDispatcher) and value.signatures:
             found[f"{name}.{attr}"] = sorted(map(str, value.signatures))
