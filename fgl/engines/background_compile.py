@@ -37,6 +37,8 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
+from fgl.engines.parallel import cores
+
 _process: subprocess.Popen | None = None
 _decided = False   # (whether to start is decided once per process, at the first call)
 _calls: list[str] = []
@@ -60,18 +62,10 @@ def also_call(call: str) -> None:
         _calls.append(call)
 
 
-def cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # (no affinity on this platform)
-        return os.cpu_count() or 1
-
-
 def idle_core() -> bool:
     """Whether a core looks free: the last minute's load average is below
-    the cores less one and a half (this process, compiling, is one; on a
-    machine others keep busy a second process would only slow it down)."""
+    the cores less a half (this process, compiling, is one of the load; on
+    a machine others keep busy a second process would only slow it down)."""
     try:
         return os.getloadavg()[0] < cores() - 0.5
     except (AttributeError, OSError):   # (no load average on this platform)
