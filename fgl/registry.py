@@ -137,7 +137,7 @@ ENGINES: tuple[Engine, ...] = (
            "exact pattern-sparse chain (Ye et al. 2009 §3)", _chain_reason,
            kernels=(Kernels("train", "fgl.engines.sequence.chain",
                             ("_expectations_first_order", "_expectations_factored",
-                             "_expectations_scaled"), 18),
+                             "_expectations_scaled"), 15),
                     Kernels("tag", "fgl.engines.sequence.chain", ("batch_viterbi",), 6))),
 )
 

@@ -35,6 +35,8 @@ hands the kernels needed later (tagging's, the optimiser's) to a second
 process (``fgl.engines.background_compile``): a cold 300-sentence
 ``CRFEstimator`` fit then took 12.9 s instead of 16.1 s on the quiet
 machine, and its predict 0.1 s; the estimates above are for one process.
+That night, quiet: the fit 12.5 s of wall beside the second process and
+14.9 s in one (the chain's estimate, 15 s), predict 0.07 s and 2.1 s.
 
 The kernels compile once per type of the data they meet; the note looks
 for any cached compilation of an engine's kernels, so it misses a second
