@@ -57,22 +57,6 @@ def crfsuite_regularisation(c1: float | None, c2: float | None
     return (None if c1 is None else float(c1)), sigma
 
 
-def compile_optimiser() -> None:
-    """Compile L-BFGS's kernels (``fgl.learn.lbfgs``, ``fgl.learn.compact_form``)
-    by minimising a small ill-conditioned quadratic for a few iterations
-    (every kernel of an iteration runs; their types do not depend on the
-    problem): what a cold ``fit`` has compiled by a second process
-    (``fgl.engines.background_compile``) while it compiles its model's."""
-    from fgl.learn.lbfgs import minimize_lbfgs
-
-    scale = np.linspace(1.0, 50.0, 64)
-
-    def quadratic(x: np.ndarray) -> tuple[float, np.ndarray]:
-        return 0.5 * float(scale @ (x * x)), scale * x
-
-    minimize_lbfgs(quadratic, np.ones(64), max_iter=8)
-
-
 def min_count_of(min_freq: float | None) -> int | None:
     """fgl's ``min_count`` for sklearn-crfsuite's ``min_freq`` (a feature is
     kept when its count reaches ``min_freq``, so whole counts from
@@ -226,8 +210,6 @@ class CRFEstimator:
         training — ``dev_score_``, token accuracy in 0-1, printed with
         ``verbose``."""
         from fgl.api import CRF
-        from fgl.engines import background_compile
-        background_compile.also_call(f"{__name__}:compile_optimiser")   # (on a cold cache)
         X, y = list(X), list(y)
         if (X_dev is None) != (y_dev is None):
             raise FglError("give X_dev and y_dev together (development sequences and their "

@@ -4,7 +4,7 @@ numba compiles one function at a time, in one thread, under one lock, so a
 first run on a machine (``fgl.engines.first_run``) leaves every core but one
 idle while it compiles.  When a chain or a semi-Markov model starts
 training on a cold cache, ``start`` hands the kernels the run needs later --
-its engine's Viterbi for tagging, and with ``fgl.CRFEstimator`` the L-BFGS
+its engine's Viterbi for tagging, and under the L-BFGS trainer the
 optimiser's (``also_call``) -- to a process of its own, which compiles them
 into the same numba cache while this one compiles training's kernel; this
 process then loads them from the cache as any later run would.  On the
@@ -57,7 +57,7 @@ class Work(NamedTuple):
 def also_call(call: str) -> None:
     """Have the second process, when one starts, also call ``call``
     (``"module:function"``, no arguments): how a layer above the engines
-    adds its own kernels (the estimator, its optimiser's)."""
+    adds its own kernels (the L-BFGS trainer, its optimiser's)."""
     if call not in _calls:
         _calls.append(call)
 

@@ -494,3 +494,18 @@ def minimize_lbfgs(fun: Function, x0: np.ndarray, *, m: int = 6, max_iter: int =
         step = 1.0
         it += 1
     return s.result(max_iter, False, f"reached the iteration limit ({max_iter})")
+
+
+def compile_optimiser() -> None:
+    """Compile L-BFGS's kernels (here, ``fgl.learn.lbfgs_history``,
+    ``fgl.learn.compact_form``) by minimising a small ill-conditioned
+    quadratic for a few iterations (every kernel of an iteration runs; their
+    types do not depend on the problem): what the L-BFGS trainer has a
+    second process compile on a cold cache (``fgl.engines.background_compile``)
+    while the first compiles its model's."""
+    scale = np.linspace(1.0, 50.0, 64)
+
+    def quadratic(x: np.ndarray) -> tuple[float, np.ndarray]:
+        return 0.5 * float(scale @ (x * x)), scale * x
+
+    minimize_lbfgs(quadratic, np.ones(64), max_iter=8)

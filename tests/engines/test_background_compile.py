@@ -3,8 +3,8 @@
 cache, not compiled again, and the code files carry the compiling process's
 id (``fgl.jit.own_cache_file_names``); nothing starts when switched off or
 when the cache is warm.  Each run is a process of its own with a kernel
-module of its own (a new cache beside it).  The estimator's share of the
-second process runs the L-BFGS kernels a fit runs, for the same types."""
+module of its own (a new cache beside it).  The L-BFGS trainer's share of
+the second process runs the L-BFGS kernels a fit runs, for the same types."""
 from __future__ import annotations
 
 import json
@@ -109,7 +109,7 @@ if sys.argv[1] == "fit":
     import fgl
     fgl.CRFEstimator(max_iter=5).fit([[{"w": "a"}, {"w": "b"}], [{"w": "b"}]], [["A", "B"], ["B"]])
 else:
-    from fgl.estimator import compile_optimiser
+    from fgl.learn.lbfgs import compile_optimiser
     compile_optimiser()
 found = {}
 for name in ("fgl.learn.lbfgs", "fgl.learn.lbfgs_history", "fgl.learn.compact_form"):
@@ -121,8 +121,8 @@ print(json.dumps(found))
 
 
 def test_the_optimisers_kernels_compiled_aside_are_those_a_fit_runs():
-    """``fgl.estimator.compile_optimiser`` (the second process's share for
-    the estimator) runs every L-BFGS kernel a small fit runs, for the same
+    """``fgl.learn.lbfgs.compile_optimiser`` (the second process's share for
+    the L-BFGS trainer) runs every L-BFGS kernel a small fit runs, for the same
     types: what the fit would otherwise compile, it finds cached."""
     def kernels(how: str) -> dict:
         out = subprocess.run([sys.executable, "-c", OPTIMISER_KERNELS, how], capture_output=True,

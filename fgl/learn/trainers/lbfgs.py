@@ -18,9 +18,12 @@ def fit_lbfgs(run: RunContext, model: Any, data: Any,
     spec's local objective, or the given ``objective`` (a Dask cluster's),
     by L-BFGS — OWL-QN when the run's l1 is above 0."""
     from fgl import registry
+    from fgl.engines import background_compile
     from fgl.learn.learner import optimiser_memory, train_lbfgs
     from fgl.learn.local_objectives import LocalObjective
 
+    # (on a cold cache, the second process compiles the optimiser's kernels too)
+    background_compile.also_call("fgl.learn.lbfgs:compile_optimiser")
     s = run.settings.options(LBFGSOptions)
     # (from the spec's engine, not the objective: a cluster's learns of BP at its first call)
     memory = optimiser_memory(s.memory, not registry.choose(model.spec).engine.exact)
