@@ -25,13 +25,15 @@ the same kernel at once can lose an index entry (a later compilation) but
 never pair a signature with another's code.
 
 ``python -m fgl.engines.background_compile`` is the second process: it
-reads what to compile from standard input (a pickled ``Work``).
+reads what to compile from standard input, as JSON (``Work``; numba's
+types written out by ``type_spec``).
 """
 from __future__ import annotations
 
 import atexit
+import importlib
+import json
 import os
-import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -46,12 +48,48 @@ _calls: list[str] = []
 
 class Work(NamedTuple):
     """What the second process compiles: kernels by ``(module, name,
-    argument types)``, then the functions named ``"module:function"`` in
-    ``calls`` (each compiles kernels whose types do not depend on the data
-    by running them on a small problem)."""
+    argument types)`` (``type_spec``'s), then the functions named
+    ``"module:function"`` in ``calls`` (each compiles kernels whose types do
+    not depend on the data by running them on a small problem)."""
 
-    kernels: list[tuple[str, str, tuple]]
+    kernels: list[tuple[str, str, list]]
     calls: list[str]
+
+
+def type_spec(t: object) -> dict:
+    """A numba type of a kernel argument as plain data (JSON): arrays,
+    numbers, booleans and (named) tuples of them; TypeError for others."""
+    from numba.core import types
+
+    if isinstance(t, types.Array):
+        return {"array": str(t.dtype), "ndim": t.ndim, "layout": t.layout,
+                "readonly": not t.mutable}
+    if isinstance(t, types.BaseTuple):
+        cls = getattr(t, "instance_class", None) if isinstance(t, types.BaseNamedTuple) else None
+        return {"tuple": [type_spec(x) for x in t.types],
+                "class": None if cls is None else f"{cls.__module__}:{cls.__qualname__}"}
+    if isinstance(t, (types.Integer, types.Float, types.Boolean)):
+        return {"scalar": str(t)}
+    raise TypeError(f"no plain form for the numba type {t}")
+
+
+def from_type_spec(spec: dict) -> object:
+    """The numba type ``type_spec`` wrote."""
+    from numba.core import types
+
+    def scalar(name: str) -> object:
+        return types.boolean if name == "bool" else getattr(types, name)
+
+    if "array" in spec:
+        return types.Array(scalar(spec["array"]), spec["ndim"], spec["layout"],
+                           readonly=spec["readonly"])
+    if "tuple" in spec:
+        fields = [from_type_spec(x) for x in spec["tuple"]]
+        if spec["class"] is None:
+            return types.BaseTuple.from_types(fields)
+        module, name = spec["class"].split(":")
+        return types.BaseTuple.from_types(fields, getattr(importlib.import_module(module), name))
+    return scalar(spec["scalar"])
 
 
 def also_call(call: str) -> None:
@@ -103,16 +141,16 @@ def start(kernels: list[tuple[object, tuple]]) -> bool:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [root, os.environ.get("PYTHONPATH")]))}
     try:
-        work = pickle.dumps(Work([(d.py_func.__module__, d.py_func.__name__,
-                                   tuple(typeof(a) for a in args)) for d, args in kernels],
-                                 list(_calls)))
+        work = json.dumps(Work([(d.py_func.__module__, d.py_func.__name__,
+                                 [type_spec(typeof(a)) for a in args]) for d, args in kernels],
+                               list(_calls))._asdict()).encode()
         _process = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     env=env, cwd=root)
         _process.stdin.write(work)
         _process.stdin.close()
         atexit.register(wait)   # (no process outlives this one)
-    except Exception:   # (a type numba cannot name, no process: this one compiles as usual)
+    except Exception:   # (a type with no plain form, no process: this one compiles as usual)
         _process = None
         return False
     return True
@@ -135,14 +173,13 @@ def wait(timeout: float = 600.0) -> None:
 
 def main() -> None:
     """The second process: compile what standard input asks for."""
-    import importlib
-
     from fgl.jit import own_cache_file_names
 
     own_cache_file_names()
-    work: Work = pickle.loads(sys.stdin.buffer.read())
-    for module, name, types in work.kernels:
-        getattr(importlib.import_module(module), name).compile(types)
+    work = Work(**json.loads(sys.stdin.buffer.read()))
+    for module, name, specs in work.kernels:
+        getattr(importlib.import_module(module), name).compile(
+            tuple(from_type_spec(x) for x in specs))
     for call in work.calls:
         module, function = call.split(":")
         getattr(importlib.import_module(module), function)()

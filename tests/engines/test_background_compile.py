@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from support.paths import REPO
 
@@ -133,3 +134,24 @@ def test_the_optimisers_kernels_compiled_aside_are_those_a_fit_runs():
     fit, aside = kernels("fit"), kernels("aside")
     assert fit, "a fit ran no L-BFGS kernel"
     assert {k: v for k, v in aside.items() if k in fit} == fit
+
+
+def test_argument_types_travel_as_plain_data_and_come_back_equal():
+    """The second process is told the kernels' argument types as JSON (no
+    pickle): arrays of any dtype, layout and writability, numbers, booleans
+    and (named) tuples of them come back as the same numba types."""
+    import json
+
+    from fgl.engines.background_compile import from_type_spec, type_spec
+    from fgl.engines.graph.factor_graph import FactorGraph
+    from fgl.jit import typeof
+
+    frozen = np.zeros(3)
+    frozen.flags.writeable = False
+    for value in (np.zeros(3), np.zeros((2, 3), np.int32)[:, 1], frozen, np.zeros(2, np.int8),
+                  np.zeros(2, bool), 5, 1.5, True, (np.zeros(2), 3),
+                  FactorGraph.from_factors([2, 2], [[0, 1]]).arrays):
+        t = typeof(value)
+        assert from_type_spec(json.loads(json.dumps(type_spec(t)))) == t
+    with pytest.raises(TypeError):
+        type_spec(typeof("text"))
