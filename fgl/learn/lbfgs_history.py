@@ -143,6 +143,15 @@ class History:
 _UNSCALED = np.empty(0)   # (a history without H₀'s shape: the kernels' ``scale``)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _in_h0_coordinates(a, b, scale, i):
+    """Entry i of a pair (a of s, b of y) in H₀'s coordinates: a / scale[i]
+    and b·scale[i], or as they are with no ``scale`` (``History``)."""
+    if scale.shape[0] > 0:
+        return a / scale[i], b * scale[i]
+    return a, b
+
+
 @njit(cache=True, nogil=True)
 def _store_pair(x_new, x, g_new, g, scale, s, y, partial, c0, c1, chunk):
     """s = x_new - x, y = g_new - g (stored as float32; with a ``scale``,
@@ -150,16 +159,11 @@ def _store_pair(x_new, x, g_new, g, scale, s, y, partial, c0, c1, chunk):
     ``partial[c]`` = chunk c's sᵀy and yᵀy of the double-precision
     differences."""
     n = x.shape[0]
-    scaled = scale.shape[0] > 0
     for c in range(c0, c1):
         sy = 0.0
         yy = 0.0
         for i in range(c * chunk, min(n, (c + 1) * chunk)):
-            a = x_new[i] - x[i]
-            b = g_new[i] - g[i]
-            if scaled:
-                a /= scale[i]
-                b *= scale[i]
+            a, b = _in_h0_coordinates(x_new[i] - x[i], g_new[i] - g[i], scale, i)
             s[i] = a
             y[i] = b
             sy += a * b
@@ -193,17 +197,13 @@ def _store_parked_pair(x_new, x, g_new, scale, s_words, y_words, partial, c0, c1
     row's uint32 views): each entry of g is read before s and y take its
     place (the row is reached only through these views)."""
     n = x.shape[0]
-    scaled = scale.shape[0] > 0
     for c in range(c0, c1):
         sy = 0.0
         yy = 0.0
         for i in range(c * chunk, min(n, (c + 1) * chunk)):
             bits = (np.uint64(y_words[i]) << np.uint64(32)) | np.uint64(s_words[i])
-            a = x_new[i] - x[i]
-            b = g_new[i] - bits_to_float(np.int64(bits))
-            if scaled:
-                a /= scale[i]
-                b *= scale[i]
+            a, b = _in_h0_coordinates(x_new[i] - x[i], g_new[i] - bits_to_float(np.int64(bits)),
+                                      scale, i)
             s_words[i] = single_to_bits(np.float32(a))
             y_words[i] = single_to_bits(np.float32(b))
             sy += a * b
