@@ -69,7 +69,7 @@ from numba.core import caching  # noqa: E402
 from numba.extending import intrinsic  # noqa: E402
 
 __all__ = ["bits_to_float", "float_to_bits", "njit", "own_cache_file_names", "single_to_bits",
-           "typeof"]
+           "typeof", "types"]
 
 
 def _tolerate_stale_indexes() -> None:

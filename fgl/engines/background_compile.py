@@ -59,7 +59,7 @@ class Work(NamedTuple):
 def type_spec(t: object) -> dict:
     """A numba type of a kernel argument as plain data (JSON): arrays,
     numbers, booleans and (named) tuples of them; TypeError for others."""
-    from numba.core import types
+    from fgl.jit import types
 
     if isinstance(t, types.Array):
         return {"array": str(t.dtype), "ndim": t.ndim, "layout": t.layout,
@@ -75,7 +75,7 @@ def type_spec(t: object) -> dict:
 
 def from_type_spec(spec: dict) -> object:
     """The numba type ``type_spec`` wrote."""
-    from numba.core import types
+    from fgl.jit import types
 
     def scalar(name: str) -> object:
         return types.boolean if name == "bool" else getattr(types, name)
