@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fgl.compile.frontend import Layer, TemplatePlan, keep_counted, resolve_patterns, template_plan
-from fgl.compile.summaries import FactorSummary, RowSummary
+from fgl.compile.summaries import FactorSummary, RowSummary, unique_pairs
 from fgl.compile.unrolling import AttributeKeys, UnrolledFactors, variables
 from fgl.lang import ast
 
@@ -169,12 +169,11 @@ def collect_factors(layers: list[Layer], var_layers: list[list[int]],
     for u, g in zip(unrolled, golds):
         count += np.bincount(u.key, minlength=n_rows)
         config, labelled = gold_configs(u, g, strides)
-        for ti, c in np.unique(np.stack([u.template[labelled], config[labelled]]), axis=1).T:
+        for ti, c in zip(*unique_pairs(u.template[labelled], config[labelled])):
             configs[ti].add(int(c))
         item_fac = np.repeat(np.arange(len(u)), np.diff(u.item_ptr))
         on = labelled[item_fac]
-        seen.append(np.unique(np.stack([u.key[on].astype(np.int64), config[item_fac[on]]]),
-                              axis=1))
+        seen.append(np.stack(unique_pairs(u.key[on].astype(np.int64), config[item_fac[on]])))
     pairs = np.concatenate(seen, axis=1) if seen else np.zeros((2, 0), dtype=np.int64)
     return FactorSummary(configs, RowSummary.of_shard(
         shard, keys.vocabs, np.array(keys.template, dtype=np.int64), pairs[0], pairs[1], count))

@@ -43,6 +43,8 @@ from fgl.lang.regexes import compile_regex
 
 Item = tuple[str, str | None, float]
 Spans = list[tuple[int, int]] | None  # None: one position per token
+# the index bases read at a span's first position (the rest, v, j and b, at its last)
+FIRST_END = frozenset("utia")
 Evaluator = Callable[[dict[str, list], int, Spans], list[list[Item]]]
 # per position or span, a range's (name, text, how far outside the sequence) at each of
 # its positions in order: 0 inside; a position outside has START_MARKER or END_MARKER as
@@ -124,18 +126,22 @@ class ObservationCompiler(SpecContext):
                         for t in range(lo, hi):
                             out[t].extend(items(lab, values[t + off]))
                 return out
+            lo_end, hi_end = ref.lo_base in FIRST_END, ref.hi_base in FIRST_END
             out = []
             for u, v in spans:
-                base = {"u": u, "v": v, "t": u, "i": u, "j": v, "a": u, "b": v}
                 row: list[Item] = []
                 if ref.lo_base == ref.hi_base:
+                    at = u if lo_end else v
                     for off, lab in offsets:
-                        i = base[ref.lo_base] + off
+                        i = at + off
                         if 0 <= i < T:
-                            row.extend(items(lab, values[i]))
+                            if kind == "text":
+                                row.append((lab, values[i], 1.0))
+                            else:
+                                row.extend(items(lab, values[i]))
                 else:
-                    first = max(0, base[ref.lo_base] + ref.lo)
-                    stop = min(T, base[ref.hi_base] + ref.hi + 1)
+                    first = max(0, (u if lo_end else v) + ref.lo)
+                    stop = min(T, (u if hi_end else v) + ref.hi + 1)
                     for i in range(first, stop):
                         row.extend(items(label, values[i]))
                 out.append(row)
@@ -290,15 +296,15 @@ def _count(inner: Evaluator, name: str) -> Evaluator:
 
 def _either(inner: Evaluator) -> Evaluator:
     """Sutton & McCallum eq. 1.61: on a pair (i, j), the items of ``inner`` at i OR at
-    j — one indicator per distinct item."""
+    j — one indicator per distinct item.  ``inner`` is read once per
+    position the pairs touch (a clique of m mentions has m(m-1)/2 pairs
+    over m positions), its items named once per position."""
     def evaluate(cols: dict[str, list], T: int, spans: Spans) -> list[list[Item]]:
-        at_i = inner(cols, T, [(i, i) for i, _ in spans])
-        at_j = inner(cols, T, [(j, j) for _, j in spans])
-        out = []
-        for a, b in zip(at_i, at_j):
-            seen = {(nm, tx): 1.0 for nm, tx, _ in a + b}
-            out.append([(f"either({nm})", tx, v) for (nm, tx), v in seen.items()])
-        return out
+        ends = sorted({p for span in spans for p in span})
+        named = [[(f"either({nm})", tx) for nm, tx, _ in items]
+                 for items in inner(cols, T, [(p, p) for p in ends])]
+        at = dict(zip(ends, named))
+        return [[(nm, tx, 1.0) for nm, tx in dict.fromkeys(at[i] + at[j])] for i, j in spans]
     return evaluate
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fgl.compile.summaries import FactorSummary, LabelSummary, RowSummary, merge_all
+from fgl.compile.summaries import FactorSummary, LabelSummary, RowSummary, merge_all, unique_pairs
 
 # an occurrence of an attribute at a gold unit: (template, key, patterns seen with it)
 occurrence = st.tuples(st.integers(0, 2), st.sampled_from("abcdef"),
@@ -87,3 +87,18 @@ def test_factor_summaries_merge_their_configurations_and_rows():
     assert merged.configs == [{0, 1, 3}, {2}]
     assert list(merged.rows.vocabs[0].items()) == [("b", 0), ("a", 1)]   # shard 0 first
     assert merged.rows.seen(1) == [1, 3] and merged.rows.count.tolist() == [1, 2]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=60),
+       st.sampled_from([1, 1 << 40]))
+def test_unique_pairs_are_the_distinct_pairs_sorted(pairs, scale):
+    """One int64 per pair where it fits; ``scale`` 2^40 makes row x base
+    overflow it, and the structured sort takes over: both give the sorted
+    distinct pairs."""
+    row = np.array([r * scale for r, _ in pairs], dtype=np.int64)
+    value = np.array([v * scale for _, v in pairs], dtype=np.int64)
+    got_row, got_value = unique_pairs(row, value)
+    want = sorted({(r * scale, v * scale) for r, v in pairs})
+    assert list(zip(got_row.tolist(), got_value.tolist())) == want
+    assert got_row.dtype == got_value.dtype == np.int64
