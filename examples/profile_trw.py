@@ -162,8 +162,10 @@ def parts(arts: Articles, w: np.ndarray, starts: list | None, max_iter: int,
 
 
 def whole(arts: Articles, w: np.ndarray, starts: list | None, max_iter: int,
-          repeats: int) -> float:
-    """Seconds of ``trw_training.expect_block`` over every article in one call."""
+          repeats: int) -> tuple[float, int]:
+    """Seconds of ``trw_training.expect_block`` over every article in one
+    call, and its sweeps (with those it adds where a run's factor beliefs
+    disagree with its variable beliefs, which the parts leave out)."""
     a, feats, _ = arts.prog.trw_blocks(arts.data)
     n = len(arts.graphs)
     picks = np.arange(n)
@@ -172,18 +174,19 @@ def whole(arts: Articles, w: np.ndarray, starts: list | None, max_iter: int,
     else:
         inits, init_at = np.concatenate(starts), a.msg_at[:-1].copy()
     msgs = np.empty(int(a.msg_at[-1]))
+    runs = trw_training.block_runs(n)
 
     def run():
         trw_training.expect_block(picks, a, feats, w,
                                   trw_training.BlockMessages(inits, init_at, msgs),
                                   trw_training.BlockSettings(0.0, float(arts.tol), int(max_iter),
                                                              False),
-                                  np.zeros(arts.prog.n_features), trw_training.block_runs(n))
-    return best_cpu(run, repeats)
+                                  np.zeros(arts.prog.n_features), runs)
+    return best_cpu(run, repeats), int(runs.sweeps.sum())
 
 
-def print_parts(cold: dict, warm: dict, sweeps: tuple[int, int], wholes: tuple[float, float],
-                linear: float) -> None:
+def print_parts(cold: dict, warm: dict, sweeps: tuple[int, int],
+                wholes: tuple[tuple[float, int], tuple[float, int]], linear: float) -> None:
     print(f"{'part':<24}{'cold ms':>9}{'warm ms':>9}")
     print("-" * 42)
     for key in ("factor tables", "reweighted tables", "hanging trees, set-up", "sweeps",
@@ -191,11 +194,13 @@ def print_parts(cold: dict, warm: dict, sweeps: tuple[int, int], wholes: tuple[f
         print(f"{key:<24}{cold[key] * 1e3:9.1f}{warm[key] * 1e3:9.1f}")
     print(f"{'sum of the parts':<24}{sum(cold.values()) * 1e3:9.1f}"
           f"{sum(warm.values()) * 1e3:9.1f}")
-    print(f"{'whole (block kernel)':<24}{wholes[0] * 1e3:9.1f}{wholes[1] * 1e3:9.1f}")
+    print(f"{'whole (block kernel)':<24}{wholes[0][0] * 1e3:9.1f}{wholes[1][0] * 1e3:9.1f}")
     print(f"{'sweeps (count)':<24}{sweeps[0]:9d}{sweeps[1]:9d}")
+    print(f"{'  in the block kernel':<24}{wholes[0][1]:9d}{wholes[1][1]:9d}")
     print(f"{'linear chain, whole':<24}{linear * 1e3:9.1f}")
     fixed = sum(v for k, v in cold.items() if k != "sweeps")
-    print(f"\nwhole / linear chain: cold {wholes[0] / linear:.1f}x, warm {wholes[1] / linear:.1f}x;"
+    print(f"\nwhole / linear chain: cold {wholes[0][0] / linear:.1f}x, "
+          f"warm {wholes[1][0] / linear:.1f}x;"
           f" the parts outside the sweeps {fixed / linear:.1f}x; the sweeps alone, cold "
           f"{cold['sweeps'] / linear:.1f}x, warm {warm['sweeps'] / linear:.1f}x")
 
