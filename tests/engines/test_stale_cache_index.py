@@ -4,6 +4,7 @@ kernel compiles and runs (``fgl.jit``), where numba alone raised
 ModuleNotFoundError on the first call."""
 from __future__ import annotations
 
+import os
 import pickle
 import subprocess
 import sys
@@ -22,9 +23,12 @@ CALL = "import sys; sys.path[:0] = [{repo!r}, {here!r}]; import kernel; print(ke
 
 
 def _call(folder: Path) -> subprocess.CompletedProcess:
+    """The kernel called in a fresh process, its cache beside it (a
+    ``NUMBA_CACHE_DIR`` of the caller's would move it elsewhere)."""
     code = CALL.format(repo=str(REPO), here=str(folder))
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=folder)
+                          cwd=folder, env=env)
 
 
 def test_an_index_naming_a_missing_module_is_a_cache_miss(tmp_path):
