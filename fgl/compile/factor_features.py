@@ -173,7 +173,7 @@ def collect_factors(layers: list[Layer], var_layers: list[list[int]],
             configs[ti].add(int(c))
         item_fac = np.repeat(np.arange(len(u)), np.diff(u.item_ptr))
         on = labelled[item_fac]
-        seen.append(np.stack(unique_pairs(u.key[on].astype(np.int64), config[item_fac[on]])))
+        seen.append(np.stack(unique_pairs(u.key[on], config[item_fac[on]])))
     pairs = np.concatenate(seen, axis=1) if seen else np.zeros((2, 0), dtype=np.int64)
     return FactorSummary(configs, RowSummary.of_shard(
         shard, keys.vocabs, np.array(keys.template, dtype=np.int64), pairs[0], pairs[1], count))

@@ -132,8 +132,7 @@ def unique_pairs(row: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.nda
     if int(row.max()) >= (1 << 62) // base:
         pairs = np.unique(np.stack([row, value]), axis=1)
         return pairs[0].copy(), pairs[1].copy()
-    both = np.unique(row * base + value)
-    return both // base, both % base
+    return np.divmod(np.unique(row * base + value), base)
 
 
 @dataclass

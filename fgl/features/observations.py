@@ -112,6 +112,7 @@ class ObservationCompiler(SpecContext):
             label = f"{name}[{ref_text(ref.lo_base, ref.lo)}..{ref_text(ref.hi_base, ref.hi)}]"
         offsets = [(off, f"{name}[{ref_text(ref.lo_base, off)}]")
                    for off in range(ref.lo, ref.hi + 1)]
+        lo_end, hi_end = ref.lo_base in FIRST_END, ref.hi_base in FIRST_END   # (spans' ends)
 
         def evaluate(cols: dict[str, list], T: int, spans: Spans) -> list[list[Item]]:
             values = cols[name]
@@ -126,7 +127,6 @@ class ObservationCompiler(SpecContext):
                         for t in range(lo, hi):
                             out[t].extend(items(lab, values[t + off]))
                 return out
-            lo_end, hi_end = ref.lo_base in FIRST_END, ref.hi_base in FIRST_END
             out = []
             for u, v in spans:
                 row: list[Item] = []
@@ -300,7 +300,7 @@ def _either(inner: Evaluator) -> Evaluator:
     position the pairs touch (a clique of m mentions has m(m-1)/2 pairs
     over m positions), its items named once per position."""
     def evaluate(cols: dict[str, list], T: int, spans: Spans) -> list[list[Item]]:
-        ends = sorted({p for span in spans for p in span})
+        ends = list({p for span in spans for p in span})
         named = [[(f"either({nm})", tx) for nm, tx, _ in items]
                  for items in inner(cols, T, [(p, p) for p in ends])]
         at = dict(zip(ends, named))
